@@ -1,0 +1,82 @@
+// swift-tools-version:6.0
+// BuzzKit: one package, layered bottom-up.
+//   C system libraries (Shared/C/*)  ->  BuzzKitWire (wire types, no I/O, compiles for iOS)
+//   -> BuzzKitCore (logging, config, metrics, lifecycle)  ->  thin wrappers over C
+//   (Postgres, Redis, HTTP server, HTTP client)  ->  BuzzKitRuntime (what every service shares)
+//   -> Services/* executables. Services never import each other.
+import PackageDescription
+
+let package = Package(
+    name: "BuzzKit",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .executable(name: "gateway", targets: ["Gateway"]),
+        .executable(name: "ingest", targets: ["Ingest"]),
+        .executable(name: "workflow", targets: ["Workflow"]),
+        .executable(name: "apns-sender", targets: ["APNsSender"]),
+        .executable(name: "liveactivity", targets: ["LiveActivity"]),
+        .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
+        .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
+    ],
+    targets: [
+        // MARK: - C system libraries (C types never leave the wrapper modules)
+        .systemLibrary(name: "CLibPQ", path: "Shared/C/CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CHiredis", path: "Shared/C/CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Shared/C/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Shared/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // MARK: - Shared core, no I/O
+        .target(name: "BuzzKitWire", path: "Shared/Wire"),
+        .target(name: "BuzzKitCore", dependencies: ["BuzzKitWire"], path: "Shared/Core"),
+
+        // MARK: - Thin wrappers over C libraries
+        .target(name: "BuzzKitPostgres", dependencies: ["BuzzKitCore", "CLibPQ"], path: "Shared/Postgres"),
+        .target(name: "BuzzKitRedis", dependencies: ["BuzzKitCore", "CHiredis"], path: "Shared/Redis"),
+        .target(name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
+                path: "Shared/HTTPServer"),
+        .target(name: "BuzzKitHTTPClient", dependencies: ["BuzzKitCore", "CCurl"], path: "Shared/HTTPClient"),
+        .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
+                path: "Shared/Migrations", resources: [.copy("SQL")]),
+
+        // MARK: - What every service process shares
+        .target(name: "BuzzKitRuntime",
+                dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
+                path: "Shared/Runtime"),
+
+        // MARK: - Services and tools (executables only read the environment and run)
+        .executableTarget(name: "Gateway", dependencies: ["BuzzKitRuntime"], path: "Services/gateway"),
+        .executableTarget(name: "Ingest", dependencies: ["BuzzKitRuntime"], path: "Services/ingest"),
+        .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
+        .executableTarget(name: "APNsSender", dependencies: ["BuzzKitRuntime"], path: "Services/apns-sender"),
+        .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitRuntime"], path: "Services/liveactivity"),
+        .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitRuntime", "BuzzKitMigrations"],
+                          path: "Tools/buzzkit-admin"),
+
+        // MARK: - Tests (SwiftPM links every test target into one test binary)
+        .target(name: "BuzzKitTestSupport",
+                dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
+                path: "Tests/Support"),
+        .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRuntime"],
+                          path: "Tests/Fixtures/stream-worker"),
+        .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore"], path: "Tests/CoreTests"),
+        .testTarget(name: "PostgresTests",
+                    dependencies: ["BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitTestSupport"],
+                    path: "Tests/PostgresTests"),
+        .testTarget(name: "RedisTests", dependencies: ["BuzzKitRedis", "BuzzKitTestSupport"],
+                    path: "Tests/RedisTests"),
+        .testTarget(name: "HTTPTests",
+                    dependencies: ["BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitTestSupport"],
+                    path: "Tests/HTTPTests"),
+        .testTarget(name: "ServiceTests",
+                    dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient"],
+                    path: "Tests/ServiceTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

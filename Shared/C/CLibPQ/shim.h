@@ -1,0 +1,4 @@
+#ifndef BK_CLIBPQ_SHIM_H
+#define BK_CLIBPQ_SHIM_H
+#include <postgresql/libpq-fe.h>
+#endif
