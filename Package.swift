@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "apns-sender", targets: ["APNsSender"]),
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
+        .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
     ],
     targets: [
@@ -58,6 +59,10 @@ let package = Package(
         .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitRuntime"], path: "Services/liveactivity"),
         .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitRuntime", "BuzzKitMigrations"],
                           path: "Tools/buzzkit-admin"),
+        .executableTarget(name: "BuzzKitBench",
+                          dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer",
+                                         "BuzzKitHTTPClient"],
+                          path: "Tools/bench"),
 
         // MARK: - Tests (SwiftPM links every test target into one test binary)
         .target(name: "BuzzKitTestSupport",
