@@ -54,9 +54,14 @@ public struct Envelope: Sendable, Equatable {
         if !success, let e = o["error"]?.objectValue, let code = e["code"]?.stringValue {
             let known = ErrorCode.all.first { $0.rawValue == code }
             error = APIError(known ?? ErrorCode(code, httpStatus: 0), e["message"]?.stringValue ?? "",
-                             details: e["details"].flatMap { $0.isNull ? nil : $0 })
+                             details: e["details"].flatMap(Self.nonNull))
         }
-        let data = o["data"].flatMap { $0.isNull ? nil : $0 }
+        let data = o["data"].flatMap(Self.nonNull)
         return Envelope(data: data, error: error, metadata: o["metadata"]?.objectValue ?? [:])
+    }
+
+    /// JSON `null` as Swift's `nil` (a bare `nil` literal would become `JSONValue.null`).
+    private static func nonNull(_ value: JSONValue) -> JSONValue? {
+        value.isNull ? Optional<JSONValue>.none : value
     }
 }
