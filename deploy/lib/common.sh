@@ -11,7 +11,7 @@ bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 # The Debian packages the build, the tests and the local stack need.
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
-  libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv
+  libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
@@ -104,4 +104,17 @@ bk_stop_redis() {
   for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$dir/redis.pid"
+}
+
+# A Python virtualenv under .buzzkit/venv with the packages the offline checks use.
+BK_VENV="$BK_ROOT/.buzzkit/venv"
+BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator)
+bk_python_venv() {
+  if [ ! -x "$BK_VENV/bin/python" ]; then
+    mkdir -p "$BK_ROOT/.buzzkit"
+    python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
+  fi
+  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator' 2>/dev/null \
+    || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
+    || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }

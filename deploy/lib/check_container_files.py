@@ -1,0 +1,67 @@
+"""Offline checks of deploy/Dockerfile and deploy/docker-compose.yml (no Docker engine runs here).
+
+- the compose file is valid for docker-compose (`docker-compose config -q`, schema and references);
+- the Dockerfile parses, every COPY source exists in the repository, and it copies every
+  executable the compose file runs;
+- every executable the compose file runs is a product in Package.swift, and every service the
+  local runner starts is in the compose file.
+Exits non-zero with one line per problem.
+"""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from dockerfile_parse import DockerfileParser
+
+root = Path(__file__).resolve().parents[2]
+problems = []
+
+compose_file = root / "deploy" / "docker-compose.yml"
+result = subprocess.run(["docker-compose", "-f", str(compose_file), "config"], capture_output=True, text=True)
+if result.returncode != 0:
+    problems.append(f"docker-compose.yml is invalid: {result.stderr.strip()}")
+    compose = {}
+else:
+    import yaml
+    compose = yaml.safe_load(result.stdout)
+
+package = (root / "Package.swift").read_text()
+products = set(re.findall(r'\.executable\(name: "([^"]+)"', package))
+commands = set()
+for name, service in (compose.get("services") or {}).items():
+    command = service.get("command")
+    if not str(service.get("image", "")).startswith("buzzkit"):
+        continue  # postgres and redis come from their own images
+    if isinstance(command, list) and command:
+        commands.add(command[0])
+for command in sorted(commands):
+    if command not in products:
+        problems.append(f"compose runs '{command}', which is not an executable product of Package.swift")
+
+local = (root / "deploy" / "local").read_text()
+match = re.search(r"^SERVICES=\(([^)]*)\)", local, re.M)
+for service in (match.group(1).split() if match else []):
+    if service not in (compose.get("services") or {}):
+        problems.append(f"./deploy/local starts {service} but docker-compose.yml has no such service")
+
+parser = DockerfileParser(path=str(root / "deploy" / "Dockerfile"))
+copied_binaries = set()
+for instruction in parser.structure:
+    if instruction["instruction"] == "COPY" and "--from" not in instruction["value"]:
+        *sources, _ = instruction["value"].split()
+        for source in sources:
+            if not (root / source).exists():
+                problems.append(f"Dockerfile line {instruction['startline'] + 1}: COPY source {source} does not exist")
+    if instruction["instruction"] == "RUN":
+        copied_binaries.update(re.findall(r"[\w-]+", instruction["value"]))
+for command in sorted(commands):
+    if command not in copied_binaries:
+        problems.append(f"the Dockerfile does not copy the executable '{command}' into the image")
+
+for problem in problems:
+    print(f"container files: {problem}", file=sys.stderr)
+if problems:
+    sys.exit(1)
+print(f"container files: ok ({len(compose.get('services', {}))} compose services, {len(commands)} executables)")
