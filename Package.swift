@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
+        .executable(name: "apns-sim", targets: ["APNsSimulator"]),
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
     ],
     targets: [
@@ -63,6 +64,13 @@ let package = Package(
                           dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer",
                                          "BuzzKitHTTPClient"],
                           path: "Tools/bench"),
+
+        // The APNs simulator: a local stand-in for Apple's service (HTTP/2 over TLS), written in C on
+        // nghttp2 and OpenSSL so it out-runs anything the sender can push.
+        .executableTarget(name: "APNsSimulator", path: "Tools/apns-sim",
+                          exclude: ["tests"],
+                          cSettings: [.unsafeFlags(["-O2"])],
+                          linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         // MARK: - Tests (SwiftPM links every test target into one test binary)
         .target(name: "BuzzKitTestSupport",

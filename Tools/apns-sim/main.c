@@ -1,0 +1,2 @@
+/* Placeholder until the APNs simulator is written. */
+int main(void) { return 1; }
