@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
                 path: "Shared/HTTPServer"),
         .target(name: "BuzzKitHTTPClient", dependencies: ["BuzzKitCore", "CCurl"], path: "Shared/HTTPClient"),
+        .target(name: "BuzzKitCrypto", dependencies: ["COpenSSL"], path: "Shared/Crypto"),
         .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
@@ -78,7 +79,8 @@ let package = Package(
                 path: "Tests/Support"),
         .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRuntime"],
                           path: "Tests/Fixtures/stream-worker"),
-        .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore"], path: "Tests/CoreTests"),
+        .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto"],
+                    path: "Tests/CoreTests"),
         .testTarget(name: "PostgresTests",
                     dependencies: ["BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitTestSupport"],
                     path: "Tests/PostgresTests"),

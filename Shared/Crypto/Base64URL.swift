@@ -1,0 +1,17 @@
+import Foundation
+
+/// Base64url without padding (RFC 4648 §5), as JWTs use it.
+public enum Base64URL {
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64).map { Array($0) }
+    }
+}
