@@ -1,1 +1,5 @@
-print("placeholder")
+import BuzzKitRuntime
+
+// The workflow service. Its domain work arrives with its issue; today it connects, serves
+// /healthz, /readyz and /metrics, and stops cleanly on SIGTERM.
+await ServiceMain.run(service: "workflow")

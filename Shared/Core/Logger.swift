@@ -81,7 +81,7 @@ public struct Logger: Sendable {
     public func critical(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.critical, m(), metadata: metadata) }
 
     private static func timestamp() -> String {
-        Date().formatted(.iso8601.year().month().day().timeSeparator(.colon).time(includingFractionalSeconds: true))
+        Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }
 

@@ -49,7 +49,7 @@ public final class ServiceGroup: Sendable {
             for service in services {
                 let logger = self.logger
                 group.addTask {
-                    logger.info("service starting", metadata: ["service": service.name])
+                    logger.info("service starting", metadata: ["part": service.name])
                     do {
                         try await service.run()
                         return .returned(service.name)
@@ -71,15 +71,15 @@ public final class ServiceGroup: Sendable {
                 case .returned(let name):
                     running -= 1
                     if shuttingDown {
-                        logger.info("service stopped", metadata: ["service": name])
+                        logger.info("service stopped", metadata: ["part": name])
                     } else {
                         failure = failure ?? "\(name) stopped unexpectedly"
-                        logger.error("service stopped unexpectedly, stopping the others", metadata: ["service": name])
+                        logger.error("service stopped unexpectedly, stopping the others", metadata: ["part": name])
                     }
                 case .failed(let name, let error):
                     running -= 1
                     failure = failure ?? "\(name): \(error)"
-                    logger.error("service failed, stopping the others", metadata: ["service": name, "error": error])
+                    logger.error("service failed, stopping the others", metadata: ["part": name, "error": error])
                 case .shutdownSequenceFinished:
                     continue
                 case .deadlinePassed:
@@ -92,7 +92,7 @@ public final class ServiceGroup: Sendable {
                     trigger.fire(reason: "stopping")
                     group.addTask { [services, logger] in
                         for service in services.reversed() {
-                            logger.info("service stopping", metadata: ["service": service.name])
+                            logger.info("service stopping", metadata: ["part": service.name])
                             await service.shutdown()
                         }
                         return .shutdownSequenceFinished
@@ -125,6 +125,7 @@ public final class ServiceGroup: Sendable {
 /// A service stopped the group by failing or by returning before shutdown.
 public struct ServiceGroupError: Error, Sendable, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }
 

@@ -1,0 +1,136 @@
+import BuzzKitCore
+import BuzzKitHTTPClient
+import BuzzKitRedis
+import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import Testing
+
+/// The five service executables, run as real processes against the test Postgres and Redis.
+@Suite struct ServiceProcessTests {
+    static let services = ["gateway", "ingest", "workflow", "apns-sender", "liveactivity"]
+
+    func environment(port: Int, databaseURL: String = TestEnvironment.postgresURL) -> [String: String] {
+        ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
+         "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_LOG_LEVEL": "info"]
+    }
+
+    @Test(arguments: services)
+    func servesHealthReadinessAndMetricsThenStopsOnSIGTERM(service: String) async throws {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(executable: service, environment: environment(port: port))
+        let client = try HTTPClient(logger: .silent())
+        defer { Task { await client.shutdown() } }
+
+        let ready = try await waitForStatus(client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
+        let readiness = try Envelope.decode(ready.body)
+        #expect(readiness.data?["ready"] == true)
+        #expect(readiness.data?["checks"]?["postgres"] == "ok")
+        #expect(readiness.data?["checks"]?["redis"] == "ok")
+
+        let health = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"))
+        #expect(health.status == 200)
+        #expect(try Envelope.decode(health.body).data?["service"] == .string(service))
+
+        let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"))
+        #expect(metrics.status == 200)
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        #expect(text.contains("bk_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"}"))
+
+        process.signal(SIGTERM)
+        let status = await process.waitForExit(timeout: .seconds(20))
+        #expect(status == 0, "\(service) exit status; output:\n\(process.output)")
+        let lines = process.output.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            #expect((try? JSONValue.parse(String(line)))?["msg"] != nil, "not a JSON log line: \(line)")
+        }
+    }
+
+    @Test func isAliveButNotReadyWhilePostgresIsUnreachable() async throws {
+        let port = freeLoopbackPort()
+        let closedPort = freeLoopbackPort()
+        let process = try ServiceProcess(
+            executable: "ingest",
+            environment: environment(port: port, databaseURL: "postgres://buzzkit@127.0.0.1:\(closedPort)/buzzkit"))
+        let client = try HTTPClient(logger: .silent())
+        defer { Task { await client.shutdown() } }
+
+        _ = try await waitForStatus(client, "http://127.0.0.1:\(port)/healthz", status: 200, process: process)
+        let ready = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"))
+        #expect(ready.status == 503)
+        let envelope = try Envelope.decode(ready.body)
+        #expect(envelope.error?.code == .notReady)
+        #expect(envelope.error?.details?["redis"] == "ok")
+        #expect(envelope.error?.details?["postgres"] != "ok")
+        process.signal(SIGTERM)
+        #expect(await process.waitForExit() == 0)
+    }
+
+    @Test func invalidConfigurationExitsWithEX_CONFIGAndSaysWhy() async throws {
+        let process = try ServiceProcess(executable: "workflow",
+                                         environment: ["BUZZKIT_HTTP_PORT": "not-a-port", "BUZZKIT_REDIS_URL": "http://x"])
+        #expect(await process.waitForExit() == 78)
+        #expect(process.output.contains("BUZZKIT_HTTP_PORT=not-a-port"))
+        #expect(process.output.contains("BUZZKIT_REDIS_URL"))
+    }
+
+    /// SIGTERM while a stream handler is mid-way: the handler completes, its entry is acknowledged,
+    /// and only then does the process exit.
+    @Test func sigtermLetsASlowHandlerFinishAndAcksItsEntry() async throws {
+        let redis = RedisClient(configuration: try RedisConfiguration(url: TestEnvironment.redisURL), logger: .silent())
+        defer { redis.close() }
+        let stream = TestEnvironment.uniqueName("lifecycle")
+        let group = "workers"
+        _ = try await redis.xadd(stream, fields: [("n", "1")])
+
+        let port = freeLoopbackPort()
+        var env = environment(port: port)
+        env["FIXTURE_STREAM"] = stream
+        env["FIXTURE_GROUP"] = group
+        env["FIXTURE_HANDLER_DELAY_MS"] = "1500"
+        let process = try ServiceProcess(executable: "StreamWorkerFixture", environment: env)
+
+        // Wait until the handler has started, then ask the process to stop.
+        let startedPattern = "\(stream):started:*"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await keys(redis, startedPattern).isEmpty {
+            #expect(ContinuousClock.now < deadline, "the handler never started; output:\n\(process.output)")
+            if ContinuousClock.now >= deadline { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await keys(redis, "\(stream):done:*").isEmpty)
+        process.signal(SIGTERM)
+
+        let status = await process.waitForExit(timeout: .seconds(20))
+        #expect(status == 0, "output:\n\(process.output)")
+        #expect(try await keys(redis, "\(stream):done:*").count == 1, "the handler did not complete")
+        let pending = try await redis.command(["XPENDING", .init(stream), .init(group)])
+        #expect(pending.array?.first?.int == 0, "the entry was not acknowledged: \(pending)")
+    }
+
+    private func keys(_ redis: RedisClient, _ pattern: String) async throws -> [RedisValue] {
+        try await redis.command(["KEYS", .init(pattern)]).array ?? []
+    }
+
+    /// Polls `url` until it answers `status`, failing early when the process exits.
+    private func waitForStatus(_ client: HTTPClient, _ url: String, status: Int, process: ServiceProcess,
+                               timeout: Duration = .seconds(30)) async throws -> HTTPClientResponse {
+        let deadline = ContinuousClock.now + timeout
+        var last = "no answer"
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { break }
+            if let response = try? await client.execute(HTTPClientRequest(url: url, timeout: .seconds(3))) {
+                if response.status == status { return response }
+                last = "status \(response.status)"
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ServiceTestFailure("\(process.name) did not answer \(status) at \(url) (\(last)); output:\n\(process.output)")
+    }
+}
+
+struct ServiceTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

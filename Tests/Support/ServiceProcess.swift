@@ -1,0 +1,87 @@
+import Foundation
+import Synchronization
+
+/// A BuzzKit executable started by a test: its environment, its log file, signals and exit.
+///
+/// The process is killed when the value is released, so a failing test never leaves one behind;
+/// `./deploy/test` also stops the servers it started when the run ends.
+public final class ServiceProcess: Sendable {
+    public let name: String
+    public let logPath: String
+    private let process: ProcessBox
+
+    /// Starts `executable` (a product name in the build's bin folder) with `environment` added to
+    /// the test's own environment.
+    public init(executable: String, environment: [String: String], arguments: [String] = []) throws {
+        name = executable
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(TestEnvironment.uniqueName(executable)).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        logPath = log.path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        self.process = ProcessBox(process)
+    }
+
+    deinit { process.killIfRunning() }
+
+    public var processIdentifier: Int32 { process.pid }
+    public var isRunning: Bool { process.isRunning }
+
+    public func signal(_ number: Int32) { kill(process.pid, number) }
+
+    /// Waits for the exit and returns the status; nil when it is still running after `timeout`.
+    public func waitForExit(timeout: Duration = .seconds(30)) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if !process.isRunning { return process.exitStatus }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// What the process wrote so far (JSON lines for BuzzKit services).
+    public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
+
+/// Owns a Foundation `Process`. `Process` is not Sendable; every access here goes through its
+/// own thread-safe members (`isRunning`, `terminationStatus` after exit, `processIdentifier`).
+final class ProcessBox: @unchecked Sendable {
+    private let process: Process
+    let pid: Int32
+
+    init(_ process: Process) {
+        self.process = process
+        self.pid = process.processIdentifier
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var exitStatus: Int32 { process.terminationStatus }
+
+    func killIfRunning() {
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+public func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
