@@ -48,6 +48,10 @@ let package = Package(
         .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
+        // Stream names and entry encodings between services: the contracts on the wire of Redis.
+        .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis"],
+                path: "Shared/Contracts"),
+
         // MARK: - What every service process shares
         .target(name: "BuzzKitRuntime",
                 dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
@@ -55,10 +59,11 @@ let package = Package(
 
         // MARK: - Services and tools (executables only read the environment and run)
         .target(name: "GatewayApp",
-                dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations"],
+                dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts"],
                 path: "Services/gateway/App"),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
-        .executableTarget(name: "Ingest", dependencies: ["BuzzKitRuntime"], path: "Services/ingest"),
+        .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),
+        .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
         .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
         .executableTarget(name: "APNsSender", dependencies: ["BuzzKitRuntime"], path: "Services/apns-sender"),
         .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitRuntime"], path: "Services/liveactivity"),
@@ -95,6 +100,9 @@ let package = Package(
         .testTarget(name: "GatewayTests",
                     dependencies: ["GatewayApp", "BuzzKitTestSupport", "BuzzKitHTTPClient", "BuzzKitMigrations"],
                     path: "Tests/GatewayTests"),
+        .testTarget(name: "IngestTests",
+                    dependencies: ["IngestApp", "BuzzKitContracts", "BuzzKitTestSupport", "BuzzKitMigrations"],
+                    path: "Tests/IngestTests"),
         .testTarget(name: "ServiceTests",
                     dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient"],
                     path: "Tests/ServiceTests"),
