@@ -77,7 +77,7 @@ let package = Package(
         // The APNs simulator: a local stand-in for Apple's service (HTTP/2 over TLS), written in C on
         // nghttp2 and OpenSSL so it out-runs anything the sender can push.
         .executableTarget(name: "APNsSimulator", path: "Tools/apns-sim",
-                          exclude: ["tests"],
+                          exclude: ["tests", "README.md", "make-certs.sh"],
                           cSettings: [.unsafeFlags(["-O2"])],
                           linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 

@@ -108,13 +108,13 @@ bk_stop_redis() {
 
 # A Python virtualenv under .buzzkit/venv with the packages the offline checks use.
 BK_VENV="$BK_ROOT/.buzzkit/venv"
-BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator)
+BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest)
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
     python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
   fi
-  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator' 2>/dev/null \
+  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }
