@@ -45,6 +45,10 @@ let package = Package(
                 path: "Shared/HTTPServer"),
         .target(name: "BuzzKitHTTPClient", dependencies: ["BuzzKitCore", "CCurl"], path: "Shared/HTTPClient"),
         .target(name: "BuzzKitCrypto", dependencies: ["COpenSSL"], path: "Shared/Crypto"),
+        // APNs without a socket: requests, payload bytes, provider tokens, reasons, retry policy;
+        // plus the HTTP/2 transport over BuzzKitHTTPClient.
+        .target(name: "BuzzKitAPNs", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitHTTPClient"],
+                path: "Shared/APNs"),
         .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
@@ -87,6 +91,7 @@ let package = Package(
                 path: "Tests/Support"),
         .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRuntime"],
                           path: "Tests/Fixtures/stream-worker"),
+        .testTarget(name: "APNsTests", dependencies: ["BuzzKitAPNs", "BuzzKitTestSupport"], path: "Tests/APNsTests"),
         .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto"],
                     path: "Tests/CoreTests"),
         .testTarget(name: "PostgresTests",
