@@ -1,4 +1,32 @@
 #ifndef BK_CHIREDIS_SHIM_H
 #define BK_CHIREDIS_SHIM_H
+// hiredis 0.14.1 (Debian 12). Swift cannot import `redisCommand` (variadic) and reads C structs with
+// fixed arrays awkwardly: BuzzKitRedis only uses the argv functions plus these small typed helpers.
 #include <hiredis/hiredis.h>
+#include <errno.h>
+#include <sys/time.h>
+
+/// Connects over TCP with a connect timeout in milliseconds. Never NULL unless out of memory;
+/// check `bk_redis_err` afterwards.
+static inline redisContext *bk_redis_connect(const char *host, int port, long timeout_ms) {
+    struct timeval tv;
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    return redisConnectWithTimeout(host, port, tv);
+}
+
+/// Sets the socket send/receive timeout (SO_SNDTIMEO/SO_RCVTIMEO) in milliseconds.
+static inline int bk_redis_set_timeout(redisContext *c, long timeout_ms) {
+    struct timeval tv;
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    return redisSetTimeout(c, tv);
+}
+
+static inline int bk_redis_err(const redisContext *c) { return c->err; }
+static inline const char *bk_redis_errstr(const redisContext *c) { return c->errstr; }
+static inline int bk_errno(void) { return errno; }
+static inline void bk_clear_errno(void) { errno = 0; }
+static inline int bk_is_timeout_errno(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ETIMEDOUT; }
+
 #endif

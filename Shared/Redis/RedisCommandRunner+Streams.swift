@@ -1,0 +1,166 @@
+// MARK: - Streams and consumer groups
+
+extension RedisCommandRunner {
+    /// `XADD stream [MAXLEN ~ n] id f v ...`; returns the new id. `maxLength` caps the stream
+    /// approximately (cheap trimming); nil leaves it uncapped.
+    @discardableResult
+    public func xadd(_ stream: String, fields: [(String, [UInt8])], maxLength: Int? = nil,
+                     id: String = "*") async throws(RedisError) -> StreamEntryID {
+        let reply = try await command(Self.xaddArguments(stream, fields: fields, maxLength: maxLength, id: id))
+        guard let text = reply.string, let entryID = StreamEntryID(text) else { throw .unexpected("XADD", reply) }
+        return entryID
+    }
+
+    /// `xadd` with text values.
+    @discardableResult
+    public func xadd(_ stream: String, fields: [(String, String)], maxLength: Int? = nil,
+                     id: String = "*") async throws(RedisError) -> StreamEntryID {
+        try await xadd(stream, fields: fields.map { ($0.0, Array($0.1.utf8)) }, maxLength: maxLength, id: id)
+    }
+
+    /// Many XADDs pipelined, `chunkSize` (default 1000) per round trip; ids in input order.
+    /// The first error reply throws (entries before it were added).
+    @discardableResult
+    public func xaddBatch(_ stream: String, entries: [[(String, [UInt8])]], maxLength: Int? = nil,
+                          chunkSize: Int = 1000) async throws(RedisError) -> [StreamEntryID] {
+        var ids: [StreamEntryID] = []
+        ids.reserveCapacity(entries.count)
+        var start = 0
+        while start < entries.count {
+            let end = min(entries.count, start + max(1, chunkSize))
+            let commands = entries[start..<end].map { Self.xaddArguments(stream, fields: $0, maxLength: maxLength, id: "*") }
+            for reply in try await pipeline(commands) {
+                guard let text = try reply.throwingServerError().string, let id = StreamEntryID(text) else {
+                    throw .unexpected("XADD", reply)
+                }
+                ids.append(id)
+            }
+            start = end
+        }
+        return ids
+    }
+
+    public func xlen(_ stream: String) async throws(RedisError) -> Int {
+        try await integer(["XLEN", RedisArgument(stream)], "XLEN")
+    }
+
+    /// `XRANGE stream start end [COUNT n]`.
+    public func xrange(_ stream: String, start: String = "-", end: String = "+",
+                       count: Int? = nil) async throws(RedisError) -> [StreamEntry] {
+        var args: [RedisArgument] = ["XRANGE", RedisArgument(stream), RedisArgument(start), RedisArgument(end)]
+        if let count { args += ["COUNT", RedisArgument(count)] }
+        return try StreamEntry.parseList(try await command(args), "XRANGE")
+    }
+
+    /// `XGROUP CREATE stream group startID [MKSTREAM]`. Returns false when the group already
+    /// existed (BUSYGROUP is not an error here). `startID` "0" delivers the whole stream, "$" only new entries.
+    @discardableResult
+    public func createGroup(_ stream: String, group: String, startID: String = "0",
+                            makeStream: Bool = true) async throws(RedisError) -> Bool {
+        var args: [RedisArgument] = ["XGROUP", "CREATE", RedisArgument(stream), RedisArgument(group), RedisArgument(startID)]
+        if makeStream { args.append("MKSTREAM") }
+        do {
+            _ = try await command(args)
+            return true
+        } catch where error.serverErrorPrefix == "BUSYGROUP" {
+            return false
+        }
+    }
+
+    /// `XREADGROUP GROUP g c COUNT n [BLOCK ms] STREAMS stream id`. `id` ">" reads new entries;
+    /// an explicit id re-reads this consumer's own pending entries after it. With `block`, the socket
+    /// timeout is `commandTimeout + block`, and the call holds the connection: use a dedicated one.
+    public func readGroup(_ stream: String, group: String, consumer: String, count: Int, block: Duration? = nil,
+                          id: String = ">") async throws(RedisError) -> [StreamEntry] {
+        var args: [RedisArgument] = ["XREADGROUP", "GROUP", RedisArgument(group), RedisArgument(consumer),
+                                     "COUNT", RedisArgument(max(1, count))]
+        var timeout: Duration? = nil
+        if let block {
+            args += ["BLOCK", RedisArgument(max(0, RedisConfiguration.milliseconds(block)))]
+            timeout = configuration.commandTimeout + block
+        }
+        args += ["STREAMS", RedisArgument(stream), RedisArgument(id)]
+        let reply = try await command(args, timeout: timeout)
+        if reply.isNull { return [] }
+        guard let streams = reply.array else { throw .unexpected("XREADGROUP", reply) }
+        var entries: [StreamEntry] = []
+        for item in streams {
+            guard let pair = item.array, pair.count == 2 else { throw .unexpected("XREADGROUP", reply) }
+            entries += try StreamEntry.parseList(pair[1], "XREADGROUP")
+        }
+        return entries
+    }
+
+    /// `XACK stream group id ...`; returns how many were pending.
+    @discardableResult
+    public func ack(_ stream: String, group: String, ids: [StreamEntryID]) async throws(RedisError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await integer(Self.ackArguments(stream, group: group, ids: ids), "XACK")
+    }
+
+    /// `XAUTOCLAIM stream group consumer minIdle start COUNT n`: takes over entries pending
+    /// longer than `minIdle` with any consumer (dead ones included). Increments their delivery count.
+    public func autoClaim(_ stream: String, group: String, consumer: String, minIdle: Duration,
+                          start: StreamEntryID = .zero, count: Int = 100) async throws(RedisError) -> StreamAutoClaim {
+        let reply = try await command(["XAUTOCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer),
+                                       RedisArgument(RedisConfiguration.milliseconds(minIdle)), start.redisArgument,
+                                       "COUNT", RedisArgument(max(1, count))])
+        guard let parts = reply.array, parts.count >= 2, let cursorText = parts[0].string,
+              let cursor = StreamEntryID(cursorText) else { throw .unexpected("XAUTOCLAIM", reply) }
+        let entries = try StreamEntry.parseList(parts[1], "XAUTOCLAIM")
+        var deleted: [StreamEntryID] = []
+        if parts.count >= 3, let ids = parts[2].array {
+            deleted = ids.compactMap { $0.string.flatMap(StreamEntryID.init) }
+        }
+        return StreamAutoClaim(nextStart: cursor, entries: entries, deletedIDs: deleted)
+    }
+
+    /// Extended `XPENDING stream group [IDLE ms] start end count [consumer]`.
+    public func pending(_ stream: String, group: String, idle: Duration? = nil, start: String = "-", end: String = "+",
+                        count: Int = 100, consumer: String? = nil) async throws(RedisError) -> [StreamPendingEntry] {
+        let reply = try await command(Self.pendingArguments(stream, group: group, idle: idle, start: start, end: end,
+                                                           count: count, consumer: consumer))
+        return try Self.parsePending(reply)
+    }
+
+    // MARK: Argument builders (shared with pipelines)
+
+    static func xaddArguments(_ stream: String, fields: [(String, [UInt8])], maxLength: Int?, id: String) -> [RedisArgument] {
+        var args: [RedisArgument] = ["XADD", RedisArgument(stream)]
+        args.reserveCapacity(6 + fields.count * 2)
+        if let maxLength { args += ["MAXLEN", "~", RedisArgument(max(0, maxLength))] }
+        args.append(RedisArgument(id))
+        for (name, value) in fields {
+            args.append(RedisArgument(name))
+            args.append(RedisArgument(bytes: value))
+        }
+        return args
+    }
+
+    static func ackArguments(_ stream: String, group: String, ids: [StreamEntryID]) -> [RedisArgument] {
+        ["XACK", RedisArgument(stream), RedisArgument(group)] + ids.map(\.redisArgument)
+    }
+
+    static func pendingArguments(_ stream: String, group: String, idle: Duration?, start: String, end: String,
+                                 count: Int, consumer: String?) -> [RedisArgument] {
+        var args: [RedisArgument] = ["XPENDING", RedisArgument(stream), RedisArgument(group)]
+        if let idle { args += ["IDLE", RedisArgument(RedisConfiguration.milliseconds(idle))] }
+        args += [RedisArgument(start), RedisArgument(end), RedisArgument(max(1, count))]
+        if let consumer { args.append(RedisArgument(consumer)) }
+        return args
+    }
+
+    static func parsePending(_ reply: RedisValue) throws(RedisError) -> [StreamPendingEntry] {
+        guard let rows = reply.array else { throw .unexpected("XPENDING", reply) }
+        var result: [StreamPendingEntry] = []
+        result.reserveCapacity(rows.count)
+        for row in rows {
+            guard let cols = row.array, cols.count == 4, let idText = cols[0].string, let id = StreamEntryID(idText),
+                  let consumer = cols[1].string, let idle = cols[2].int, let deliveries = cols[3].int else {
+                throw .unexpected("XPENDING", reply)
+            }
+            result.append(StreamPendingEntry(id: id, consumer: consumer, idleMilliseconds: idle, deliveries: deliveries))
+        }
+        return result
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+public import BuzzKitCore
+
+/// One Redis connection, confined to its own thread.
+///
+/// Use a connection of your own (`RedisClient.makeDedicatedConnection()`) for blocking commands
+/// (`XREADGROUP ... BLOCK`, `BLPOP`): they hold the connection for the whole block time. Anything
+/// else can go through `RedisClient`'s pool. The socket connects lazily on first use; after an
+/// I/O error or timeout the context is discarded and the next command reconnects (so the
+/// connection recovers by itself when the server restarts; the command that hit the break fails).
+///
+/// The socket timeout is `configuration.commandTimeout`; pass `timeout:` for longer commands
+/// (stream helpers add the BLOCK time themselves, so the socket never times out before Redis).
+public final class RedisConnection: Sendable {
+    public let configuration: RedisConfiguration
+    private let thread: RedisThread
+    private let context: RedisContext
+
+    public init(configuration: RedisConfiguration, logger: Logger, name: String = "redis") {
+        self.configuration = configuration
+        self.thread = RedisThread(name: name)
+        self.context = RedisContext(configuration: configuration, logger: logger)
+    }
+
+    deinit {
+        let context = self.context
+        thread.submit { context.disconnect() }
+        thread.stop()
+    }
+
+    /// Sends one command and returns its reply. An error reply throws `RedisError` with code `.server`.
+    public func command(_ args: [RedisArgument], timeout: Duration? = nil) async throws(RedisError) -> RedisValue {
+        let ms = timeoutMilliseconds(timeout)
+        return try await onThread { context throws(RedisError) in
+            try context.execute(args, timeoutMilliseconds: ms)
+        }.throwingServerError()
+    }
+
+    /// Sends all commands in one write and reads all replies (hiredis append + get-reply).
+    /// Error replies come back as `.error` elements, in order; I/O errors throw.
+    public func pipeline(_ commands: [[RedisArgument]], timeout: Duration? = nil) async throws(RedisError) -> [RedisValue] {
+        let ms = timeoutMilliseconds(timeout)
+        return try await onThread { context throws(RedisError) in
+            try context.executePipeline(commands, timeoutMilliseconds: ms)
+        }
+    }
+
+    /// Closes the socket now (the next command reconnects).
+    public func disconnect() async {
+        _ = try? await onThread { context throws(RedisError) in context.disconnect() }
+    }
+
+    /// The server-side id of the current socket (`CLIENT ID`), for `CLIENT UNBLOCK`; nil while not connected.
+    public var serverClientID: Int? { context.clientID.withLock { $0 } }
+
+    private func timeoutMilliseconds(_ timeout: Duration?) -> Int {
+        RedisConfiguration.milliseconds(timeout ?? configuration.commandTimeout)
+    }
+
+    private func onThread<T: Sendable>(
+        _ body: @escaping @Sendable (RedisContext) throws(RedisError) -> T
+    ) async throws(RedisError) -> T {
+        let context = self.context
+        let result: Result<T, RedisError> = await withCheckedContinuation { continuation in
+            let accepted = thread.submit {
+                continuation.resume(returning: Result { () throws(RedisError) -> T in try body(context) })
+            }
+            if !accepted { continuation.resume(returning: .failure(RedisError(.closed, "connection closed"))) }
+        }
+        return try result.get()
+    }
+}

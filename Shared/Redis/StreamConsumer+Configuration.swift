@@ -1,0 +1,55 @@
+extension StreamConsumer {
+    /// How a consumer-group runner reads, retries and gives up. Every knob has a default.
+    public struct Configuration: Sendable {
+        public var stream: String
+        public var group: String
+        /// Unique per process replica (e.g. host name + pid). Entries it held when it died are
+        /// reclaimed by the others after `claimIdleTime`.
+        public var consumer: String
+        /// Entries per XREADGROUP / XAUTOCLAIM. Default 100.
+        public var batchSize: Int = 100
+        /// Handlers running at once within a batch. Default 16.
+        public var maxConcurrentHandlers: Int = 16
+        /// XREADGROUP BLOCK time; also the longest `stop()` can wait for a read in flight that
+        /// `CLIENT UNBLOCK` missed. Default 2 s.
+        public var blockTime: Duration = .seconds(2)
+        /// Entries pending this long with any consumer are taken over (XAUTOCLAIM) and reprocessed.
+        /// Must exceed the slowest handler. Default 60 s.
+        public var claimIdleTime: Duration = .seconds(60)
+        /// How often to look for such entries (also done once at startup). Default 15 s.
+        public var reclaimInterval: Duration = .seconds(15)
+        /// Deliveries after which an entry that still fails goes to the dead-letter stream. Default 5.
+        public var maxDeliveries: Int = 5
+        /// Default `<stream>:dead`.
+        public var deadLetterStream: String
+        /// Hash of entry id -> last handler error. Default `<stream>:<group>:errors`.
+        public var errorsKey: String
+        /// Where a newly created group starts: "0" (whole stream, default) or "$" (only new entries).
+        public var groupStartID: String = "0"
+        /// First delay after a Redis error, doubled up to `maxRetryBackoff`. Defaults 100 ms / 5 s.
+        public var retryBackoff: Duration = .milliseconds(100)
+        public var maxRetryBackoff: Duration = .seconds(5)
+
+        public init(stream: String, group: String, consumer: String) {
+            self.stream = stream
+            self.group = group
+            self.consumer = consumer
+            self.deadLetterStream = "\(stream):dead"
+            self.errorsKey = "\(stream):\(group):errors"
+        }
+    }
+
+    /// Counters since `run()` started (for metrics and tests).
+    public struct Statistics: Sendable, Equatable {
+        /// Entries whose handler succeeded and that were acked.
+        public var processed = 0
+        /// Handler failures left pending for a retry.
+        public var failed = 0
+        /// Entries moved to the dead-letter stream.
+        public var deadLettered = 0
+        /// Entries taken over by XAUTOCLAIM.
+        public var reclaimed = 0
+        /// Redis errors the loop recovered from.
+        public var redisErrors = 0
+    }
+}

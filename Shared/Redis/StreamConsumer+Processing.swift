@@ -1,0 +1,175 @@
+import Synchronization
+
+// MARK: - Handling a batch: run handlers, ack successes, record failures, dead-letter the hopeless
+
+extension StreamConsumer {
+    /// Moves one entry to the dead-letter stream and acks it, atomically.
+    /// KEYS: stream, dead-letter stream, errors hash. ARGV: group, id, error ("" = the recorded one),
+    /// then field/value pairs for the dead-letter entry (`dead.error` is appended).
+    static let deadLetterScript = """
+        local err = ARGV[3]
+        if err == '' then err = redis.call('HGET', KEYS[3], ARGV[2]) or '' end
+        local args = {KEYS[2], '*'}
+        for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
+        args[#args + 1] = 'dead.error'
+        args[#args + 1] = err
+        redis.call('XADD', unpack(args))
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+        redis.call('HDEL', KEYS[3], ARGV[2])
+        return 1
+        """
+
+    static let maxErrorLength = 2000
+
+    /// Runs the handlers for `entries`, then acks/records/dead-letters in one pipeline.
+    /// `deliveries` holds known delivery counts (reclaimed entries); fresh entries count 1.
+    func process(_ entries: [StreamEntry], deliveries: [StreamEntryID: Int]) async throws(RedisError) {
+        let failures = await runHandlers(entries)
+        var acked: [StreamEntryID] = []
+        var failed: [(StreamEntryID, String)] = []
+        var dead: [(StreamEntry, Int, String)] = []
+        for entry in entries {
+            if let error = failures[entry.id] {
+                let count = deliveries[entry.id] ?? 1
+                if count >= configuration.maxDeliveries { dead.append((entry, count, error)) } else { failed.append((entry.id, error)) }
+            } else {
+                acked.append(entry.id)
+            }
+        }
+        var commands: [[RedisArgument]] = []
+        if !acked.isEmpty {
+            commands.append(RedisClient.ackArguments(configuration.stream, group: configuration.group, ids: acked))
+            let retried = acked.filter { (deliveries[$0] ?? 1) > 1 }
+            if !retried.isEmpty { commands.append(["HDEL", RedisArgument(configuration.errorsKey)] + retried.map(\.redisArgument)) }
+        }
+        if !failed.isEmpty {
+            var hset: [RedisArgument] = ["HSET", RedisArgument(configuration.errorsKey)]
+            for (id, error) in failed { hset += [id.redisArgument, RedisArgument(error)] }
+            commands.append(hset)
+            for (id, error) in failed {
+                logger.warning("stream handler failed, entry left pending",
+                               metadata: ["entry.id": id.description, "error": error,
+                                          "entry.deliveries": String(deliveries[id] ?? 1)])
+            }
+        }
+        for (entry, count, error) in dead { commands.append(deadLetterCommand(entry, deliveries: count, error: error)) }
+        let replies = try await client.pipeline(commands)
+        for reply in replies where reply.errorMessage != nil {
+            logger.error("stream consumer bookkeeping command failed", metadata: ["error": reply.errorMessage ?? ""])
+        }
+        for (entry, count, error) in dead {
+            logger.error("stream entry dead-lettered",
+                         metadata: ["entry.id": entry.id.description, "entry.deliveries": String(count), "error": error,
+                                    "stream.dead": configuration.deadLetterStream])
+        }
+        state.withLock {
+            $0.statistics.processed += acked.count
+            $0.statistics.failed += failed.count
+            $0.statistics.deadLettered += dead.count
+        }
+    }
+
+    /// Takes over entries idle longer than `claimIdleTime` (any consumer), dead-letters those
+    /// already delivered more than `maxDeliveries` times, and processes the rest.
+    func reclaimPending() async throws(RedisError) {
+        var cursor = StreamEntryID.zero
+        repeat {
+            let claim = try await client.autoClaim(configuration.stream, group: configuration.group,
+                                                   consumer: configuration.consumer, minIdle: configuration.claimIdleTime,
+                                                   start: cursor, count: configuration.batchSize)
+            if !claim.deletedIDs.isEmpty {
+                logger.warning("stream entries vanished while pending", metadata: ["entries": String(claim.deletedIDs.count)])
+                _ = try await client.hdel(configuration.errorsKey, fields: claim.deletedIDs.map(\.description))
+            }
+            if !claim.entries.isEmpty {
+                state.withLock { $0.statistics.reclaimed += claim.entries.count }
+                logger.info("stream entries reclaimed", metadata: ["entries": String(claim.entries.count)])
+                let counts = try await deliveryCounts(claim.entries.map(\.id))
+                let overdue = claim.entries.filter { (counts[$0.id] ?? 1) > configuration.maxDeliveries }
+                if !overdue.isEmpty {
+                    let replies = try await client.pipeline(overdue.map {
+                        deadLetterCommand($0, deliveries: counts[$0.id] ?? 0, error: "")
+                    })
+                    for reply in replies where reply.errorMessage != nil {
+                        logger.error("stream dead-letter failed", metadata: ["error": reply.errorMessage ?? ""])
+                    }
+                    state.withLock { $0.statistics.deadLettered += overdue.count }
+                }
+                let rest = claim.entries.filter { (counts[$0.id] ?? 1) <= configuration.maxDeliveries }
+                if !rest.isEmpty { try await process(rest, deliveries: counts) }
+            }
+            cursor = claim.nextStart
+        } while cursor != .zero && !isStopping
+    }
+
+    /// Delivery counts of our pending entries, one pipelined XPENDING per id.
+    private func deliveryCounts(_ ids: [StreamEntryID]) async throws(RedisError) -> [StreamEntryID: Int] {
+        let commands = ids.map {
+            RedisClient.pendingArguments(configuration.stream, group: configuration.group, idle: nil,
+                                         start: $0.description, end: $0.description, count: 1, consumer: nil)
+        }
+        var counts: [StreamEntryID: Int] = [:]
+        for reply in try await client.pipeline(commands) {
+            for row in try RedisClient.parsePending(try reply.throwingServerError()) { counts[row.id] = row.deliveries }
+        }
+        return counts
+    }
+
+    private func deadLetterCommand(_ entry: StreamEntry, deliveries: Int, error: String) -> [RedisArgument] {
+        var args: [RedisArgument] = ["EVAL", RedisArgument(Self.deadLetterScript), 3,
+                                     RedisArgument(configuration.stream), RedisArgument(configuration.deadLetterStream),
+                                     RedisArgument(configuration.errorsKey),
+                                     RedisArgument(configuration.group), entry.id.redisArgument, RedisArgument(error)]
+        for field in entry.fields { args += [RedisArgument(field.name), RedisArgument(bytes: field.value)] }
+        args += ["dead.stream", RedisArgument(configuration.stream), "dead.group", RedisArgument(configuration.group),
+                 "dead.id", entry.id.redisArgument, "dead.consumer", RedisArgument(configuration.consumer),
+                 "dead.deliveries", RedisArgument(deliveries)]
+        return args
+    }
+
+    /// Runs the handler(s); returns the failed entries with their error text.
+    private func runHandlers(_ entries: [StreamEntry]) async -> [StreamEntryID: String] {
+        switch work {
+        case .batch(let handler):
+            return await handler(entries).mapValues(Self.describe)
+        case .single(let handler):
+            // At most `limit` worker tasks per batch, each pulling the next entry from a shared
+            // counter: bounded concurrency without one task per entry, and a slow entry only
+            // holds its own worker.
+            let workers = min(max(1, configuration.maxConcurrentHandlers), entries.count)
+            let next = BatchCursor()
+            return await withTaskGroup(of: [StreamEntryID: String].self) { group in
+                for _ in 0..<workers {
+                    group.addTask {
+                        var failures: [StreamEntryID: String] = [:]
+                        while true {
+                            let index = next.take()
+                            guard index < entries.count else { break }
+                            let entry = entries[index]
+                            do {
+                                try await handler(entry)
+                            } catch {
+                                failures[entry.id] = Self.describe(error)
+                            }
+                        }
+                        return failures
+                    }
+                }
+                var failures: [StreamEntryID: String] = [:]
+                for await partial in group { failures.merge(partial) { first, _ in first } }
+                return failures
+            }
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        return text.count > maxErrorLength ? String(text.prefix(maxErrorLength)) : text
+    }
+}
+
+/// The next entry index for the handler workers of one batch.
+private final class BatchCursor: Sendable {
+    private let index = Atomic<Int>(0)
+    func take() -> Int { index.wrappingAdd(1, ordering: .relaxed).oldValue }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Synchronization
+public import BuzzKitCore
+
+/// The consumer-group runner every service uses: at-least-once processing of one stream.
+///
+/// - Reads with `XREADGROUP ... BLOCK` on a connection of its own (on its own thread).
+/// - Runs handlers with at most `maxConcurrentHandlers` at once and acks (`XACK`, one per batch)
+///   only the entries whose handler returned.
+/// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
+/// - Entries pending longer than `claimIdleTime` with any consumer (a dead one, or this one after a
+///   failure) are reclaimed with `XAUTOCLAIM` at startup and every `reclaimInterval`, then retried.
+/// - An entry that failed on its `maxDeliveries`-th delivery (or was delivered more often than that)
+///   is moved to the dead-letter stream with its fields plus `dead.stream`, `dead.group`, `dead.id`,
+///   `dead.consumer`, `dead.deliveries`, `dead.error`; the XADD and XACK are one Lua script.
+///   The entries behind it keep flowing.
+/// - `stop()` (or cancelling the task running `run()`) ends the loop: `run()` returns once the
+///   handlers in flight finished and their acks were sent; nothing unfinished is acked. Cancelling
+///   the task also cancels the handlers' tasks (`stop()` does not).
+/// - Redis errors (restart, network) are logged and retried with backoff; a group that vanished
+///   (NOGROUP) is recreated.
+///
+/// `run()` is meant to be called once per instance.
+public final class StreamConsumer: Sendable {
+    public typealias Handler = @Sendable (StreamEntry) async throws -> Void
+    /// Processes a whole batch; returns the entries that failed with their errors (the rest are acked).
+    public typealias BatchHandler = @Sendable ([StreamEntry]) async -> [StreamEntryID: any Error]
+
+    enum Work: Sendable {
+        case single(Handler)
+        case batch(BatchHandler)
+    }
+
+    public let configuration: Configuration
+    let client: RedisClient
+    let reader: RedisConnection
+    let logger: Logger
+    let work: Work
+    let state = Mutex(State())
+    let stopSignal: AsyncStream<Void>
+    let stopContinuation: AsyncStream<Void>.Continuation
+
+    struct State {
+        var stopping = false
+        var statistics = Statistics()
+    }
+
+    /// - Parameters:
+    ///   - client: used for acks, claims and dead-lettering; reads use a dedicated connection.
+    public convenience init(client: RedisClient, configuration: Configuration, logger: Logger, handler: @escaping Handler) {
+        self.init(client: client, configuration: configuration, logger: logger, work: .single(handler))
+    }
+
+    public convenience init(client: RedisClient, configuration: Configuration, logger: Logger, batchHandler: @escaping BatchHandler) {
+        self.init(client: client, configuration: configuration, logger: logger, work: .batch(batchHandler))
+    }
+
+    private init(client: RedisClient, configuration: Configuration, logger: Logger, work: Work) {
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger.with(["stream": configuration.stream, "stream.group": configuration.group,
+                                   "stream.consumer": configuration.consumer])
+        self.work = work
+        self.reader = client.makeDedicatedConnection(name: "redis-reader")
+        (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
+    }
+
+    public var statistics: Statistics { state.withLock { $0.statistics } }
+
+    /// Asks `run()` to finish: no new reads; handlers in flight complete and are acked.
+    public func stop() {
+        let first = state.withLock { s -> Bool in
+            defer { s.stopping = true }
+            return !s.stopping
+        }
+        if first { stopContinuation.finish() }
+    }
+
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Consumes until `stop()` or task cancellation. Never throws for Redis errors (it retries them).
+    public func run() async {
+        await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.unblockReaderOnStop() }
+                await self.loop()
+                self.stop()
+            }
+        } onCancel: {
+            self.stop()
+        }
+        logger.info("stream consumer stopped")
+    }
+
+    /// Wakes a reader blocked in XREADGROUP so `stop()` does not wait for the block time.
+    private func unblockReaderOnStop() async {
+        for await _ in stopSignal {}
+        guard let id = reader.serverClientID else { return }
+        _ = try? await client.send("CLIENT", "UNBLOCK", id)
+    }
+
+    private func loop() async {
+        let clock = ContinuousClock()
+        var backoff = configuration.retryBackoff
+        var groupReady = false
+        var nextReclaim = clock.now
+        logger.info("stream consumer started")
+        while !isStopping {
+            do throws(RedisError) {
+                if !groupReady {
+                    if try await client.createGroup(configuration.stream, group: configuration.group,
+                                                    startID: configuration.groupStartID) {
+                        logger.info("stream consumer group created")
+                    }
+                    groupReady = true
+                }
+                if clock.now >= nextReclaim {
+                    try await reclaimPending()
+                    nextReclaim = clock.now + configuration.reclaimInterval
+                }
+                if isStopping { break }
+                let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
+                let entries = try await reader.readGroup(configuration.stream, group: configuration.group,
+                                                         consumer: configuration.consumer,
+                                                         count: configuration.batchSize, block: block)
+                if !entries.isEmpty { try await process(entries, deliveries: [:]) }
+                backoff = configuration.retryBackoff
+            } catch {
+                state.withLock { $0.statistics.redisErrors += 1 }
+                if error.serverErrorPrefix == "NOGROUP" { groupReady = false }
+                if isStopping { break }
+                logger.warning("stream consumer redis error, retrying",
+                               metadata: ["error.code": error.code.rawValue, "error": error.message,
+                                          "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, configuration.maxRetryBackoff)
+            }
+        }
+    }
+}

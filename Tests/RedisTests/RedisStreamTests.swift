@@ -1,0 +1,56 @@
+import Testing
+import BuzzKitRedis
+import BuzzKitTestSupport
+
+@Suite struct RedisStreamTests {
+    let client: RedisClient
+    let stream = TestEnvironment.uniqueName("stream")
+
+    init() throws { client = try RedisTestSupport.client() }
+
+    @Test func xaddAndRangeAreBinarySafe() async throws {
+        let payload: [UInt8] = [0, 13, 10, 0xFF, 0]
+        let id = try await client.xadd(stream, fields: [("kind", Array("bin".utf8)), ("data", payload)])
+        let entries = try await client.xrange(stream)
+        #expect(entries.count == 1)
+        #expect(entries[0].id == id)
+        #expect(entries[0]["data"] == payload)
+        #expect(entries[0].string("kind") == "bin")
+        #expect(entries[0].fields.map(\.name) == ["kind", "data"])
+    }
+
+    @Test func approximateMaxLengthCapsTheStream() async throws {
+        let batch = (0..<2000).map { i in [("n", Array(String(i).utf8))] }
+        let ids = try await client.xaddBatch(stream, entries: batch, maxLength: 100, chunkSize: 250)
+        #expect(ids.count == 2000)
+        #expect(ids == ids.sorted())
+        let length = try await client.xlen(stream)
+        #expect(length >= 100)
+        #expect(length < 2000)
+        // The newest entries survive the trimming.
+        let last = try await client.xrange(stream, start: ids[1999].description, end: "+")
+        #expect(last.first?.string("n") == "1999")
+    }
+
+    @Test func groupReadAckPendingAndClaim() async throws {
+        #expect(try await client.createGroup(stream, group: "g"))
+        #expect(try await client.createGroup(stream, group: "g") == false)  // BUSYGROUP tolerated
+        for i in 0..<5 { try await client.xadd(stream, fields: [("i", String(i))]) }
+        let reader = client.makeDedicatedConnection()
+        let read = try await reader.readGroup(stream, group: "g", consumer: "a", count: 10, block: .milliseconds(100))
+        #expect(read.map { $0.string("i") } == ["0", "1", "2", "3", "4"])
+        #expect(try await client.ack(stream, group: "g", ids: [read[0].id, read[1].id]) == 2)
+        let pending = try await client.pending(stream, group: "g", count: 10)
+        #expect(pending.map(\.id) == read[2...].map(\.id))
+        #expect(pending.allSatisfy { $0.consumer == "a" && $0.deliveries == 1 })
+        // Nothing new: a BLOCK read returns empty after the block time.
+        #expect(try await reader.readGroup(stream, group: "g", consumer: "a", count: 10, block: .milliseconds(50)).isEmpty)
+        // Consumer b takes over everything a holds.
+        let claim = try await client.autoClaim(stream, group: "g", consumer: "b", minIdle: .zero, count: 10)
+        #expect(claim.entries.map(\.id) == read[2...].map(\.id))
+        #expect(claim.nextStart == .zero)
+        #expect(claim.deletedIDs.isEmpty)
+        let after = try await client.pending(stream, group: "g", count: 10, consumer: "b")
+        #expect(after.count == 3 && after.allSatisfy { $0.deliveries == 2 })
+    }
+}

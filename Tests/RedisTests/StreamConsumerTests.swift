@@ -1,0 +1,156 @@
+import Testing
+import Synchronization
+import BuzzKitRedis
+import BuzzKitTestSupport
+
+/// Records what handlers saw, shared with the @Sendable handler closures.
+final class Seen: Sendable {
+    private let counts = Mutex<[StreamEntryID: Int]>([:])
+    func record(_ id: StreamEntryID) { counts.withLock { $0[id, default: 0] += 1 } }
+    var snapshot: [StreamEntryID: Int] { counts.withLock { $0 } }
+}
+
+struct Poison: Error, CustomStringConvertible {
+    var description: String { "poison entry cannot be handled" }
+}
+
+@Suite struct StreamConsumerTests {
+    let client: RedisClient
+    let stream = TestEnvironment.uniqueName("consumer")
+
+    init() throws { client = try RedisTestSupport.client() }
+
+    func fastConfiguration(_ consumer: String) -> StreamConsumer.Configuration {
+        var configuration = StreamConsumer.Configuration(stream: stream, group: "workers", consumer: consumer)
+        configuration.blockTime = .milliseconds(100)
+        configuration.claimIdleTime = .milliseconds(150)
+        configuration.reclaimInterval = .milliseconds(100)
+        configuration.batchSize = 7
+        configuration.maxConcurrentHandlers = 3
+        return configuration
+    }
+
+    @Test func reclaimsEntriesOfADeadConsumerExactlyOnce() async throws {
+        try await client.createGroup(stream, group: "workers")
+        let ids = try await client.xaddBatch(stream, entries: (0..<60).map { [("n", Array(String($0).utf8))] })
+        // Consumer "a" takes 25 entries and dies without acking.
+        let dead = try await client.readGroup(stream, group: "workers", consumer: "a", count: 25)
+        #expect(dead.count == 25)
+
+        let seen = Seen()
+        let consumer = StreamConsumer(client: client, configuration: fastConfiguration("b"), logger: .silent()) { entry in
+            seen.record(entry.id)
+        }
+        let running = Task { await consumer.run() }
+        let done = await RedisTestSupport.eventually { seen.snapshot.count == ids.count }
+        // Let a few more reclaim rounds pass: nothing may be processed twice.
+        try await Task.sleep(for: .milliseconds(400))
+        consumer.stop()
+        await running.value
+
+        #expect(done)
+        #expect(Set(seen.snapshot.keys) == Set(ids))
+        #expect(seen.snapshot.values.allSatisfy { $0 == 1 })
+        #expect(try await client.pending(stream, group: "workers", count: 100).isEmpty)
+        #expect(consumer.statistics.reclaimed == 25)
+        #expect(consumer.statistics.processed == 60)
+    }
+
+    @Test func poisonEntryIsDeadLetteredAfterMaxDeliveries() async throws {
+        var configuration = fastConfiguration("c")
+        configuration.maxDeliveries = 3
+        let ids = try await client.xaddBatch(stream, entries: (0..<20).map { [("n", Array(String($0).utf8))] })
+        let poisonID = ids[4]
+        let seen = Seen()
+        let consumer = StreamConsumer(client: client, configuration: configuration, logger: .silent()) { entry in
+            seen.record(entry.id)
+            if entry.id == poisonID { throw Poison() }
+        }
+        let running = Task { await consumer.run() }
+        let done = await RedisTestSupport.eventually {
+            (try? await client.xlen(configuration.deadLetterStream)) == 1
+        }
+        consumer.stop()
+        await running.value
+
+        #expect(done)
+        let attempts = seen.snapshot
+        #expect(attempts[poisonID] == 3)
+        #expect(ids.filter { $0 != poisonID }.allSatisfy { attempts[$0] == 1 })
+        let deadEntries = try await client.xrange(configuration.deadLetterStream)
+        #expect(deadEntries.count == 1)
+        let deadEntry = try #require(deadEntries.first)
+        #expect(deadEntry.string("n") == "4")
+        #expect(deadEntry.string("dead.stream") == stream)
+        #expect(deadEntry.string("dead.group") == "workers")
+        #expect(deadEntry.string("dead.id") == poisonID.description)
+        #expect(deadEntry.string("dead.deliveries") == "3")
+        #expect(deadEntry.string("dead.error") == "poison entry cannot be handled")
+        #expect(try await client.pending(stream, group: "workers", count: 100).isEmpty)
+        #expect(try await client.hgetAll(configuration.errorsKey).isEmpty)
+        #expect(consumer.statistics.deadLettered == 1)
+        #expect(consumer.statistics.processed == 19)
+    }
+
+    @Test func failedEntryRecordsItsErrorAndStaysPending() async throws {
+        var configuration = fastConfiguration("e")
+        configuration.claimIdleTime = .seconds(600)  // never retried within this test
+        let id = try await client.xadd(stream, fields: [("x", "1")])
+        let seen = Seen()
+        let consumer = StreamConsumer(client: client, configuration: configuration, logger: .silent()) { entry in
+            seen.record(entry.id)
+            throw Poison()
+        }
+        let running = Task { await consumer.run() }
+        let recorded = await RedisTestSupport.eventually {
+            (try? await client.hget(configuration.errorsKey, field: id.description)) != nil
+        }
+        consumer.stop()
+        await running.value
+        #expect(recorded)
+        #expect(try await client.hget(configuration.errorsKey, field: id.description) == Array("poison entry cannot be handled".utf8))
+        let pending = try await client.pending(stream, group: "workers", count: 10)
+        #expect(pending.map(\.id) == [id])
+        #expect(seen.snapshot[id] == 1)
+    }
+
+    @Test func stopWaitsForTheSlowHandlerAndAcksIt() async throws {
+        let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+        let finished = Mutex(false)
+        let id = try await client.xadd(stream, fields: [("slow", "yes")])
+        let consumer = StreamConsumer(client: client, configuration: fastConfiguration("s"), logger: .silent()) { _ in
+            startedContinuation.yield()
+            try await Task.sleep(for: .milliseconds(500))
+            finished.withLock { $0 = true }
+        }
+        let running = Task { await consumer.run() }
+        for await _ in started { break }
+        consumer.stop()
+        await running.value
+        #expect(finished.withLock { $0 })
+        #expect(try await client.pending(stream, group: "workers", count: 10).isEmpty)
+        #expect(consumer.statistics.processed == 1)
+        _ = id
+    }
+
+    @Test func batchHandlerAcksAllButItsFailures() async throws {
+        let ids = try await client.xaddBatch(stream, entries: (0..<10).map { [("n", Array(String($0).utf8))] })
+        let seen = Seen()
+        var configuration = fastConfiguration("batch")
+        configuration.claimIdleTime = .seconds(600)
+        let consumer = StreamConsumer(client: client, configuration: configuration, logger: .silent()) { entries in
+            var failures: [StreamEntryID: any Error] = [:]
+            for entry in entries {
+                seen.record(entry.id)
+                if entry.id == ids[0] { failures[entry.id] = Poison() }
+            }
+            return failures
+        }
+        let running = Task { await consumer.run() }
+        let done = await RedisTestSupport.eventually { seen.snapshot.count == 10 }
+        consumer.stop()
+        await running.value
+        #expect(done)
+        #expect(try await client.pending(stream, group: "workers", count: 10).map(\.id) == [ids[0]])
+    }
+}
