@@ -1,0 +1,66 @@
+import BuzzKitCore
+import BuzzKitPostgres
+import Foundation
+
+/// Keeps every replica's auth cache honest: listens on a Postgres channel (default
+/// `bk_api_key_revoked`) and evicts the key id each notification names. The replica that revokes
+/// a key evicts it locally at once and then notifies the others.
+///
+/// NOTIFY is not durable: a notification sent while this replica's listening connection is down
+/// is lost, so the cache TTL (default 60 s) bounds how long a revoked key can live on then.
+public final class RevocationListener: Service {
+    public let name = "api-key-revocations"
+    let postgres: PostgresClient
+    let channel: String
+    let cache: AuthCache
+    let logger: Logger
+    private let stopped = OneShot<Void>()
+    /// Fulfilled once `LISTEN` is in place (tests wait on it).
+    let listening = OneShot<Void>()
+
+    init(postgres: PostgresClient, channel: String, cache: AuthCache, logger: Logger) {
+        self.postgres = postgres
+        self.channel = channel
+        self.cache = cache
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !stopped.isFulfilled {
+            do {
+                let notifications = try await postgres.listen(channel)
+                listening.fulfill(())
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { [cache, logger] in
+                        for try await notification in notifications {
+                            if let id = UUID(uuidString: notification.payload) {
+                                cache.evict(keyID: id)
+                            } else {
+                                logger.debug("api_key.revocation.bad_payload")
+                            }
+                        }
+                    }
+                    group.addTask { [stopped] in await Pause.sleep(.seconds(365 * 86_400), unless: stopped) }
+                    _ = try await group.next()
+                    group.cancelAll()
+                }
+            } catch {
+                logger.warning("api_key.revocation.listen_failed", metadata: ["error": "\(error)"])
+                await Pause.sleep(.seconds(1), unless: stopped)
+            }
+        }
+    }
+
+    public func shutdown() async {
+        stopped.fulfill(())
+    }
+
+    /// Tells every replica (this one included) to forget the key.
+    func announce(_ keyID: UUID) async {
+        do {
+            try await postgres.notify(channel, payload: keyID.uuidString)
+        } catch {
+            logger.warning("api_key.revocation.notify_failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import BuzzKitCore
+import BuzzKitCrypto
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitWire
+import Foundation
+
+/// The public door of BuzzKit: auth, tenancy, rate limits, idempotency, validation and the
+/// envelope around the v1 routes of `GatewayRoute.table`.
+///
+/// ```swift
+/// let gateway = try Gateway(configuration: config, postgres: runtime.postgres, redis: runtime.redis,
+///                           logger: runtime.logger, metrics: runtime.metrics)
+/// gateway.register(on: &router)          // after runtime.makeRouter() (health routes)
+/// return gateway.services                // revocation listener, lastUsedAt batcher
+/// ```
+public final class Gateway: Sendable {
+    public let configuration: GatewayConfiguration
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let logger: Logger
+    let keys: KeyStore
+    let cache: AuthCache
+    let authenticator: Authenticator
+    let rateLimiter: RateLimiter
+    let tenants: TenantResolver
+    let idempotency: Idempotency
+    let sealer: AESGCM
+    public let lastUsed: LastUsedRecorder
+    public let revocations: RevocationListener
+    /// The OpenAPI document, built once from the route table.
+    public let openAPIDocument: JSONValue
+    private let openAPIBytes: [UInt8]
+
+    public init(configuration: GatewayConfiguration, postgres: PostgresClient, redis: RedisClient, logger: Logger,
+                metrics: MetricsRegistry) throws {
+        self.configuration = configuration
+        self.postgres = postgres
+        self.redis = redis
+        self.logger = logger
+        sealer = try AESGCM(key: configuration.secretKey)
+        keys = KeyStore(postgres: postgres)
+        cache = AuthCache(ttl: configuration.authCacheTTL)
+        lastUsed = LastUsedRecorder(store: keys, interval: configuration.lastUsedInterval, logger: logger)
+        revocations = RevocationListener(postgres: postgres, channel: configuration.revocationChannel, cache: cache,
+                                         logger: logger)
+        authenticator = Authenticator(cache: cache, store: keys, recorder: lastUsed, metrics: metrics)
+        rateLimiter = RateLimiter(configuration: configuration.rateLimit, redis: redis, logger: logger)
+        tenants = TenantResolver(postgres: postgres)
+        idempotency = Idempotency(postgres: postgres, logger: logger)
+        openAPIDocument = OpenAPIDocument.build(routes: GatewayRoute.table)
+        openAPIBytes = openAPIDocument.jsonBytes
+    }
+
+    /// The background services to run next to the HTTP server.
+    public var services: [any Service] { [revocations, lastUsed] }
+
+    /// Waits until the revocation listener is in place (so a revocation elsewhere reaches this replica).
+    public func waitUntilListening() async { await revocations.listening.value }
+
+    /// Registers every route of the table that the gateway serves (the infrastructure routes come
+    /// from `ServiceRuntime.makeRouter()`).
+    public func register(on router: inout Router) {
+        let bytes = openAPIBytes
+        for route in GatewayRoute.table {
+            switch route.access {
+            case .infrastructure:
+                continue
+            case .open:
+                router.on(route.method, route.routerPattern, sync: { _ in
+                    Response(status: 200, headers: ["Content-Type": Response.jsonContentType], body: bytes)
+                })
+            case .workspace, .tenant:
+                router.on(route.method, route.routerPattern) { [self] request in
+                    await handle(route, request)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import BuzzKitCore
+import Foundation
+
+/// The gateway's own settings (the ones every service shares are in `ServiceSettings`).
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `BUZZKIT_SECRET_KEY` | required | base64 of 32 bytes: the AES-256-GCM key sealing tenants' .p8 keys |
+/// | `BUZZKIT_RATE_LIMIT_RPS` | `1000` | requests per second per API key (sustained) |
+/// | `BUZZKIT_RATE_LIMIT_BURST` | `2000` | requests per API key at once after idling |
+/// | `BUZZKIT_RATE_LIMIT_ENABLED` | `true` | `false` turns rate limiting off |
+/// | `BUZZKIT_AUTH_CACHE_TTL` | `60s` | how long a key stays cached (revocation evicts at once) |
+/// | `BUZZKIT_KEY_LAST_USED_INTERVAL` | `10s` | how often `lastUsedAt` is written, in one batch |
+public struct GatewayConfiguration: Sendable {
+    /// The AES-256-GCM key for secrets at rest (32 bytes).
+    public var secretKey: [UInt8]
+    public var rateLimit: RateLimitConfiguration
+    public var authCacheTTL: Duration
+    public var lastUsedInterval: Duration
+    /// The Postgres channel that carries key revocations to every replica. Default
+    /// `bk_api_key_revoked` (tests use their own).
+    public var revocationChannel: String
+
+    public init(secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
+                authCacheTTL: Duration = .seconds(60), lastUsedInterval: Duration = .seconds(10),
+                revocationChannel: String = "bk_api_key_revoked") {
+        self.secretKey = secretKey
+        self.rateLimit = rateLimit
+        self.authCacheTTL = authCacheTTL
+        self.lastUsedInterval = lastUsedInterval
+        self.revocationChannel = revocationChannel
+    }
+
+    /// Reads the table above; every problem is reported at once.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        var reader = ConfigReader(environment: environment)
+        var key: [UInt8] = []
+        if let raw = reader.raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty {
+            if let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
+                key = Array(data)
+            } else {
+                reader.reject("BUZZKIT_SECRET_KEY", "must be the base64 of exactly 32 bytes (openssl rand -base64 32)")
+            }
+        } else {
+            reader.reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 random bytes (openssl rand -base64 32)")
+        }
+        let rps = reader.int("BUZZKIT_RATE_LIMIT_RPS", default: 1000, range: 1...1_000_000)
+        let burst = reader.int("BUZZKIT_RATE_LIMIT_BURST", default: 2000, range: 1...10_000_000)
+        let enabled = reader.bool("BUZZKIT_RATE_LIMIT_ENABLED", default: true)
+        let ttl = reader.duration("BUZZKIT_AUTH_CACHE_TTL", default: .seconds(60))
+        let interval = reader.duration("BUZZKIT_KEY_LAST_USED_INTERVAL", default: .seconds(10))
+        try reader.validate()
+        self.init(secretKey: key, rateLimit: RateLimitConfiguration(requestsPerSecond: rps, burst: burst, enabled: enabled),
+                  authCacheTTL: ttl, lastUsedInterval: interval)
+    }
+}

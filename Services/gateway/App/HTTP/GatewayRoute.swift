@@ -1,0 +1,95 @@
+import BuzzKitHTTPServer
+import BuzzKitWire
+
+/// One row of the gateway's route table: everything the router, the request pipeline and the
+/// OpenAPI document need to know about a route, in one place, so the document cannot drift from
+/// what is served.
+public struct GatewayRoute: Sendable {
+    /// Who may call the route.
+    public enum Access: Sendable, Equatable {
+        /// Registered by the service runtime for every service (`/healthz`, `/readyz`, `/metrics`).
+        case infrastructure
+        /// No key needed (`/openapi.json`).
+        case open
+        /// Workspace administration: the key's workspace; the scope is only ever held by workspace keys.
+        case workspace(Scope)
+        /// Acts on one tenant (see `TenantResolver`). `clientKeys`: client (SDK) keys may call it
+        /// whatever their scopes (device registration, identify).
+        case tenant(Scope, clientKeys: Bool)
+    }
+
+    public typealias Handler = @Sendable (Gateway, RequestContext) async throws -> Response
+
+    public var method: String
+    /// OpenAPI path template: `/v1/subscribers/{id}`.
+    public var path: String
+    public var operationID: String
+    public var summary: String
+    public var access: Access
+    /// JSON schema of the request body; nil when the route takes none.
+    public var requestBody: JSONValue?
+    /// Whether the body may be omitted entirely.
+    public var requestBodyOptional: Bool
+    /// JSON schema of the envelope's `data` on success (the item schema for lists).
+    public var response: JSONValue
+    public var successStatus: Int
+    /// A keyset-paginated list (`cursor`, `limit`; `metadata.cursor`, `metadata.hasMore`).
+    public var paginated: Bool
+    /// Route-specific error codes (the pipeline's own, such as 401 and 429, are added by `errorCodes`).
+    public var errors: [ErrorCode]
+    var handler: Handler?
+
+    init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
+         body: JSONValue? = nil, bodyOptional: Bool = false, response: JSONValue, status: Int = 200,
+         paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?) {
+        self.method = method
+        self.path = path
+        self.operationID = operationID
+        self.summary = summary
+        self.access = access
+        self.requestBody = body
+        self.requestBodyOptional = bodyOptional
+        self.response = response
+        self.successStatus = status
+        self.paginated = paginated
+        self.errors = errors
+        self.handler = handler
+    }
+
+    /// The router pattern: `{name}` segments become `:name`.
+    public var routerPattern: String {
+        path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.hasPrefix("{") && segment.hasSuffix("}") ? ":" + segment.dropFirst().dropLast() : segment
+        }.joined(separator: "/")
+    }
+
+    /// The path parameters' names, in order.
+    public var pathParameters: [String] {
+        path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) }
+    }
+
+    public var scope: Scope? {
+        switch access {
+        case .workspace(let scope), .tenant(let scope, _): scope
+        case .infrastructure, .open: nil
+        }
+    }
+
+    public var needsKey: Bool { scope != nil }
+    public var actsOnTenant: Bool { if case .tenant = access { true } else { false } }
+
+    /// Every error code the route can answer, with what the pipeline adds.
+    public var errorCodes: [ErrorCode] {
+        var codes: [ErrorCode] = []
+        if needsKey { codes += [.unauthorized, .forbiddenScope, .rateLimited] }
+        if actsOnTenant { codes += [.tenantRequired, .forbiddenTenant, .tenantNotFound] }
+        if requestBody != nil { codes += [.invalidJSON, .payloadTooLarge] }
+        if requestBody != nil || paginated || !pathParameters.isEmpty { codes.append(.validationFailed) }
+        if method == "POST" && needsKey { codes += [.idempotencyKeyReused, .conflict] }
+        codes += errors
+        if access == .infrastructure && path == "/readyz" { codes.append(.notReady) }
+        codes.append(.internalError)
+        var seen = Set<String>()
+        return codes.filter { seen.insert($0.rawValue).inserted }
+    }
+}

@@ -1,0 +1,94 @@
+import BuzzKitCore
+import BuzzKitCrypto
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// `Idempotency-Key` on POST: the first response to a key is stored for 24 hours (per tenant, or
+/// per workspace on admin routes) with a hash of method, path and body.
+///
+/// - same key, same request, first one finished: its response again, `metadata.replayed: true`;
+/// - same key, another request: `409 idempotency_key_reused`;
+/// - same key while the first is still running: `409 conflict` (retry later);
+/// - a first attempt that failed with a 5xx (or threw) is forgotten, so a retry runs again.
+struct Idempotency: Sendable {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    static let header = "Idempotency-Key"
+    static let maxKeyLength = 255
+
+    enum Claim: Sendable {
+        case claimed
+        case replay(Response)
+    }
+
+    static func requestHash(_ request: Request) -> [UInt8] {
+        var material = Array(request.method.utf8)
+        material.append(0)
+        material += Array(request.path.utf8)
+        material.append(0)
+        material += request.body
+        return Digest.sha256(material)
+    }
+
+    static func validate(_ key: String) throws(APIError) {
+        guard !key.isEmpty, key.utf8.count <= maxKeyLength, key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            throw APIError(.validationFailed, "the Idempotency-Key header is invalid",
+                           details: [["path": "header.Idempotency-Key",
+                                      "message": "must be 1 to 255 visible ASCII characters"]])
+        }
+    }
+
+    /// Claims `key` for this request, or answers with what the first request got.
+    func claim(scope: UUID, key: String, request: Request) async throws -> Claim {
+        let hash = Data(Self.requestHash(request))
+        try await postgres.execute(
+            "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2 AND expires_at < now()",
+            [scope, key])
+        let inserted = try await postgres.query("""
+            INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, $2, $3)
+            ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING 1
+            """, [scope, key, hash])
+        if inserted.count == 1 { return .claimed }
+        let rows = try await postgres.query("""
+            SELECT request_hash, status, response_body FROM idempotency_records
+            WHERE scope = $1::uuid AND idempotency_key = $2
+            """, [scope, key])
+        guard let row = rows.first else {
+            throw APIError(.conflict, "a request with this Idempotency-Key is in flight; retry")
+        }
+        let (storedHash, status, body) = try row.decode((Data, Int?, Data?).self)
+        guard storedHash == hash else {
+            throw APIError(.idempotencyKeyReused,
+                           "this Idempotency-Key was used for another request in the last 24 hours")
+        }
+        guard let status, let body else {
+            throw APIError(.conflict, "a request with this Idempotency-Key is still in progress; retry later")
+        }
+        var envelope = try Envelope.decode(Array(body))
+        envelope.metadata["replayed"] = true
+        return .replay(Response(status: status, envelope: envelope))
+    }
+
+    /// Stores the first response (or forgets the claim when it failed on our side).
+    func complete(scope: UUID, key: String, response: Response?) async {
+        do {
+            if let response, response.status < 500, case .envelope(let envelope) = response.content {
+                var stored = envelope
+                stored.metadata["requestId"] = nil
+                try await postgres.execute("""
+                    UPDATE idempotency_records SET status = $3, response_body = $4
+                    WHERE scope = $1::uuid AND idempotency_key = $2
+                    """, [scope, key, response.status, Data(stored.encoded(requestId: ""))])
+            } else {
+                try await postgres.execute(
+                    "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2", [scope, key])
+            }
+        } catch {
+            // The claim stays (a retry gets 409 conflict) until it expires in 24 hours.
+            logger.warning("idempotency.complete_failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

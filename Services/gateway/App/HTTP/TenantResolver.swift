@@ -1,0 +1,59 @@
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+import Synchronization
+
+/// Decides which tenant a request acts on, as the public API defines it:
+///
+/// - tenant and client keys act on their own tenant; a `BuzzKit-Tenant` header naming another
+///   tenant is `403 forbidden_tenant` (never silently ignored);
+/// - workspace keys name the tenant in `BuzzKit-Tenant`: missing `400 tenant_required`; a tenant
+///   that does not exist or belongs to another workspace `404 tenant_not_found` (the same answer,
+///   so a key cannot probe other workspaces).
+///
+/// Tenant -> workspace never changes, so found tenants are cached (`ttl`, default 5 minutes).
+final class TenantResolver: Sendable {
+    static let header = "BuzzKit-Tenant"
+
+    let postgres: PostgresClient
+    let ttl: Duration
+    private let cache = Mutex<[UUID: (workspace: UUID, expires: ContinuousClock.Instant)]>([:])
+
+    init(postgres: PostgresClient, ttl: Duration = .seconds(300)) {
+        self.postgres = postgres
+        self.ttl = ttl
+    }
+
+    func resolve(key: APIKeyRecord, header: String?) async throws -> UUID {
+        let named = header?.trimmingCharacters(in: .whitespaces)
+        if let own = key.tenantID {
+            guard let named, !named.isEmpty else { return own }
+            guard UUID(uuidString: named) == own else {
+                throw APIError(.forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
+            }
+            return own
+        }
+        guard let named, !named.isEmpty else {
+            throw APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
+        }
+        guard let tenant = UUID(uuidString: named), try await workspace(of: tenant) == key.workspaceID else {
+            throw Self.notFound
+        }
+        return tenant
+    }
+
+    static let notFound = APIError(.tenantNotFound, "no such tenant in this workspace")
+
+    /// The tenant's workspace, nil when there is no such tenant.
+    func workspace(of tenant: UUID) async throws -> UUID? {
+        let now = ContinuousClock.now
+        if let hit = cache.withLock({ $0[tenant] }), hit.expires > now { return hit.workspace }
+        let rows = try await postgres.query("SELECT workspace_id FROM tenants WHERE id = $1::uuid", [tenant])
+        guard let workspace = try rows.first?.decode(UUID.self, at: 0) else { return nil }
+        cache.withLock { cache in
+            if cache.count > 100_000 { cache.removeAll() }
+            cache[tenant] = (workspace, now + ttl)
+        }
+        return workspace
+    }
+}

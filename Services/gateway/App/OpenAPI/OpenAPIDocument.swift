@@ -1,0 +1,143 @@
+import BuzzKitWire
+
+/// The OpenAPI 3.1 document, generated from `GatewayRoute.table` (the same list the router is
+/// built from) and `ErrorCode.all`, so a route cannot exist without its description.
+///
+/// Each operation carries its scope twice: in words in the description and machine-readable as
+/// `x-scopes`, plus `x-client-keys` where client (SDK) keys are allowed. Every error code a route
+/// can answer appears as a response with its status; `components.schemas.ErrorCode` lists them all.
+public enum OpenAPIDocument {
+    public static func build(routes: [GatewayRoute]) -> JSONValue {
+        var paths: [String: [String: JSONValue]] = [:]
+        for route in routes {
+            paths[route.path, default: [:]][route.method.lowercased()] = operation(route)
+        }
+        return [
+            "openapi": "3.1.0",
+            "info": [
+                "title": "BuzzKit API",
+                "version": "1.0.0",
+                "description": .string("""
+                    Every JSON response is the envelope {success, data, error, metadata}; metadata.requestId is \
+                    always set, lists add metadata.cursor and metadata.hasMore, idempotent replays metadata.replayed. \
+                    Authenticate with Authorization: Bearer <key>. Workspace keys name the tenant in the \
+                    BuzzKit-Tenant header. Error codes and their statuses: \
+                    \(ErrorCode.all.map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
+                    """),
+            ],
+            "servers": [["url": "/"]],
+            "paths": .object(paths.mapValues { JSONValue.object($0) }),
+            "components": components,
+        ]
+    }
+
+    static var components: JSONValue {
+        let codes = ErrorCode.all
+        return [
+            "securitySchemes": [
+                "bearer": ["type": "http", "scheme": "bearer",
+                           "description": "An API key: bk_ws_... (workspace), bk_tk_... (tenant) or bk_ck_... (client)"],
+            ],
+            "schemas": [
+                "ErrorCode": [
+                    "type": "string",
+                    "enum": .array(codes.map { .string($0.rawValue) }),
+                    "x-http-status": .object(Dictionary(uniqueKeysWithValues: codes.map { ($0.rawValue, JSONValue.int(Int64($0.httpStatus))) })),
+                ],
+                "Error": Schema.object([
+                    "code": Schema.ref("ErrorCode"), "message": Schema.string(),
+                    "details": ["description": "Specifics; for validation_failed a list of {path, message}"],
+                ], required: ["code", "message"]),
+                "FieldIssue": Schema.object(["path": Schema.string(), "message": Schema.string()],
+                                            required: ["path", "message"]),
+                "Metadata": Schema.object([
+                    "requestId": Schema.string(), "cursor": Schema.nullable(Schema.string()),
+                    "hasMore": Schema.boolean, "replayed": Schema.boolean,
+                ], required: ["requestId"], additional: true),
+                "ErrorEnvelope": Schema.object([
+                    "success": ["const": false], "data": ["type": "null"], "error": Schema.ref("Error"),
+                    "metadata": Schema.ref("Metadata"),
+                ], required: ["success", "data", "error", "metadata"]),
+            ],
+        ]
+    }
+
+    static func operation(_ route: GatewayRoute) -> JSONValue {
+        var parameters: [JSONValue] = route.pathParameters.map { name in
+            ["name": .string(name), "in": "path", "required": true, "schema": Schema.string()]
+        }
+        if route.paginated {
+            parameters.append(["name": "cursor", "in": "query", "required": false,
+                               "description": "metadata.cursor of the previous page", "schema": Schema.string()])
+            parameters.append(["name": "limit", "in": "query", "required": false,
+                               "description": "page size, default 50, at most 200",
+                               "schema": ["type": "integer", "minimum": 1, "maximum": 200, "default": 50]])
+        }
+        if route.actsOnTenant {
+            parameters.append(["name": "BuzzKit-Tenant", "in": "header", "required": false,
+                               "description": "The tenant id; required with a workspace key, optional (must match) with a tenant key",
+                               "schema": Schema.uuid])
+        }
+        if route.method == "POST" && route.needsKey {
+            parameters.append(["name": "Idempotency-Key", "in": "header", "required": false,
+                               "description": "Replays the first response for 24 hours for the same request",
+                               "schema": Schema.string(maxLength: 255)])
+        }
+        var responses: [String: JSONValue] = [:]
+        let data = route.paginated ? Schema.array(route.response) : route.response
+        if route.access == .infrastructure || route.access == .open {
+            let mediaType = route.path == "/metrics" ? "text/plain" : "application/json"
+            let schema = route.access == .open || route.path == "/metrics" ? route.response : envelope(data)
+            responses[String(route.successStatus)] = ["description": "OK", "content": [mediaType: ["schema": schema]]]
+        } else {
+            responses[String(route.successStatus)] = [
+                "description": "Success", "content": ["application/json": ["schema": envelope(data)]],
+            ]
+            if route.successStatus == 200 && (route.method == "PUT") {
+                responses["201"] = ["description": "Created", "content": ["application/json": ["schema": envelope(data)]]]
+            }
+        }
+        var byStatus: [Int: [ErrorCode]] = [:]
+        for code in route.errorCodes { byStatus[code.httpStatus, default: []].append(code) }
+        for (status, codes) in byStatus {
+            let names = codes.map(\.rawValue)
+            var description = "Error: " + names.joined(separator: ", ")
+            if status == 429 { description += " (Retry-After and RateLimit-* headers)" }
+            responses[String(status)] = [
+                "description": .string(description),
+                "x-error-codes": .array(names.map(JSONValue.string)),
+                "content": ["application/json": ["schema": Schema.ref("ErrorEnvelope")]],
+            ]
+        }
+        var operation: [String: JSONValue] = [
+            "operationId": .string(route.operationID),
+            "summary": .string(route.summary),
+            "responses": .object(responses),
+        ]
+        if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
+        if let body = route.requestBody {
+            operation["requestBody"] = ["required": .bool(!route.requestBodyOptional),
+                                        "content": ["application/json": ["schema": body]]]
+        }
+        if let scope = route.scope {
+            operation["security"] = [["bearer": []]]
+            operation["x-scopes"] = [.string(scope.rawValue)]
+            var description = "Requires the scope `\(scope.rawValue)`."
+            if case .tenant(_, clientKeys: true) = route.access {
+                operation["x-client-keys"] = true
+                description += " Client (SDK) keys may call it too."
+            }
+            if case .workspace = route.access { description += " Workspace keys only." }
+            operation["description"] = .string(description)
+        } else {
+            operation["security"] = []
+        }
+        return .object(operation)
+    }
+
+    static func envelope(_ data: JSONValue) -> JSONValue {
+        Schema.object([
+            "success": ["const": true], "data": data, "error": ["type": "null"], "metadata": Schema.ref("Metadata"),
+        ], required: ["success", "data", "error", "metadata"])
+    }
+}

@@ -1,0 +1,60 @@
+import BuzzKitHTTPServer
+import BuzzKitWire
+import Foundation
+
+/// `POST /v1/identify {anonymousId, subscriberId}`: links an anonymous installation to a
+/// subscriber. Its devices and topic subscriptions move to the subscriber (created when missing;
+/// attributes the subscriber lacks are taken over), the anonymous subscriber is removed and an
+/// alias is kept so events sent later under the anonymous id land on the subscriber. Calling it
+/// again is harmless. Client (SDK) keys may call it.
+enum IdentifyRoutes {
+    static var routes: [GatewayRoute] {
+        [
+            GatewayRoute("POST", "/v1/identify", id: "identify", "Link an anonymous installation to a subscriber",
+                         access: .tenant(.subscribersWrite, clientKeys: true),
+                         body: Schema.object(["anonymousId": Schema.string(maxLength: 256),
+                                              "subscriberId": Schema.string(maxLength: 256)],
+                                             required: ["anonymousId", "subscriberId"]),
+                         response: Schema.object(["anonymousId": Schema.string(), "subscriberId": Schema.string(),
+                                                  "devicesMoved": Schema.integer]),
+                         handler: { g, c in try await g.identify(c) }),
+        ]
+    }
+}
+
+extension Gateway {
+    func identify(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let body = try context.request.jsonBody()
+        var v = Validator(body, allowed: ["anonymousId", "subscriberId"])
+        let anonymous = v.string("anonymousId", required: true, check: FieldRules.identifier)
+        let subscriber = v.string("subscriberId", required: true, check: FieldRules.identifier)
+        if let anonymous, anonymous == subscriber { v.add("subscriberId", "must differ from anonymousId") }
+        try v.check()
+        guard let anonymous, let subscriber else { throw APIError.internalError }
+        let moved = try await postgres.withTransaction { tx -> Int in
+            try await tx.execute("""
+                INSERT INTO subscribers (tenant_id, id, attributes)
+                SELECT $1::uuid, $2, coalesce((SELECT attributes FROM subscribers WHERE tenant_id = $1::uuid AND id = $3), '{}'::jsonb)
+                ON CONFLICT (tenant_id, id) DO UPDATE SET
+                    attributes = EXCLUDED.attributes || subscribers.attributes, updated_at = now()
+                """, [tenant, subscriber, anonymous])
+            let moved = try await tx.execute("""
+                UPDATE devices SET subscriber_id = $2, updated_at = now() WHERE tenant_id = $1::uuid AND subscriber_id = $3
+                """, [tenant, subscriber, anonymous])
+            try await tx.execute("""
+                INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
+                SELECT tenant_id, topic_key, $2 FROM topic_subscriptions WHERE tenant_id = $1::uuid AND subscriber_id = $3
+                ON CONFLICT DO NOTHING
+                """, [tenant, subscriber, anonymous])
+            try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, anonymous])
+            try await tx.execute("""
+                INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1::uuid, $2, $3)
+                ON CONFLICT (tenant_id, anonymous_id) DO UPDATE SET subscriber_id = EXCLUDED.subscriber_id, linked_at = now()
+                """, [tenant, anonymous, subscriber])
+            return moved
+        }
+        return .json(["anonymousId": .string(anonymous), "subscriberId": .string(subscriber),
+                      "devicesMoved": .int(Int64(moved))])
+    }
+}

@@ -1,0 +1,44 @@
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// Reading result columns straight into JSON values (timestamps are selected as ISO 8601 text
+/// with `to_json(column)#>>'{}'`, so Swift never formats dates).
+extension PostgresRow {
+    func text(_ name: String) throws -> JSONValue {
+        (try decode(String?.self, named: name)).map(JSONValue.string) ?? .null
+    }
+
+    func bool(_ name: String) throws -> JSONValue { .bool(try decode(Bool.self, named: name)) }
+
+    func json(_ name: String) throws -> JSONValue { try decode(JSONValue?.self, named: name) ?? .null }
+
+    func uuid(_ name: String) throws -> JSONValue {
+        (try decode(UUID?.self, named: name)).map { .string($0.uuidString.lowercased()) } ?? .null
+    }
+}
+
+/// `to_json(x)#>>'{}' AS x` for a timestamp column.
+func isoColumn(_ column: String, as name: String? = nil) -> String {
+    "to_json(\(column))#>>'{}' AS \(name ?? column)"
+}
+
+extension Gateway {
+    /// A path parameter that must be a UUID; anything else is `404` (such a thing cannot exist).
+    static func uuidParameter(_ context: RequestContext, _ name: String, notFound: APIError) throws(APIError) -> UUID {
+        guard let id = UUID(uuidString: context.parameter(name)) else { throw notFound }
+        return id
+    }
+
+    /// A path parameter checked like a body field (422 with its path on failure).
+    static func pathParameter(_ context: RequestContext, _ name: String, maxLength: Int = 256,
+                              rule: (String) -> String?) throws(APIError) -> String {
+        let value = context.parameter(name)
+        var problem: String?
+        if value.isEmpty { problem = "must not be empty" }
+        else if value.count > maxLength { problem = "must be at most \(maxLength) characters" }
+        else { problem = rule(value) }
+        if let problem { try Validator.throwIfAny([FieldIssue(path: "path.\(name)", message: problem)]) }
+        return value
+    }
+}

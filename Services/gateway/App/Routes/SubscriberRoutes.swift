@@ -1,0 +1,116 @@
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// Subscribers by the tenant's own ids: `PUT` upserts (attributes are merged key by key, a null
+/// value removes a key; `timezone` and `locale` are set when present, null clears them), `GET`,
+/// `DELETE` (idempotent; removes the subscriber's devices and topic subscriptions) and the list.
+enum SubscriberRoutes {
+    static let subscriber = Schema.object([
+        "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
+        "timezone": Schema.nullable(Schema.string("IANA time zone")), "locale": Schema.nullable(Schema.string()),
+        "anonymous": Schema.boolean, "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+
+    static var routes: [GatewayRoute] {
+        [
+            GatewayRoute("GET", "/v1/subscribers", id: "listSubscribers", "List subscribers in id order",
+                         access: .tenant(.subscribersRead, clientKeys: false), response: subscriber, paginated: true,
+                         handler: { g, c in try await g.listSubscribers(c) }),
+            GatewayRoute("PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
+                         "Create or update a subscriber by your own id (201 when created)",
+                         access: .tenant(.subscribersWrite, clientKeys: false),
+                         body: Schema.object([
+                             "attributes": Schema.object([:], additional: true,
+                                                         description: "Merged into the stored attributes; null removes a key"),
+                             "timezone": Schema.nullable(Schema.string("IANA time zone, e.g. Europe/Berlin", maxLength: 64)),
+                             "locale": Schema.nullable(Schema.string("BCP 47 tag, e.g. en-US", maxLength: 35)),
+                         ]), bodyOptional: true,
+                         response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) }),
+            GatewayRoute("GET", "/v1/subscribers/{id}", id: "getSubscriber", "Read a subscriber",
+                         access: .tenant(.subscribersRead, clientKeys: false), response: subscriber, errors: [.notFound],
+                         handler: { g, c in try await g.getSubscriber(c) }),
+            GatewayRoute("DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
+                         "Delete a subscriber with its devices and topic subscriptions (idempotent)",
+                         access: .tenant(.subscribersWrite, clientKeys: false),
+                         response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
+                         handler: { g, c in try await g.deleteSubscriber(c) }),
+        ]
+    }
+
+    static let columns = """
+        id, attributes, timezone, locale, anonymous, \(isoColumn("created_at")), \(isoColumn("updated_at"))
+        """
+
+    static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
+        [
+            "id": try row.text("id"), "attributes": try row.json("attributes"), "timezone": try row.text("timezone"),
+            "locale": try row.text("locale"), "anonymous": try row.bool("anonymous"),
+            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+        ]
+    }
+
+    static func subscriberID(_ context: RequestContext, _ name: String = "id") throws(APIError) -> String {
+        try Gateway.pathParameter(context, name, rule: FieldRules.identifier)
+    }
+}
+
+extension Gateway {
+    func upsertSubscriber(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try SubscriberRoutes.subscriberID(context)
+        let body = try context.request.jsonBodyIfPresent()
+        var v = Validator(body, allowed: ["attributes", "timezone", "locale"], requireBody: false)
+        let attributes = v.object("attributes")
+        let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
+        let locale = v.string("locale", maxLength: 35, check: FieldRules.locale)
+        try v.check()
+        let rows = try await postgres.query("""
+            INSERT INTO subscribers AS s (tenant_id, id, attributes, timezone, locale)
+            VALUES ($1::uuid, $2,
+                    (SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM jsonb_each(coalesce($3::jsonb, '{}'::jsonb)) AS e(k, v)
+                     WHERE v <> 'null'::jsonb),
+                    $4, $5)
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                attributes = CASE WHEN $3::jsonb IS NULL THEN s.attributes ELSE
+                    (SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM jsonb_each(s.attributes || $3::jsonb) AS e(k, v)
+                     WHERE v <> 'null'::jsonb) END,
+                timezone = CASE WHEN $6 THEN EXCLUDED.timezone ELSE s.timezone END,
+                locale = CASE WHEN $7 THEN EXCLUDED.locale ELSE s.locale END,
+                updated_at = now()
+            RETURNING \(SubscriberRoutes.columns), (xmax = 0) AS inserted
+            """, [tenant, id, attributes, timezone, locale, v.has("timezone"), v.has("locale")])
+        guard let row = rows.first else { throw APIError.internalError }
+        let inserted = try row.decode(Bool.self, named: "inserted")
+        return .json(.object(try SubscriberRoutes.representation(row)), status: inserted ? 201 : 200)
+    }
+
+    func getSubscriber(_ context: RequestContext) async throws -> Response {
+        let id = try SubscriberRoutes.subscriberID(context)
+        let rows = try await postgres.query(
+            "SELECT \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
+            [try context.tenant, id])
+        guard let row = rows.first else { throw APIError.notFound("subscriber") }
+        return .json(.object(try SubscriberRoutes.representation(row)))
+    }
+
+    func deleteSubscriber(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try SubscriberRoutes.subscriberID(context)
+        let deleted = try await postgres.withTransaction { tx -> Int in
+            try await tx.execute("DELETE FROM subscriber_aliases WHERE tenant_id = $1::uuid AND subscriber_id = $2", [tenant, id])
+            return try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
+        }
+        return .json(["id": .string(id), "deleted": .bool(deleted > 0)])
+    }
+
+    func listSubscribers(_ context: RequestContext) async throws -> Response {
+        let page = try Page(context.request)
+        let rows = try await postgres.query("""
+            SELECT \(SubscriberRoutes.columns) FROM subscribers
+            WHERE tenant_id = $1::uuid AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3
+            """, [try context.tenant, page.after, page.limit + 1])
+        return page.response(try rows.map(SubscriberRoutes.representation)) { $0["id"]?.stringValue ?? "" }
+    }
+}

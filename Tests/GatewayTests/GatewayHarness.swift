@@ -1,0 +1,165 @@
+import BuzzKitCore
+import BuzzKitCrypto
+import BuzzKitHTTPClient
+import BuzzKitHTTPServer
+import BuzzKitMigrations
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitRuntime
+import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import GatewayApp
+
+/// One answer as a test sees it.
+struct Reply: Sendable {
+    var status: Int
+    var headers: BuzzKitHTTPClient.HTTPHeaders
+    var envelope: Envelope
+    var data: JSONValue? { envelope.data }
+    var code: String? { envelope.error?.code.rawValue }
+    var items: [JSONValue] { envelope.data?.arrayValue ?? [] }
+}
+
+/// A gateway on its own schema, served by a real HTTPServer on a free loopback port (with the
+/// runtime's /healthz, /readyz and /metrics), plus a bootstrapped workspace with a demo tenant.
+final class GatewayHarness: Sendable {
+    let schema: String
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let runtime: ServiceRuntime
+    let gateway: Gateway
+    let server: HTTPServer
+    let client: HTTPClient
+    let baseURL: String
+    let bootstrap: Bootstrapper.Result
+    private let tasks: [Task<Void, Never>]
+
+    var workspaceKey: String { bootstrap.workspaceKey }
+    var tenantKey: String { bootstrap.tenantKey! }
+    var clientKey: String { bootstrap.clientKey! }
+    var tenantID: String { bootstrap.tenantID!.uuidString.lowercased() }
+
+    /// - Parameter sharing: another harness whose schema and revocation channel this one uses
+    ///   (a second replica).
+    init(rateLimit: RateLimitConfiguration? = nil, sharing other: GatewayHarness? = nil) async throws {
+        schema = other?.schema ?? TestEnvironment.uniqueName("gw")
+        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
+        redis = try RedisTestSupport.client()
+        if other == nil { try await Self.migrate(postgres) }
+        let settings = try ServiceSettings(serviceName: "gateway", environment: [
+            "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
+            "BUZZKIT_HTTP_PORT": "0",
+        ])
+        runtime = try ServiceRuntime(settings: settings, logger: .silent())
+        let configuration = GatewayConfiguration(
+            secretKey: SecureRandom.bytes(32),
+            rateLimit: rateLimit ?? RateLimitConfiguration(keyPrefix: "bk:test:\(schema):"),
+            revocationChannel: "bk_revoked_\(schema)")
+        gateway = try Gateway(configuration: configuration, postgres: postgres, redis: redis, logger: .silent(),
+                              metrics: MetricsRegistry())
+        var router = runtime.makeRouter()
+        gateway.register(on: &router)
+        server = HTTPServer(router: router, logger: .silent())
+        try server.start()
+        baseURL = "http://127.0.0.1:\(server.port)"
+        client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
+        tasks = gateway.services.map { service in Task { try? await service.run() } }
+        await gateway.waitUntilListening()
+        if let other {
+            bootstrap = other.bootstrap
+        } else {
+            bootstrap = try await Bootstrapper(postgres: postgres, secretKey: nil)
+                .run(workspace: "test", demo: .init(name: "demo"))
+        }
+    }
+
+    /// Migrates the schema. 0001 runs `CREATE EXTENSION IF NOT EXISTS pgcrypto`, which races
+    /// between schemas migrating at once (an extension is database-wide): a lost race rolls back
+    /// and the retry finds the extension in place.
+    static func migrate(_ postgres: PostgresClient) async throws {
+        var attempt = 0
+        while true {
+            do {
+                try await Migrator(client: postgres, logger: .silent()).migrate()
+                return
+            } catch {
+                attempt += 1
+                if attempt >= 5 { throw error }
+                try await Task.sleep(for: .milliseconds(50 * attempt))
+            }
+        }
+    }
+
+    func close() async {
+        for service in gateway.services { await service.shutdown() }
+        for task in tasks { await task.value }
+        await server.shutdown()
+        await client.shutdown()
+        await postgres.shutdown()
+        await runtime.postgres.shutdown()
+        runtime.redis.close()
+        redis.close()
+    }
+
+    func send(_ method: String, _ path: String, key: String? = nil, tenant: String? = nil, body: JSONValue? = nil,
+              headers extra: [String: String] = [:]) async throws -> Reply {
+        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        if let key { headers.add(name: "Authorization", value: "Bearer \(key)") }
+        if let tenant { headers.add(name: "BuzzKit-Tenant", value: tenant) }
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        var bytes: [UInt8] = []
+        if let body {
+            bytes = body.jsonBytes
+            headers.add(name: "Content-Type", value: "application/json")
+        }
+        let response = try await client.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method),
+                                                                   url: baseURL + path, headers: headers, body: bytes))
+        let envelope = (try? Envelope.decode(response.body)) ?? Envelope.success(nil)
+        return Reply(status: response.status, headers: response.headers, envelope: envelope)
+    }
+
+    /// Creates a key through the API with the workspace key.
+    func createKey(scopes: [String], tenant: String? = nil, kind: String? = nil) async throws -> String {
+        var body: [String: JSONValue] = ["name": "k", "scopes": .array(scopes.map(JSONValue.string))]
+        if let tenant { body["tenantId"] = .string(tenant) }
+        if let kind { body["kind"] = .string(kind) }
+        let reply = try await send("POST", "/v1/api-keys", key: workspaceKey, body: .object(body))
+        guard reply.status == 201, let secret = reply.data?["secret"]?.stringValue else {
+            throw HarnessError(description: "creating a key failed: \(reply.status) \(reply.envelope)")
+        }
+        return secret
+    }
+
+    /// Creates a tenant in this workspace and a tenant key with every tenant scope for it.
+    func createTenant(_ name: String) async throws -> (id: String, key: String) {
+        let reply = try await send("POST", "/v1/tenants", key: workspaceKey, body: ["name": .string(name)])
+        guard reply.status == 201, let id = reply.data?["id"]?.stringValue else {
+            throw HarnessError(description: "creating a tenant failed: \(reply.status) \(reply.envelope)")
+        }
+        let key = try await createKey(scopes: Scope.tenantScopes.map(\.rawValue), tenant: id)
+        return (id, key)
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Runs `body` with a fresh harness and always closes it.
+func withGateway<T>(rateLimit: RateLimitConfiguration? = nil, _ body: (GatewayHarness) async throws -> T) async throws -> T {
+    let harness = try await GatewayHarness(rateLimit: rateLimit)
+    do {
+        let result = try await body(harness)
+        await harness.close()
+        return result
+    } catch {
+        await harness.close()
+        throw error
+    }
+}
+
+/// A device token for tests: 64 hex characters derived from `seed`.
+func deviceToken(_ seed: String) -> String {
+    Digest.hex(Digest.sha256(Array(seed.utf8)))
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Gateway auth overhead: the trivial endpoint (GET /healthz, answered on the network thread)
+# against an authenticated GET /v1/subscribers/{id} and PUT /v1/subscribers/{id} (tenant key:
+# cached auth, Redis token bucket, tenant resolution, one Postgres statement), measured in the
+# same run with wrk -t2 -c64 (keep-alive, loopback). Prints req/s, p99 and the ratio to /healthz.
+# The rate limit is set high enough not to refuse the benchmark's single key, but it runs.
+# Usage: bench/gateway_auth.sh [duration, default 8s]. Stops everything it starts.
+set -euo pipefail
+source "$(dirname "$0")/../deploy/lib/common.sh"
+cd "$BK_ROOT"
+
+DURATION="${1:-8s}"
+command -v wrk >/dev/null || { bk_log "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
+
+WORK="$(mktemp -d /tmp/bk-gateway-bench.XXXXXX)"
+chmod 755 "$WORK"
+GATEWAY_PID=""
+cleanup() {
+  [ -n "$GATEWAY_PID" ] && { kill "$GATEWAY_PID" 2>/dev/null || true; wait "$GATEWAY_PID" 2>/dev/null || true; }
+  bk_stop_postgres "$WORK/pg"
+  bk_stop_redis "$WORK/redis"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bk_log "building gateway and buzzkit-admin (release)"
+swift build -c release --product gateway --scratch-path .build-release-gateway >/dev/null
+swift build -c release --product buzzkit-admin --scratch-path .build-release-gateway >/dev/null
+BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-gateway)"
+
+PG_PORT="$(bk_free_port)"; REDIS_PORT="$(bk_free_port)"; HTTP_PORT="$(bk_free_port)"
+bk_start_postgres "$WORK/pg" "$PG_PORT"
+bk_start_redis "$WORK/redis" "$REDIS_PORT"
+export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$PG_PORT/buzzkit"
+export BUZZKIT_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
+export BUZZKIT_HTTP_PORT="$HTTP_PORT" BUZZKIT_LOG_LEVEL=warning BUZZKIT_DB_POOL_SIZE="${BUZZKIT_DB_POOL_SIZE:-8}"
+export BUZZKIT_RATE_LIMIT_RPS=1000000 BUZZKIT_RATE_LIMIT_BURST=10000000
+
+"$BIN/buzzkit-admin" migrate
+eval "$("$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench-app)"
+"$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
+GATEWAY_PID=$!
+up=""
+for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$HTTP_PORT/healthz" && { up=1; break; }; sleep 0.1; done
+[ -n "$up" ] || { tail -20 "$WORK/gateway.log" >&2; bk_die "the gateway did not come up"; }
+BASE="http://127.0.0.1:$HTTP_PORT"
+curl -sf -o /dev/null -X PUT -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" -H 'Content-Type: application/json' \
+  -d '{"attributes":{"plan":"pro"},"timezone":"Europe/Berlin"}' "$BASE/v1/subscribers/bench-user" \
+  || bk_die "creating the subscriber failed (see $WORK/gateway.log)"
+
+cat >"$WORK/get.lua" <<LUA
+wrk.headers["Authorization"] = "Bearer $BUZZKIT_TENANT_KEY"
+LUA
+cat >"$WORK/put.lua" <<LUA
+-- 1000 subscribers, picked at random, so the benchmark measures the route, not one row's lock.
+local headers = { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer $BUZZKIT_TENANT_KEY" }
+local body = '{"attributes":{"plan":"pro","seats":3},"locale":"en-US"}'
+request = function()
+  return wrk.format("PUT", "/v1/subscribers/bench-" .. math.random(1, 1000), headers, body)
+end
+LUA
+cat >"$WORK/scope.lua" <<LUA
+wrk.headers["Authorization"] = "Bearer $BUZZKIT_CLIENT_KEY"
+LUA
+
+# measure NAME URL [LUA]: prints "rps p99"
+measure() {
+  local name="$1" url="$2" script="${3:-}" args=() out rps p99
+  [ -n "$script" ] && args=(-s "$script")
+  wrk -t2 -c64 -d2s "${args[@]}" "$url" >/dev/null   # warm-up
+  out="$(wrk -t2 -c64 -d"$DURATION" --latency "${args[@]}" "$url")"
+  echo "$out" >"$WORK/wrk-$name.txt"
+  if grep -q "Non-2xx" <<<"$out"; then bk_log "$name: non-2xx responses!"; grep "Non-2xx" <<<"$out" >&2; fi
+  rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
+  p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
+  echo "$rps $p99"
+}
+
+read -r H_RPS H_P99 <<<"$(measure healthz "$BASE/healthz")"
+read -r G_RPS G_P99 <<<"$(measure get "$BASE/v1/subscribers/bench-user" "$WORK/get.lua")"
+read -r P_RPS P_P99 <<<"$(measure put "$BASE/v1/subscribers/bench-user" "$WORK/put.lua")"
+read -r A_RPS A_P99 <<<"$(measure auth-only "$BASE/v1/subscribers/bench-user" "$WORK/scope.lua" 2>/dev/null)"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'; }
+echo "wrk -t2 -c64 -d$DURATION, keep-alive, loopback; gateway release build, 2 HTTP threads, Postgres pool $BUZZKIT_DB_POOL_SIZE (durable commits)"
+printf '%-40s %12s req/s  p99 %8s\n' "GET /healthz (trivial baseline)" "$H_RPS" "$H_P99"
+printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "GET /v1/subscribers/{id} (tenant key)" "$G_RPS" "$G_P99" "$(ratio "$G_RPS" "$H_RPS")"
+printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "PUT /v1/subscribers/{id} (tenant key)" "$P_RPS" "$P_P99" "$(ratio "$P_RPS" "$H_RPS")"
+printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "auth + rate limit only (403 by scope)" "$A_RPS" "$A_P99" "$(ratio "$A_RPS" "$H_RPS")"
+echo "goal: authenticated routes >= 50% of /healthz"
