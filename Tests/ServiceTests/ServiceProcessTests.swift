@@ -12,7 +12,8 @@ import Testing
 
     func environment(port: Int, databaseURL: String = TestEnvironment.postgresURL) -> [String: String] {
         ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
-         "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_LOG_LEVEL": "info"]
+         "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_LOG_LEVEL": "info",
+         "BUZZKIT_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="]
     }
 
     @Test(arguments: services)
