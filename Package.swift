@@ -53,7 +53,7 @@ let package = Package(
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
         // Stream names and entry encodings between services: the contracts on the wire of Redis.
-        .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis"],
+        .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres"],
                 path: "Shared/Contracts"),
 
         // MARK: - What every service process shares
@@ -69,7 +69,11 @@ let package = Package(
         .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
         .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
-        .executableTarget(name: "APNsSender", dependencies: ["BuzzKitRuntime"], path: "Services/apns-sender"),
+        .target(name: "APNsSenderApp",
+                dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitCrypto"],
+                path: "Services/apns-sender/App"),
+        .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp", "BuzzKitRuntime"],
+                          path: "Services/apns-sender/Main"),
         .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitRuntime"], path: "Services/liveactivity"),
         .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitRuntime", "BuzzKitMigrations", "GatewayApp"],
                           path: "Tools/buzzkit-admin"),
@@ -108,6 +112,10 @@ let package = Package(
         .testTarget(name: "IngestTests",
                     dependencies: ["IngestApp", "BuzzKitContracts", "BuzzKitTestSupport", "BuzzKitMigrations"],
                     path: "Tests/IngestTests"),
+        .testTarget(name: "SenderTests",
+                    dependencies: ["APNsSenderApp", "GatewayApp", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitTestSupport",
+                                   "BuzzKitHTTPClient", "BuzzKitMigrations"],
+                    path: "Tests/SenderTests"),
         .testTarget(name: "ServiceTests",
                     dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient"],
                     path: "Tests/ServiceTests"),
