@@ -117,8 +117,8 @@ let package = Package(
                                    "BuzzKitHTTPClient", "BuzzKitMigrations"],
                     path: "Tests/SenderTests"),
         .testTarget(name: "ServiceTests",
-                    dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient"],
-                    path: "Tests/ServiceTests"),
+                    dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient", "BuzzKitRedis"],
+                    path: "Tests/ServiceTests", exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

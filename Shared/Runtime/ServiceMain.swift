@@ -11,6 +11,7 @@ public enum ServiceMain {
         environment: [String: String] = ProcessInfo.processInfo.environment,
         setup: @Sendable (ServiceRuntime, inout Router) async throws -> [any Service] = { _, _ in [] }
     ) async -> Never {
+        unblockShutdownSignals()
         let settings: ServiceSettings
         do {
             settings = try ServiceSettings(serviceName: name, environment: environment)
@@ -33,4 +34,15 @@ public enum ServiceMain {
             exit(1)
         }
     }
+}
+
+/// A process inherits its parent's blocked-signal mask (a test runner's worker thread, a
+/// supervisor); a service that kept SIGTERM blocked could never be stopped gracefully. Called
+/// before the first suspension, on the main thread, so later threads inherit the unblocked mask.
+private func unblockShutdownSignals() {
+    var signals = sigset_t()
+    sigemptyset(&signals)
+    sigaddset(&signals, SIGTERM)
+    sigaddset(&signals, SIGINT)
+    pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 }

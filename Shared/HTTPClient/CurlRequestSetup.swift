@@ -1,0 +1,87 @@
+internal import CCurl
+
+/// Translates an `HTTPClientRequest` plus the client configuration into easy-handle options.
+enum CurlRequestSetup {
+    static func apply(_ request: HTTPClientRequest, configuration: HTTPClient.Configuration,
+                      to transfer: CurlTransfer) throws {
+        let easy = transfer.easy
+        let h = easy.handle
+        var check = OptionCheck()
+        check(bk_curl_easy_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
+        check(bk_curl_easy_setopt_string(h, CURLOPT_URL, request.url))
+        check(bk_curl_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1))
+        switch configuration.httpVersion {
+        case .http1_1:
+            check(bk_curl_easy_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
+        case .http2:
+            check(bk_curl_easy_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+            check(bk_curl_easy_setopt_long(h, CURLOPT_PIPEWAIT, 1))
+        case .http2PriorKnowledge:
+            check(bk_curl_easy_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)))
+            check(bk_curl_easy_setopt_long(h, CURLOPT_PIPEWAIT, 1))
+        }
+        if let caFile = configuration.caFile {
+            check(bk_curl_easy_setopt_string(h, CURLOPT_CAINFO, caFile))
+        }
+        let timeout = request.timeout ?? configuration.requestTimeout
+        check(bk_curl_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, timeout.curlMilliseconds))
+        check(bk_curl_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, configuration.connectTimeout.curlMilliseconds))
+
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        check(bk_curl_easy_setopt_write_function(h, CURLOPT_WRITEFUNCTION, curlBodyCallback))
+        check(bk_curl_easy_setopt_pointer(h, CURLOPT_WRITEDATA, context))
+        check(bk_curl_easy_setopt_write_function(h, CURLOPT_HEADERFUNCTION, curlHeaderCallback))
+        check(bk_curl_easy_setopt_pointer(h, CURLOPT_HEADERDATA, context))
+
+        let method = request.method
+        let sendsBody = method == .POST || method == .PUT || method == .PATCH
+            || (method != .HEAD && !request.body.isEmpty)
+        if method == .HEAD {
+            check(bk_curl_easy_setopt_long(h, CURLOPT_NOBODY, 1))
+        } else if sendsBody {
+            // POSTFIELDSIZE first: COPYPOSTFIELDS copies exactly that many bytes (binary safe).
+            check(bk_curl_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))
+            if request.body.isEmpty {
+                // curl wants a non-null pointer even for zero bytes.
+                var nothing: CChar = 0
+                check(bk_curl_easy_setopt_pointer(h, CURLOPT_COPYPOSTFIELDS, &nothing))
+            } else {
+                request.body.withUnsafeBytes { bytes in
+                    check(bk_curl_easy_setopt_pointer(h, CURLOPT_COPYPOSTFIELDS,
+                                                      UnsafeMutableRawPointer(mutating: bytes.baseAddress)))
+                }
+            }
+            if method != .POST {
+                check(bk_curl_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, method.rawValue))
+            }
+        } else if method == .GET {
+            check(bk_curl_easy_setopt_long(h, CURLOPT_HTTPGET, 1))
+        } else {
+            check(bk_curl_easy_setopt_string(h, CURLOPT_CUSTOMREQUEST, method.rawValue))
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        for field in request.headers {
+            // "Name;" sends an empty header; "Name:" would remove it.
+            let line = field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
+            list = curl_slist_append(list, line)
+        }
+        if !request.headers.contains(name: "expect") { list = curl_slist_append(list, "Expect:") }
+        if sendsBody, !request.headers.contains(name: "content-type") {
+            list = curl_slist_append(list, "Content-Type:")
+        }
+        transfer.headerList = list
+        check(bk_curl_easy_setopt_slist(h, CURLOPT_HTTPHEADER, list))
+
+        if let failure = check.failure { throw HTTPClientError.fromCurl(failure, detail: nil) }
+    }
+
+    /// Remembers the first option curl rejected, so setup reads as a flat list of options.
+    private struct OptionCheck {
+        var failure: CURLcode?
+
+        mutating func callAsFunction(_ result: CURLcode) {
+            if result != CURLE_OK, failure == nil { failure = result }
+        }
+    }
+}
