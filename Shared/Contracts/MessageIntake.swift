@@ -1,0 +1,183 @@
+import Foundation
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitWire
+
+/// Who a message goes to.
+public enum MessageTarget: Sendable, Hashable {
+    /// Every active device of these subscribers (1 to 1000 ids).
+    case subscribers([String])
+    /// Every active device of every subscriber of this topic.
+    case topic(String)
+
+    /// `{"to": [...]}` or `{"topic": "key"}` (the `messages.target` column).
+    public var jsonValue: JSONValue {
+        switch self {
+        case .subscribers(let ids): ["to": .array(ids.map(JSONValue.string))]
+        case .topic(let key): ["topic": .string(key)]
+        }
+    }
+
+    /// Reads the `messages.target` column back.
+    public init?(json: JSONValue) {
+        if let key = json["topic"]?.stringValue { self = .topic(key); return }
+        if let ids = json["to"]?.arrayValue { self = .subscribers(ids.compactMap(\.stringValue)); return }
+        return nil
+    }
+}
+
+/// A validated `POST /v1/messages` body.
+public struct MessageRequest: Sendable, Hashable {
+    public var target: MessageTarget
+    public var content: MessageContent
+    /// The content members as given (stored in `messages.content`, re-read by the sender).
+    public var contentJSON: JSONValue
+    /// `sandbox` or `production`: only devices of that environment; nil: all.
+    public var environment: String?
+}
+
+/// `POST /v1/messages` minus HTTP: validate, store the message (`queued`), put it on `bk:messages`.
+///
+/// Order and durability (the outbox rule): the row is inserted first, then the entry is added. If
+/// the `XADD` fails after the insert, the request still succeeds (202): the message is durable in
+/// Postgres and apns-sender's sweeper re-enqueues messages left `queued` (see `OutboxSweeper`).
+///
+/// Errors (`APIError`): `invalid_json` 400; `validation_failed` 422 with every problem of the
+/// target and the content at once in `details` (`[{"path", "message"}]`), including a payload
+/// that would exceed 4096 bytes, and `segment` / `where`, which are not supported yet.
+public struct MessageIntake: Sendable {
+    public static let maxSubscribersPerMessage = 1000
+    /// The content members (what `MessageContent.validate` reads).
+    public static let contentMembers: Set<String> = [
+        "title", "subtitle", "body", "data", "deepLink", "action", "actions", "category", "image", "sound",
+        "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId",
+    ]
+    public static let targetMembers: Set<String> = ["to", "topic", "segment", "where"]
+
+    /// What the 202 answers.
+    public struct Accepted: Sendable, Hashable {
+        public var id: UUID
+        /// `{"id", "status": "queued", "audienceSize": null}`.
+        public var jsonValue: JSONValue {
+            ["id": .string(id.uuidString.lowercased()), "status": "queued", "audienceSize": .null]
+        }
+    }
+
+    public let postgres: PostgresClient
+    public let redis: RedisClient
+    public let stream: StreamName
+    let logger: Logger
+
+    public init(postgres: PostgresClient, redis: RedisClient, stream: StreamName = .messages, logger: Logger) {
+        self.postgres = postgres
+        self.redis = redis
+        self.stream = stream
+        self.logger = logger
+    }
+
+    /// Validates, stores and queues `json`.
+    public func accept(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Accepted {
+        let request = try Self.validate(json, now: now)
+        let id = UUID()
+        try await postgres.execute("""
+            INSERT INTO messages (id, tenant_id, target, content, environment) VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
+            """, [id, tenantId, request.target.jsonValue, request.contentJSON, request.environment])
+        do {
+            try await redis.xadd(stream.rawValue, fields: MessageEntry(tenantId: tenantId, messageId: id).fields)
+        } catch {
+            // Stored: the sweeper in apns-sender re-enqueues it. The caller still gets its 202.
+            logger.warning("messages.enqueue.failed", metadata: [
+                "tenant": tenantId.uuidString.lowercased(), "message.id": id.uuidString.lowercased(), "error": "\(error)",
+            ])
+        }
+        return Accepted(id: id)
+    }
+
+    /// The validation alone (no I/O): every problem of target and content at once.
+    public static func validate(_ json: JSONValue, now: Date = Date()) throws(APIError) -> MessageRequest {
+        guard case .object(let object) = json else {
+            throw APIError(.validationFailed, "the request is invalid: the body must be a JSON object",
+                           details: [["path": "body", "message": "must be a JSON object"]])
+        }
+        var issues: [(String, String)] = []
+        for name in object.keys.sorted()
+        where !contentMembers.contains(name) && !targetMembers.contains(name) && name != "environment" {
+            issues.append((name, "is not a known field"))
+        }
+        let given = targetMembers.filter { object[$0].map { !$0.isNull } ?? false }.sorted()
+        var target: MessageTarget?
+        if given.count > 1 {
+            issues.append((given[1], "give exactly one target: to, topic, segment or where (got \(given.joined(separator: ", ")))"))
+        }
+        for name in given {
+            switch name {
+            case "segment":
+                issues.append(("segment", "targeting a saved segment is not supported yet (it comes with the expression language); use to or topic"))
+            case "where":
+                issues.append(("where", "targeting by an expression is not supported yet (it comes with the expression language); use to or topic"))
+            default:
+                break
+            }
+        }
+        if given.isEmpty { issues.append(("to", "a target is required: to (a subscriber id or a list of ids) or topic")) }
+        if let raw = object["to"], !raw.isNull {
+            if let id = raw.stringValue {
+                if let problem = subscriberIdProblem(id) { issues.append(("to", problem)) } else { target = .subscribers([id]) }
+            } else if let list = raw.arrayValue, !list.isEmpty, list.count <= maxSubscribersPerMessage {
+                var ids: [String] = []
+                var seen = Set<String>()
+                for (index, item) in list.enumerated() {
+                    guard let id = item.stringValue else { issues.append(("to[\(index)]", "must be a subscriber id string")); continue }
+                    if let problem = subscriberIdProblem(id) { issues.append(("to[\(index)]", problem)); continue }
+                    if seen.insert(id).inserted { ids.append(id) }
+                }
+                target = .subscribers(ids)
+            } else {
+                issues.append(("to", "must be a subscriber id or an array of 1 to \(maxSubscribersPerMessage) subscriber ids"))
+            }
+        }
+        if let raw = object["topic"], !raw.isNull {
+            if let key = raw.stringValue, !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy(isKeyCharacter) {
+                target = .topic(key)
+            } else {
+                issues.append(("topic", "must be a topic key (1 to 128 of letters, digits, _ - . :)"))
+            }
+        }
+        var environment: String?
+        if let raw = object["environment"], !raw.isNull {
+            if let value = raw.stringValue, value == "sandbox" || value == "production" {
+                environment = value
+            } else {
+                issues.append(("environment", "must be one of: sandbox, production"))
+            }
+        }
+        var contentObject: [String: JSONValue] = [:]
+        for (name, value) in object where contentMembers.contains(name) && !value.isNull { contentObject[name] = value }
+        let contentJSON = JSONValue.object(contentObject)
+        var content: MessageContent?
+        switch MessageContent.validate(contentJSON, now: now) {
+        case .success(let value): content = value
+        case .failure(let rejection): issues += rejection.issues.map { ($0.path, $0.message) }
+        }
+        guard issues.isEmpty, let target, let content else {
+            let details: [JSONValue] = issues.map { ["path": .string($0.0), "message": .string($0.1)] }
+            let summary = issues.prefix(3).map { "\($0.0) \($0.1)" }.joined(separator: "; ")
+            throw APIError(.validationFailed, "the message is invalid: \(summary)", details: .array(details))
+        }
+        return MessageRequest(target: target, content: content, contentJSON: contentJSON, environment: environment)
+    }
+
+    static func subscriberIdProblem(_ id: String) -> String? {
+        if id.isEmpty || id.count > 256 { return "must be a subscriber id of 1 to 256 characters" }
+        if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "must not contain control characters"
+        }
+        return nil
+    }
+
+    static func isKeyCharacter(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+            || c == UInt8(ascii: "_") || c == UInt8(ascii: "-") || c == UInt8(ascii: ".") || c == UInt8(ascii: ":")
+    }
+}

@@ -1,0 +1,12 @@
+/// The consumer groups of the push streams (`StreamName.messages`, `StreamName.deliveries`).
+///
+/// | stream | group | consumer | entry |
+/// |---|---|---|---|
+/// | `bk:messages` | `apns-fanout` | apns-sender | `MessageEntry` (one message to fan out) |
+/// | `bk:deliveries` | `apns-sender` | apns-sender | `DeliveryChunk` (up to 100 delivery ids) |
+extension ConsumerGroup {
+    /// apns-sender's fan-out group on `bk:messages`.
+    public static let fanout = "apns-fanout"
+    /// apns-sender's sending group on `bk:deliveries` (every replica shares it).
+    public static let sender = "apns-sender"
+}

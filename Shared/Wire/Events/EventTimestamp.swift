@@ -1,0 +1,132 @@
+import Foundation
+
+/// ISO 8601 timestamps as events carry them, without `ISO8601DateFormatter` (slow, and not
+/// `Sendable`): `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM|±HHMM)`.
+///
+/// An offset is required (a bare local time is ambiguous); fractions keep microsecond precision,
+/// the database's own. Written back in UTC with milliseconds (`2024-05-01T12:00:00.250Z`), or
+/// microseconds when the value has sub-millisecond digits.
+public enum EventTimestamp {
+    /// Microseconds since 1970 for `text`, nil when it is not an ISO 8601 date-time with offset.
+    public static func parseMicroseconds(_ text: String) -> Int64? {
+        var utf8 = Array(text.utf8)
+        guard utf8.count >= 20 else { return nil }
+        var i = 0
+        func digits(_ n: Int) -> Int? {
+            guard i + n <= utf8.count else { return nil }
+            var value = 0
+            for k in 0..<n {
+                let c = utf8[i + k]
+                guard c >= 48 && c <= 57 else { return nil }
+                value = value * 10 + Int(c - 48)
+            }
+            i += n
+            return value
+        }
+        func take(_ c: UInt8) -> Bool {
+            guard i < utf8.count, utf8[i] == c else { return false }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), take(45), let month = digits(2), take(45), let day = digits(2),
+              take(84) || take(116) || take(32),
+              let hour = digits(2), take(58), let minute = digits(2), take(58), let second = digits(2),
+              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              hour < 24, minute < 60, second < 61
+        else { return nil }
+        var micros = 0
+        if take(46) {
+            var scale = 100_000
+            var count = 0
+            while i < utf8.count, utf8[i] >= 48, utf8[i] <= 57 {
+                if scale > 0 { micros += Int(utf8[i] - 48) * scale; scale /= 10 }
+                i += 1
+                count += 1
+            }
+            guard count > 0 else { return nil }
+        }
+        var offsetSeconds = 0
+        if take(90) || take(122) {
+        } else if i < utf8.count, utf8[i] == 43 || utf8[i] == 45 {
+            let sign = utf8[i] == 45 ? -1 : 1
+            i += 1
+            guard let oh = digits(2), oh < 24 else { return nil }
+            _ = take(58)
+            guard let om = digits(2), om < 60 else { return nil }
+            offsetSeconds = sign * (oh * 3600 + om * 60)
+        } else {
+            return nil
+        }
+        guard i == utf8.count else { return nil }
+        utf8.removeAll()
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        return seconds * 1_000_000 + Int64(micros)
+    }
+
+    /// The `Date` for `text` (see `parseMicroseconds`).
+    public static func parse(_ text: String) -> Date? {
+        parseMicroseconds(text).map { Date(timeIntervalSince1970: Double($0) / 1_000_000) }
+    }
+
+    /// `2024-05-01T12:00:00.250Z` (UTC).
+    public static func format(microseconds: Int64) -> String {
+        var seconds = microseconds / 1_000_000
+        var fraction = microseconds % 1_000_000
+        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        let (y, m, d) = civil(fromDays: Int(days))
+        var text = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T"
+        text += pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay % 3600 / 60), 2) + ":"
+        text += pad(Int(secondOfDay % 60), 2) + "."
+        text += fraction % 1000 == 0 ? pad(Int(fraction / 1000), 3) : pad(Int(fraction), 6)
+        return text + "Z"
+    }
+
+    public static func format(_ date: Date) -> String {
+        format(microseconds: microseconds(date))
+    }
+
+    public static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+
+    // MARK: - Calendar arithmetic (proleptic Gregorian, H. Hinnant's algorithms)
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays z0: Int) -> (Int, Int, Int) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let s = String(value)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+}

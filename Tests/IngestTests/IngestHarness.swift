@@ -1,0 +1,133 @@
+import Foundation
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitMigrations
+import BuzzKitContracts
+import BuzzKitTestSupport
+import BuzzKitWire
+import IngestApp
+
+/// One isolated ingest pipeline: its own Postgres schema (all migrations applied), its own
+/// `bk:ingest` / `bk:events` stream names, and the ingest services running in-process.
+final class IngestHarness: Sendable {
+    let schema: String
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let configuration: IngestConfiguration
+    let producer: IngestProducer
+    let intake: EventIntake
+    let services: [any Service]
+    let tasks: [Task<Void, Never>]
+
+    private init(schema: String, postgres: PostgresClient, redis: RedisClient, configuration: IngestConfiguration) {
+        self.schema = schema
+        self.postgres = postgres
+        self.redis = redis
+        self.configuration = configuration
+        producer = IngestProducer(redis: redis, stream: configuration.ingestStream)
+        intake = EventIntake(producer: producer, logger: .silent())
+        services = IngestService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
+                                              logger: .silent(), metrics: MetricsRegistry())
+        tasks = services.map { service in Task { try? await service.run() } }
+    }
+
+    /// - Parameter redis: a client on another Redis (the restart test's own server); default the shared one.
+    static func start(redis: RedisClient? = nil, consumers: Int = 2) async throws -> IngestHarness {
+        let schema = TestEnvironment.uniqueName("ingest")
+        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
+        // Parallel tests race on the database-wide `CREATE EXTENSION IF NOT EXISTS pgcrypto` of the
+        // baseline; a file that fails leaves nothing behind, so trying again is safe.
+        for attempt in 1...5 {
+            do {
+                try await Migrator(client: postgres, logger: .silent()).migrate()
+                break
+            } catch where attempt < 5 {
+                try await Task.sleep(for: .milliseconds(100 * attempt))
+            }
+        }
+        var configuration = IngestConfiguration(consumerName: TestEnvironment.uniqueName("ingest"))
+        configuration.ingestStream = StreamName(TestEnvironment.uniqueName("bk:ingest"))
+        configuration.eventsStream = StreamName(TestEnvironment.uniqueName("bk:events"))
+        configuration.consumers = consumers
+        configuration.readBatchSize = 20
+        configuration.claimIdleTime = .seconds(2)
+        configuration.writeAttempts = 20
+        return IngestHarness(schema: schema, postgres: postgres, redis: try redis ?? RedisTestSupport.client(),
+                             configuration: configuration)
+    }
+
+    func stop() async {
+        for service in services.reversed() { await service.shutdown() }
+        for task in tasks { await task.value }
+        _ = try? await redis.del(keys: [configuration.ingestStream.rawValue, configuration.eventsStream.rawValue])
+        await postgres.shutdown()
+        let admin = try? PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
+        _ = try? await admin?.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+        await admin?.shutdown()
+    }
+
+    // MARK: - Helpers
+
+    func count(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> Int {
+        try await postgres.query(sql, parameters).first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    func storedEvents(tenant: UUID) async throws -> Int {
+        try await count("SELECT count(*) FROM events WHERE tenant_id = $1", [tenant])
+    }
+
+    /// Waits until `tenant` has `expected` stored events (bounded), then returns the count found.
+    func waitForEvents(tenant: UUID, expected: Int) async throws -> Int {
+        _ = try await RedisTestSupport.eventually { try await self.storedEvents(tenant: tenant) >= expected }
+        return try await storedEvents(tenant: tenant)
+    }
+
+    /// Waits until every `bk:ingest` entry is acknowledged by the ingest group.
+    func waitUntilDrained() async throws -> Bool {
+        try await RedisTestSupport.eventually {
+            let pending = try await self.redis.send("XPENDING", self.configuration.ingestStream.rawValue, self.configuration.group)
+            let info = try await self.redis.send("XINFO", "GROUPS", self.configuration.ingestStream.rawValue)
+            guard let count = pending.array?.first?.int, count == 0, let group = info.array?.first?.array else { return false }
+            // lag 0: nothing left unread.
+            for i in stride(from: 0, to: group.count - 1, by: 2) where group[i].string == "lag" {
+                return group[i + 1].int == 0
+            }
+            return false
+        }
+    }
+
+    /// Every entry of `bk:events` so far.
+    func published() async throws -> [PublishedEvent] {
+        try await redis.xrange(configuration.eventsStream.rawValue).map { try PublishedEvent(entry: $0) }
+    }
+
+    /// A workspace and tenant row (for tables with foreign keys to tenants).
+    func makeTenant() async throws -> UUID {
+        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('test') RETURNING id").first!.decode(UUID.self, at: 0)
+        return try await postgres.query("INSERT INTO tenants (workspace_id, name) VALUES ($1, 'app') RETURNING id", [workspace])
+            .first!.decode(UUID.self, at: 0)
+    }
+}
+
+/// Builds request bodies.
+enum Bodies {
+    static let base = EventTimestamp.microseconds(Date()) - 3_600_000_000
+
+    static func event(_ id: String, _ name: String = "workout.completed", data: JSONValue = ["duration": 42],
+                      offsetSeconds: Int = 0) -> JSONValue {
+        ["id": .string(id), "name": .string(name), "data": data,
+         "timestamp": .string(EventTimestamp.format(microseconds: base + Int64(offsetSeconds) * 1_000_000))]
+    }
+
+    static func batch(subscriber: String? = nil, anonymous: String? = nil, _ events: [JSONValue]) -> JSONValue {
+        var body: [String: JSONValue] = ["events": .array(events)]
+        if let subscriber { body["subscriberId"] = .string(subscriber) }
+        if let anonymous { body["anonymousId"] = .string(anonymous) }
+        return .object(body)
+    }
+
+    static func events(prefix: String, count: Int) -> [JSONValue] {
+        (0..<count).map { event("\(prefix)-\($0)", offsetSeconds: $0) }
+    }
+}

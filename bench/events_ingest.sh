@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Events ingest: events/s through IngestProducer (XADD on bk:ingest) + the ingest consumers into
+# PostgreSQL (committed, fsync on) vs a raw COPY of the same rows into `events`, in the same run.
+# POST /v1/events itself is not measured here until the gateway route is wired.
+# Usage: bench/events_ingest.sh [events]   (default 300000; bounded; stops everything it starts)
+set -euo pipefail
+source "$(dirname "$0")/../deploy/lib/common.sh"
+cd "$BK_ROOT"
+
+EVENTS="${1:-300000}"
+RUN_DIR="$(mktemp -d /tmp/buzzkit-bench-events.XXXXXX)"
+chmod 755 "$RUN_DIR"
+cleanup() { bk_stop_postgres "$RUN_DIR/pg"; bk_stop_redis "$RUN_DIR/redis"; rm -rf "$RUN_DIR"; }
+trap cleanup EXIT
+
+bk_log "building ingest (release)"
+swift build -c release --product ingest --scratch-path .build-release-bench >/dev/null
+INGEST="$(swift build -c release --show-bin-path --scratch-path .build-release-bench)/ingest"
+
+PG_PORT="$(bk_free_port)"
+REDIS_PORT="$(bk_free_port)"
+# Durable settings: Postgres with fsync and synchronous_commit on; Redis with AOF everysec.
+bk_start_postgres "$RUN_DIR/pg" "$PG_PORT"
+bk_start_redis "$RUN_DIR/redis" "$REDIS_PORT"
+PG_URL="postgres://buzzkit@127.0.0.1:$PG_PORT/buzzkit"
+for f in Shared/Migrations/SQL/[0-9]*.sql; do
+  "$(bk_pg_bindir)/psql" -q -v ON_ERROR_STOP=1 "$PG_URL" -f "$f" >/dev/null
+done
+
+bk_log "ingest: $EVENTS events in batches of 100 (4 producers, 2 consumers), then COPY of the same rows"
+OUT="$(timeout 600 "$INGEST" bench --postgres "$PG_URL" --redis "redis://127.0.0.1:$REDIS_PORT" --events "$EVENTS")"
+echo "$OUT"
+DURABLE="$(echo "$OUT" | awk '/^durable_rate/ {print $2}')"
+PRODUCE="$(echo "$OUT" | awk '/^produce_rate/ {print $2}')"
+COPY="$(echo "$OUT" | awk '/^copy_rate/ {print $2}')"
+
+python3 - "$COPY" "$PRODUCE" "$DURABLE" <<'PY'
+import sys
+copy, produce, durable = (float(x) for x in sys.argv[1:4])
+print(f"raw COPY into events (2 streams):      {copy:>10,.0f} events/s")
+print(f"accepted on bk:ingest (IngestProducer): {produce:>10,.0f} events/s")
+print(f"durable in Postgres (ingest service):   {durable:>10,.0f} events/s  ratio {durable / copy:.2f} of COPY")
+print(f"goal: >= 50,000 events/s durable and >= 0.40 of COPY: {'met' if durable >= 50000 and durable / copy >= 0.4 else 'NOT met'}")
+PY
