@@ -1,0 +1,156 @@
+import Foundation
+
+/// PostgreSQL's text form of `timestamptz`, `timestamp` and `date`, without `DateFormatter`.
+///
+/// Parses `YYYY-MM-DD[ |T]HH:MM:SS[.fraction][Z|±HH[:MM[:SS]]][ BC]` and a bare date; a missing
+/// offset means UTC. Writes UTC with microseconds, the server's own precision. `infinity` and
+/// `-infinity` are not representable as `Date` and fail to decode.
+enum PostgresTimestamp {
+    static func format(_ date: Date) -> String {
+        let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        let total = Int64(max(min(micros, 9.0e18), -9.0e18))
+        var seconds = total / 1_000_000
+        var fraction = total % 1_000_000
+        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        let (y, m, d) = civil(fromDays: Int(days))
+        let bc = y <= 0
+        var text = pad(bc ? 1 - y : y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + " "
+        text += pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay % 3600 / 60), 2) + ":" + pad(Int(secondOfDay % 60), 2)
+        text += "." + pad(Int(fraction), 6) + "+00"
+        if bc { text += " BC" }
+        return text
+    }
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Date? {
+        var scanner = Scanner(bytes: bytes)
+        guard let year = scanner.number(minDigits: 4), scanner.take("-"),
+              let month = scanner.number(exactDigits: 2), scanner.take("-"),
+              let day = scanner.number(exactDigits: 2), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
+        var seconds = 0
+        var fraction = 0.0
+        var offset = 0
+        if scanner.take(" ") || scanner.take("T") || scanner.take("t") {
+            guard let h = scanner.number(exactDigits: 2), scanner.take(":"),
+                  let mi = scanner.number(exactDigits: 2), h <= 24, mi < 60
+            else { return nil }
+            var s = 0
+            if scanner.take(":") {
+                guard let sec = scanner.number(exactDigits: 2), sec <= 60 else { return nil }
+                s = sec
+                if scanner.take(".") {
+                    var scale = 0.1
+                    var digits = 0
+                    while let digit = scanner.digit() {
+                        fraction += Double(digit) * scale
+                        scale /= 10
+                        digits += 1
+                    }
+                    guard digits > 0 else { return nil }
+                }
+            }
+            seconds = h * 3600 + mi * 60 + s
+            if scanner.take("Z") || scanner.take("z") {
+                offset = 0
+            } else if let sign = scanner.sign() {
+                guard let oh = scanner.number(exactDigits: 2) else { return nil }
+                var om = 0, os = 0
+                if scanner.take(":") {
+                    guard let v = scanner.number(exactDigits: 2) else { return nil }
+                    om = v
+                    if scanner.take(":") {
+                        guard let v2 = scanner.number(exactDigits: 2) else { return nil }
+                        os = v2
+                    }
+                } else if let v = scanner.number(exactDigits: 2) {
+                    om = v // +0530
+                }
+                offset = sign * (oh * 3600 + om * 60 + os)
+            }
+        }
+        var y = year
+        if scanner.take(" BC") { y = 1 - year }
+        guard scanner.atEnd else { return nil }
+        let days = Self.days(fromCivil: y, month, day)
+        let whole = Double(days) * 86_400 + Double(seconds - offset)
+        return Date(timeIntervalSince1970: whole + fraction)
+    }
+
+    // MARK: - Civil calendar (proleptic Gregorian), after Howard Hinnant's algorithms
+
+    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays days: Int) -> (Int, Int, Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let s = String(value)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeRawBufferPointer
+        var index = 0
+        init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+        var atEnd: Bool { index == bytes.count }
+
+        mutating func take(_ literal: StaticString) -> Bool {
+            let n = literal.utf8CodeUnitCount
+            guard index + n <= bytes.count else { return false }
+            for i in 0..<n where bytes[index + i] != literal.utf8Start[i] { return false }
+            index += n
+            return true
+        }
+
+        mutating func digit() -> Int? {
+            guard index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 else { return nil }
+            defer { index += 1 }
+            return Int(bytes[index] - 48)
+        }
+
+        mutating func sign() -> Int? {
+            if take("+") { return 1 }
+            if take("-") { return -1 }
+            return nil
+        }
+
+        mutating func number(exactDigits: Int) -> Int? {
+            let start = index
+            var value = 0
+            for _ in 0..<exactDigits {
+                guard let d = digit() else { index = start; return nil }
+                value = value * 10 + d
+            }
+            return value
+        }
+
+        mutating func number(minDigits: Int) -> Int? {
+            let start = index
+            var value = 0
+            while let d = digit(), index - start <= 9 { value = value * 10 + d }
+            guard index - start >= minDigits else { index = start; return nil }
+            return value
+        }
+    }
+}

@@ -1,0 +1,87 @@
+/// One bound statement parameter, already encoded: bytes in PostgreSQL's text format (or binary,
+/// for `bytea`), or SQL NULL.
+///
+/// `typeOID` 0 lets the server infer the type from the statement (`WHERE id = $1` reads `$1` as
+/// the column's type), which is what nearly every parameter wants; only `bytea` is sent typed and
+/// in binary, where it saves the hex round trip.
+public struct PostgresValue: Sendable, Hashable {
+    public enum Format: Int32, Sendable, Hashable { case text = 0, binary = 1 }
+
+    /// The encoded bytes; `nil` is SQL NULL.
+    public var bytes: [UInt8]?
+    public var format: Format
+    public var typeOID: UInt32
+
+    public init(bytes: [UInt8]?, format: Format = .text, typeOID: UInt32 = 0) {
+        self.bytes = bytes
+        self.format = format
+        self.typeOID = typeOID
+    }
+
+    /// A text-format value; `nil` is NULL.
+    public init(text: String?, typeOID: UInt32 = 0) {
+        self.init(bytes: text.map { Array($0.utf8) }, format: .text, typeOID: typeOID)
+    }
+
+    public static let null = PostgresValue(bytes: nil)
+    public var isNull: Bool { bytes == nil }
+}
+
+extension PostgresValue: PostgresEncodable {
+    public var postgresValue: PostgresValue { self }
+    public var postgresText: String? {
+        guard let bytes else { return nil }
+        switch format {
+        case .text: return String(decoding: bytes, as: UTF8.self)
+        case .binary: return PostgresHex.byteaText(bytes)
+        }
+    }
+}
+
+/// Well-known type OIDs (`pg_type.oid`), for reading `PostgresRows.columnTypes`.
+public enum PostgresTypeOID {
+    public static let bool: UInt32 = 16
+    public static let bytea: UInt32 = 17
+    public static let int8: UInt32 = 20
+    public static let int2: UInt32 = 21
+    public static let int4: UInt32 = 23
+    public static let text: UInt32 = 25
+    public static let json: UInt32 = 114
+    public static let float4: UInt32 = 700
+    public static let float8: UInt32 = 701
+    public static let varchar: UInt32 = 1043
+    public static let date: UInt32 = 1082
+    public static let timestamp: UInt32 = 1114
+    public static let timestamptz: UInt32 = 1184
+    public static let numeric: UInt32 = 1700
+    public static let uuid: UInt32 = 2950
+    public static let jsonb: UInt32 = 3802
+    public static let textArray: UInt32 = 1009
+    public static let int8Array: UInt32 = 1016
+}
+
+enum PostgresHex {
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// `bytea` hex text form: `\x0a1b`.
+    static func byteaText(_ bytes: some Collection<UInt8>) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(2 + bytes.count * 2)
+        out.append(UInt8(ascii: "\\"))
+        out.append(UInt8(ascii: "x"))
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+
+/// A dedicated OS thread that runs submitted jobs one at a time, in order.
+///
+/// Every blocking libpq call happens on one of these, never on Swift's cooperative pool (two
+/// threads on this machine). A connection owns one; `stop()` lets queued jobs finish, then the
+/// thread exits.
+final class PostgresWorkerThread: Sendable {
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+    private let signal = DispatchSemaphore(value: 0)
+
+    init(name: String) {
+        let thread = Thread { [self] in self.loop() }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Queues `job`; returns false (and drops it) when the thread was stopped.
+    @discardableResult
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted { signal.signal() }
+        return accepted
+    }
+
+    /// Runs `body` on the thread and returns its result to the awaiting task.
+    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let accepted = submit {
+                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            }
+            if !accepted { continuation.resume(throwing: PostgresError.connectionClosed("the connection is closed")) }
+        }
+    }
+
+    /// Finishes the queued jobs, then ends the thread. Later `submit`s are refused.
+    func stop() {
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        if first { signal.signal() }
+    }
+
+    private func loop() {
+        while true {
+            signal.wait()
+            let next = state.withLock { state -> (job: (@Sendable () -> Void)?, exit: Bool) in
+                if state.head < state.jobs.count {
+                    let job = state.jobs[state.head]
+                    state.head += 1
+                    if state.head > 64, state.head * 2 > state.jobs.count {
+                        state.jobs.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    return (job, false)
+                }
+                return (nil, state.stopped)
+            }
+            if let job = next.job { job() } else if next.exit { return }
+        }
+    }
+}

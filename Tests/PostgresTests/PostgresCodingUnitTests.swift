@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import BuzzKitPostgres
+
+/// Decoding of PostgreSQL's text forms, no server needed.
+@Suite("Postgres text forms")
+struct PostgresCodingUnitTests {
+    static func decode<T: PostgresDecodable>(_ text: String, as type: T.Type, oid: UInt32 = 0) throws -> T {
+        try Array(text.utf8).withUnsafeBytes { try T.decode(from: PostgresCell(bytes: $0, typeOID: oid)) }
+    }
+
+    @Test(arguments: [
+        ("2024-05-01 12:00:00+00", 1_714_564_800.0),
+        ("2024-05-01 12:00:00.5+00", 1_714_564_800.5),
+        ("2024-05-01 12:00:00.123456+00", 1_714_564_800.123456),
+        ("2024-05-01 14:30:00+02:30", 1_714_564_800.0),
+        ("2024-05-01 07:00:00-05", 1_714_564_800.0),
+        ("2024-05-01 12:00:00Z", 1_714_564_800.0),
+        ("2024-05-01T12:00:00.000001Z", 1_714_564_800.000001),
+        ("2024-05-01 12:00:00", 1_714_564_800.0),
+        ("2024-05-01", 1_714_521_600.0),
+        ("1969-12-31 23:59:59.75+00", -0.25),
+        ("1900-01-01 00:09:21+00:09:21", -2_208_988_800.0),
+    ])
+    func timestampsParse(text: String, seconds: Double) throws {
+        let date = try Self.decode(text, as: Date.self)
+        #expect(abs(date.timeIntervalSince1970 - seconds) < 0.000_001)
+    }
+
+    @Test(arguments: ["", "2024-13-01", "2024-05-01 12", "infinity", "2024-05-01 12:00:00+", "yesterday"])
+    func badTimestampsFail(text: String) {
+        #expect(throws: PostgresDecodingError.self) { try Self.decode(text, as: Date.self) }
+    }
+
+    @Test func dateFormatsInUTCWithMicroseconds() throws {
+        let date = Date(timeIntervalSince1970: 1_714_564_800.25)
+        #expect(date.postgresText == "2024-05-01 12:00:00.250000+00")
+        #expect(Date(timeIntervalSince1970: -0.25).postgresText == "1969-12-31 23:59:59.750000+00")
+    }
+
+    @Test func arrayLiteralsParse() throws {
+        #expect(try Self.decode(#"{a,"b c",NULL,"NULL","q\"x","\\"}"#, as: [String?].self) == ["a", "b c", nil, "NULL", "q\"x", "\\"])
+        #expect(try Self.decode("{}", as: [Int].self) == [])
+        #expect(try Self.decode("{1,-2,3}", as: [Int64].self) == [1, -2, 3])
+        #expect(throws: PostgresDecodingError.self) { try Self.decode("{{1,2},{3,4}}", as: [Int].self) }
+        #expect(["a", nil, "b\"c"].postgresText == #"{"a",NULL,"b\"c"}"#)
+    }
+
+    @Test func integersRejectOverflowAndJunk() {
+        #expect(throws: PostgresDecodingError.self) { try Self.decode("40000", as: Int16.self) }
+        #expect(throws: PostgresDecodingError.self) { try Self.decode("12abc", as: Int.self) }
+        #expect(throws: PostgresDecodingError.self) { try Self.decode("1.5", as: Int.self) }
+        #expect((try? Self.decode("-32768", as: Int16.self)) == Int16.min)
+    }
+
+    @Test func nullNeedsOptional() throws {
+        #expect(throws: PostgresDecodingError.self) { try String.decode(from: PostgresCell(bytes: nil, typeOID: 25)) }
+        #expect(try String?.decode(from: PostgresCell(bytes: nil, typeOID: 25)) == nil)
+    }
+}
