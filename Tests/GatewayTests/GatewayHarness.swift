@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitHTTPClient
@@ -52,10 +53,11 @@ final class GatewayHarness: Sendable {
             "BUZZKIT_HTTP_PORT": "0",
         ])
         runtime = try ServiceRuntime(settings: settings, logger: .silent())
-        let configuration = GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             secretKey: SecureRandom.bytes(32),
             rateLimit: rateLimit ?? RateLimitConfiguration(keyPrefix: "bk:test:\(schema):"),
             revocationChannel: "bk_revoked_\(schema)")
+        configuration.ingestStream = StreamName("bk:test:\(schema):ingest")
         gateway = try Gateway(configuration: configuration, postgres: postgres, redis: redis, logger: .silent(),
                               metrics: MetricsRegistry())
         var router = runtime.makeRouter()
@@ -74,21 +76,8 @@ final class GatewayHarness: Sendable {
         }
     }
 
-    /// Migrates the schema. 0001 runs `CREATE EXTENSION IF NOT EXISTS pgcrypto`, which races
-    /// between schemas migrating at once (an extension is database-wide): a lost race rolls back
-    /// and the retry finds the extension in place.
     static func migrate(_ postgres: PostgresClient) async throws {
-        var attempt = 0
-        while true {
-            do {
-                try await Migrator(client: postgres, logger: .silent()).migrate()
-                return
-            } catch {
-                attempt += 1
-                if attempt >= 5 { throw error }
-                try await Task.sleep(for: .milliseconds(50 * attempt))
-            }
-        }
+        try await Migrator(client: postgres, logger: .silent()).migrate()
     }
 
     func close() async {

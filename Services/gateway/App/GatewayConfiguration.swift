@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitCore
 import Foundation
 
@@ -20,6 +21,8 @@ public struct GatewayConfiguration: Sendable {
     /// The Postgres channel that carries key revocations to every replica. Default
     /// `bk_api_key_revoked` (tests use their own).
     public var revocationChannel: String
+    /// Where accepted event batches go (`bk:ingest`; tests use their own stream).
+    public var ingestStream: StreamName = .ingest
 
     public init(secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
                 authCacheTTL: Duration = .seconds(60), lastUsedInterval: Duration = .seconds(10),
