@@ -19,6 +19,9 @@ let package = Package(
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .executable(name: "apns-sim", targets: ["APNsSimulator"]),
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
+        // The iOS SDK (its core builds and is tested on Linux; Apple-only parts sit behind adapters).
+        .library(name: "BuzzKit", targets: ["BuzzKit"]),
+        .library(name: "BuzzKitNotificationServiceExtension", targets: ["BuzzKitNotificationServiceExtension"]),
     ],
     targets: [
         // MARK: - C system libraries (C types never leave the wrapper modules)
@@ -56,6 +59,9 @@ let package = Package(
         .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres"],
                 path: "Shared/Contracts"),
 
+        // The expression language of audiences: parse, evaluate in memory, compile to SQL. No I/O.
+        .target(name: "BuzzKitAudience", dependencies: ["BuzzKitWire"], path: "Shared/Audience"),
+
         // MARK: - What every service process shares
         .target(name: "BuzzKitRuntime",
                 dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
@@ -89,6 +95,11 @@ let package = Package(
                           cSettings: [.unsafeFlags(["-O2"])],
                           linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
+        // MARK: - The iOS SDK
+        .target(name: "BuzzKit", dependencies: ["BuzzKitWire", "CSQLite"], path: "SDK/Sources/BuzzKit"),
+        .target(name: "BuzzKitNotificationServiceExtension", dependencies: ["BuzzKit", "BuzzKitWire"],
+                path: "SDK/Sources/BuzzKitNotificationServiceExtension"),
+
         // MARK: - Tests (SwiftPM links every test target into one test binary)
         .target(name: "BuzzKitTestSupport",
                 dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
@@ -117,6 +128,13 @@ let package = Package(
                     dependencies: ["APNsSenderApp", "GatewayApp", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitTestSupport",
                                    "BuzzKitHTTPClient", "BuzzKitMigrations"],
                     path: "Tests/SenderTests"),
+        .testTarget(name: "SDKTests",
+                    dependencies: ["BuzzKit", "BuzzKitNotificationServiceExtension", "BuzzKitWire", "BuzzKitTestSupport",
+                                   "BuzzKitHTTPClient"],
+                    path: "Tests/SDKTests"),
+        .testTarget(name: "AudienceTests",
+                    dependencies: ["BuzzKitAudience", "BuzzKitTestSupport", "BuzzKitMigrations", "BuzzKitPostgres"],
+                    path: "Tests/AudienceTests"),
         .testTarget(name: "ServiceTests",
                     dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient", "BuzzKitRedis"],
                     path: "Tests/ServiceTests", exclude: ["Fixtures"]),
