@@ -1,5 +1,18 @@
+import APNsSenderApp
+import BuzzKitCore
 import BuzzKitRuntime
+import Foundation
 
-// The apns-sender service. Its domain work arrives with its issue; today it connects, serves
-// /healthz, /readyz and /metrics, and stops cleanly on SIGTERM.
-await ServiceMain.run(service: "apns-sender")
+// apns-sender: fan-out of bk:messages, the APNs sender pool on bk:deliveries, the delivery
+// ledger and the outbox sweeper. Settings: ServiceSettings plus SenderConfiguration.
+let senderConfiguration: SenderConfiguration
+do {
+    senderConfiguration = try SenderConfiguration(environment: ProcessInfo.processInfo.environment)
+} catch {
+    Logger(label: "apns-sender").critical("invalid configuration", metadata: ["error": error.description])
+    exit(78)  // EX_CONFIG
+}
+
+await ServiceMain.run(service: "apns-sender") { runtime, _ in
+    try APNsSender(runtime: runtime, configuration: senderConfiguration).services
+}

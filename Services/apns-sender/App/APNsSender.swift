@@ -1,0 +1,76 @@
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitRedis
+import BuzzKitRuntime
+import Foundation
+
+/// The apns-sender service: fans messages out into deliveries (`bk:messages`, group
+/// `apns-fanout`), sends delivery chunks through APNs and writes the ledger (`bk:deliveries`,
+/// group `apns-sender`, shared by every replica), and sweeps the outbox.
+///
+/// ```swift
+/// await ServiceMain.run(service: "apns-sender") { runtime, _ in
+///     try APNsSender(runtime: runtime, configuration: SenderConfiguration(environment: env)).services
+/// }
+/// ```
+/// Guarantees: a delivery is claimed (`queued` -> `sending`) by exactly one replica in one
+/// statement and only the claimer sends it, so no device gets a message twice from BuzzKit
+/// (APNs itself may duplicate when an attempt timed out after APNs took it, and we retry).
+/// SIGTERM: no new entries are read; chunks in flight are sent, recorded and acked; exact.
+/// SIGKILL: chunks the replica had not claimed are taken over by another replica after
+/// `claimIdle` and sent; deliveries it had claimed (`sending`) may or may not have reached
+/// APNs: they are never re-sent and end `failed` / `sender_lost` after `staleSending`.
+public struct APNsSender: Sendable {
+    public let runtime: ServiceRuntime
+    public let configuration: SenderConfiguration
+    let fanOut: FanOut
+    let sender: DeliverySender
+    let clients: APNsClientPool
+
+    public init(runtime: ServiceRuntime, configuration: SenderConfiguration,
+                messages: StreamName = .messages, deliveries: StreamName = .deliveries) throws {
+        self.runtime = runtime
+        self.configuration = configuration
+        self.messagesStream = messages
+        self.deliveriesStream = deliveries
+        let logger = runtime.logger
+        let credentials = try TenantCredentialStore(postgres: runtime.postgres, secretKey: configuration.secretKey,
+                                                    ttl: configuration.credentialsTTL)
+        clients = APNsClientPool(configuration: configuration, logger: logger.with(["component": "apns"]))
+        fanOut = FanOut(postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
+                        pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger)
+        sender = DeliverySender(postgres: runtime.postgres, credentials: credentials,
+                                messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
+                                configuration: configuration, instance: runtime.settings.instanceID, logger: logger)
+    }
+
+    let messagesStream: StreamName
+    let deliveriesStream: StreamName
+
+    /// One `SenderPipeline`: the fan-out and delivery consumers and the sweeper; on SIGTERM the
+    /// consumers finish their in-flight chunks before the APNs clients close.
+    public var services: [any Service] {
+        let configuration = configuration
+        let fanOut = fanOut, sender = sender
+        let fanoutService = StreamConsumerService(runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
+            configure: { c in
+                c.batchSize = 4
+                c.maxConcurrentHandlers = 2
+                c.claimIdleTime = configuration.claimIdle
+                c.reclaimInterval = configuration.reclaimInterval
+            },
+            handler: { entry in try await fanOut.handle(try MessageEntry(entry: entry)) })
+        let deliveryService = StreamConsumerService(runtime: runtime, stream: deliveriesStream.rawValue, group: ConsumerGroup.sender,
+            configure: { c in
+                c.batchSize = configuration.concurrency
+                c.maxConcurrentHandlers = configuration.concurrency
+                c.claimIdleTime = configuration.claimIdle
+                c.reclaimInterval = configuration.reclaimInterval
+            },
+            handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
+        let sweeper = OutboxSweeper(postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
+                                    interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
+                                    staleSending: configuration.staleSending, logger: runtime.logger)
+        return [SenderPipeline(consumers: [fanoutService.consumer, deliveryService.consumer], sweeper: sweeper, pool: clients)]
+    }
+}

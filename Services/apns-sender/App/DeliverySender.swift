@@ -1,0 +1,238 @@
+import BuzzKitAPNs
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// Sends one chunk of deliveries (a `bk:deliveries` entry) and writes the ledger in batches.
+///
+/// 1. Claim: ONE statement moves the chunk's `queued` deliveries to `sending` (with this
+///    replica's name, the time, and the apns-id every attempt will carry) and returns them; rows
+///    in any other status are skipped, so a redelivered or duplicated chunk never sends a device
+///    twice. In the same statement, rows left `sending` by a replica longer than `staleSending`
+///    become `failed` / `sender_lost` (see "Guarantees" in the README of this service).
+/// 2. Expired message: `expired` without sending. Tenant without usable credentials: `failed`
+///    with `apns_credentials_missing` / `apns_credentials_invalid` (no APNs call, no retry).
+/// 3. Send every claimed delivery at once through the (team, environment) client, each with
+///    `RetryPolicy` retries.
+/// 4. Record: ONE statement inserts every attempt and sets every final status; ONE more
+///    deactivates devices APNs called invalid (unless registered again after APNs's timestamp).
+struct DeliverySender: Sendable {
+    let postgres: PostgresClient
+    let credentials: TenantCredentialStore
+    let messages: PreparedMessageCache
+    let clients: APNsClientPool
+    let configuration: SenderConfiguration
+    let instance: String
+    let logger: Logger
+
+    struct Claimed: Sendable {
+        var id: UUID
+        var token: String
+        var environment: APNsEnvironment
+        var apnsId: UUID
+        var attemptCount: Int
+    }
+
+    /// A delivery's end: final status and the attempts that led there.
+    struct Outcome: Sendable {
+        var claimed: Claimed
+        var status: String
+        var lastStatus: Int?
+        var lastReason: String?
+        var errorCode: String?
+        var attempts: [APNsResponse]
+        var invalidation: (token: String, at: Date, reason: String)?
+    }
+
+    func handle(_ chunk: DeliveryChunk) async throws {
+        let tenant = try await credentials.get(chunk.tenantId)
+        var message: PreparedMessage?
+        var unsendable: String?
+        if tenant.problem == nil, let bundleId = tenant.bundleId {
+            do {
+                message = try await messages.get(chunk.messageId, tenant: chunk.tenantId, bundleId: bundleId)
+                if message == nil { unsendable = "the message does not exist" }
+            } catch let error as UnsendableMessage {
+                unsendable = error.description
+            }
+        }
+        let claimed = try await claim(chunk)
+        guard !claimed.isEmpty else { return }
+        let now = Date()
+        var outcomes: [Outcome]
+        if let problem = tenant.problem {
+            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", lastReason: problem.message, errorCode: problem.code, attempts: []) }
+        } else if let unsendable {
+            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", lastReason: unsendable, errorCode: "message_invalid", attempts: []) }
+        } else if let message, message.isExpired(now: now) {
+            outcomes = claimed.map { Outcome(claimed: $0, status: "expired", errorCode: "message_expired", attempts: []) }
+        } else if let message, let apns = tenant.credentials {
+            outcomes = await send(claimed, message: message, credentials: apns, tenant: chunk.tenantId)
+        } else {
+            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", errorCode: "apns_credentials_missing", attempts: []) }
+        }
+        try await record(outcomes, tenant: chunk.tenantId)
+    }
+
+    // MARK: - Claim
+
+    private func claim(_ chunk: DeliveryChunk) async throws -> [Claimed] {
+        let rows = try await postgres.query("""
+            WITH lost AS (
+                UPDATE deliveries SET status = 'failed', error_code = 'sender_lost', updated_at = now(),
+                    last_reason = coalesce(last_reason, 'the sending replica stopped mid-send; not re-sent to avoid a duplicate')
+                WHERE id = ANY($1::uuid[]) AND status = 'sending' AND sending_at < now() - make_interval(secs => $4)
+                RETURNING id
+            )
+            UPDATE deliveries SET status = 'sending', sending_by = $3, sending_at = now(), updated_at = now(),
+                apns_id = coalesce(apns_id, gen_random_uuid())
+            WHERE id = ANY($1::uuid[]) AND tenant_id = $2::uuid AND message_id = $5::uuid AND status = 'queued'
+            RETURNING id, device_token, environment, apns_id, attempt_count
+            """, [chunk.deliveryIds, chunk.tenantId, instance, configuration.staleSending.seconds, chunk.messageId])
+        return try rows.map { row in
+            Claimed(id: try row.decode(UUID.self, at: 0), token: try row.decode(String.self, at: 1),
+                    environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 2)) ?? .production,
+                    apnsId: try row.decode(UUID.self, at: 3), attemptCount: try row.decode(Int.self, at: 4))
+        }
+    }
+
+    // MARK: - Send
+
+    private func send(_ claimed: [Claimed], message: PreparedMessage, credentials: APNsCredentials,
+                      tenant: UUID) async -> [Outcome] {
+        let policy = configuration.retryPolicy
+        let clients = clients
+        let logger = logger
+        return await withTaskGroup(of: Outcome.self, returning: [Outcome].self) { group in
+            for delivery in claimed {
+                group.addTask {
+                    let client: APNsClient
+                    do {
+                        client = try clients.client(team: credentials.teamId, environment: delivery.environment)
+                    } catch {
+                        logger.error("apns client could not be made", metadata: ["error": "\(error)"])
+                        return Outcome(claimed: delivery, status: "failed", lastReason: "\(error)",
+                                       errorCode: "apns_client_unavailable", attempts: [])
+                    }
+                    var request = message.template
+                    request.deviceToken = delivery.token
+                    request.apnsId = delivery.apnsId.uuidString.lowercased()
+                    let result = await client.sendWithRetries(request, credentials: credentials, policy: policy)
+                    return Self.outcome(delivery, result)
+                }
+            }
+            var outcomes: [Outcome] = []
+            outcomes.reserveCapacity(claimed.count)
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+    }
+
+    static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult) -> Outcome {
+        let last = result.attempts.last
+        var outcome = Outcome(claimed: delivery, status: "failed", lastStatus: last.map(\.status),
+                              lastReason: last?.reason?.rawValue, attempts: result.attempts)
+        switch result.outcome {
+        case .delivered:
+            outcome.status = "sent"
+        case .invalidToken(let reason, let timestamp):
+            outcome.status = "invalid_token"
+            outcome.lastReason = reason.rawValue
+            outcome.invalidation = (delivery.token, timestamp ?? Date(), reason.rawValue)
+        case .failed(let reason):
+            if let reason {
+                outcome.errorCode = reason.isCredentialProblem ? "apns_credentials_invalid" : "apns_rejected"
+            } else if let error = last?.transportError {
+                outcome.errorCode = error.code == .invalidRequest ? "apns_credentials_invalid" : "apns_unreachable"
+                outcome.lastReason = error.description
+            } else {
+                outcome.errorCode = "apns_unreachable"
+            }
+        case .retry, .renewTokenAndRetry:
+            outcome.errorCode = "apns_unreachable"  // not returned by sendWithRetries; kept total
+        }
+        return outcome
+    }
+
+    // MARK: - Record (batched)
+
+    private func record(_ outcomes: [Outcome], tenant: UUID) async throws {
+        var aId: [UUID] = [], aNumber: [Int] = [], aPayload: [String] = [], aHeaders: [JSONValue] = []
+        var aStatus: [Int] = [], aReason: [String?] = [], aApnsId: [String?] = [], aLatency: [Int] = [], aError: [String?] = []
+        var uId: [UUID] = [], uStatus: [String] = [], uAttempts: [Int] = [], uLast: [Int?] = []
+        var uReason: [String?] = [], uCode: [String?] = []
+        var payloadCache: (bytes: [UInt8], text: String)?
+        for outcome in outcomes {
+            for (index, attempt) in outcome.attempts.enumerated() {
+                aId.append(outcome.claimed.id)
+                aNumber.append(outcome.claimed.attemptCount + index + 1)
+                if payloadCache?.bytes != attempt.payload {
+                    payloadCache = (attempt.payload, String(decoding: attempt.payload, as: UTF8.self))
+                }
+                aPayload.append(payloadCache?.text ?? "")
+                aHeaders.append(attempt.requestHeadersJSON)
+                aStatus.append(attempt.status)
+                aReason.append(attempt.reason?.rawValue)
+                aApnsId.append(attempt.apnsId)
+                aLatency.append(attempt.latencyMilliseconds)
+                aError.append(attempt.transportError?.description)
+            }
+            uId.append(outcome.claimed.id)
+            uStatus.append(outcome.status)
+            uAttempts.append(outcome.attempts.count)
+            uLast.append(outcome.lastStatus)
+            uReason.append(outcome.lastReason)
+            uCode.append(outcome.errorCode)
+        }
+        let invalid = outcomes.compactMap(\.invalidation)
+        let ledgerSQL = """
+            WITH attempts AS (
+                INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, reason, apns_id, latency_ms, error)
+                SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::jsonb[], $5::int[], $6::text[],
+                                     $7::text[], $8::int[], $9::text[])
+                ON CONFLICT DO NOTHING
+            )
+            UPDATE deliveries d SET status = u.status, attempt_count = d.attempt_count + u.attempts,
+                last_status = u.last_status, last_reason = u.last_reason, error_code = u.error_code,
+                sent_at = CASE WHEN u.status = 'sent' THEN now() ELSE d.sent_at END, updated_at = now()
+            FROM unnest($10::uuid[], $11::text[], $12::int[], $13::int[], $14::text[], $15::text[])
+                AS u(id, status, attempts, last_status, last_reason, error_code)
+            WHERE d.id = u.id
+            """
+        let ledgerParameters: [any PostgresEncodable] = [aId, aNumber, aPayload, aHeaders, aStatus, aReason, aApnsId,
+                                                         aLatency, aError, uId, uStatus, uAttempts, uLast, uReason, uCode]
+        try await withRetries {
+            if invalid.isEmpty {
+                try await postgres.execute(ledgerSQL, ledgerParameters)
+                return
+            }
+            try await postgres.withTransaction { tx in
+                try await tx.execute(ledgerSQL, ledgerParameters)
+                // Not when the device registered again after APNs's timestamp (updated_at moves then).
+                try await tx.execute("""
+                    UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
+                    FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
+                    WHERE d.tenant_id = $1::uuid AND d.token = u.token AND d.updated_at <= u.at
+                    """, [tenant, invalid.map(\.token), invalid.map(\.at), invalid.map(\.reason)])
+            }
+        }
+    }
+
+    /// The ledger write after a send must not be lost to a blip: up to 5 tries, 0.2 s to 3.2 s apart.
+    private func withRetries(_ body: () async throws -> Void) async throws {
+        var delay = Duration.milliseconds(200)
+        for attempt in 1...5 {
+            do {
+                try await body()
+                return
+            } catch {
+                if attempt == 5 { throw error }
+                logger.warning("ledger write failed, retrying", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay *= 2
+            }
+        }
+    }
+}

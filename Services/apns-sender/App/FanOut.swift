@@ -1,0 +1,137 @@
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitWire
+import Foundation
+
+/// Expands one message (a `bk:messages` entry) into deliveries, page by page.
+///
+/// Per page of `pageSize` devices (keyset on (subscriber_id, token)): ONE statement inserts the
+/// page's deliveries (`ON CONFLICT (message_id, device_token) DO NOTHING`) and returns the id of
+/// every delivery of the page, new or already there; ONE pipelined XADD puts them on
+/// `bk:deliveries` in chunks of `chunkSize`; ONE update records the page's last key. A crash
+/// resumes at the recorded key: the page in progress is read again, finds its rows, and its
+/// chunks go out again, which the delivery side ignores for deliveries no longer `queued`.
+struct FanOut: Sendable {
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let credentials: TenantCredentialStore
+    let deliveries: StreamName
+    let pageSize: Int
+    let chunkSize: Int
+    let logger: Logger
+
+    func handle(_ entry: MessageEntry) async throws {
+        let message = entry.messageId, tenant = entry.tenantId
+        let rows = try await postgres.query("""
+            UPDATE messages SET status = 'fanning_out', updated_at = now()
+            WHERE id = $1::uuid AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
+            RETURNING target, environment, fanout_after_subscriber, fanout_after_token
+            """, [message, tenant])
+        guard let row = rows.first else { return }  // done, failed or unknown: nothing to do
+        guard let target = MessageTarget(json: try row.decode(JSONValue.self, at: 0)) else {
+            try await fail(message, code: "invalid_target", "the stored target cannot be read")
+            return
+        }
+        let environment = try row.decode(String?.self, at: 1)
+        var afterSubscriber = try row.decode(String?.self, at: 2)
+        var afterToken = try row.decode(String?.self, at: 3)
+        let apns = try await credentials.get(tenant)
+        if let problem = apns.problem {
+            try await fail(message, code: problem.code, problem.message)
+            logger.warning("message failed: tenant cannot send", metadata: [
+                "message.id": message.uuidString.lowercased(), "tenant": tenant.uuidString.lowercased(), "error.code": problem.code,
+            ])
+            return
+        }
+        while true {
+            let page = try await postgres.query(Self.pageSQL(target), Self.pageParameters(
+                target, tenant: tenant, message: message, environment: environment,
+                afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize))
+            var ids: [UUID] = []
+            ids.reserveCapacity(page.count)
+            // nil: a concurrent fan-out of the same message inserted it (and queues it itself).
+            for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
+            if !ids.isEmpty {
+                var entries: [[(String, [UInt8])]] = []
+                var start = 0
+                while start < ids.count {
+                    let slice = Array(ids[start..<min(start + chunkSize, ids.count)])
+                    entries.append(DeliveryChunk(tenantId: tenant, messageId: message, deliveryIds: slice).fields)
+                    start += chunkSize
+                }
+                try await redis.xaddBatch(deliveries.rawValue, entries: entries)
+            }
+            if page.count < pageSize {
+                try await postgres.execute("""
+                    UPDATE messages SET status = 'fanned_out', updated_at = now(),
+                        audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
+                    WHERE id = $1::uuid
+                    """, [message])
+                logger.info("message fanned out", metadata: ["message.id": message.uuidString.lowercased()])
+                return
+            }
+            let last = page[page.count - 1]
+            afterSubscriber = try last.decode(String.self, at: 0)
+            afterToken = try last.decode(String.self, at: 1)
+            try await postgres.execute("""
+                UPDATE messages SET fanout_after_subscriber = $2, fanout_after_token = $3,
+                    fanout_count = fanout_count + $4, updated_at = now()
+                WHERE id = $1::uuid
+                """, [message, afterSubscriber, afterToken, page.count])
+        }
+    }
+
+    private func fail(_ message: UUID, code: String, _ text: String) async throws {
+        try await postgres.execute("""
+            UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now() WHERE id = $1::uuid
+            """, [message, code, text])
+    }
+
+    /// $1 tenant, $2 ids/topic, $3 environment, $4/$5 last key, $6 limit, $7 message.
+    static func pageSQL(_ target: MessageTarget) -> String {
+        let source: String
+        switch target {
+        case .subscribers:
+            source = """
+                SELECT d.subscriber_id, d.token, d.environment FROM devices d
+                WHERE d.tenant_id = $1::uuid AND d.subscriber_id = ANY($2::text[])
+                """
+        case .topic:
+            source = """
+                SELECT d.subscriber_id, d.token, d.environment
+                FROM topic_subscriptions s JOIN devices d ON d.tenant_id = s.tenant_id AND d.subscriber_id = s.subscriber_id
+                WHERE s.tenant_id = $1::uuid AND s.topic_key = $2 AND ($4::text IS NULL OR s.subscriber_id >= $4::text)
+                """
+        }
+        return """
+            WITH page AS MATERIALIZED (
+                \(source)
+                  AND d.active AND ($3::text IS NULL OR d.environment = $3::text)
+                  AND ($4::text IS NULL OR (d.subscriber_id, d.token) > ($4::text, $5::text))
+                ORDER BY d.subscriber_id, d.token LIMIT $6
+            ), inserted AS (
+                INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment)
+                SELECT gen_random_uuid(), $1::uuid, $7::uuid, token, subscriber_id, environment FROM page
+                ON CONFLICT (message_id, device_token) DO NOTHING
+                RETURNING id, device_token
+            )
+            SELECT p.subscriber_id, p.token, coalesce(i.id, e.id) AS id
+            FROM page p
+            LEFT JOIN inserted i ON i.device_token = p.token
+            LEFT JOIN deliveries e ON e.message_id = $7::uuid AND e.device_token = p.token
+            ORDER BY p.subscriber_id, p.token
+            """
+    }
+
+    static func pageParameters(_ target: MessageTarget, tenant: UUID, message: UUID, environment: String?,
+                               afterSubscriber: String?, afterToken: String?, limit: Int) -> [any PostgresEncodable] {
+        let selector: any PostgresEncodable
+        switch target {
+        case .subscribers(let ids): selector = ids
+        case .topic(let key): selector = key
+        }
+        return [tenant, selector, environment, afterSubscriber, afterToken, limit, message]
+    }
+}

@@ -1,0 +1,83 @@
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
+import Foundation
+
+/// The durability half of the outbox rule: the gateway inserts a message, then adds it to
+/// `bk:messages`; when that XADD fails (or its entry is lost with Redis's last second, or
+/// dead-lettered), the message would sit in `queued` forever. Every `interval` this sweeper takes
+/// messages untouched for `requeueAfter` in `queued` or `fanning_out` (created in the last 24
+/// hours), touches them in the same statement (`FOR UPDATE SKIP LOCKED`, so concurrent replicas
+/// never pick the same one) and adds them to `bk:messages` again. A fan-out is idempotent, so an
+/// extra entry costs a little work, never a double send.
+///
+/// It also ends deliveries left `sending` longer than `staleSending` (a replica died mid-send)
+/// as `failed` / `sender_lost`: they are not re-sent, since the push may have reached the device.
+struct OutboxSweeper: Service {
+    let name = "outbox-sweeper"
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let messages: StreamName
+    let interval: Duration
+    let requeueAfter: Duration
+    let staleSending: Duration
+    let logger: Logger
+    private let stopped = OneShot<Void>()
+
+    init(postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
+         staleSending: Duration, logger: Logger) {
+        self.postgres = postgres
+        self.redis = redis
+        self.messages = messages
+        self.interval = interval
+        self.requeueAfter = requeueAfter
+        self.staleSending = staleSending
+        self.logger = logger
+    }
+
+    func run() async throws {
+        while !stopped.isFulfilled {
+            do {
+                try await sweep()
+            } catch {
+                logger.warning("outbox sweep failed", metadata: ["error": "\(error)"])
+            }
+            // Sleep in short steps so a stop is noticed quickly (a OneShot wait cannot be cancelled).
+            let wake = ContinuousClock.now + interval
+            while !stopped.isFulfilled, ContinuousClock.now < wake {
+                try? await Task.sleep(for: min(.milliseconds(100), wake - ContinuousClock.now))
+            }
+        }
+    }
+
+    func shutdown() async { _ = stopped.fulfill(()) }
+
+    /// One pass; returns how many messages were re-enqueued.
+    @discardableResult
+    func sweep() async throws -> Int {
+        let rows = try await postgres.query("""
+            UPDATE messages m SET updated_at = now()
+            FROM (SELECT id FROM messages
+                  WHERE status IN ('queued', 'fanning_out') AND updated_at < now() - make_interval(secs => $1)
+                    AND created_at > now() - interval '24 hours'
+                  ORDER BY updated_at LIMIT 500 FOR UPDATE SKIP LOCKED) stale
+            WHERE m.id = stale.id
+            RETURNING m.id, m.tenant_id
+            """, [requeueAfter.seconds])
+        if !rows.isEmpty {
+            let entries = try rows.map { row in
+                MessageEntry(tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0)).fields
+            }
+            try await redis.xaddBatch(messages.rawValue, entries: entries)
+            logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])
+        }
+        let lost = try await postgres.execute("""
+            UPDATE deliveries SET status = 'failed', error_code = 'sender_lost', updated_at = now(),
+                last_reason = coalesce(last_reason, 'the sending replica stopped mid-send; not re-sent to avoid a duplicate')
+            WHERE status = 'sending' AND sending_at < now() - make_interval(secs => $1)
+            """, [staleSending.seconds])
+        if lost > 0 { logger.warning("deliveries lost with a stopped replica", metadata: ["count": String(lost)]) }
+        return rows.count
+    }
+}

@@ -1,1 +1,0 @@
-// Placeholder: replaced as the service is written.

@@ -1,0 +1,109 @@
+import BuzzKitAPNs
+import BuzzKitCore
+import Foundation
+
+/// apns-sender's own settings (the ones every service shares are in `ServiceSettings`).
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `BUZZKIT_SECRET_KEY` | required | base64 of 32 bytes: opens the tenants' sealed .p8 keys |
+/// | `BUZZKIT_APNS_SANDBOX_URL` | `https://api.sandbox.push.apple.com` | APNs host for sandbox tokens |
+/// | `BUZZKIT_APNS_PRODUCTION_URL` | `https://api.push.apple.com` | APNs host for production tokens |
+/// | `BUZZKIT_APNS_CA_FILE` | none (system store) | CA to trust instead (the simulator's `ca.pem`) |
+/// | `BUZZKIT_APNS_REQUEST_TIMEOUT` | `10s` | limit for one APNs attempt |
+/// | `BUZZKIT_APNS_MAX_ATTEMPTS` | `5` | attempts per delivery (429, 5xx, timeouts, broken connections retry) |
+/// | `BUZZKIT_APNS_RETRY_BASE` | `500ms` | first backoff; doubles, jittered, capped at 30 s |
+/// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
+/// | `BUZZKIT_SENDER_CHUNK_SIZE` | `100` | deliveries per `bk:deliveries` entry (fan-out side) |
+/// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
+/// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
+/// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
+/// | `BUZZKIT_SENDER_STALE_SENDING` | `600s` | a delivery `sending` this long is `failed` / `sender_lost` (never re-sent) |
+/// | `BUZZKIT_OUTBOX_SWEEP_INTERVAL` | `10s` | how often the outbox sweeper runs |
+/// | `BUZZKIT_OUTBOX_REQUEUE_AFTER` | `30s` | a message untouched this long in `queued`/`fanning_out` is put on `bk:messages` again |
+/// | `BUZZKIT_CREDENTIALS_TTL` | `60s` | how long a tenant's APNs credentials stay cached |
+public struct SenderConfiguration: Sendable {
+    public var secretKey: [UInt8]
+    public var sandboxURL: String
+    public var productionURL: String
+    public var caFile: String?
+    public var requestTimeout: Duration
+    public var retryPolicy: RetryPolicy
+    public var concurrency: Int
+    public var chunkSize: Int
+    public var pageSize: Int
+    public var claimIdle: Duration
+    public var reclaimInterval: Duration
+    public var staleSending: Duration
+    public var sweepInterval: Duration
+    public var requeueAfter: Duration
+    public var credentialsTTL: Duration
+
+    public init(secretKey: [UInt8], sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
+                productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
+                requestTimeout: Duration = .seconds(10), retryPolicy: RetryPolicy = .default, concurrency: Int = 8,
+                chunkSize: Int = 100, pageSize: Int = 1000, claimIdle: Duration = .seconds(120),
+                reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(600),
+                sweepInterval: Duration = .seconds(10), requeueAfter: Duration = .seconds(30),
+                credentialsTTL: Duration = .seconds(60)) {
+        self.secretKey = secretKey
+        self.sandboxURL = sandboxURL
+        self.productionURL = productionURL
+        self.caFile = caFile
+        self.requestTimeout = requestTimeout
+        self.retryPolicy = retryPolicy
+        self.concurrency = concurrency
+        self.chunkSize = chunkSize
+        self.pageSize = pageSize
+        self.claimIdle = claimIdle
+        self.reclaimInterval = reclaimInterval
+        self.staleSending = staleSending
+        self.sweepInterval = sweepInterval
+        self.requeueAfter = requeueAfter
+        self.credentialsTTL = credentialsTTL
+    }
+
+    /// Reads the table above; every problem is reported at once.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        var reader = ConfigReader(environment: environment)
+        var key: [UInt8] = []
+        if let raw = reader.raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty,
+           let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
+            key = Array(data)
+        } else {
+            reader.reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 bytes, the same as the gateway's")
+        }
+        let sandbox = reader.string("BUZZKIT_APNS_SANDBOX_URL", default: APNsEnvironment.sandbox.defaultBaseURL)
+        let production = reader.string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
+        let ca = reader.raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
+        let timeout = reader.duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
+        let attempts = reader.int("BUZZKIT_APNS_MAX_ATTEMPTS", default: 5, range: 1...20)
+        let base = reader.duration("BUZZKIT_APNS_RETRY_BASE", default: .milliseconds(500))
+        let concurrency = reader.int("BUZZKIT_SENDER_CONCURRENCY", default: 8, range: 1...256)
+        let chunk = reader.int("BUZZKIT_SENDER_CHUNK_SIZE", default: 100, range: 1...1000)
+        let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
+        let claimIdle = reader.duration("BUZZKIT_SENDER_CLAIM_IDLE", default: .seconds(120))
+        let reclaim = reader.duration("BUZZKIT_SENDER_RECLAIM_INTERVAL", default: .seconds(15))
+        let stale = reader.duration("BUZZKIT_SENDER_STALE_SENDING", default: .seconds(600))
+        let sweep = reader.duration("BUZZKIT_OUTBOX_SWEEP_INTERVAL", default: .seconds(10))
+        let requeue = reader.duration("BUZZKIT_OUTBOX_REQUEUE_AFTER", default: .seconds(30))
+        let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
+        try reader.validate()
+        self.init(secretKey: key, sandboxURL: sandbox, productionURL: production, caFile: ca, requestTimeout: timeout,
+                  retryPolicy: RetryPolicy(maxAttempts: attempts, baseDelay: base), concurrency: concurrency,
+                  chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
+                  sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
+    }
+
+    func baseURL(_ environment: APNsEnvironment) -> String {
+        environment == .sandbox ? sandboxURL : productionURL
+    }
+}
+
+extension Duration {
+    /// Whole and fractional seconds, for SQL intervals.
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}

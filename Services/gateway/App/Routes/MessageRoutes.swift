@@ -1,0 +1,163 @@
+import BuzzKitContracts
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// Sending push: `POST /v1/messages` stores and queues a message (`MessageIntake`); apns-sender
+/// fans it out and writes the delivery ledger, which the GET routes read.
+enum MessageRoutes {
+    static let deliveryStatuses = ["queued", "sending", "sent", "failed", "expired", "invalid_token"]
+
+    static let accepted = Schema.object([
+        "id": Schema.uuid, "status": Schema.string(), "audienceSize": Schema.nullable(Schema.integer),
+    ])
+    static let message = Schema.object([
+        "id": Schema.uuid, "status": Schema.string(), "target": Schema.anyObject, "content": Schema.anyObject,
+        "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
+        "counts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
+        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+    static let delivery = Schema.object([
+        "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(), "deviceToken": Schema.string(),
+        "environment": Schema.string(), "status": Schema.string(), "attemptCount": Schema.integer,
+        "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
+        "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),
+        "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+    static let attempt = Schema.object([
+        "attempt": Schema.integer, "payload": Schema.string(), "headers": Schema.anyObject, "status": Schema.integer,
+        "reason": Schema.nullable(Schema.string()), "apnsId": Schema.nullable(Schema.string()),
+        "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()), "at": Schema.timestamp,
+    ])
+
+    static var routes: [GatewayRoute] {
+        [
+            GatewayRoute("POST", "/v1/messages", id: "sendMessage",
+                         "Send a push to subscribers (to) or a topic; 202 with the message id (segment and where are not supported yet)",
+                         access: .tenant(.messagesSend, clientKeys: false), body: Schema.anyObject,
+                         response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
+            GatewayRoute("GET", "/v1/messages/{id}", id: "getMessage",
+                         "A message with its audience size and delivery counts by status",
+                         access: .tenant(.messagesRead, clientKeys: false), response: message, errors: [.notFound],
+                         handler: { g, c in try await g.getMessage(c) }),
+            GatewayRoute("GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
+                         "A message's deliveries (filter with ?status=)",
+                         access: .tenant(.messagesRead, clientKeys: false), response: delivery, paginated: true,
+                         errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
+            GatewayRoute("GET", "/v1/deliveries/{id}", id: "getDelivery",
+                         "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
+                         access: .tenant(.messagesRead, clientKeys: false),
+                         response: Schema.object(["delivery": delivery, "attempts": Schema.array(attempt)]),
+                         errors: [.notFound], handler: { g, c in try await g.getDelivery(c) }),
+        ]
+    }
+
+    static let deliveryColumns = """
+        id, message_id, subscriber_id, device_token, environment, status, attempt_count, apns_id, last_status,
+        last_reason, error_code, \(isoColumn("sent_at")), \(isoColumn("created_at")), \(isoColumn("updated_at"))
+        """
+
+    static func deliveryJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
+        [
+            "id": try row.uuid("id"), "messageId": try row.uuid("message_id"), "subscriberId": try row.text("subscriber_id"),
+            "deviceToken": try row.text("device_token"), "environment": try row.text("environment"),
+            "status": try row.text("status"), "attemptCount": .int(Int64(try row.decode(Int.self, named: "attempt_count"))),
+            "apnsId": try row.uuid("apns_id"),
+            "lastStatus": (try row.decode(Int?.self, named: "last_status")).map { .int(Int64($0)) } ?? .null,
+            "lastReason": try row.text("last_reason"), "errorCode": try row.text("error_code"),
+            "sentAt": try row.text("sent_at"), "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+        ]
+    }
+}
+
+extension Gateway {
+    func sendMessage(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let body = try context.request.jsonBody()
+        let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
+        let accepted = try await intake.accept(tenantId: tenant, json: body)
+        return .json(accepted.jsonValue, status: 202)
+    }
+
+    func getMessage(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("message"))
+        let rows = try await postgres.query("""
+            SELECT id, status, target, content, environment, audience_size, error_code, error_message,
+                   \(isoColumn("created_at")), \(isoColumn("updated_at")),
+                   (SELECT coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
+                      FROM (SELECT status, count(*) AS n FROM deliveries WHERE message_id = $1::uuid GROUP BY status) c) AS counts
+            FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid
+            """, [id, tenant])
+        guard let row = rows.first else { throw APIError.notFound("message") }
+        var counts: [String: JSONValue] = [:]
+        let found = try row.json("counts")
+        for status in MessageRoutes.deliveryStatuses { counts[status] = found[status] ?? .int(0) }
+        let errorCode = try row.text("error_code")
+        let json: JSONValue = [
+            "id": try row.uuid("id"), "status": try row.text("status"), "target": try row.json("target"),
+            "content": try row.json("content"), "environment": try row.text("environment"),
+            "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
+            "counts": .object(counts),
+            "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
+            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+        ]
+        return .json(json)
+    }
+
+    func listMessageDeliveries(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("message"))
+        let page = try Page(context.request)
+        var status: String?
+        if let raw = context.request.query["status"], !raw.isEmpty {
+            guard MessageRoutes.deliveryStatuses.contains(raw) else {
+                try Validator.throwIfAny([FieldIssue(path: "status", message: "must be one of: "
+                                                     + MessageRoutes.deliveryStatuses.joined(separator: ", "))])
+                return .json(nil)
+            }
+            status = raw
+        }
+        var after: UUID?
+        if let text = page.after {
+            guard let value = UUID(uuidString: text) else {
+                try Validator.throwIfAny([FieldIssue(path: "cursor", message: "is not a cursor this API returned")])
+                return .json(nil)
+            }
+            after = value
+        }
+        let message = try await postgres.query("SELECT 1 FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+        guard !message.isEmpty else { throw APIError.notFound("message") }
+        let rows = try await postgres.query("""
+            SELECT \(MessageRoutes.deliveryColumns) FROM deliveries
+            WHERE message_id = $1::uuid AND tenant_id = $2::uuid AND ($3::text IS NULL OR status = $3)
+              AND ($4::uuid IS NULL OR id > $4::uuid)
+            ORDER BY id LIMIT $5
+            """, [id, tenant, status, after, page.limit + 1])
+        let items = try rows.map(MessageRoutes.deliveryJSON)
+        return page.response(items) { $0["id"]?.stringValue ?? "" }
+    }
+
+    func getDelivery(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("delivery"))
+        let rows = try await postgres.query(
+            "SELECT \(MessageRoutes.deliveryColumns) FROM deliveries WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+        guard let row = rows.first else { throw APIError.notFound("delivery") }
+        let attempts = try await postgres.query("""
+            SELECT attempt, payload, headers, status, reason, apns_id, latency_ms, error, \(isoColumn("at"))
+            FROM delivery_attempts WHERE delivery_id = $1::uuid ORDER BY attempt
+            """, [id])
+        let list: [JSONValue] = try attempts.map { a in
+            [
+                "attempt": .int(Int64(try a.decode(Int.self, named: "attempt"))), "payload": try a.text("payload"),
+                "headers": try a.json("headers"), "status": .int(Int64(try a.decode(Int.self, named: "status"))),
+                "reason": try a.text("reason"), "apnsId": try a.text("apns_id"),
+                "latencyMs": .int(Int64(try a.decode(Int.self, named: "latency_ms"))), "error": try a.text("error"),
+                "at": try a.text("at"),
+            ]
+        }
+        return .json(["delivery": .object(try MessageRoutes.deliveryJSON(row)), "attempts": .array(list)])
+    }
+}

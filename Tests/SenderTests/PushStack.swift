@@ -1,0 +1,212 @@
+import BuzzKitCore
+import BuzzKitCrypto
+import BuzzKitHTTPClient
+import BuzzKitMigrations
+import BuzzKitPostgres
+import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import GatewayApp
+import Synchronization
+
+/// Everything a push travels through, as real processes: a gateway, apns-sender replicas and the
+/// APNs simulator, on the shared test Postgres in a schema of the test's own (every service gets
+/// `?search_path=` in its URL) and a Redis server of the test's own (so `bk:messages` and
+/// `bk:deliveries` are private to the test). One demo tenant with APNs credentials whose key the
+/// simulator knows.
+final class PushStack: Sendable {
+    static let teamId = "TEAM000001"
+    static let bundleId = "com.example.app"
+
+    let schema: String
+    let postgres: PostgresClient
+    let redis: ThrowawayRedis
+    let simulator: PushSimulator
+    let gateway: ServiceProcess
+    let gatewayURL: String
+    let http: HTTPClient
+    let tenantKey: String
+    let tenantID: UUID
+    let workspaceKey: String
+    let secretKey: String
+    let keyId: String
+    let senderEnvironment: [String: String]
+    /// The replicas started, kept alive with the stack (a released ServiceProcess is killed).
+    let senders = Mutex<[ServiceProcess]>([])
+
+    init(senderSettings: [String: String] = [:], record: Bool = true) async throws {
+        schema = TestEnvironment.uniqueName("push")
+        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
+        var attempt = 0
+        while true {
+            do { _ = try await Migrator(client: postgres, logger: .silent()).migrate(); break } catch {
+                attempt += 1
+                if attempt >= 5 { throw error }
+                try await Task.sleep(for: .milliseconds(50 * attempt))
+            }
+        }
+        redis = try ThrowawayRedis()
+        let secret = SecureRandom.bytes(32)
+        secretKey = Data(secret).base64EncodedString()
+        let key = ES256PrivateKey.generate()
+        keyId = String(TestEnvironment.uniqueName("K").filter { $0.isLetter || $0.isNumber }.suffix(10)).uppercased()
+        let bootstrap = try await Bootstrapper(postgres: postgres, secretKey: secret).run(
+            workspace: "push", demo: .init(name: "demo", teamID: Self.teamId, keyID: keyId, privateKey: key.pem,
+                                           bundleID: Self.bundleId, environment: "sandbox"))
+        tenantKey = bootstrap.tenantKey!
+        tenantID = bootstrap.tenantID!
+        workspaceKey = bootstrap.workspaceKey
+        simulator = try await PushSimulator(keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
+        let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
+        let databaseURL = TestEnvironment.postgresURL + separator + "search_path=" + schema
+        let common = ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secretKey,
+                      "BUZZKIT_LOG_LEVEL": "info"]
+        let port = freeLoopbackPort()
+        gatewayURL = "http://127.0.0.1:\(port)"
+        gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
+        ]) { _, new in new })
+        registerChild(gateway)
+        senderEnvironment = common.merging([
+            "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
+            "BUZZKIT_APNS_CA_FILE": simulator.caFile, "BUZZKIT_APNS_RETRY_BASE": "50ms",
+            "BUZZKIT_OUTBOX_SWEEP_INTERVAL": "1s", "BUZZKIT_OUTBOX_REQUEUE_AFTER": "5s",
+        ]) { _, new in new }.merging(senderSettings) { _, new in new }
+        http = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
+        try await waitReady(gatewayURL, process: gateway)
+    }
+
+    /// Starts one apns-sender replica named `instance`.
+    func startSender(_ instance: String, settings: [String: String] = [:]) async throws -> ServiceProcess {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(executable: "apns-sender", environment: senderEnvironment.merging([
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
+        ]) { _, new in new }.merging(settings) { _, new in new })
+        registerChild(process)
+        senders.withLock { $0.append(process) }
+        try await waitReady("http://127.0.0.1:\(port)", process: process)
+        return process
+    }
+
+    private func waitReady(_ base: String, process: ServiceProcess) async throws {
+        let ready = try await RedisTestSupport.eventually(limit: .seconds(30)) {
+            guard process.isRunning else { return true }
+            let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"))
+            return response?.status == 200
+        }
+        guard ready, process.isRunning else { throw StackError(description: "\(process.name) did not become ready: \(process.output)") }
+    }
+
+    func close() async {
+        for sender in senders.withLock({ $0 }) where sender.isRunning {
+            sender.signal(SIGTERM)
+            _ = await sender.waitForExit(timeout: .seconds(10))
+        }
+        gateway.signal(SIGTERM)
+        _ = await gateway.waitForExit(timeout: .seconds(10))
+        await simulator.stop()
+        await http.shutdown()
+        try? await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")
+        await postgres.shutdown()
+        redis.stop()
+    }
+
+    // MARK: - Data
+
+    /// A subscriber with devices (sandbox unless told), straight in SQL.
+    func addSubscriber(_ id: String, tokens: [String], environment: String = "sandbox") async throws {
+        try await postgres.execute("INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, id])
+        for token in tokens {
+            try await postgres.execute("""
+                INSERT INTO devices (tenant_id, token, subscriber_id, environment, bundle_id)
+                VALUES ($1::uuid, $2, $3, $4, $5)
+                """, [tenantID, token, id, environment, Self.bundleId])
+        }
+    }
+
+    func subscribe(_ subscribers: [String], topic: String) async throws {
+        try await postgres.execute("INSERT INTO topics (tenant_id, key) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, topic])
+        try await postgres.execute("""
+            INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id) SELECT $1::uuid, $2, unnest($3::text[])
+            """, [tenantID, topic, subscribers])
+    }
+
+    // MARK: - API
+
+    struct Reply {
+        var status: Int
+        var envelope: Envelope
+        var data: JSONValue? { envelope.data }
+    }
+
+    func api(_ method: String, _ path: String, body: JSONValue? = nil, key: String? = nil,
+             headers extra: [String: String] = [:]) async throws -> Reply {
+        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(key ?? tenantKey)")
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        var bytes: [UInt8] = []
+        if let body {
+            bytes = body.jsonBytes
+            headers.add(name: "Content-Type", value: "application/json")
+        }
+        let response = try await http.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method), url: gatewayURL + path,
+                                                                headers: headers, body: bytes))
+        let envelope = (try? Envelope.decode(response.body)) ?? Envelope.success(nil)
+        return Reply(status: response.status, envelope: envelope)
+    }
+
+    /// POSTs a message; returns its id (fails the test on anything but 202).
+    func send(_ body: JSONValue) async throws -> String {
+        let reply = try await api("POST", "/v1/messages", body: body)
+        guard reply.status == 202, let id = reply.data?["id"]?.stringValue else {
+            throw StackError(description: "send failed: \(reply.status) \(reply.envelope)")
+        }
+        return id
+    }
+
+    /// Waits until the message fanned out (or failed) and no delivery is queued or sending.
+    func waitSettled(_ id: String, limit: Duration = .seconds(60)) async throws -> JSONValue {
+        var last: JSONValue = .null
+        let settled = try await RedisTestSupport.eventually(limit: limit) {
+            let reply = try await api("GET", "/v1/messages/\(id)")
+            last = reply.data ?? .null
+            let status = last["status"]?.stringValue
+            let counts = last["counts"]
+            let open = (counts?["queued"]?.intValue ?? 0) + (counts?["sending"]?.intValue ?? 0)
+            return status == "failed" || (status == "fanned_out" && open == 0)
+        }
+        guard settled else { throw StackError(description: "message \(id) did not settle: \(last)") }
+        return last
+    }
+
+    /// Every delivery of a message (walks the cursor).
+    func deliveries(_ id: String, status: String? = nil) async throws -> [JSONValue] {
+        var all: [JSONValue] = []
+        var cursor: String?
+        repeat {
+            var path = "/v1/messages/\(id)/deliveries?limit=200"
+            if let status { path += "&status=\(status)" }
+            if let cursor { path += "&cursor=\(cursor)" }
+            let reply = try await api("GET", path)
+            guard reply.status == 200 else { throw StackError(description: "list failed: \(reply.status) \(reply.envelope)") }
+            all += reply.data?.arrayValue ?? []
+            cursor = reply.envelope.metadata["cursor"]?.stringValue
+        } while cursor != nil
+        return all
+    }
+
+    static func token() -> String { Digest.hex(SecureRandom.bytes(32)) }
+}
+
+/// Runs `body` with a fresh stack and always closes it.
+func withPushStack<T>(senderSettings: [String: String] = [:], _ body: (PushStack) async throws -> T) async throws -> T {
+    let stack = try await PushStack(senderSettings: senderSettings)
+    do {
+        let result = try await body(stack)
+        await stack.close()
+        return result
+    } catch {
+        await stack.close()
+        throw error
+    }
+}

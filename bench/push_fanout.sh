@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Push fan-out end to end: a topic of 100,000 devices (bulk-inserted in SQL), ONE message through
+# the gateway, two apns-sender replicas against the APNs simulator (--no-record), all release
+# builds on loopback. Measures deliveries/s from the POST to the last ledger row, then, in the same
+# run, the simulator's own ceiling with h2load (4 connections x 100 streams), and prints the ratio.
+# Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
+set -euo pipefail
+source "$(dirname "$0")/../deploy/lib/common.sh"
+cd "$BK_ROOT"
+
+DEVICES="${1:-100000}"
+command -v h2load >/dev/null || bk_die "h2load missing (apt-get install nghttp2-client)"
+WORK="$(mktemp -d /tmp/bk-push-bench.XXXXXX)"
+PIDS=()
+PGPORT="$(bk_free_port)"; REDISPORT="$(bk_free_port)"
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  bk_stop_redis "$WORK/redis"
+  bk_stop_postgres "$WORK/pg"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
+SCRATCH=(--scratch-path .build-release-push)
+for product in gateway apns-sender apns-sim buzzkit-admin; do
+  swift build -c release --product "$product" "${SCRATCH[@]}" >/dev/null
+done
+BIN="$(swift build -c release --show-bin-path "${SCRATCH[@]}")"
+
+bk_start_postgres "$WORK/pg" "$PGPORT"
+bk_start_redis "$WORK/redis" "$REDISPORT"
+export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$PGPORT/buzzkit"
+export BUZZKIT_REDIS_URL="redis://127.0.0.1:$REDISPORT"
+export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
+export BUZZKIT_LOG_LEVEL=warning
+PSQL=(psql -h 127.0.0.1 -p "$PGPORT" -U buzzkit -d buzzkit -v ON_ERROR_STOP=1 -qtA)
+
+"$BIN/buzzkit-admin" migrate
+Tools/apns-sim/make-certs.sh "$WORK/certs" >/dev/null
+openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.ec.pem" 2>/dev/null
+openssl pkcs8 -topk8 -nocrypt -in "$WORK/provider.ec.pem" -out "$WORK/provider.p8"
+openssl pkey -in "$WORK/provider.p8" -pubout -out "$WORK/provider.pub.pem"
+"$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench --apns-team-id BENCHTEAM1 \
+  --apns-key-id BENCHKEY01 --apns-key-file "$WORK/provider.p8" --bundle-id com.example.bench \
+  --environment sandbox >"$WORK/bootstrap.env"
+# shellcheck disable=SC1091
+source "$WORK/bootstrap.env"
+
+bk_log "inserting $DEVICES subscribers, devices and topic subscriptions"
+"${PSQL[@]}" <<SQL
+INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
+INSERT INTO devices (tenant_id, token, subscriber_id, environment)
+  SELECT '$BUZZKIT_TENANT', encode(sha256(n::text::bytea), 'hex'), 'u' || lpad(n::text, 7, '0'), 'sandbox' FROM generate_series(1, $DEVICES) n;
+INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', 'everyone');
+INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
+  SELECT '$BUZZKIT_TENANT', 'everyone', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
+ANALYZE;
+SQL
+
+bk_log "starting apns-sim (--no-record, 1 thread), gateway, two apns-sender replicas"
+"$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
+  --key "BENCHKEY01=BENCHTEAM1:$WORK/provider.pub.pem" --no-record --threads 1 >"$WORK/sim.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do grep -q 'listening on' "$WORK/sim.out" && break; sleep 0.1; done
+SIMPORT="$(sed -nE 's/.*listening on [^:]+:([0-9]+) control.*/\1/p' "$WORK/sim.out")"
+[ -n "$SIMPORT" ] || bk_die "apns-sim did not start: $(cat "$WORK/sim.out")"
+
+GWPORT="$(bk_free_port)"
+BUZZKIT_HTTP_PORT="$GWPORT" BUZZKIT_RATE_LIMIT_ENABLED=false "$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
+PIDS+=($!)
+for r in a b; do
+  BUZZKIT_HTTP_PORT="$(bk_free_port)" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
+    BUZZKIT_APNS_SANDBOX_URL="https://127.0.0.1:$SIMPORT" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" \
+    BUZZKIT_SENDER_CONCURRENCY="${BK_SENDER_CONCURRENCY:-8}" BUZZKIT_DB_POOL_SIZE=8 \
+    "$BIN/apns-sender" >"$WORK/sender-$r.log" 2>&1 &
+  PIDS+=($!)
+done
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
+sleep 1
+
+bk_log "sending one message to topic 'everyone'"
+T0="$(date +%s.%N)"
+REPLY="$(curl -sf -X POST "http://127.0.0.1:$GWPORT/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+  -H 'Content-Type: application/json' -d '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
+ID="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$REPLY")"
+DEADLINE=$(( $(date +%s) + 300 ))
+while :; do
+  DONE="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status NOT IN ('queued', 'sending')")"
+  [ "$DONE" -ge "$DEVICES" ] && break
+  [ "$(date +%s)" -lt "$DEADLINE" ] || bk_die "timed out: $DONE of $DEVICES deliveries done"
+  sleep 0.2
+done
+T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
+SENT="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status = 'sent'")"
+PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
+bk_log "deliveries done: $DEVICES ($SENT sent) in $(python3 -c "print(round($T1 - $T0, 2))") s"
+for pid in "${PIDS[@]:1}"; do kill "$pid" 2>/dev/null || true; done
+
+bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process"
+b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+HEADER="$(printf '{"alg":"ES256","kid":"BENCHKEY01"}' | b64url)"
+CLAIMS="$(printf '{"iss":"BENCHTEAM1","iat":%d}' "$(date +%s)" | b64url)"
+printf '%s.%s' "$HEADER" "$CLAIMS" >"$WORK/signing-input"
+openssl dgst -sha256 -sign "$WORK/provider.ec.pem" -out "$WORK/sig.der" "$WORK/signing-input"
+SIG="$(python3 - "$WORK/sig.der" <<'PY' | b64url
+import sys
+der = open(sys.argv[1], "rb").read()
+i = 2 if der[1] < 0x80 else 3
+out = b""
+for _ in range(2):
+    n = der[i + 1]
+    out += der[i + 2:i + 2 + n].lstrip(b"\x00").rjust(32, b"\x00")
+    i += 2 + n
+sys.stdout.buffer.write(out)
+PY
+)"
+TOKEN="$(openssl rand -hex 32)"
+printf '{"aps":{"alert":{"title":"Hello","body":"A benchmark push to everyone"}},"bk":{"id":"00000000-0000-0000-0000-000000000000","data":{"k":1}}}' >"$WORK/payload.json"
+OUT="$(timeout 120 h2load -n 200000 -c 4 -m 100 -H "authorization: bearer $HEADER.$CLAIMS.$SIG" \
+  -H "apns-topic: com.example.bench" -H "apns-push-type: alert" -d "$WORK/payload.json" \
+  "https://127.0.0.1:$SIMPORT/3/device/$TOKEN")"
+grep -E "^status codes" <<<"$OUT" >&2
+SIM_RPS="$(awk '/^finished in/ {print $4}' <<<"$OUT")"
+
+echo "push fan-out, $DEVICES devices, 2 apns-sender replicas: $PUSH_RPS deliveries/s (POST to last ledger row)"
+echo "apns-sim ceiling (h2load 4x100, same process):        ${SIM_RPS%.*} requests/s"
+python3 -c "print('ratio: %.1f%% of the simulator ceiling (goal: >= 10000 deliveries/s and >= 50%%)' % (100.0 * $PUSH_RPS / $SIM_RPS))"
