@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 public import BuzzKitCore
+internal import CHiredis
 
 /// A pool of `RedisConnection`s: what services use for everything except blocking reads.
 ///
@@ -51,6 +52,16 @@ public final class RedisClient: RedisCommandRunner {
         let connection = try await lease()
         defer { release(connection) }
         return try await connection.pipeline(commands, timeout: timeout)
+    }
+
+    /// `RedisConnection.execute(_:timeout:_:)` on a pooled connection.
+    func execute<T: Sendable>(
+        _ wire: RedisWire, timeout: Duration? = nil,
+        _ transform: @escaping @Sendable (UnsafeMutablePointer<redisReply>) throws(RedisError) -> T
+    ) async throws(RedisError) -> [T] {
+        let connection = try await lease()
+        defer { release(connection) }
+        return try await connection.execute(wire, timeout: timeout, transform)
     }
 
     /// Refuses new work and drops idle connections; leased ones are dropped when returned.

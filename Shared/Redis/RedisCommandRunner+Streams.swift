@@ -6,8 +6,10 @@ extension RedisCommandRunner {
     @discardableResult
     public func xadd(_ stream: String, fields: [(String, [UInt8])], maxLength: Int? = nil,
                      id: String = "*") async throws(RedisError) -> StreamEntryID {
-        let reply = try await command(Self.xaddArguments(stream, fields: fields, maxLength: maxLength, id: id))
-        guard let text = reply.string, let entryID = StreamEntryID(text) else { throw .unexpected("XADD", reply) }
+        var wire = RedisWire(capacity: Self.xaddSize(stream, fields))
+        Self.appendXAdd(&wire, stream, fields: fields, maxLength: maxLength, id: id)
+        let ids = try await execute(wire, RedisReplyParser.xaddID, fallback: Self.xaddID)
+        guard let entryID = ids.first else { throw RedisError(.unexpectedReply, "XADD: no reply") }
         return entryID
     }
 
@@ -19,7 +21,7 @@ extension RedisCommandRunner {
     }
 
     /// Many XADDs pipelined, `chunkSize` (default 1000) per round trip; ids in input order.
-    /// The first error reply throws (entries before it were added).
+    /// The first error reply throws (entries before it were added, and so were the others of its chunk).
     @discardableResult
     public func xaddBatch(_ stream: String, entries: [[(String, [UInt8])]], maxLength: Int? = nil,
                           chunkSize: Int = 1000) async throws(RedisError) -> [StreamEntryID] {
@@ -28,13 +30,13 @@ extension RedisCommandRunner {
         var start = 0
         while start < entries.count {
             let end = min(entries.count, start + max(1, chunkSize))
-            let commands = entries[start..<end].map { Self.xaddArguments(stream, fields: $0, maxLength: maxLength, id: "*") }
-            for reply in try await pipeline(commands) {
-                guard let text = try reply.throwingServerError().string, let id = StreamEntryID(text) else {
-                    throw .unexpected("XADD", reply)
-                }
-                ids.append(id)
+            var size = 0
+            for entry in entries[start..<end] { size += Self.xaddSize(stream, entry) }
+            var wire = RedisWire(capacity: size)
+            for entry in entries[start..<end] {
+                Self.appendXAdd(&wire, stream, fields: entry, maxLength: maxLength, id: "*")
             }
+            ids += try await execute(wire, RedisReplyParser.xaddID, fallback: Self.xaddID)
             start = end
         }
         return ids
@@ -72,30 +74,25 @@ extension RedisCommandRunner {
     /// timeout is `commandTimeout + block`, and the call holds the connection: use a dedicated one.
     public func readGroup(_ stream: String, group: String, consumer: String, count: Int, block: Duration? = nil,
                           id: String = ">") async throws(RedisError) -> [StreamEntry] {
-        var args: [RedisArgument] = ["XREADGROUP", "GROUP", RedisArgument(group), RedisArgument(consumer),
-                                     "COUNT", RedisArgument(max(1, count))]
+        var wire = RedisWire()
         var timeout: Duration? = nil
-        if let block {
-            args += ["BLOCK", RedisArgument(max(0, RedisConfiguration.milliseconds(block)))]
-            timeout = configuration.commandTimeout + block
-        }
-        args += ["STREAMS", RedisArgument(stream), RedisArgument(id)]
-        let reply = try await command(args, timeout: timeout)
-        if reply.isNull { return [] }
-        guard let streams = reply.array else { throw .unexpected("XREADGROUP", reply) }
-        var entries: [StreamEntry] = []
-        for item in streams {
-            guard let pair = item.array, pair.count == 2 else { throw .unexpected("XREADGROUP", reply) }
-            entries += try StreamEntry.parseList(pair[1], "XREADGROUP")
-        }
-        return entries
+        if let block { timeout = configuration.commandTimeout + block }
+        Self.appendReadGroup(&wire, stream, group: group, consumer: consumer, count: count, block: block, id: id)
+        let batches = try await execute(wire, timeout: timeout, RedisReplyParser.readGroup, fallback: Self.readGroupEntries)
+        return batches.first ?? []
     }
 
     /// `XACK stream group id ...`; returns how many were pending.
     @discardableResult
     public func ack(_ stream: String, group: String, ids: [StreamEntryID]) async throws(RedisError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        return try await integer(Self.ackArguments(stream, group: group, ids: ids), "XACK")
+        var wire = RedisWire(capacity: 64 + ids.count * 32)
+        Self.appendAck(&wire, stream, group: group, ids: ids)
+        let counts = try await execute(wire, RedisReplyParser.integer("XACK"), fallback: { value throws(RedisError) in
+            guard case .integer(let n) = value else { throw .unexpected("XACK", value) }
+            return n
+        })
+        return counts.first ?? 0
     }
 
     /// `XAUTOCLAIM stream group consumer minIdle start COUNT n`: takes over entries pending
@@ -125,16 +122,70 @@ extension RedisCommandRunner {
 
     // MARK: Argument builders (shared with pipelines)
 
-    static func xaddArguments(_ stream: String, fields: [(String, [UInt8])], maxLength: Int?, id: String) -> [RedisArgument] {
-        var args: [RedisArgument] = ["XADD", RedisArgument(stream)]
-        args.reserveCapacity(6 + fields.count * 2)
-        if let maxLength { args += ["MAXLEN", "~", RedisArgument(max(0, maxLength))] }
-        args.append(RedisArgument(id))
-        for (name, value) in fields {
-            args.append(RedisArgument(name))
-            args.append(RedisArgument(bytes: value))
+    static func xaddSize(_ stream: String, _ fields: [(String, [UInt8])]) -> Int {
+        var size = 48 + stream.utf8.count
+        for (name, value) in fields { size += name.utf8.count + value.count + 24 }
+        return size
+    }
+
+    static func appendXAdd(_ wire: inout RedisWire, _ stream: String, fields: [(String, [UInt8])],
+                           maxLength: Int?, id: String) {
+        wire.beginCommand(arguments: 3 + (maxLength == nil ? 0 : 3) + fields.count * 2)
+        wire.append("XADD")
+        wire.append(stream)
+        if let maxLength {
+            wire.append("MAXLEN")
+            wire.append("~")
+            wire.append(max(0, maxLength))
         }
-        return args
+        wire.append(id)
+        for (name, value) in fields {
+            wire.append(name)
+            wire.append(value)
+        }
+    }
+
+    static func appendReadGroup(_ wire: inout RedisWire, _ stream: String, group: String, consumer: String,
+                                count: Int, block: Duration?, id: String) {
+        wire.beginCommand(arguments: block == nil ? 9 : 11)
+        wire.append("XREADGROUP")
+        wire.append("GROUP")
+        wire.append(group)
+        wire.append(consumer)
+        wire.append("COUNT")
+        wire.append(max(1, count))
+        if let block {
+            wire.append("BLOCK")
+            wire.append(max(0, RedisConfiguration.milliseconds(block)))
+        }
+        wire.append("STREAMS")
+        wire.append(stream)
+        wire.append(id)
+    }
+
+    static func appendAck(_ wire: inout RedisWire, _ stream: String, group: String, ids: [StreamEntryID]) {
+        wire.beginCommand(arguments: 3 + ids.count)
+        wire.append("XACK")
+        wire.append(stream)
+        wire.append(group)
+        for id in ids { wire.append(id) }
+    }
+
+    static func xaddID(_ value: RedisValue) throws(RedisError) -> StreamEntryID {
+        guard let text = value.string, let id = StreamEntryID(text) else { throw .unexpected("XADD", value) }
+        return id
+    }
+
+    /// The generic-path parse of an XREADGROUP reply.
+    static func readGroupEntries(_ reply: RedisValue) throws(RedisError) -> [StreamEntry] {
+        if reply.isNull { return [] }
+        guard let streams = reply.array else { throw .unexpected("XREADGROUP", reply) }
+        var entries: [StreamEntry] = []
+        for item in streams {
+            guard let pair = item.array, pair.count == 2 else { throw .unexpected("XREADGROUP", reply) }
+            entries += try StreamEntry.parseList(pair[1], "XREADGROUP")
+        }
+        return entries
     }
 
     static func ackArguments(_ stream: String, group: String, ids: [StreamEntryID]) -> [RedisArgument] {

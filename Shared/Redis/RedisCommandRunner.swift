@@ -31,3 +31,22 @@ extension RedisCommandRunner {
         return try await command(argv, timeout: nil)
     }
 }
+
+extension RedisCommandRunner {
+    /// Runs the commands of `wire`: on our own runners the replies are mapped on the connection's
+    /// thread by `transform`; any other conformer goes through `pipeline` and `fallback`.
+    /// Either way an error reply throws (`.server`) once all replies were read.
+    func execute<T: Sendable>(
+        _ wire: RedisWire, timeout: Duration? = nil,
+        _ transform: @escaping @Sendable (RedisReplyParser.Reply) throws(RedisError) -> T,
+        fallback: (RedisValue) throws(RedisError) -> T
+    ) async throws(RedisError) -> [T] {
+        if let connection = self as? RedisConnection { return try await connection.execute(wire, timeout: timeout, transform) }
+        if let client = self as? RedisClient { return try await client.execute(wire, timeout: timeout, transform) }
+        var results: [T] = []
+        for reply in try await pipeline(wire.decodedCommands(), timeout: timeout) {
+            results.append(try fallback(try reply.throwingServerError()))
+        }
+        return results
+    }
+}

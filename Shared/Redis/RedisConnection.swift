@@ -1,5 +1,6 @@
 import Foundation
 public import BuzzKitCore
+internal import CHiredis
 
 /// One Redis connection, confined to its own thread.
 ///
@@ -42,6 +43,18 @@ public final class RedisConnection: Sendable {
         let ms = timeoutMilliseconds(timeout)
         return try await onThread { context throws(RedisError) in
             try context.executePipeline(commands, timeoutMilliseconds: ms)
+        }
+    }
+
+    /// Sends the pre-encoded commands of `wire` in one write and maps each reply on the
+    /// connection's thread (no `RedisValue` tree). See `RedisContext.executeWire`.
+    func execute<T: Sendable>(
+        _ wire: RedisWire, timeout: Duration? = nil,
+        _ transform: @escaping @Sendable (UnsafeMutablePointer<redisReply>) throws(RedisError) -> T
+    ) async throws(RedisError) -> [T] {
+        let ms = timeoutMilliseconds(timeout)
+        return try await onThread { context throws(RedisError) in
+            try context.executeWire(wire, timeoutMilliseconds: ms, transform)
         }
     }
 

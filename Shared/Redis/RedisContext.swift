@@ -23,28 +23,44 @@ final class RedisContext: @unchecked Sendable {
     // MARK: - Commands
 
     func execute(_ args: [RedisArgument], timeoutMilliseconds: Int) throws(RedisError) -> RedisValue {
-        let ctx = try connected(timeoutMilliseconds: timeoutMilliseconds)
-        let raw = Self.withArgv(args) { argc, argv, lengths in redisCommandArgv(ctx, argc, argv, lengths) }
-        guard let raw else { throw fail(ctx, during: "command") }
-        defer { freeReplyObject(raw) }
-        return Self.convert(raw.assumingMemoryBound(to: redisReply.self))
+        let replies = try executeWire(RedisWire(commands: [args]), timeoutMilliseconds: timeoutMilliseconds, Self.convert)
+        guard let reply = replies.first else { throw RedisError(.unexpectedReply, "command: no reply") }
+        return reply
     }
 
     func executePipeline(_ commands: [[RedisArgument]], timeoutMilliseconds: Int) throws(RedisError) -> [RedisValue] {
-        guard !commands.isEmpty else { return [] }
+        try executeWire(RedisWire(commands: commands), timeoutMilliseconds: timeoutMilliseconds, Self.convert)
+    }
+
+    /// Sends every command of `wire` in one write, reads one reply per command and maps each with
+    /// `transform` while the reply is alive (the reply is freed right after). When `transform`
+    /// throws, the remaining replies are still read (the connection stays in step) and the first
+    /// error is thrown. I/O errors discard the context and throw.
+    func executeWire<T>(
+        _ wire: RedisWire, timeoutMilliseconds: Int,
+        _ transform: (UnsafeMutablePointer<redisReply>) throws(RedisError) -> T
+    ) throws(RedisError) -> [T] {
+        guard wire.commandCount > 0 else { return [] }
         let ctx = try connected(timeoutMilliseconds: timeoutMilliseconds)
-        for command in commands {
-            let rc = Self.withArgv(command) { argc, argv, lengths in redisAppendCommandArgv(ctx, argc, argv, lengths) }
-            guard rc == REDIS_OK else { throw fail(ctx, during: "pipeline append") }
+        let rc = wire.bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(ctx, $0.baseAddress, $0.count) }
         }
-        var results: [RedisValue] = []
-        results.reserveCapacity(commands.count)
-        for _ in commands {
+        guard rc == REDIS_OK else { throw fail(ctx, during: "append") }
+        var results: [T] = []
+        results.reserveCapacity(wire.commandCount)
+        var firstError: RedisError?
+        for _ in 0..<wire.commandCount {
             var raw: UnsafeMutableRawPointer?
-            guard redisGetReply(ctx, &raw) == REDIS_OK, let raw else { throw fail(ctx, during: "pipeline read") }
-            results.append(Self.convert(raw.assumingMemoryBound(to: redisReply.self)))
-            freeReplyObject(raw)
+            guard redisGetReply(ctx, &raw) == REDIS_OK, let raw else { throw fail(ctx, during: "read reply") }
+            defer { freeReplyObject(raw) }
+            guard firstError == nil else { continue }
+            do throws(RedisError) {
+                results.append(try transform(raw.assumingMemoryBound(to: redisReply.self)))
+            } catch {
+                firstError = error
+            }
         }
+        if let firstError { throw firstError }
         return results
     }
 
@@ -79,6 +95,7 @@ final class RedisContext: @unchecked Sendable {
             throw RedisError(.connection, "connect to \(configuration.host):\(configuration.port): \(message)")
         }
         _ = redisEnableKeepAlive(ctx)
+        bk_redis_keep_reader_buffer(ctx)
         context = ctx
         currentTimeoutMilliseconds = -1
         do throws(RedisError) {
@@ -127,34 +144,6 @@ final class RedisContext: @unchecked Sendable {
     }
 
     // MARK: - C glue
-
-    /// Calls `body` with hiredis argv arrays pointing into one flat copy of the arguments.
-    private static func withArgv<R>(
-        _ args: [RedisArgument],
-        _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> R
-    ) -> R {
-        var total = 0
-        for arg in args { total += arg.bytes.count }
-        let storage = UnsafeMutablePointer<CChar>.allocate(capacity: max(total, 1))
-        let pointers = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: max(args.count, 1))
-        let lengths = UnsafeMutablePointer<Int>.allocate(capacity: max(args.count, 1))
-        defer {
-            storage.deallocate()
-            pointers.deallocate()
-            lengths.deallocate()
-        }
-        var offset = 0
-        for (index, arg) in args.enumerated() {
-            let count = arg.bytes.count
-            arg.bytes.withUnsafeBytes { raw in
-                if count > 0 { UnsafeMutableRawPointer(storage + offset).copyMemory(from: raw.baseAddress!, byteCount: count) }
-            }
-            pointers[index] = UnsafePointer(storage + offset)
-            lengths[index] = count
-            offset += count
-        }
-        return body(Int32(args.count), pointers, UnsafePointer(lengths))
-    }
 
     static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisValue {
         let r = reply.pointee

@@ -36,26 +36,39 @@ extension StreamConsumer {
                 acked.append(entry.id)
             }
         }
-        var commands: [[RedisArgument]] = []
+        var wire = RedisWire(capacity: 128 + acked.count * 32)
         if !acked.isEmpty {
-            commands.append(RedisClient.ackArguments(configuration.stream, group: configuration.group, ids: acked))
+            RedisClient.appendAck(&wire, configuration.stream, group: configuration.group, ids: acked)
             let retried = acked.filter { (deliveries[$0] ?? 1) > 1 }
-            if !retried.isEmpty { commands.append(["HDEL", RedisArgument(configuration.errorsKey)] + retried.map(\.redisArgument)) }
+            if !retried.isEmpty {
+                wire.beginCommand(arguments: 2 + retried.count)
+                wire.append("HDEL")
+                wire.append(configuration.errorsKey)
+                for id in retried { wire.append(id) }
+            }
         }
         if !failed.isEmpty {
-            var hset: [RedisArgument] = ["HSET", RedisArgument(configuration.errorsKey)]
-            for (id, error) in failed { hset += [id.redisArgument, RedisArgument(error)] }
-            commands.append(hset)
+            wire.beginCommand(arguments: 2 + failed.count * 2)
+            wire.append("HSET")
+            wire.append(configuration.errorsKey)
+            for (id, error) in failed {
+                wire.append(id)
+                wire.append(error)
+            }
             for (id, error) in failed {
                 logger.warning("stream handler failed, entry left pending",
                                metadata: ["entry.id": id.description, "error": error,
                                           "entry.deliveries": String(deliveries[id] ?? 1)])
             }
         }
-        for (entry, count, error) in dead { commands.append(deadLetterCommand(entry, deliveries: count, error: error)) }
-        let replies = try await client.pipeline(commands)
-        for reply in replies where reply.errorMessage != nil {
-            logger.error("stream consumer bookkeeping command failed", metadata: ["error": reply.errorMessage ?? ""])
+        for (entry, count, error) in dead {
+            let command = deadLetterCommand(entry, deliveries: count, error: error)
+            wire.beginCommand(arguments: command.count)
+            for argument in command { wire.append(argument.bytes) }
+        }
+        let errors = try await client.execute(wire) { reply in RedisReplyParser.serverError(reply)?.message }
+        for case let message? in errors {
+            logger.error("stream consumer bookkeeping command failed", metadata: ["error": message])
         }
         for (entry, count, error) in dead {
             logger.error("stream entry dead-lettered",
@@ -138,24 +151,26 @@ extension StreamConsumer {
             // holds its own worker.
             let workers = min(max(1, configuration.maxConcurrentHandlers), entries.count)
             let next = BatchCursor()
-            return await withTaskGroup(of: [StreamEntryID: String].self) { group in
-                for _ in 0..<workers {
-                    group.addTask {
-                        var failures: [StreamEntryID: String] = [:]
-                        while true {
-                            let index = next.take()
-                            guard index < entries.count else { break }
-                            let entry = entries[index]
-                            do {
-                                try await handler(entry)
-                            } catch {
-                                failures[entry.id] = Self.describe(error)
-                            }
-                        }
-                        return failures
+            @Sendable func work() async -> [StreamEntryID: String] {
+                var failures: [StreamEntryID: String] = [:]
+                while true {
+                    let index = next.take()
+                    guard index < entries.count else { break }
+                    let entry = entries[index]
+                    do {
+                        try await handler(entry)
+                    } catch {
+                        failures[entry.id] = Self.describe(error)
                     }
                 }
-                var failures: [StreamEntryID: String] = [:]
+                return failures
+            }
+            if workers == 1 { return await work() }
+            return await withTaskGroup(of: [StreamEntryID: String].self) { group in
+                // The current task is one of the workers: with handlers that never suspend it
+                // often finishes the batch before the others even start.
+                for _ in 1..<workers { group.addTask { await work() } }
+                var failures = await work()
                 for await partial in group { failures.merge(partial) { first, _ in first } }
                 return failures
             }

@@ -4,9 +4,11 @@ public import BuzzKitCore
 
 /// The consumer-group runner every service uses: at-least-once processing of one stream.
 ///
-/// - Reads with `XREADGROUP ... BLOCK` on a connection of its own (on its own thread).
+/// - Reads with `XREADGROUP ... BLOCK` on a connection of its own (on its own thread). While a
+///   batch's handlers run, the next batch is already being read (read-ahead), so at most
+///   2 x `batchSize` entries are delivered to this consumer and not yet acked.
 /// - Runs handlers with at most `maxConcurrentHandlers` at once and acks (`XACK`, one per batch)
-///   only the entries whose handler returned.
+///   only the entries whose handler returned, as soon as the batch's handlers are done.
 /// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
 /// - Entries pending longer than `claimIdleTime` with any consumer (a dead one, or this one after a
 ///   failure) are reclaimed with `XAUTOCLAIM` at startup and every `reclaimInterval`, then retried.
@@ -15,7 +17,8 @@ public import BuzzKitCore
 ///   `dead.consumer`, `dead.deliveries`, `dead.error`; the XADD and XACK are one Lua script.
 ///   The entries behind it keep flowing.
 /// - `stop()` (or cancelling the task running `run()`) ends the loop: `run()` returns once the
-///   handlers in flight finished and their acks were sent; nothing unfinished is acked. Cancelling
+///   handlers in flight finished and their acks were sent; nothing unfinished is acked. A batch
+///   already read ahead when `stop()` came is handled (and acked) too rather than left pending. Cancelling
 ///   the task also cancels the handlers' tasks (`stop()` does not).
 /// - Redis errors (restart, network) are logged and retried with backoff; a group that vanished
 ///   (NOGROUP) is recreated.
@@ -104,8 +107,10 @@ public final class StreamConsumer: Sendable {
         var backoff = configuration.retryBackoff
         var groupReady = false
         var nextReclaim = clock.now
+        // Entries delivered to this consumer (read) whose handlers have not run yet.
+        var carried: [StreamEntry] = []
         logger.info("stream consumer started")
-        while !isStopping {
+        while true {
             do throws(RedisError) {
                 if !groupReady {
                     if try await client.createGroup(configuration.stream, group: configuration.group,
@@ -114,27 +119,68 @@ public final class StreamConsumer: Sendable {
                     }
                     groupReady = true
                 }
-                if clock.now >= nextReclaim {
-                    try await reclaimPending()
-                    nextReclaim = clock.now + configuration.reclaimInterval
+                if carried.isEmpty {
+                    if isStopping { break }
+                    if clock.now >= nextReclaim {
+                        try await reclaimPending()
+                        nextReclaim = clock.now + configuration.reclaimInterval
+                    }
+                    if isStopping { break }
+                    carried = try await read(until: nextReclaim, clock: clock)
+                    backoff = configuration.retryBackoff
+                    if carried.isEmpty { continue }
                 }
-                if isStopping { break }
-                let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
-                let entries = try await reader.readGroup(configuration.stream, group: configuration.group,
-                                                         consumer: configuration.consumer,
-                                                         count: configuration.batchSize, block: block)
-                if !entries.isEmpty { try await process(entries, deliveries: [:]) }
+                let entries = carried
+                carried = []
+                if isStopping || clock.now >= nextReclaim {
+                    // No read-ahead: stopping, or a reclaim is due before the next read.
+                    try await process(entries, deliveries: [:])
+                } else {
+                    // Read the next batch while this one's handlers run and its acks are sent:
+                    // the reader connection's round trip and reply parsing overlap the handlers.
+                    // Acks still only cover this batch's completed handlers, and go out as soon
+                    // as they completed (on a pooled connection), never waiting for the read.
+                    async let readAhead = readResult(until: nextReclaim, clock: clock)
+                    let processed = await processResult(entries)
+                    let next = await readAhead
+                    if case .success(let more) = next { carried = more }
+                    try processed.get()
+                    _ = try next.get()
+                }
                 backoff = configuration.retryBackoff
             } catch {
                 state.withLock { $0.statistics.redisErrors += 1 }
                 if error.serverErrorPrefix == "NOGROUP" { groupReady = false }
-                if isStopping { break }
+                if isStopping { break }  // entries carried stay pending and are reclaimed later
                 logger.warning("stream consumer redis error, retrying",
                                metadata: ["error.code": error.code.rawValue, "error": error.message,
                                           "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.maxRetryBackoff)
             }
+        }
+    }
+
+    /// One `XREADGROUP ... BLOCK` on the reader connection, blocking at most until the next reclaim.
+    private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError) -> [StreamEntry] {
+        let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
+        return try await reader.readGroup(configuration.stream, group: configuration.group,
+                                          consumer: configuration.consumer, count: configuration.batchSize, block: block)
+    }
+
+    private func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<[StreamEntry], RedisError> {
+        do throws(RedisError) {
+            return .success(try await read(until: nextReclaim, clock: clock))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func processResult(_ entries: [StreamEntry]) async -> Result<Void, RedisError> {
+        do throws(RedisError) {
+            return .success(try await process(entries, deliveries: [:]))
+        } catch {
+            return .failure(error)
         }
     }
 }

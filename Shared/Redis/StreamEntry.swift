@@ -10,14 +10,34 @@ public struct StreamEntryID: Sendable, Hashable, Comparable, CustomStringConvert
 
     /// Parses `"1712345678901-3"` (a bare `"123"` means sequence 0).
     public init?(_ text: String) {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 1 || parts.count == 2, let ms = UInt64(parts[0]) else { return nil }
-        var seq: UInt64 = 0
-        if parts.count == 2 {
-            guard let s = UInt64(parts[1]) else { return nil }
-            seq = s
+        var text = text
+        guard let id = text.withUTF8({ StreamEntryID(bytes: UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = id
+    }
+
+    /// Parses `<ms>-<seq>` or `<ms>` from ASCII digits without allocating (reply parsing hot path).
+    init?(bytes: UnsafeRawBufferPointer) {
+        var milliseconds: UInt64 = 0
+        var sequence: UInt64 = 0
+        var inSequence = false
+        var digits = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: "-") {
+                guard !inSequence, digits > 0 else { return nil }
+                inSequence = true
+                digits = 0
+                continue
+            }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let digit = UInt64(byte &- UInt8(ascii: "0"))
+            let (times, o1) = (inSequence ? sequence : milliseconds).multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(digit)
+            guard !o1, !o2 else { return nil }
+            if inSequence { sequence = sum } else { milliseconds = sum }
+            digits += 1
         }
-        self.init(milliseconds: ms, sequence: seq)
+        guard digits > 0 else { return nil }
+        self.init(milliseconds: milliseconds, sequence: sequence)
     }
 
     /// `0-0`: before every entry (also XAUTOCLAIM's "scan finished" cursor).

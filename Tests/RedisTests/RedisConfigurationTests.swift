@@ -36,5 +36,10 @@ import BuzzKitRedis
         #expect(StreamEntryID("x-1") == nil)
         #expect(StreamEntryID("1-2")! < StreamEntryID("1-10")!)
         #expect(StreamEntryID("2-0")! > StreamEntryID("1-99")!)
+        #expect(StreamEntryID("18446744073709551615-18446744073709551615")
+                == StreamEntryID(milliseconds: .max, sequence: .max))
+        for bad in ["", "-", "1-", "-1", "1-2-3", "18446744073709551616-0", "1-18446744073709551616", " 1-2", "1-2a"] {
+            #expect(StreamEntryID(bad) == nil, "\(bad)")
+        }
     }
 }

@@ -54,3 +54,40 @@ import BuzzKitTestSupport
         #expect(after.count == 3 && after.allSatisfy { $0.deliveries == 2 })
     }
 }
+
+/// A runner of someone else's: only `command` and `pipeline`. The stream helpers must work on it
+/// through the generic path (no hiredis reply parsing on the connection thread).
+struct ForwardingRunner: RedisCommandRunner {
+    let client: RedisClient
+    var configuration: RedisConfiguration { client.configuration }
+    func command(_ args: [RedisArgument], timeout: Duration?) async throws(RedisError) -> RedisValue {
+        try await client.command(args, timeout: timeout)
+    }
+    func pipeline(_ commands: [[RedisArgument]], timeout: Duration?) async throws(RedisError) -> [RedisValue] {
+        try await client.pipeline(commands, timeout: timeout)
+    }
+}
+
+@Suite struct RedisStreamGenericRunnerTests {
+    @Test func streamHelpersWorkOnAnyRunner() async throws {
+        let client = try RedisTestSupport.client()
+        let runner = ForwardingRunner(client: client)
+        let stream = TestEnvironment.uniqueName("generic")
+        let payload: [UInt8] = [0, 13, 10, 36, 42, 0xFF]
+        let ids = try await runner.xaddBatch(stream, entries: (0..<30).map { [("n", Array(String($0).utf8)), ("p", payload)] },
+                                             maxLength: 1000, chunkSize: 8)
+        #expect(ids.count == 30 && ids == ids.sorted())
+        try await runner.createGroup(stream, group: "g")
+        let read = try await runner.readGroup(stream, group: "g", consumer: "c", count: 50, block: .milliseconds(10))
+        #expect(read.map(\.id) == ids)
+        #expect(read.allSatisfy { $0["p"] == payload })
+        #expect(read.map { $0.string("n") } == (0..<30).map { String($0) })
+        #expect(try await runner.ack(stream, group: "g", ids: Array(ids[0..<20])) == 20)
+        #expect(try await client.pending(stream, group: "g", count: 50).map(\.id) == Array(ids[20...]))
+        let error = await #expect(throws: RedisError.self) {
+            try await runner.readGroup(stream, group: "nope", consumer: "c", count: 1)
+        }
+        #expect(error?.serverErrorPrefix == "NOGROUP")
+        _ = try await client.del(stream)
+    }
+}

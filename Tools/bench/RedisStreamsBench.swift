@@ -4,11 +4,12 @@ import BuzzKitCore
 import BuzzKitRedis
 
 /// `buzzkit-bench redis-streams --url redis://127.0.0.1:PORT [--count N] [--payload BYTES]
-/// [--producers P] [--chunk C] [--batch B]`
+/// [--producers P] [--chunk C] [--batch B] [--handlers H]`
 ///
 /// Produce: `--producers` tasks each XADD-ing pipelined chunks of `--chunk` entries through
 /// `RedisClient.xaddBatch` (one pooled connection each). Consume: one `StreamConsumer` with a
-/// trivial handler reads and acks the same entries, `--batch` per read. Prints one line per figure:
+/// trivial handler (at most `--handlers`, default 64, at once) reads and acks the same entries,
+/// `--batch` per read. Prints one line per figure:
 /// `produce_rate <entries/s>` and `consume_rate <entries/s>`.
 enum RedisStreamsBench {
     static func run(arguments: [String]) async throws {
@@ -23,6 +24,7 @@ enum RedisStreamsBench {
         let producers = max(1, Int(options["producers"] ?? "") ?? 4)
         let chunk = Int(options["chunk"] ?? "") ?? 1000
         let batch = Int(options["batch"] ?? "") ?? 500
+        let handlers = Int(options["handlers"] ?? "") ?? 64
         var configuration = try RedisConfiguration(url: options["url"] ?? "redis://127.0.0.1:6379")
         configuration.poolSize = producers + 1
         let client = RedisClient(configuration: configuration, logger: .silent())
@@ -55,7 +57,7 @@ enum RedisStreamsBench {
         // MARK: consume
         var consumerConfiguration = StreamConsumer.Configuration(stream: stream, group: "bench", consumer: "c1")
         consumerConfiguration.batchSize = batch
-        consumerConfiguration.maxConcurrentHandlers = 64
+        consumerConfiguration.maxConcurrentHandlers = handlers
         consumerConfiguration.blockTime = .milliseconds(200)
         consumerConfiguration.reclaimInterval = .seconds(3600)
         let handled = Atomic<Int>(0)
