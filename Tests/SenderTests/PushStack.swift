@@ -88,6 +88,18 @@ final class PushStack: Sendable {
         return process
     }
 
+    /// Starts the ingest service on the stack's database and Redis (receipts, events).
+    func startIngest() async throws -> ServiceProcess {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(executable: "ingest", environment: senderEnvironment.merging([
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("ingest"),
+        ]) { _, new in new })
+        registerChild(process)
+        senders.withLock { $0.append(process) }
+        try await waitReady("http://127.0.0.1:\(port)", process: process)
+        return process
+    }
+
     private func waitReady(_ base: String, process: ServiceProcess) async throws {
         let ready = try await RedisTestSupport.eventually(limit: .seconds(30)) {
             guard process.isRunning else { return true }

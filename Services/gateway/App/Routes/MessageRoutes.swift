@@ -87,10 +87,19 @@ extension Gateway {
             SELECT id, status, target, content, environment, audience_size, error_code, error_message,
                    \(isoColumn("created_at")), \(isoColumn("updated_at")),
                    (SELECT coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
-                      FROM (SELECT status, count(*) AS n FROM deliveries WHERE message_id = $1::uuid GROUP BY status) c) AS counts
+                      FROM (SELECT status, count(*) AS n FROM deliveries WHERE message_id = $1::uuid GROUP BY status) c) AS counts,
+                   (SELECT count(DISTINCT subscriber_id) FROM deliveries
+                      WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers
             FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
+        // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
+        let receiptQuery = ReceiptQueries.counts(tenantId: tenant, messageIds: [id.uuidString.lowercased()])
+        let receiptRows = try await postgres.query(receiptQuery.sql, [receiptQuery.tenantId, receiptQuery.messageIds])
+        let receipts = receiptQuery.counts(rows: try receiptRows.map { r in
+            try (0..<r.columnCount).map { try r.decode(String?.self, at: $0) }
+        }).values.first ?? ReceiptCounts()
+        let sentSubscribers = try row.decode(Int.self, named: "sent_subscribers")
         var counts: [String: JSONValue] = [:]
         let found = try row.json("counts")
         for status in MessageRoutes.deliveryStatuses { counts[status] = found[status] ?? .int(0) }
@@ -100,6 +109,8 @@ extension Gateway {
             "content": try row.json("content"), "environment": try row.text("environment"),
             "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
             "counts": .object(counts),
+            "receipts": receipts.jsonValue,
+            "openRate": receipts.openRate(audience: sentSubscribers).map(JSONValue.double) ?? .null,
             "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
             "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
         ]
@@ -158,6 +169,16 @@ extension Gateway {
                 "at": try a.text("at"),
             ]
         }
-        return .json(["delivery": .object(try MessageRoutes.deliveryJSON(row)), "attempts": .array(list)])
+        // The device's view next to the server's: the receipts its subscriber reported for this message.
+        let receipts = try await postgres.query("""
+            SELECT r.kind, \(isoColumn("r.occurred_at", as: "at")) FROM message_receipts r
+            JOIN deliveries d ON d.tenant_id = r.tenant_id AND d.message_id::text = lower(r.message_id)
+                             AND d.subscriber_id = r.subscriber_id
+            WHERE d.id = $1::uuid AND d.tenant_id = $2::uuid ORDER BY r.occurred_at
+            """, [id, tenant])
+        var receiptTimes: [String: JSONValue] = ["delivered": .null, "opened": .null, "dismissed": .null]
+        for receipt in receipts { receiptTimes[try receipt.text("kind").stringValue ?? ""] = try receipt.text("at") }
+        return .json(["delivery": .object(try MessageRoutes.deliveryJSON(row)), "attempts": .array(list),
+                      "receipts": .object(receiptTimes)])
     }
 }
