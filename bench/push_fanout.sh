@@ -26,7 +26,7 @@ trap 'exit 130' INT TERM
 bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
 SCRATCH=(--scratch-path .build-release-push)
 for product in gateway apns-sender apns-sim buzzkit-admin; do
-  swift build -c release --product "$product" "${SCRATCH[@]}" >/dev/null
+  swift build -c release --product "$product" "${SCRATCH[@]}" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log" >&2; bk_die "release build of $product failed"; }
 done
 BIN="$(swift build -c release --show-bin-path "${SCRATCH[@]}")"
 

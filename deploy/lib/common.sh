@@ -62,7 +62,11 @@ bk_start_postgres() {
   bin="$(bk_pg_bindir)"
   bk_ensure_pg_user
   mkdir -p "$dir"
-  [ "$(id -u)" = 0 ] && chown "$BK_PG_OS_USER" "$dir"
+  if [ "$(id -u)" = 0 ]; then
+    chown "$BK_PG_OS_USER" "$dir"
+    # The server runs as $BK_PG_OS_USER: it must be able to reach $dir (mktemp -d makes 0700 folders).
+    chmod a+x "$(dirname "$dir")"
+  fi
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     bk_as_pg_user "$bin/initdb" -D "$dir/data" -U buzzkit --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
       || { cat "$dir/initdb.log" >&2; bk_die "initdb failed"; }
