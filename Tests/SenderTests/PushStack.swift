@@ -21,7 +21,7 @@ final class PushStack: Sendable {
     let schema: String
     let postgres: PostgresClient
     let redis: ThrowawayRedis
-    let simulator: PushSimulator
+    let simulator: APNsSimulator
     let gateway: ServiceProcess
     let gatewayURL: String
     let http: HTTPClient
@@ -56,7 +56,7 @@ final class PushStack: Sendable {
         tenantKey = bootstrap.tenantKey!
         tenantID = bootstrap.tenantID!
         workspaceKey = bootstrap.workspaceKey
-        simulator = try await PushSimulator(keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
+        simulator = try await APNsSimulator(keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let databaseURL = TestEnvironment.postgresURL + separator + "search_path=" + schema
         let common = ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secretKey,
@@ -66,7 +66,6 @@ final class PushStack: Sendable {
         gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
             "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
         ]) { _, new in new })
-        registerChild(gateway)
         senderEnvironment = common.merging([
             "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
             "BUZZKIT_APNS_CA_FILE": simulator.caFile, "BUZZKIT_APNS_RETRY_BASE": "50ms",
@@ -82,7 +81,6 @@ final class PushStack: Sendable {
         let process = try ServiceProcess(executable: "apns-sender", environment: senderEnvironment.merging([
             "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
         ]) { _, new in new }.merging(settings) { _, new in new })
-        registerChild(process)
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)
         return process
@@ -94,7 +92,6 @@ final class PushStack: Sendable {
         let process = try ServiceProcess(executable: "ingest", environment: senderEnvironment.merging([
             "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("ingest"),
         ]) { _, new in new })
-        registerChild(process)
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)
         return process

@@ -26,6 +26,19 @@ public final class ServiceProcess: Sendable {
         process.standardError = handle
         try process.run()
         self.process = ProcessBox(process)
+        Self.recordForCleanup(pid: process.processIdentifier)
+    }
+
+    /// `./deploy/test` ends every pid listed in `$TEST_RUN_DIR/children` when the run ends, so a
+    /// process survives neither a crashed test binary nor an interrupted run.
+    private static func recordForCleanup(pid: Int32) {
+        guard let dir = ProcessInfo.processInfo.environment["TEST_RUN_DIR"] else { return }
+        let path = dir + "/children"
+        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return }
+        handle.seekToEndOfFile()
+        handle.write(Data("\(pid)\n".utf8))
+        try? handle.close()
     }
 
     deinit { process.killIfRunning() }

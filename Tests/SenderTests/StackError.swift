@@ -1,0 +1,4 @@
+/// A push stack that could not be set up or driven.
+struct StackError: Error, CustomStringConvertible {
+    var description: String
+}
