@@ -56,7 +56,8 @@ let package = Package(
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
         // Stream names and entry encodings between services: the contracts on the wire of Redis.
-        .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres"],
+        .target(name: "BuzzKitContracts",
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience"],
                 path: "Shared/Contracts"),
 
         // The expression language of audiences: parse, evaluate in memory, compile to SQL. No I/O.
@@ -69,14 +70,15 @@ let package = Package(
 
         // MARK: - Services and tools (executables only read the environment and run)
         .target(name: "GatewayApp",
-                dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts"],
+                dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
+                               "BuzzKitAudience"],
                 path: "Services/gateway/App"),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
         .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
         .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
         .target(name: "APNsSenderApp",
-                dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitCrypto"],
+                dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitCrypto", "BuzzKitAudience"],
                 path: "Services/apns-sender/App"),
         .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp", "BuzzKitRuntime"],
                           path: "Services/apns-sender/Main"),

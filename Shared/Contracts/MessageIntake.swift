@@ -1,3 +1,4 @@
+import BuzzKitAudience
 import Foundation
 import BuzzKitCore
 import BuzzKitPostgres
@@ -10,12 +11,18 @@ public enum MessageTarget: Sendable, Hashable {
     case subscribers([String])
     /// Every active device of every subscriber of this topic.
     case topic(String)
+    /// Every active device of every subscriber matching an audience expression: given inline
+    /// (`where`), or a saved segment's expression recorded at send time (`segment` names it).
+    case expression(String, segment: String?)
 
-    /// `{"to": [...]}` or `{"topic": "key"}` (the `messages.target` column).
+    /// `{"to": [...]}`, `{"topic": "key"}` or `{"where": "...", "segment"?: "key"}` (the
+    /// `messages.target` column: a message records the expression it was sent to).
     public var jsonValue: JSONValue {
         switch self {
         case .subscribers(let ids): ["to": .array(ids.map(JSONValue.string))]
         case .topic(let key): ["topic": .string(key)]
+        case .expression(let text, let segment):
+            segment.map { ["where": .string(text), "segment": .string($0)] } ?? ["where": .string(text)]
         }
     }
 
@@ -23,6 +30,7 @@ public enum MessageTarget: Sendable, Hashable {
     public init?(json: JSONValue) {
         if let key = json["topic"]?.stringValue { self = .topic(key); return }
         if let ids = json["to"]?.arrayValue { self = .subscribers(ids.compactMap(\.stringValue)); return }
+        if let text = json["where"]?.stringValue { self = .expression(text, segment: json["segment"]?.stringValue); return }
         return nil
     }
 }
@@ -45,7 +53,9 @@ public struct MessageRequest: Sendable, Hashable {
 ///
 /// Errors (`APIError`): `invalid_json` 400; `validation_failed` 422 with every problem of the
 /// target and the content at once in `details` (`[{"path", "message"}]`), including a payload
-/// that would exceed 4096 bytes, and `segment` / `where`, which are not supported yet.
+/// that would exceed 4096 bytes, and an expression that does not parse (with its line and column).
+/// A `segment` is resolved to its saved expression when the message is accepted; an unknown
+/// segment is `validation_failed` on `segment`.
 public struct MessageIntake: Sendable {
     public static let maxSubscribersPerMessage = 1000
     /// The content members (what `MessageContent.validate` reads).
@@ -78,7 +88,16 @@ public struct MessageIntake: Sendable {
 
     /// Validates, stores and queues `json`.
     public func accept(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Accepted {
-        let request = try Self.validate(json, now: now)
+        var request = try Self.validate(json, now: now)
+        if case .expression(_, let segment?) = request.target {
+            let rows = try await postgres.query("SELECT expression FROM segments WHERE tenant_id = $1::uuid AND key = $2",
+                                                [tenantId, segment])
+            guard let expression = try rows.first?.decode(String.self, at: 0) else {
+                throw APIError(.validationFailed, "the message is invalid: segment \(segment) does not exist",
+                               details: [["path": "segment", "message": .string("no segment with the key \(segment)")]])
+            }
+            request.target = .expression(expression, segment: segment)
+        }
         let id = UUID()
         try await postgres.execute("""
             INSERT INTO messages (id, tenant_id, target, content, environment) VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
@@ -110,17 +129,26 @@ public struct MessageIntake: Sendable {
         if given.count > 1 {
             issues.append((given[1], "give exactly one target: to, topic, segment or where (got \(given.joined(separator: ", ")))"))
         }
-        for name in given {
-            switch name {
-            case "segment":
-                issues.append(("segment", "targeting a saved segment is not supported yet (it comes with the expression language); use to or topic"))
-            case "where":
-                issues.append(("where", "targeting by an expression is not supported yet (it comes with the expression language); use to or topic"))
-            default:
-                break
+        if given.isEmpty { issues.append(("to", "a target is required: to, topic, segment or where")) }
+        if let raw = object["where"], !raw.isNull {
+            if let text = raw.stringValue {
+                do {
+                    _ = try AudienceExpression.parse(text)
+                    target = .expression(text, segment: nil)
+                } catch {
+                    issues.append(("where", error.description))
+                }
+            } else {
+                issues.append(("where", "must be an audience expression string, e.g. plan == \"pro\""))
             }
         }
-        if given.isEmpty { issues.append(("to", "a target is required: to (a subscriber id or a list of ids) or topic")) }
+        if let raw = object["segment"], !raw.isNull {
+            if let key = raw.stringValue, !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy(isKeyCharacter) {
+                target = .expression("", segment: key)  // the expression is read when the message is accepted
+            } else {
+                issues.append(("segment", "must be a segment key (1 to 128 of letters, digits, _ - . :)"))
+            }
+        }
         if let raw = object["to"], !raw.isNull {
             if let id = raw.stringValue {
                 if let problem = subscriberIdProblem(id) { issues.append(("to", problem)) } else { target = .subscribers([id]) }

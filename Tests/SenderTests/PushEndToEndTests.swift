@@ -158,16 +158,16 @@ struct PushEndToEndTests {
         }
     }
 
-    @Test("segment and where answer 422 naming what is not supported; every problem at once")
-    func unsupportedTargets() async throws {
+    @Test("bad targets answer 422 with every problem at once, and nothing is stored")
+    func invalidTargets() async throws {
         try await withPushStack { stack in
-            let segment = try await stack.api("POST", "/v1/messages", body: ["segment": "vip", "body": "x"])
-            #expect(segment.status == 422)
-            let segmentDetails = segment.envelope.error?.details?.arrayValue ?? []
-            #expect(segmentDetails.contains { $0["path"]?.stringValue == "segment" && ($0["message"]?.stringValue ?? "").contains("not supported") })
-            let expression = try await stack.api("POST", "/v1/messages", body: ["where": "plan == \"pro\"", "body": "x"])
-            #expect(expression.status == 422)
-            #expect((expression.envelope.error?.details?.arrayValue ?? []).contains { $0["path"]?.stringValue == "where" })
+            let unknown = try await stack.api("POST", "/v1/messages", body: ["segment": "vip", "body": "x"])
+            #expect(unknown.status == 422)
+            #expect((unknown.envelope.error?.details?.arrayValue ?? []).contains { $0["path"]?.stringValue == "segment" })
+            let broken = try await stack.api("POST", "/v1/messages", body: ["where": "plan ==", "body": "x"])
+            #expect(broken.status == 422)
+            let whereIssue = (broken.envelope.error?.details?.arrayValue ?? []).first { $0["path"]?.stringValue == "where" }
+            #expect((whereIssue?["message"]?.stringValue ?? "").contains("line 1, column"))
             // target and content problems together
             let both = try await stack.api("POST", "/v1/messages", body: ["to": "a", "topic": "b", "badge": -1])
             #expect(both.status == 422)
@@ -176,6 +176,49 @@ struct PushEndToEndTests {
             let none = try await stack.api("POST", "/v1/messages", body: ["body": "x"])
             #expect(none.status == 422)
             #expect(try await stack.postgres.query("SELECT 1 FROM messages").isEmpty)
+        }
+    }
+
+    @Test("a where send and a segment send reach exactly the matching devices, once each")
+    func expressionTargets() async throws {
+        try await withPushStack { stack in
+            _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
+            // 30 subscribers: every third is on "pro"; some have two devices; one pro device is inactive.
+            var devices: [String: [String]] = [:]
+            for n in 0..<30 {
+                let id = String(format: "s%02d", n)
+                let tokens = (0..<(n % 4 == 0 ? 2 : 1)).map { _ in PushStack.token() }
+                try await stack.addSubscriber(id, tokens: tokens)
+                let plan = n % 3 == 0 ? "pro" : "free"
+                #expect(try await stack.api("PUT", "/v1/subscribers/\(id)",
+                                            body: ["attributes": ["plan": .string(plan), "age": .int(Int64(n))]]).status == 200)
+                devices[id] = tokens
+            }
+            let inactive = devices["s03"]![0]
+            try await stack.postgres.execute("UPDATE devices SET active = false WHERE token = $1", [inactive])
+            let expected = Set(devices.filter { id, _ in Int(id.dropFirst())! % 3 == 0 }.values.flatMap { $0 })
+                .subtracting([inactive])
+
+            let id = try await stack.send(["where": "plan == \"pro\"", "title": "Pro tip"])
+            let message = try await stack.waitSettled(id)
+            #expect(message["target"]?["where"]?.stringValue == "plan == \"pro\"")
+            #expect(message["audienceSize"]?.intValue == Int64(expected.count))
+            let sentTo = try await stack.deliveries(id).compactMap { $0["deviceToken"]?.stringValue }
+            #expect(sentTo.count == expected.count)
+            #expect(Set(sentTo) == expected)
+            for token in expected { #expect(try await stack.simulator.pushes(token: token).count == 1) }
+
+            // A saved segment: its expression is recorded on the message.
+            let saved = try await stack.api("PUT", "/v1/segments/adults", body: ["name": "Adults", "where": "age >= 18"])
+            #expect(saved.status == 201, "\(saved.envelope)")
+            let segmentMessage = try await stack.send(["segment": "adults", "title": "Hi"])
+            let settled = try await stack.waitSettled(segmentMessage)
+            #expect(settled["target"]?["segment"]?.stringValue == "adults")
+            #expect(settled["target"]?["where"]?.stringValue == "age >= 18")
+            let adults = Set(devices.filter { id, _ in Int(id.dropFirst())! >= 18 }.values.flatMap { $0 })
+            let segmentTokens = try await stack.deliveries(segmentMessage).compactMap { $0["deviceToken"]?.stringValue }
+            #expect(segmentTokens.count == adults.count)
+            #expect(Set(segmentTokens) == adults)
         }
     }
 

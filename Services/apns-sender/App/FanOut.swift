@@ -1,3 +1,4 @@
+import BuzzKitAudience
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
@@ -27,7 +28,7 @@ struct FanOut: Sendable {
         let rows = try await postgres.query("""
             UPDATE messages SET status = 'fanning_out', updated_at = now()
             WHERE id = $1::uuid AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
-            RETURNING target, environment, fanout_after_subscriber, fanout_after_token
+            RETURNING target, environment, fanout_after_subscriber, fanout_after_token, created_at
             """, [message, tenant])
         guard let row = rows.first else { return }  // done, failed or unknown: nothing to do
         guard let target = MessageTarget(json: try row.decode(JSONValue.self, at: 0)) else {
@@ -45,6 +46,12 @@ struct FanOut: Sendable {
             ])
             return
         }
+        if case .expression(let text, _) = target {
+            let sentAt = try row.decode(Date.self, at: 4)
+            try await fanOutExpression(text, message: message, tenant: tenant, environment: environment,
+                                       after: afterSubscriber, now: sentAt)
+            return
+        }
         while true {
             let page = try await postgres.query(Self.pageSQL(target), Self.pageParameters(
                 target, tenant: tenant, message: message, environment: environment,
@@ -53,23 +60,9 @@ struct FanOut: Sendable {
             ids.reserveCapacity(page.count)
             // nil: a concurrent fan-out of the same message inserted it (and queues it itself).
             for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
-            if !ids.isEmpty {
-                var entries: [[(String, [UInt8])]] = []
-                var start = 0
-                while start < ids.count {
-                    let slice = Array(ids[start..<min(start + chunkSize, ids.count)])
-                    entries.append(DeliveryChunk(tenantId: tenant, messageId: message, deliveryIds: slice).fields)
-                    start += chunkSize
-                }
-                try await redis.xaddBatch(deliveries.rawValue, entries: entries)
-            }
+            try await enqueue(ids, message: message, tenant: tenant)
             if page.count < pageSize {
-                try await postgres.execute("""
-                    UPDATE messages SET status = 'fanned_out', updated_at = now(),
-                        audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
-                    WHERE id = $1::uuid
-                    """, [message])
-                logger.info("message fanned out", metadata: ["message.id": message.uuidString.lowercased()])
+                try await finish(message)
                 return
             }
             let last = page[page.count - 1]
@@ -83,6 +76,67 @@ struct FanOut: Sendable {
         }
     }
 
+    /// An expression audience: keyset pages of matching subscriber ids (the compiled SQL, one `now`
+    /// for every page: the message's creation time, so `within:` windows do not move between pages
+    /// or after a restart), each page's devices inserted and queued like a `to` list, the last id
+    /// recorded so a crash resumes after it.
+    private func fanOutExpression(_ text: String, message: UUID, tenant: UUID, environment: String?, after: String?,
+                                  now: Date) async throws {
+        let expression: AudienceExpression
+        do {
+            expression = try AudienceExpression.parse(text)
+        } catch {
+            try await fail(message, code: "invalid_target", "the stored expression does not parse: \(error)")
+            return
+        }
+        var cursor = after
+        let subscribersPerPage = max(1, pageSize / 2)
+        while true {
+            let query = AudienceQuery.page(expression, tenantId: tenant, after: cursor, limit: subscribersPerPage, now: now)
+            let matched = try await postgres.query(query.sql, query.parameters)
+            let subscribers = try matched.map { try $0.decode(String.self, at: 0) }
+            if !subscribers.isEmpty {
+                let page = try await postgres.query(Self.pageSQL(.subscribers(subscribers)), Self.pageParameters(
+                    .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
+                    afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
+                var ids: [UUID] = []
+                for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
+                try await enqueue(ids, message: message, tenant: tenant)
+            }
+            if subscribers.count < subscribersPerPage {
+                try await finish(message)
+                return
+            }
+            cursor = subscribers[subscribers.count - 1]
+            try await postgres.execute("""
+                UPDATE messages SET fanout_after_subscriber = $2, fanout_count = fanout_count + $3, updated_at = now()
+                WHERE id = $1::uuid
+                """, [message, cursor, subscribers.count])
+        }
+    }
+
+    /// Puts `ids` on `bk:deliveries` in chunks of `chunkSize`, with one pipelined XADD.
+    private func enqueue(_ ids: [UUID], message: UUID, tenant: UUID) async throws {
+        guard !ids.isEmpty else { return }
+        var entries: [[(String, [UInt8])]] = []
+        var start = 0
+        while start < ids.count {
+            let slice = Array(ids[start..<min(start + chunkSize, ids.count)])
+            entries.append(DeliveryChunk(tenantId: tenant, messageId: message, deliveryIds: slice).fields)
+            start += chunkSize
+        }
+        try await redis.xaddBatch(deliveries.rawValue, entries: entries)
+    }
+
+    private func finish(_ message: UUID) async throws {
+        try await postgres.execute("""
+            UPDATE messages SET status = 'fanned_out', updated_at = now(),
+                audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
+            WHERE id = $1::uuid
+            """, [message])
+        logger.info("message fanned out", metadata: ["message.id": message.uuidString.lowercased()])
+    }
+
     private func fail(_ message: UUID, code: String, _ text: String) async throws {
         try await postgres.execute("""
             UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now() WHERE id = $1::uuid
@@ -90,10 +144,15 @@ struct FanOut: Sendable {
     }
 
     /// $1 tenant, $2 ids/topic, $3 environment, $4/$5 last key, $6 limit, $7 message.
+    ///
+    /// A row already there (a resumed page) is looked up by (message_id, device_token) only when
+    /// the insert skipped it (`coalesce` evaluates the subquery lazily). A plain LEFT JOIN on
+    /// `deliveries` let the planner, with stale statistics mid-fan-out, read every delivery of
+    /// the message for every page (O(audience) per page).
     static func pageSQL(_ target: MessageTarget) -> String {
         let source: String
         switch target {
-        case .subscribers:
+        case .subscribers, .expression:  // an expression is resolved to pages of subscriber ids first
             source = """
                 SELECT d.subscriber_id, d.token, d.environment FROM devices d
                 WHERE d.tenant_id = $1::uuid AND d.subscriber_id = ANY($2::text[])
@@ -117,10 +176,10 @@ struct FanOut: Sendable {
                 ON CONFLICT (message_id, device_token) DO NOTHING
                 RETURNING id, device_token
             )
-            SELECT p.subscriber_id, p.token, coalesce(i.id, e.id) AS id
+            SELECT p.subscriber_id, p.token,
+                coalesce(i.id, (SELECT e.id FROM deliveries e WHERE e.message_id = $7::uuid AND e.device_token = p.token)) AS id
             FROM page p
             LEFT JOIN inserted i ON i.device_token = p.token
-            LEFT JOIN deliveries e ON e.message_id = $7::uuid AND e.device_token = p.token
             ORDER BY p.subscriber_id, p.token
             """
     }
@@ -131,6 +190,7 @@ struct FanOut: Sendable {
         switch target {
         case .subscribers(let ids): selector = ids
         case .topic(let key): selector = key
+        case .expression: selector = [String]()  // never paged directly: see fanOutExpression
         }
         return [tenant, selector, environment, afterSubscriber, afterToken, limit, message]
     }
