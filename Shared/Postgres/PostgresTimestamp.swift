@@ -1,3 +1,4 @@
+import BuzzKitWire
 import Foundation
 
 /// PostgreSQL's text form of `timestamptz`, `timestamp` and `date`, without `DateFormatter`.
@@ -15,11 +16,11 @@ enum PostgresTimestamp {
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        let (y, m, d) = civil(fromDays: Int(days))
+        let (y, m, d) = CivilCalendar.date(fromDays: Int(days))
         let bc = y <= 0
-        var text = pad(bc ? 1 - y : y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + " "
-        text += pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay % 3600 / 60), 2) + ":" + pad(Int(secondOfDay % 60), 2)
-        text += "." + pad(Int(fraction), 6) + "+00"
+        var text = CivilCalendar.padded(bc ? 1 - y : y, 4) + "-" + CivilCalendar.padded(m, 2) + "-" + CivilCalendar.padded(d, 2) + " "
+        text += CivilCalendar.padded(Int(secondOfDay / 3600), 2) + ":" + CivilCalendar.padded(Int(secondOfDay % 3600 / 60), 2) + ":" + CivilCalendar.padded(Int(secondOfDay % 60), 2)
+        text += "." + CivilCalendar.padded(Int(fraction), 6) + "+00"
         if bc { text += " BC" }
         return text
     }
@@ -74,40 +75,11 @@ enum PostgresTimestamp {
         var y = year
         if scanner.take(" BC") { y = 1 - year }
         guard scanner.atEnd else { return nil }
-        let days = Self.days(fromCivil: y, month, day)
+        let days = CivilCalendar.days(year: y, month: month, day: day)
         let whole = Double(days) * 86_400 + Double(seconds - offset)
         return Date(timeIntervalSince1970: whole + fraction)
     }
 
-    // MARK: - Civil calendar (proleptic Gregorian), after Howard Hinnant's algorithms
-
-    static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400
-        return (m <= 2 ? y + 1 : y, m, d)
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let s = String(value)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-    }
 
     private struct Scanner {
         let bytes: UnsafeRawBufferPointer

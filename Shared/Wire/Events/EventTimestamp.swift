@@ -31,7 +31,7 @@ public enum EventTimestamp {
         guard let year = digits(4), take(45), let month = digits(2), take(45), let day = digits(2),
               take(84) || take(116) || take(32),
               let hour = digits(2), take(58), let minute = digits(2), take(58), let second = digits(2),
-              (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+              (1...12).contains(month), day >= 1, day <= CivilCalendar.daysIn(month: month, year: year),
               hour < 24, minute < 60, second < 61
         else { return nil }
         var micros = 0
@@ -59,7 +59,7 @@ public enum EventTimestamp {
         }
         guard i == utf8.count else { return nil }
         utf8.removeAll()
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilCalendar.days(year: year, month: month, day: day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
         return seconds * 1_000_000 + Int64(micros)
     }
@@ -77,11 +77,11 @@ public enum EventTimestamp {
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        let (y, m, d) = civil(fromDays: Int(days))
-        var text = pad(y, 4) + "-" + pad(m, 2) + "-" + pad(d, 2) + "T"
-        text += pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay % 3600 / 60), 2) + ":"
-        text += pad(Int(secondOfDay % 60), 2) + "."
-        text += fraction % 1000 == 0 ? pad(Int(fraction / 1000), 3) : pad(Int(fraction), 6)
+        let (y, m, d) = CivilCalendar.date(fromDays: Int(days))
+        var text = CivilCalendar.padded(y, 4) + "-" + CivilCalendar.padded(m, 2) + "-" + CivilCalendar.padded(d, 2) + "T"
+        text += CivilCalendar.padded(Int(secondOfDay / 3600), 2) + ":" + CivilCalendar.padded(Int(secondOfDay % 3600 / 60), 2) + ":"
+        text += CivilCalendar.padded(Int(secondOfDay % 60), 2) + "."
+        text += fraction % 1000 == 0 ? CivilCalendar.padded(Int(fraction / 1000), 3) : CivilCalendar.padded(Int(fraction), 6)
         return text + "Z"
     }
 
@@ -93,40 +93,4 @@ public enum EventTimestamp {
         Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
     }
 
-    // MARK: - Calendar arithmetic (proleptic Gregorian, H. Hinnant's algorithms)
-
-    static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let s = String(value)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-    }
 }
