@@ -59,6 +59,16 @@ for instruction in parser.structure:
                 problems.append(f"Dockerfile line {instruction['startline'] + 1}: COPY source {source} does not exist")
     if instruction["instruction"] == "RUN":
         copied_binaries.update(re.findall(r"[\w-]+", instruction["value"]))
+# SwiftPM needs every target's folder to exist, so the build stage must copy all of them.
+copied_paths = set()
+for instruction in parser.structure:
+    if instruction["instruction"] == "COPY" and "--from" not in instruction["value"]:
+        *sources, _ = instruction["value"].split()
+        copied_paths.update(source.rstrip("/") for source in sources)
+for target_path in sorted(set(re.findall(r'path: "([^"]+)"', package))):
+    top = target_path.split("/")[0]
+    if top not in copied_paths and target_path not in copied_paths:
+        problems.append(f"the Dockerfile does not copy {top}/, which Package.swift's target path {target_path} needs")
 for command in sorted(commands):
     if command not in copied_binaries:
         problems.append(f"the Dockerfile does not copy the executable '{command}' into the image")
