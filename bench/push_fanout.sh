@@ -71,8 +71,10 @@ SIMPORT="$(sed -nE 's/.*listening on [^:]+:([0-9]+) control.*/\1/p' "$WORK/sim.o
 GWPORT="$(bk_free_port)"
 BUZZKIT_HTTP_PORT="$GWPORT" BUZZKIT_RATE_LIMIT_ENABLED=false "$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
+SENDER_PORTS=()
 for r in a b; do
-  BUZZKIT_HTTP_PORT="$(bk_free_port)" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
+  SENDER_PORTS+=("$(bk_free_port)")
+  BUZZKIT_HTTP_PORT="${SENDER_PORTS[-1]}" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
     BUZZKIT_APNS_SANDBOX_URL="https://127.0.0.1:$SIMPORT" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" \
     BUZZKIT_SENDER_CONCURRENCY="${BK_SENDER_CONCURRENCY:-8}" BUZZKIT_DB_POOL_SIZE=8 \
     "$BIN/apns-sender" >"$WORK/sender-$r.log" 2>&1 &
@@ -97,6 +99,29 @@ T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliverie
 SENT="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status = 'sent'")"
 PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
 bk_log "deliveries done: $DEVICES ($SENT sent) in $(python3 -c "print(round($T1 - $T0, 2))") s"
+# Where a chunk's time went, per replica (from /metrics; read after the run, so it costs it nothing).
+for port in "${SENDER_PORTS[@]}"; do
+  curl -sf "http://127.0.0.1:$port/metrics" | python3 -c '
+import sys
+m = {}
+for line in sys.stdin:
+    if line.startswith(("bk_sender_", "bk_apns_", "bk_fanout_")):
+        key, value = line.rsplit(" ", 1)
+        m[key] = float(value)
+def avg(name, stage):
+    n = m.get("%s_count{stage=\"%s\"}" % (name, stage), 0)
+    return 1000 * m.get("%s_sum{stage=\"%s\"}" % (name, stage), 0) / n if n else 0
+chunks = int(m.get("bk_sender_chunk_stage_seconds_count{stage=\"total\"}", 0))
+pages = int(m.get("bk_fanout_page_seconds_count", 0))
+line = "replica: %d chunks, %d deliveries, %d APNs requests; per chunk claim %.0f ms, send %.0f ms, record %.0f ms" % (
+    chunks, m.get("bk_sender_deliveries_total", 0), m.get("bk_apns_requests_total", 0),
+    avg("bk_sender_chunk_stage_seconds", "claim"), avg("bk_sender_chunk_stage_seconds", "send"),
+    avg("bk_sender_chunk_stage_seconds", "record"))
+if pages:
+    line += "; fan-out %d pages, %.0f ms each" % (pages, 1000 * m["bk_fanout_page_seconds_sum"] / pages)
+print(line)
+' >&2 || true
+done
 for pid in "${PIDS[@]:1}"; do kill "$pid" 2>/dev/null || true; done
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process"

@@ -37,11 +37,13 @@ public struct APNsSender: Sendable {
         let credentials = try TenantCredentialStore(postgres: runtime.postgres, secretKey: configuration.secretKey,
                                                     ttl: configuration.credentialsTTL)
         clients = APNsClientPool(configuration: configuration, logger: logger.with(["component": "apns"]))
+        let metrics = SenderMetrics(registry: runtime.metrics)
         fanOut = FanOut(postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
-                        pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger)
+                        pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger, metrics: metrics)
         sender = DeliverySender(postgres: runtime.postgres, credentials: credentials,
                                 messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
-                                configuration: configuration, instance: runtime.settings.instanceID, logger: logger)
+                                configuration: configuration, instance: runtime.settings.instanceID, logger: logger,
+                                metrics: metrics)
     }
 
     let messagesStream: StreamName

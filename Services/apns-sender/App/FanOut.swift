@@ -22,6 +22,7 @@ struct FanOut: Sendable {
     let pageSize: Int
     let chunkSize: Int
     let logger: Logger
+    var metrics: SenderMetrics = .unregistered()
 
     func handle(_ entry: MessageEntry) async throws {
         let message = entry.messageId, tenant = entry.tenantId
@@ -53,6 +54,8 @@ struct FanOut: Sendable {
             return
         }
         while true {
+            let pageStarted = ContinuousClock.now
+            defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
             let page = try await postgres.query(Self.pageSQL(target), Self.pageParameters(
                 target, tenant: tenant, message: message, environment: environment,
                 afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize))
