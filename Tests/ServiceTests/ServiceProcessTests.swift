@@ -89,19 +89,21 @@ import Testing
         var env = environment(port: port)
         env["FIXTURE_STREAM"] = stream
         env["FIXTURE_GROUP"] = group
-        env["FIXTURE_HANDLER_DELAY_MS"] = "1500"
         let process = try ServiceProcess(executable: "StreamWorkerFixture", environment: env)
 
-        // Wait until the handler has started, then ask the process to stop.
-        let startedPattern = "\(stream):started:*"
+        // Wait until the handler has started, then ask the process to stop while it still works.
         let deadline = ContinuousClock.now + .seconds(20)
-        while try await keys(redis, startedPattern).isEmpty {
+        while try await keys(redis, "\(stream):started:*").isEmpty {
             #expect(ContinuousClock.now < deadline, "the handler never started; output:\n\(process.output)")
             if ContinuousClock.now >= deadline { return }
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(try await keys(redis, "\(stream):done:*").isEmpty)
         process.signal(SIGTERM)
+        // The handler is still working: the process must wait for it, not exit.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(process.isRunning, "the process exited with a handler in flight; output:\n\(process.output)")
+        #expect(try await keys(redis, "\(stream):done:*").isEmpty)
+        _ = try await redis.set("\(stream):release", "1")
 
         let status = await process.waitForExit(timeout: .seconds(20))
         #expect(status == 0, "output:\n\(process.output)")
