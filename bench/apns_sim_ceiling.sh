@@ -5,6 +5,7 @@
 # Usage: bench/apns_sim_ceiling.sh [requests, default 200000]. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 REQUESTS="${1:-200000}"
@@ -28,27 +29,7 @@ Tools/apns-sim/make-certs.sh "$WORK/certs"
 openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.pem" 2>/dev/null
 openssl pkey -in "$WORK/provider.pem" -pubout -out "$WORK/provider.pub.pem"
 
-# ES256 JWT with openssl only: sign, then turn the DER signature into raw r||s.
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-HEADER="$(printf '{"alg":"ES256","kid":"BENCHKEY01"}' | b64url)"
-CLAIMS="$(printf '{"iss":"BENCHTEAM1","iat":%d}' "$(date +%s)" | b64url)"
-printf '%s.%s' "$HEADER" "$CLAIMS" >"$WORK/signing-input"
-openssl dgst -sha256 -sign "$WORK/provider.pem" -out "$WORK/sig.der" "$WORK/signing-input"
-SIG="$(python3 - "$WORK/sig.der" <<'PY' | b64url
-import sys
-der = open(sys.argv[1], "rb").read()
-# SEQUENCE { INTEGER r, INTEGER s }
-i = 2 if der[1] < 0x80 else 3
-out = b""
-for _ in range(2):
-    assert der[i] == 0x02
-    n = der[i + 1]
-    out += der[i + 2:i + 2 + n].lstrip(b"\x00").rjust(32, b"\x00")
-    i += 2 + n
-sys.stdout.buffer.write(out)
-PY
-)"
-JWT="$HEADER.$CLAIMS.$SIG"
+JWT="$(bench_apns_jwt "$WORK/provider.pem" BENCHKEY01 BENCHTEAM1)"
 TOKEN="$(openssl rand -hex 32)"
 printf '{"aps":{"alert":{"title":"Hello","body":"A benchmark payload of a typical size for an alert push"},"badge":1,"sound":"default"},"custom":{"orderId":"c6f0d1f4-2a7e-4a57-9a43-0b1d5f6c2e11"}}' >"$WORK/payload.json"
 

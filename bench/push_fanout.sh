@@ -6,6 +6,7 @@
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 DEVICES="${1:-100000}"
@@ -125,26 +126,10 @@ done
 for pid in "${PIDS[@]:1}"; do kill "$pid" 2>/dev/null || true; done
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process"
-b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-HEADER="$(printf '{"alg":"ES256","kid":"BENCHKEY01"}' | b64url)"
-CLAIMS="$(printf '{"iss":"BENCHTEAM1","iat":%d}' "$(date +%s)" | b64url)"
-printf '%s.%s' "$HEADER" "$CLAIMS" >"$WORK/signing-input"
-openssl dgst -sha256 -sign "$WORK/provider.ec.pem" -out "$WORK/sig.der" "$WORK/signing-input"
-SIG="$(python3 - "$WORK/sig.der" <<'PY' | b64url
-import sys
-der = open(sys.argv[1], "rb").read()
-i = 2 if der[1] < 0x80 else 3
-out = b""
-for _ in range(2):
-    n = der[i + 1]
-    out += der[i + 2:i + 2 + n].lstrip(b"\x00").rjust(32, b"\x00")
-    i += 2 + n
-sys.stdout.buffer.write(out)
-PY
-)"
+JWT="$(bench_apns_jwt "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)"
 TOKEN="$(openssl rand -hex 32)"
 printf '{"aps":{"alert":{"title":"Hello","body":"A benchmark push to everyone"}},"bk":{"id":"00000000-0000-0000-0000-000000000000","data":{"k":1}}}' >"$WORK/payload.json"
-OUT="$(timeout 120 h2load -n 200000 -c 4 -m 100 -H "authorization: bearer $HEADER.$CLAIMS.$SIG" \
+OUT="$(timeout 120 h2load -n 200000 -c 4 -m 100 -H "authorization: bearer $JWT" \
   -H "apns-topic: com.example.bench" -H "apns-push-type: alert" -d "$WORK/payload.json" \
   "https://127.0.0.1:$SIMPORT/3/device/$TOKEN")"
 grep -E "^status codes" <<<"$OUT" >&2

@@ -1,0 +1,29 @@
+# Shared pieces of the benchmark scripts. Sourced, never run.
+
+# bench_apns_jwt KEY.pem KEY_ID TEAM_ID: prints an APNs provider token (ES256 JWT) signed with
+# openssl alone: sign the header and claims, then turn the DER signature into raw r || s.
+bench_apns_jwt() {
+  local key="$1" kid="$2" team="$3" dir header claims sig
+  dir="$(mktemp -d)"
+  b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+  header="$(printf '{"alg":"ES256","kid":"%s"}' "$kid" | b64url)"
+  claims="$(printf '{"iss":"%s","iat":%d}' "$team" "$(date +%s)" | b64url)"
+  printf '%s.%s' "$header" "$claims" >"$dir/signing-input"
+  openssl dgst -sha256 -sign "$key" -out "$dir/sig.der" "$dir/signing-input"
+  sig="$(python3 - "$dir/sig.der" <<'PY' | b64url
+import sys
+der = open(sys.argv[1], "rb").read()
+# SEQUENCE { INTEGER r, INTEGER s }
+i = 2 if der[1] < 0x80 else 3
+out = b""
+for _ in range(2):
+    assert der[i] == 0x02
+    n = der[i + 1]
+    out += der[i + 2:i + 2 + n].lstrip(b"\x00").rjust(32, b"\x00")
+    i += 2 + n
+sys.stdout.buffer.write(out)
+PY
+)"
+  rm -rf "$dir"
+  printf '%s.%s.%s' "$header" "$claims" "$sig"
+}
