@@ -12,6 +12,7 @@ bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
   libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
+  nghttp2-server nghttp2-client
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
