@@ -33,7 +33,10 @@ final class IngestHarness: Sendable {
     }
 
     /// - Parameter redis: a client on another Redis (the restart test's own server); default the shared one.
-    static func start(redis: RedisClient? = nil, consumers: Int = 2) async throws -> IngestHarness {
+    /// - Parameter retention: the in-process maintenance service's (days, months ahead), so a test that
+    ///   runs `bk_events_maintain` itself gets the same outcome whichever of the two runs last.
+    static func start(redis: RedisClient? = nil, consumers: Int = 2,
+                      retention: (days: Int, monthsAhead: Int)? = nil) async throws -> IngestHarness {
         let schema = TestEnvironment.uniqueName("ingest")
         let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
         // Parallel tests race on the database-wide `CREATE EXTENSION IF NOT EXISTS pgcrypto` of the
@@ -53,6 +56,10 @@ final class IngestHarness: Sendable {
         configuration.readBatchSize = 20
         configuration.claimIdleTime = .seconds(2)
         configuration.writeAttempts = 20
+        if let retention {
+            configuration.retentionDays = retention.days
+            configuration.partitionsAhead = retention.monthsAhead
+        }
         return IngestHarness(schema: schema, postgres: postgres, redis: try redis ?? RedisTestSupport.client(),
                              configuration: configuration)
     }

@@ -155,21 +155,35 @@ import IngestApp
     }
 
     @Test func partitionMaintenanceCreatesAheadAndDropsPastRetention() async throws {
-        let harness = try await IngestHarness.start(consumers: 1)
+        let harness = try await IngestHarness.start(consumers: 1, retention: (days: 30, monthsAhead: 3))
         let tenant = UUID()
         // An event 500 days old goes to the default partition (older than every month partition).
         let old = EventTimestamp.microseconds(Date()) - 500 * 86_400 * 1_000_000
-        try await harness.postgres.execute("""
-            INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at)
-            VALUES ($1, 'old', 'x', 'u1', timestamptz 'epoch' + $2::int8 * interval '1 microsecond')
-            """, [tenant, old])
-        try await harness.postgres.execute("INSERT INTO event_ids (tenant_id, event_id, entry_id) VALUES ($1, 'old', '0-1')", [tenant])
-        let partitions = try await harness.count("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename ~ '^events_p'", [harness.schema])
-        #expect(partitions >= 14)
-        // Retention of 30 days: every month older than that goes, and the old row with its id.
+        // One transaction, so the service's own maintenance run (at start) sees the event and its
+        // id together or neither, never an id without its event.
+        try await harness.postgres.withTransaction { tx in
+            try await tx.execute("""
+                INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at)
+                VALUES ($1, 'old', 'x', 'u1', timestamptz 'epoch' + $2::int8 * interval '1 microsecond')
+                """, [tenant, old])
+            try await tx.execute("INSERT INTO event_ids (tenant_id, event_id, entry_id) VALUES ($1, 'old', '0-1')", [tenant])
+        }
+        // Retention of 30 days, 3 months ahead: exactly the months from the cutoff's to three after
+        // this one remain (the migration had created 13 months back), and the old row goes with its id.
         try await harness.postgres.query("SELECT bk_events_maintain(30, 3)")
-        let remaining = try await harness.count("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename ~ '^events_p'", [harness.schema])
-        #expect(remaining <= 6 && remaining >= 4)
+        let mismatched = try await harness.count("""
+            WITH expected AS (
+                SELECT 'events_p' || to_char(m, 'YYYYMM') AS name
+                FROM generate_series(date_trunc('month', (now() - interval '30 days') AT TIME ZONE 'UTC'),
+                                     date_trunc('month', now() AT TIME ZONE 'UTC') + interval '3 months',
+                                     interval '1 month') AS m
+            ), actual AS (
+                SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename ~ '^events_p[0-9]{6}$'
+            )
+            SELECT count(*) FROM ((SELECT name FROM expected EXCEPT SELECT name FROM actual)
+                                  UNION ALL (SELECT name FROM actual EXCEPT SELECT name FROM expected)) d
+            """, [harness.schema])
+        #expect(mismatched == 0)
         #expect(try await harness.storedEvents(tenant: tenant) == 0)
         #expect(try await harness.count("SELECT count(*) FROM event_ids WHERE tenant_id = $1", [tenant]) == 0)
         await harness.stop()
