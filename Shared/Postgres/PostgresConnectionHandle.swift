@@ -59,12 +59,46 @@ final class PostgresConnectionHandle: @unchecked Sendable {
             throw PostgresError(code: .unableToConnect, message: message)
         }
         conn = connection
+        preparedStatements.removeAll()
         needsCleanup.store(false, ordering: .relaxed)
     }
 
     func close() {
         if let conn { PQfinish(conn) }
         conn = nil
+        preparedStatements.removeAll()
+    }
+
+    // MARK: - Prepared statements
+
+    /// Statements with parameters are prepared once per connection and executed by name after:
+    /// parsing and planning an unnamed statement every time costs the server more than half of a
+    /// simple query (pgbench here: 29k/s extended vs 71k/s prepared). Keyed by SQL text and
+    /// parameter types; at most `maxPreparedStatements` per connection (beyond, the statement
+    /// runs unnamed), forgotten when the connection is reopened.
+    static let maxPreparedStatements = 512
+    private var preparedStatements: [String: String] = [:]
+    private var nextStatementNumber = 0
+
+    /// The name of the prepared statement for `sql`, preparing it on first use; nil when the
+    /// cache is full. A statement that cannot be prepared throws its error, as running it would.
+    private func preparedStatement(_ conn: OpaquePointer, _ sql: String, _ types: [Oid]) throws -> String? {
+        let key = types.map { String($0) }.joined(separator: ",") + "\u{0}" + sql
+        if let name = preparedStatements[key] { return name }
+        guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
+        let name = "bk_\(nextStatementNumber)"
+        nextStatementNumber += 1
+        let sent = types.withUnsafeBufferPointer { PQsendPrepare(conn, name, sql, Int32(types.count), $0.baseAddress) }
+        guard sent == 1 else { throw SendFailure(message: Self.trimmed(PQerrorMessage(conn))) }
+        _ = try collectResult(conn)
+        preparedStatements[key] = name
+        return name
+    }
+
+    /// Forgets prepared statements the server no longer accepts (a schema change altered a
+    /// result type, or the statement is gone): the next use prepares them again.
+    private func forgetPreparedStatements(after error: PostgresError) {
+        if error.code.rawValue == "0A000" || error.code.rawValue == "26000" { preparedStatements.removeAll() }
     }
 
     var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
@@ -235,7 +269,8 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         needsCleanup.store(PQstatus(conn) != CONNECTION_OK || transaction != PQTRANS_IDLE, ordering: .relaxed)
     }
 
-    private func send(_ conn: OpaquePointer, _ sql: String, _ values: [PostgresValue]) throws -> PostgresResultStorage {
+    private func send(_ conn: OpaquePointer, _ sql: String, _ values: [PostgresValue],
+                      isRetry: Bool = false) throws -> PostgresResultStorage {
         let count = values.count
         let types = values.map { Oid($0.typeOID) }
         let lengths = values.map { Int32($0.bytes?.count ?? 0) }
@@ -250,17 +285,32 @@ final class PostgresConnectionHandle: @unchecked Sendable {
             return UnsafePointer(pointer)
         }
         defer { pointers.forEach { $0.map { UnsafeMutablePointer(mutating: $0).deallocate() } } }
+        let statement = count > 0 ? try preparedStatement(conn, sql, types) : nil
         let sent = types.withUnsafeBufferPointer { t in
             lengths.withUnsafeBufferPointer { l in
                 formats.withUnsafeBufferPointer { f in
                     pointers.withUnsafeBufferPointer { v in
-                        PQsendQueryParams(conn, sql, Int32(count), t.baseAddress, v.baseAddress, l.baseAddress, f.baseAddress, 0)
+                        if let statement {
+                            PQsendQueryPrepared(conn, statement, Int32(count), v.baseAddress, l.baseAddress, f.baseAddress, 0)
+                        } else {
+                            PQsendQueryParams(conn, sql, Int32(count), t.baseAddress, v.baseAddress, l.baseAddress, f.baseAddress, 0)
+                        }
                     }
                 }
             }
         }
         guard sent == 1 else { throw SendFailure(message: Self.trimmed(PQerrorMessage(conn))) }
-        return try collectResult(conn)
+        do {
+            return try collectResult(conn)
+        } catch let error as PostgresError where statement != nil {
+            forgetPreparedStatements(after: error)
+            // "cached plan must not change result type" (a column was added since it was prepared):
+            // outside a transaction nothing happened yet, so prepare it again and run it once more.
+            if !isRetry, error.code.rawValue == "0A000", PQtransactionStatus(conn) == PQTRANS_IDLE {
+                return try send(conn, sql, values, isRetry: true)
+            }
+            throw error
+        }
     }
 
     /// Reads results until libpq has none left; the first error wins, else the last result.
