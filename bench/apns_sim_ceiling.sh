@@ -14,16 +14,14 @@ command -v h2load >/dev/null || bk_die "h2load missing (apt-get install nghttp2-
 WORK="$(mktemp -d /tmp/bk-apns-sim-bench.XXXXXX)"
 PIDS=()
 cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  bench_stop_pids
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building apns-sim (release)"
-swift build -c release --product apns-sim --scratch-path .build-release-sim >/dev/null
-SIM="$(swift build -c release --show-bin-path --scratch-path .build-release-sim)/apns-sim"
+SIM="$(bench_release_build .build-release-sim apns-sim)/apns-sim"
 
 Tools/apns-sim/make-certs.sh "$WORK/certs"
 openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.pem" 2>/dev/null

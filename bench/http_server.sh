@@ -5,6 +5,7 @@
 # Usage: bench/http_server.sh [duration, default 10s]. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 DURATION="${1:-10s}"
@@ -14,16 +15,14 @@ command -v gcc >/dev/null || bk_die "gcc is required for the C baseline"
 WORK="$(mktemp -d /tmp/bk-http-bench.XXXXXX)"
 PIDS=()
 cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  bench_stop_pids
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building buzzkit-bench (release)"
-swift build -c release --product buzzkit-bench --scratch-path .build-release-bench >/dev/null
-BENCH="$(swift build -c release --show-bin-path --scratch-path .build-release-bench)/buzzkit-bench"
+BENCH="$(bench_release_build .build-release-bench buzzkit-bench)/buzzkit-bench"
 bk_log "compiling the C baseline"
 gcc -O2 -o "$WORK/mhd_hello" bench/baseline/mhd_hello.c -lmicrohttpd
 

@@ -27,3 +27,24 @@ PY
   rm -rf "$dir"
   printf '%s.%s.%s' "$header" "$claims" "$sig"
 }
+
+# bench_release_build SCRATCH PRODUCT...: builds the products in release mode into the scratch
+# folder, showing the build log when it fails, and prints the folder holding the binaries.
+bench_release_build() {
+  local scratch="$1" product log
+  shift
+  log="$(mktemp)"
+  for product in "$@"; do
+    swift build -c release --product "$product" --scratch-path "$scratch" >"$log" 2>&1 \
+      || { tail -30 "$log" >&2; rm -f "$log"; bk_die "release build of $product failed"; }
+  done
+  rm -f "$log"
+  swift build -c release --show-bin-path --scratch-path "$scratch"
+}
+
+# bench_stop_pids: ends every process listed in the PIDS array and waits for each.
+bench_stop_pids() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}

@@ -15,8 +15,7 @@ WORK="$(mktemp -d /tmp/bk-push-bench.XXXXXX)"
 PIDS=()
 PGPORT="$(bk_free_port)"; REDISPORT="$(bk_free_port)"
 cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  bench_stop_pids
   bk_stop_redis "$WORK/redis"
   bk_stop_postgres "$WORK/pg"
   rm -rf "$WORK"
@@ -25,11 +24,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
-SCRATCH=(--scratch-path .build-release-push)
-for product in gateway apns-sender apns-sim buzzkit-admin; do
-  swift build -c release --product "$product" "${SCRATCH[@]}" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log" >&2; bk_die "release build of $product failed"; }
-done
-BIN="$(swift build -c release --show-bin-path "${SCRATCH[@]}")"
+BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
 
 bk_start_postgres "$WORK/pg" "$PGPORT"
 bk_start_redis "$WORK/redis" "$REDISPORT"
