@@ -22,6 +22,7 @@ struct ActivityTests {
     @Test func observingRegistersTokensAndReportsTheLifecycle() async throws {
         let h = try Harness()
         h.client.identify("user-42")
+        await h.client.flushEvents()
         let provider = FakeActivityProvider(attributesType: "MatchAttributes", script: [
             .activity(id: "act_1", attributesType: "MatchAttributes"),
             .pushToken(id: "act_1", attributesType: "MatchAttributes", token: token),
@@ -67,7 +68,11 @@ struct ActivityTests {
         #expect(h.transport.sentNames == ["$activity.ended"])
     }
 
-    @Test func aServerWithoutLiveActivityRoutesIsReportedClearly() async throws {
+    func liveActivityCalls(_ transport: FakeTransport) -> [String] {
+        transport.requests.filter { $0.url.path.contains("/live-activit") }.map { "\($0.method) \($0.url.path)" }
+    }
+
+    @Test func aServerWithoutLiveActivityRoutesIsReportedOnceAndTheTokensAreKeptForALaterLaunch() async throws {
         let h = try Harness(transport: FakeTransport { request, _ in
             request.url.path.hasPrefix("/v1/events") ? FakeTransport.accepted() : FakeTransport.error(.notFound, status: 404)
         })
@@ -76,6 +81,7 @@ struct ActivityTests {
         } throws: { error in
             (error as? ActivityRegistrationError)?.code == .serverLacksLiveActivities
         }
+        // Known now: no request is made for the rest of the process, and nothing more is logged.
         await #expect {
             try await h.client.activities.registerPushToStartToken(token, attributesType: "T")
         } throws: { error in
@@ -83,8 +89,53 @@ struct ActivityTests {
         }
         await h.client.activities.run(FakeActivityProvider(attributesType: "T", script: [
             .pushToken(id: "y", attributesType: "T", token: token),
+            .pushToken(id: "y", attributesType: "T", token: Data([0x07])),
         ]))
-        #expect(h.logs.contains(.error, "live activity token not registered"))
-        #expect(h.logs.all.contains { $0.metadata["error"]?.contains("server_lacks_live_activities") == true })
+        await h.client.flushEvents()
+        await h.client.flushEvents()
+        #expect(liveActivityCalls(h.transport) == ["PUT /v1/subscribers/\(h.client.anonymousId)/live-activities/x"])
+        #expect(h.logs.all.filter { $0.level == .error }.count == 1)
+        #expect(h.logs.contains(.error, "no Live Activity routes"))
+        #expect(await h.client.activities.pendingTokenCount() == 3)
+
+        // A later launch, on a server that has the routes: the kept tokens are registered.
+        let next = try h.restarted(transport: FakeTransport())
+        await next.client.flushEvents()
+        #expect(Set(liveActivityCalls(next.transport)) == [
+            "PUT /v1/subscribers/\(h.client.anonymousId)/live-activities/x",
+            "PUT /v1/subscribers/\(h.client.anonymousId)/live-activities/y",
+            "PUT /v1/subscribers/\(h.client.anonymousId)/live-activity-start-tokens/T",
+        ])
+        let y = try #require(next.transport.requests.first { $0.url.path.hasSuffix("/live-activities/y") })
+        #expect(try JSONValue.parse(y.body)["token"] == "07")  // the rotated one
+        #expect(await next.client.activities.pendingTokenCount() == 0)
+    }
+
+    @Test func aNetworkFailureKeepsTheTokenForTheNextFlush() async throws {
+        let h = try Harness(transport: FakeTransport { _, _ in throw NetworkDown() })
+        await #expect {
+            try await h.client.activities.register(id: "x", token: token, attributesType: "T")
+        } throws: { error in
+            (error as? ActivityRegistrationError)?.code == .unavailable
+        }
+        h.transport.respond { _, _ in FakeTransport.accepted() }
+        await h.client.flushEvents()
+        #expect(liveActivityCalls(h.transport).count == 2)
+        #expect(await h.client.activities.pendingTokenCount() == 0)
+    }
+
+    @Test func identifyRegistersTheKeptTokensAgainUnderTheSubscriber() async throws {
+        let h = try Harness()
+        try await h.client.activities.register(id: "x", token: token, attributesType: "T")
+        try await h.client.activities.registerPushToStartToken(Data([0x09]), attributesType: "T")
+        h.client.identify("user-9")
+        await h.client.flushEvents()
+        #expect(liveActivityCalls(h.transport).suffix(2).sorted() == [
+            "PUT /v1/subscribers/user-9/live-activities/x",
+            "PUT /v1/subscribers/user-9/live-activity-start-tokens/T",
+        ])
+        h.transport.clear()
+        await h.client.flushEvents()
+        #expect(liveActivityCalls(h.transport).isEmpty)  // registered: not sent again
     }
 }

@@ -103,4 +103,67 @@ struct EndToEndTests {
             #expect(stored.first { $0["name"] == "$local.scheduled" }?["data"] == ["localId": "run_e2e:nudge", "messageId": "msg_e2e"])
         }
     }
+
+    @Test func liveActivityCallsReportThatTheServerLacksTheRoutesOnceAndKeepTheTokens() async throws {
+        try await withStack { stack in
+            let directory = TemporaryDirectory()
+            let logs = LogCapture()
+            let transport = RecordingTransport(URLSessionTransport(timeout: 10))
+            let client = try stack.client(directory: directory, transport: transport, logs: logs)
+            client.identify(TestEnvironment.uniqueName("fan"))
+            await client.flushEvents()
+            let token = Data([0xAB, 0xCD])
+            await #expect {
+                try await client.activities.register(id: "act_e2e", token: token, attributesType: "MatchAttributes")
+            } throws: { error in
+                (error as? ActivityRegistrationError)?.code == .serverLacksLiveActivities
+            }
+            await #expect {
+                try await client.activities.registerPushToStartToken(token, attributesType: "MatchAttributes")
+            } throws: { error in
+                (error as? ActivityRegistrationError)?.code == .serverLacksLiveActivities
+            }
+            await client.activities.end(id: "act_e2e")
+            await client.flushEvents()
+            let liveActivityCalls = transport.requests.filter { $0.url.path.contains("/live-activit") }
+            #expect(liveActivityCalls.count == 1)  // the 404 is remembered: no retry loop
+            #expect(logs.all.filter { $0.message.contains("no Live Activity routes") }.count == 1)
+            #expect(await client.activities.pendingTokenCount() == 2)  // kept for a later launch
+            #expect(await client.pendingEventCount() == 0)  // $activity.ended went out
+        }
+    }
+
+    @Test func theSDKRegistersItsInstallationAndSendsEveryRequestWithItsToken() async throws {
+        try await withStack { stack in
+            let directory = TemporaryDirectory()
+            let logs = LogCapture()
+            let transport = RecordingTransport(URLSessionTransport(timeout: 10))
+            let subscriber = TestEnvironment.uniqueName("installed")
+            let client = try stack.client(directory: directory, transport: transport, logs: logs)
+            client.identify(subscriber)
+            client.track("before.logout")
+            await client.flushEvents()
+            await client.registerDeviceToken(Array(repeating: 0x5A, count: 32))
+            client.track("logged.out")
+            client.reset()
+            client.track("anonymous.again")
+            await client.flushEvents()
+            #expect(await client.pendingEventCount() == 0)
+            #expect(!logs.all.contains { $0.level == .error }, "\(logs.all.filter { $0.level == .error })")
+            let registrations = transport.requests.filter { $0.url.path == "/v1/installations" }
+            #expect(registrations.count == 2)  // the first anonymous id, then the one after reset
+            let others = transport.requests.filter { $0.url.path != "/v1/installations" }
+            #expect(others.allSatisfy { $0.headers["BuzzKit-Installation"]?.hasPrefix("bk_inst_") == true })
+            let stored = try await stack.waitForEvent("logged.out", of: subscriber)
+            #expect(stored.compactMap { $0["name"]?.stringValue } == ["before.logout", "logged.out"])
+
+            // The server insists on it: the same client key without the header is refused.
+            let bare = try await stack.http.send(TransportRequest(
+                method: "POST", url: URL(string: stack.baseURL.absoluteString + "/v1/events")!,
+                headers: ["Authorization": "Bearer \(stack.clientKey)", "Content-Type": "application/json"],
+                body: JSONValue.object(["subscriberId": .string(subscriber), "events": .array([])]).jsonBytes))
+            #expect(bare.status == 401)
+            #expect((try? Envelope.decode(bare.body))?.error?.code.rawValue == "installation_required")
+        }
+    }
 }

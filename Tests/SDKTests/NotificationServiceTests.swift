@@ -37,7 +37,7 @@ struct NotificationServiceTests {
         let app = try Harness()
         await app.client.start()
         app.client.identify("user-1")
-        await app.client.waitForPendingWrites()
+        await app.client.flushEvents()  // the identify reached the server
         let extensionTransport = FakeTransport()
         let outcome = await DeliveryReceipt.deliver(messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
                                                     transport: extensionTransport, clock: app.clock)
@@ -49,6 +49,20 @@ struct NotificationServiceTests {
         #expect(extensionTransport.sentNames == ["$notification.delivered"])
         #expect(extensionTransport.sentEvents.first?["data"] == ["messageId": "msg_9"])
         #expect(extensionTransport.requests.first?.headers["Authorization"] == "Bearer bk_ck_test")
+    }
+
+    @Test func beforeTheAppsIdentifyReachedTheServerTheReceiptGoesUnderTheAnonymousId() async throws {
+        let app = try Harness(transport: FakeTransport { _, _ in throw NetworkDown() })
+        await app.client.start()
+        app.client.identify("user-1")
+        await app.client.flushEvents()  // offline: the identify is still pending
+        let extensionTransport = FakeTransport()
+        let outcome = await DeliveryReceipt.deliver(messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
+                                                    transport: extensionTransport, clock: app.clock)
+        #expect(outcome == .sent)
+        let batch = try #require(extensionTransport.bodies("/v1/events").first)
+        #expect(batch["anonymousId"] == .string(app.client.anonymousId))
+        #expect(batch["subscriberId"] == nil)
     }
 
     @Test func unreachableInTimeItIsSavedAndTheAppDeliversItOnItsNextLaunch() async throws {

@@ -112,7 +112,8 @@ struct QueueTests {
         #expect(h.transport.sentNames == ["kept", "kept"])
     }
 
-    @Test(arguments: [(422, ErrorCode.validationFailed), (401, ErrorCode.unauthorized), (413, ErrorCode.payloadTooLarge)])
+    // (401 is retried once with a new installation token: InstallationTests.)
+    @Test(arguments: [(422, ErrorCode.validationFailed), (403, ErrorCode.forbiddenScope), (413, ErrorCode.payloadTooLarge)])
     func anAPIErrorDropsTheBatchAndTheNextOneGoesThrough(status: Int, code: ErrorCode) async throws {
         let h = try Harness(transport: FakeTransport { _, index in
             index == 0 ? FakeTransport.error(code, status: status) : FakeTransport.accepted()

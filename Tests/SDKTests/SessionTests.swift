@@ -82,6 +82,41 @@ struct SessionTests {
         #expect(second.transport.sentEvents.first?["data"] == ["durationSec": 20])
     }
 
+    @Test func aSessionKilledInTheForegroundIsClosedAtItsLastHeartbeatOnTheNextLaunch() async throws {
+        let first = try Harness()
+        await first.client.handle(.foreground)
+        let start = first.clock.now()
+        await first.clock.advance(by: 25)  // heartbeats at +10 and +20
+        await first.client.flushEvents()
+        // The process dies here: no background signal. The next launch, ten minutes later.
+        let second = try Harness(directory: first.directory, clock: ManualClock(start: start.addingTimeInterval(600)))
+        await second.client.handle(.foreground)
+        await second.client.flushEvents()
+        let events = second.transport.sentEvents
+        #expect(events.compactMap { $0["name"]?.stringValue } == ["$session.ended", "$app.opened"])
+        #expect(events.first?["data"] == ["durationSec": 20])
+        #expect(events.first?["timestamp"]?.stringValue == EventTimestamp.format(start.addingTimeInterval(20)))
+        #expect(events.last?["timestamp"]?.stringValue == EventTimestamp.format(start.addingTimeInterval(600)))
+    }
+
+    @Test func aProcessKilledInTheForegroundAndRelaunchedWithin30SecondsResumes() async throws {
+        let first = try Harness()
+        await first.client.handle(.foreground)
+        let start = first.clock.now()
+        await first.clock.advance(by: 15)  // a heartbeat at +10
+        await first.client.flushEvents()
+        let second = try Harness(directory: first.directory, clock: ManualClock(start: start.addingTimeInterval(35)))
+        await second.client.handle(.foreground)
+        await second.clock.advance(by: 40)
+        await second.client.handle(.background)
+        await second.clock.advance(by: 100)
+        await second.client.handle(.foreground)
+        await second.client.flushEvents()
+        let events = second.transport.sentEvents
+        #expect(events.compactMap { $0["name"]?.stringValue } == ["$app.backgrounded", "$session.ended", "$app.opened"])
+        #expect(events[1]["data"] == ["durationSec": 75])  // one session: from the first launch's start to the background
+    }
+
     @Test func automaticSessionTrackingOffEmitsNoneOfTheThree() async throws {
         let h = try Harness { $0.automaticSessionTracking = false }
         await h.client.handle(.foreground)

@@ -19,22 +19,43 @@ extension BuzzKit {
                 logger.error("cannot store the device token", ["error": String(describing: error)])
             }
         }
-        await flushes.run { [self] in await sendPendingDeviceRegistration() }
+        _ = await flushes.run { [self] in await sendPendingDeviceRegistration() }
     }
 
     /// Records a change of the notification permission: `$permission.changed {status}` and a
-    /// device registration carrying it.
+    /// device registration carrying it. The SDK calls it when the platform's permission reading
+    /// changed (at launch and on every foreground); apps need not.
     public func permissionChanged(_ permission: NotificationPermission) {
         emit(ReservedEvent.permissionChanged, ["status": .string(permission.rawValue)])
         jobs.submit { [self] in
             try? await store.setValues([StateKey.devicePermission: permission.rawValue,
+                                        StateKey.observedPermission: permission.rawValue,
                                         StateKey.deviceRegistrationPending: "1"])
         }
     }
 
-    func sendPendingDeviceRegistration() async {
+    @discardableResult
+    /// Reads the platform's permission and reports a change since the last reading as
+    /// `$permission.changed` (the first reading is only recorded). Runs at `start()` and on every
+    /// foreground, in order with the other writes.
+    func checkPermission() async {
+        await jobs.run { [self] in
+            guard let current = await platform.permissions.currentPermission() else { return }
+            let previous = try? await store.value(StateKey.observedPermission)
+            guard previous != current.rawValue else { return }
+            do {
+                try await store.setValues([StateKey.observedPermission: current.rawValue,
+                                           StateKey.devicePermission: current.rawValue])
+            } catch {
+                logger.error("cannot store the notification permission", ["error": String(describing: error)])
+            }
+            if previous != nil { permissionChanged(current) }
+        }
+    }
+
+    func sendPendingDeviceRegistration() async -> FlushPassResult {
         guard (try? await store.value(StateKey.deviceRegistrationPending)) != nil,
-              let token = try? await store.value(StateKey.deviceToken) else { return }
+              let token = try? await store.value(StateKey.deviceToken) else { return .finished }
         let permission = try? await store.value(StateKey.devicePermission)
         var body: [String: JSONValue] = [
             "environment": .string((configuration.pushEnvironment ?? .detected).rawValue),
@@ -44,7 +65,7 @@ extension BuzzKit {
         ]
         if let bundle = configuration.bundleId { body["bundleId"] = .string(bundle) }
         if let permission { body["permission"] = .string(permission) }
-        switch await api.registerDevice(subscriber: identity.value, token: token, body: .object(body)) {
+        switch await api.registerDevice(subscriber: identity.value, token: token, body: .object(body), as: anonymousId) {
         case .accepted:
             try? await store.setValue(nil, for: StateKey.deviceRegistrationPending)
         case .rejected(let status, let error):
@@ -53,6 +74,8 @@ extension BuzzKit {
             try? await store.setValue(nil, for: StateKey.deviceRegistrationPending)
         case .retryLater(let reason):
             logger.warning("device registration not sent; retried on the next flush", ["reason": reason])
+            return .networkFailure
         }
+        return .finished
     }
 }

@@ -46,9 +46,9 @@ extension BuzzKit {
             logger.warning("BuzzKit.configure called again; ignored")
             return
         }
-        #if canImport(UserNotifications)
-        if configuration.automaticPushHandling { NotificationCenterForwarder.install(for: client) }
-        #endif
+        // The push source (notification center delegate, app delegate forwarding) goes in now,
+        // before the launch returns, so the tap that launched the app is not missed.
+        client.startPushHandling()
         Task { await client.start() }
     }
 
@@ -100,6 +100,19 @@ extension BuzzKit {
         return await client.didReceiveRemoteNotification(payload)
     }
 
+    /// A notification was opened (only needed with `automaticPushHandling` off).
+    public static func notificationOpened(userInfo: [AnyHashable: Any], actionIdentifier: String?, input: String? = nil) async {
+        guard let payload = try? PushPayload.parse(userInfo: userInfo), let client = shared else { return }
+        await client.notificationOpened(payload, actionIdentifier: actionIdentifier, input: input)
+    }
+
+    /// A notification was dismissed (only needed with `automaticPushHandling` off).
+    public static func notificationDismissed(userInfo: [AnyHashable: Any]) async {
+        guard let payload = try? PushPayload.parse(userInfo: userInfo), let client = shared else { return }
+        await client.notificationDismissed(payload)
+    }
+
+    /// The APNs device token (only needed with `automaticPushHandling` off).
     public static func registerDeviceToken(_ token: Data, permission: NotificationPermission? = nil) async {
         await shared?.registerDeviceToken(Array(token), permission: permission)
     }

@@ -24,6 +24,8 @@ extension BuzzKit {
                 if try await store.value(StateKey.deviceToken) != nil {
                     try await store.setValue("1", for: StateKey.deviceRegistrationPending)
                 }
+                // Live Activity tokens are registered against the identified subscriber.
+                try await store.markActivityTokensPending()
             } catch {
                 logger.error("cannot store the identity", ["error": String(describing: error)])
             }
@@ -31,8 +33,10 @@ extension BuzzKit {
         requestFlush()
     }
 
-    /// Forgets the subscriber (a logout): a new anonymous id is used from now on. Events already
-    /// queued are still sent under the identity they were tracked under.
+    /// Forgets the subscriber (a logout): a new anonymous id is used from now on, and with a
+    /// client key a new installation is registered for it before its first request. Events
+    /// already queued are still sent under the identity they were tracked under (with the
+    /// installation token of that identity, kept in the store).
     public func reset() {
         let fresh = Self.newIdentifier()
         state.withLock { s in
@@ -41,21 +45,23 @@ extension BuzzKit {
         }
         jobs.submit { [self] in
             do {
+                // A pending identify stays: it links the old anonymous id, and its installation
+                // must be identified for the old subscriber's queued events to be accepted.
                 try await store.setValues([StateKey.subscriberId: nil, StateKey.anonymousId: fresh,
-                                           StateKey.pendingIdentify: nil, StateKey.sessionStart: nil,
-                                           StateKey.backgroundAt: nil])
+                                           StateKey.sessionStart: nil,
+                                           StateKey.backgroundAt: nil, StateKey.lastActiveAt: nil])
             } catch {
                 logger.error("cannot store the reset identity", ["error": String(describing: error)])
             }
         }
     }
 
-    func sendPendingIdentify() async {
-        guard let pending = try? await store.value(StateKey.pendingIdentify) else { return }
+    func sendPendingIdentify() async -> FlushPassResult {
+        guard let pending = try? await store.value(StateKey.pendingIdentify) else { return .finished }
         let parts = pending.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
         guard parts.count == 2 else {
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
-            return
+            return .finished
         }
         switch await api.identify(anonymousId: parts[0], subscriberId: parts[1]) {
         case .accepted:
@@ -65,6 +71,8 @@ extension BuzzKit {
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
         case .retryLater(let reason):
             logger.warning("identify not sent; retried on the next flush", ["reason": reason])
+            return .networkFailure
         }
+        return .finished
     }
 }

@@ -13,6 +13,25 @@ public enum DeepLinkRoute: String, Sendable, Hashable {
 }
 
 extension BuzzKit {
+    // MARK: - Events the platform reports (automaticPushHandling)
+
+    /// Reacts to a notification event from the platform's `PushNotificationSource` (what
+    /// `automaticPushHandling` wires up; tests may call it too).
+    @discardableResult
+    public func handle(_ event: PlatformNotificationEvent) async -> RemoteNotificationOutcome {
+        switch event {
+        case .received(let payload):
+            return await didReceiveRemoteNotification(payload)
+        case .opened(let payload, let actionIdentifier, let input):
+            await notificationOpened(payload, actionIdentifier: actionIdentifier, input: input)
+        case .dismissed(let payload):
+            await notificationDismissed(payload)
+        case .deviceToken(let token):
+            await registerDeviceToken(token)
+        }
+        return .noData
+    }
+
     // MARK: - Silent pushes (bk.local, bk.cancel)
 
     /// Handles a remote notification's `userInfo` in the background: a `bk.local` plan is

@@ -40,6 +40,14 @@ public final class BuzzKit: Sendable {
         var flushTimer: (deadline: Date, work: ScheduledWork)?
         var started = false
         var foregroundSeen = false
+        /// Consecutive flushes that ended in a network failure (0 after a pass that finished).
+        var consecutiveFailures = 0
+        /// While set, flushes triggered by tracks wait for the backoff's retry at this moment.
+        var backoffUntil: Date?
+        /// In the foreground as far as session tracking knows (the heartbeat runs meanwhile).
+        var inForeground = false
+        var heartbeat: ScheduledWork?
+        var pushesStarted = false
     }
 
     /// Opens the queue database (in the app group's container when `appGroup` is set, else in
@@ -51,7 +59,8 @@ public final class BuzzKit: Sendable {
         self.actions = actions
         logger = SDKLogger(handler: configuration.logHandler)
         store = try EventStore(directory: try Self.storageDirectory(for: configuration))
-        api = APIClient(transport: platform.transport, baseURL: configuration.baseURL, apiKey: configuration.apiKey)
+        api = APIClient(transport: platform.transport, baseURL: configuration.baseURL, apiKey: configuration.apiKey,
+                        store: store, logger: logger)
         var anonymousId = try store.valueNow(StateKey.anonymousId)
         if anonymousId == nil {
             let fresh = Self.newIdentifier()
@@ -65,8 +74,10 @@ public final class BuzzKit: Sendable {
     }
 
     /// Starts what `configure` starts: lifecycle signals, `$app.installed` / `$app.updated`, the
-    /// settings the notification service extension reads, and the flush 5 s after configure.
-    /// Calling it again does nothing.
+    /// settings the notification service extension reads, the flush 5 s after configure, and,
+    /// with `automaticPushHandling`, the platform's notification source (silent pushes, opens,
+    /// dismissals and the device token reach the SDK without app code). Calling it again does
+    /// nothing.
     public func start() async {
         let first = state.withLock { s -> Bool in
             defer { s.started = true }
@@ -81,8 +92,22 @@ public final class BuzzKit: Sendable {
             logger.error("cannot store settings", ["error": String(describing: error)])
         }
         await recordAppVersion()
+        await checkPermission()
         scheduleFlush(after: configuration.flushDelayAfterConfigure)
         platform.lifecycle.start { [weak self] signal in await self?.handle(signal) }
+        startPushHandling()
+    }
+
+    /// With `automaticPushHandling`, starts the platform's push source (once); without, nothing.
+    /// `configure` calls it synchronously so the source is in place before the launch returns.
+    func startPushHandling() {
+        guard configuration.automaticPushHandling else { return }
+        let first = state.withLock { s -> Bool in
+            defer { s.pushesStarted = true }
+            return !s.pushesStarted
+        }
+        guard first else { return }
+        platform.pushes.start { [weak self] event in await self?.handle(event) ?? .noData }
     }
 
     /// The identity events tracked now are sent under.

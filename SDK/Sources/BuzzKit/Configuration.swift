@@ -19,8 +19,12 @@ public struct BuzzKitConfiguration: Sendable {
     /// Sessions from the app lifecycle (`$app.opened`, `$app.backgrounded`, `$session.ended`).
     /// Default true; false emits none of the three.
     public var automaticSessionTracking: Bool = true
-    /// Installs the notification delegate and forwards silent pushes on its own. Default true;
-    /// when false, forward them with `BuzzKit.didReceiveRemoteNotification(userInfo:)`.
+    /// Handles pushes without app code: on iOS the SDK becomes the `UNUserNotificationCenter`
+    /// delegate (forwarding to the one set before `configure`), receives the app delegate's
+    /// silent pushes and device token (its methods are forwarded to, then to the app's own), and
+    /// registers for remote notifications. Default true; when false, forward silent pushes with
+    /// `BuzzKit.didReceiveRemoteNotification(userInfo:)`, opens with
+    /// `BuzzKit.notificationOpened(...)` and the token with `BuzzKit.registerDeviceToken(_:)`.
     public var automaticPushHandling: Bool = true
     /// The APNs environment of device and activity tokens. Default nil: detected from the build.
     public var pushEnvironment: PushEnvironment?
@@ -48,6 +52,15 @@ public struct BuzzKitConfiguration: Sendable {
     public var maxAttempts: Int = 20
     /// A return to the foreground within this many seconds resumes the session. Default 30.
     public var sessionResumeWindow: TimeInterval = 30
+    /// Seconds between two records of "still in the foreground" while a session runs, so a
+    /// session whose process is killed in the foreground is closed at about that moment on the
+    /// next launch. Default 10.
+    public var sessionHeartbeatInterval: TimeInterval = 10
+    /// Delay before retrying a flush that failed for lack of a network (or a 5xx/408/429): doubled
+    /// per consecutive failure, capped at `retryMaxDelay`, jittered into `[d/2, d]`. Default 5.
+    public var retryBaseDelay: TimeInterval = 5
+    /// The longest delay between two retries of a failed flush. Default 300 (5 minutes).
+    public var retryMaxDelay: TimeInterval = 300
 
     public init(apiKey: String, baseURL: URL) {
         self.apiKey = apiKey

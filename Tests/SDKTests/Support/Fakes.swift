@@ -4,19 +4,31 @@ import Foundation
 import Synchronization
 
 /// Records every request and answers with `responder` (default: 202 accepted).
+///
+/// With `autoInstall` (the default) `POST /v1/installations` is answered 201 with the token
+/// `bk_inst_<anonymousId>` without reaching the responder, and recorded in `installations`
+/// rather than `requests`, so tests about other things need not care about installation tokens.
 final class FakeTransport: Transport {
     typealias Responder = @Sendable (TransportRequest, Int) async throws -> TransportResponse
 
     private let log = Mutex<[TransportRequest]>([])
+    private let installLog = Mutex<[TransportRequest]>([])
     private let responder: Mutex<Responder>
+    let autoInstall: Bool
 
-    init(_ responder: @escaping Responder = { _, _ in FakeTransport.accepted() }) {
+    init(autoInstall: Bool = true, _ responder: @escaping Responder = { _, _ in FakeTransport.accepted() }) {
+        self.autoInstall = autoInstall
         self.responder = Mutex(responder)
     }
 
     func respond(_ responder: @escaping Responder) { self.responder.withLock { $0 = responder } }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if autoInstall, request.url.path == "/v1/installations" {
+            installLog.withLock { $0.append(request) }
+            let anonymous = (try? JSONValue.parse(request.body))?["anonymousId"]?.stringValue ?? ""
+            return Self.installation(token: "bk_inst_" + anonymous, anonymousId: anonymous)
+        }
         let index = log.withLock { log -> Int in
             log.append(request)
             return log.count - 1
@@ -26,6 +38,8 @@ final class FakeTransport: Transport {
     }
 
     var requests: [TransportRequest] { log.withLock { $0 } }
+    /// The `POST /v1/installations` answered by `autoInstall`.
+    var installations: [TransportRequest] { installLog.withLock { $0 } }
     func clear() { log.withLock { $0.removeAll() } }
 
     /// Requests to `path` (e.g. `/v1/events`), their JSON bodies.
@@ -43,6 +57,18 @@ final class FakeTransport: Transport {
 
     static func error(_ code: ErrorCode, status: Int) -> TransportResponse {
         TransportResponse(status: status, body: Envelope.failure(APIError(code, "refused")).encoded(requestId: "r"))
+    }
+
+    static func error(_ code: String, status: Int) -> TransportResponse {
+        error(ErrorCode(code, httpStatus: status), status: status)
+    }
+
+    /// `POST /v1/installations`'s 201.
+    static func installation(token: String, anonymousId: String) -> TransportResponse {
+        TransportResponse(status: 201, body: Envelope.success([
+            "id": "00000000-0000-0000-0000-000000000001", "anonymousId": .string(anonymousId), "subscriberId": nil,
+            "token": .string(token), "createdAt": "2026-01-01T00:00:00.000Z",
+        ]).encoded(requestId: "r"))
     }
 }
 
@@ -77,6 +103,32 @@ final class FakeLifecycle: PlatformLifecycle {
     func send(_ signal: LifecycleSignal) async { await handler.withLock { $0 }?(signal) }
 }
 
+/// A push source a test drives: `send` reaches the SDK only if it started the source.
+final class FakePushSource: PushNotificationSource {
+    private let handler = Mutex<(@Sendable (PlatformNotificationEvent) async -> RemoteNotificationOutcome)?>(nil)
+    private let starts = Mutex(0)
+
+    func start(_ handler: @escaping @Sendable (PlatformNotificationEvent) async -> RemoteNotificationOutcome) {
+        self.handler.withLock { $0 = handler }
+        starts.withLock { $0 += 1 }
+    }
+
+    /// What the SDK answered; nil when nothing listens (the source was never started).
+    func send(_ event: PlatformNotificationEvent) async -> RemoteNotificationOutcome? {
+        guard let handler = handler.withLock({ $0 }) else { return nil }
+        return await handler(event)
+    }
+
+    var startCount: Int { starts.withLock { $0 } }
+}
+
+/// A permission a test sets.
+final class FakePermissions: NotificationPermissionReader {
+    private let value = Mutex<NotificationPermission?>(nil)
+    func set(_ permission: NotificationPermission?) { value.withLock { $0 = permission } }
+    func currentPermission() async -> NotificationPermission? { value.withLock { $0 } }
+}
+
 final class LogCapture: Sendable {
     private let entries = Mutex<[LogEntry]>([])
     var handler: LogHandler { { [self] entry in self.entries.withLock { $0.append(entry) } } }
@@ -104,11 +156,14 @@ struct Harness {
     let scheduler: FakeScheduler
     let opener: FakeOpener
     let lifecycle: FakeLifecycle
+    let pushes: FakePushSource
+    let permissions: FakePermissions
     let logs: LogCapture
     let client: BuzzKit
 
     init(directory: TemporaryDirectory = TemporaryDirectory(), clock: ManualClock = ManualClock(),
          transport: FakeTransport = FakeTransport(), scheduler: FakeScheduler = FakeScheduler(),
+         permissions: FakePermissions = FakePermissions(),
          configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws {
         self.directory = directory
         self.clock = clock
@@ -116,6 +171,8 @@ struct Harness {
         self.scheduler = scheduler
         opener = FakeOpener()
         lifecycle = FakeLifecycle()
+        pushes = FakePushSource()
+        self.permissions = permissions
         logs = LogCapture()
         var configuration = BuzzKit.Configuration(apiKey: "bk_ck_test", baseURL: URL(string: "http://api.test")!)
         configuration.storageDirectory = directory.url
@@ -127,12 +184,13 @@ struct Harness {
         configure(&configuration)
         client = try BuzzKit(configuration: configuration,
                              platform: Platform(clock: clock, transport: transport, lifecycle: lifecycle,
-                                                notifications: scheduler, opener: opener))
+                                                notifications: scheduler, opener: opener, pushes: pushes,
+                                                permissions: permissions))
     }
 
     /// A second client on the same storage (a process restart).
     func restarted(transport: FakeTransport? = nil, configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws -> Harness {
         try Harness(directory: directory, clock: clock, transport: transport ?? self.transport, scheduler: scheduler,
-                    configure: configure)
+                    permissions: permissions, configure: configure)
     }
 }

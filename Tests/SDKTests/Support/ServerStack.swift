@@ -148,6 +148,21 @@ final class LosesAnswers: Transport {
     }
 }
 
+/// Forwards to a real transport and records what was asked.
+final class RecordingTransport: Transport {
+    let inner: any Transport
+    private let log = Mutex<[TransportRequest]>([])
+
+    init(_ inner: any Transport) { self.inner = inner }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        log.withLock { $0.append(request) }
+        return try await inner.send(request)
+    }
+
+    var requests: [TransportRequest] { log.withLock { $0 } }
+}
+
 /// A clock whose time a test sets (real scheduling, settable `now`).
 final class SettableClock: BuzzKitClock {
     private let current = Mutex(Date())

@@ -4,14 +4,20 @@ import Synchronization
 
 /// Keeps Live Activity push tokens registered with BuzzKit and reports `$activity.*` events.
 ///
-/// Server routes (the Live Activities server issue implements them; until then each call fails
-/// with `ActivityRegistrationError.Code.serverLacksLiveActivities` and is logged as an error):
+/// Server routes (the Live Activities server issue implements them):
 /// - `PUT /v1/subscribers/{id}/live-activities/{activityId}` `{attributesType, token, environment, bundleId}`
 /// - `PUT /v1/subscribers/{id}/live-activity-start-tokens/{attributesType}` `{token, environment, bundleId}`
 /// - `DELETE /v1/subscribers/{id}/live-activities/{activityId}` (the activity ended or was dismissed)
 ///
 /// Tokens are hex; `{id}` is the identified subscriber (or the anonymous id before `identify`).
 /// Registration is idempotent on the server, so re-registering a token changes nothing.
+///
+/// Every token (and every end) is first kept in the SDK's store, then sent. What did not reach
+/// the server is sent again by later flushes (a network failure: with the flush's backoff), and
+/// every kept token is registered again after `identify`. A server without these routes answers
+/// 404 `not_found`: the call fails with `ActivityRegistrationError.Code.serverLacksLiveActivities`,
+/// which is logged once per process, and no request is made for the rest of the process (the
+/// tokens stay kept and are registered on a later launch).
 public final class Activities: Sendable {
     private struct WeakClient: @unchecked Sendable {
         // @unchecked: only the weak reference itself, read and written under the Mutex.
@@ -22,6 +28,8 @@ public final class Activities: Sendable {
         var started: Set<String> = []
         var finished: Set<String> = []
         var types: [String: String] = [:]
+        /// The server answered 404 for a Live Activity route in this process.
+        var serverLacksRoutes = false
     }
 
     private let owner = Mutex(WeakClient())
@@ -40,28 +48,35 @@ public final class Activities: Sendable {
 
     // MARK: - Low-level surface
 
-    /// Registers (or re-registers after a rotation) an activity's push token.
+    /// Registers (or re-registers after a rotation) an activity's push token. The token is kept
+    /// either way; a failure says why it has not reached the server yet.
     public func register(id: String, token: Data, attributesType: String) async throws(ActivityRegistrationError) {
         let client = try client()
         tracking.withLock { $0.types[id] = attributesType }
-        var body = client.tokenBody(token)
-        body["attributesType"] = .string(attributesType)
-        try await send(client, "PUT", "/v1/subscribers/\(client.identity.value.pathEscaped)/live-activities/\(id.pathEscaped)",
-                       body: .object(body))
+        let record = ActivityTokenRecord(kind: .activity, key: id, attributesType: attributesType, token: Self.hex(token))
+        await keep(client, record)
+        try await deliver(client, record)
     }
 
-    /// Registers the push-to-start token of an attributes type (iOS 17.2 and later).
+    /// Registers the push-to-start token of an attributes type (iOS 17.2 and later). Kept either way.
     public func registerPushToStartToken(_ token: Data, attributesType: String) async throws(ActivityRegistrationError) {
         let client = try client()
-        try await send(client, "PUT",
-                       "/v1/subscribers/\(client.identity.value.pathEscaped)/live-activity-start-tokens/\(attributesType.pathEscaped)",
-                       body: .object(client.tokenBody(token)))
+        let record = ActivityTokenRecord(kind: .pushToStart, key: attributesType, attributesType: attributesType,
+                                         token: Self.hex(token))
+        await keep(client, record)
+        try await deliver(client, record)
     }
 
     /// The activity ended (from the app): tracks `$activity.ended` and tells the server to stop
-    /// updating it. Failures are logged; the event is queued either way.
+    /// updating it (kept and retried when that fails). Failures are logged, never thrown.
     public func end(id: String) async {
         await finish(id: id, state: .ended)
+    }
+
+    /// Tokens and ends kept but not yet on the server (diagnostics; tests).
+    public func pendingTokenCount() async -> Int {
+        guard let client = try? client() else { return 0 }
+        return (try? await client.store.pendingActivityTokens().count) ?? 0
     }
 
     // MARK: - Observing
@@ -90,12 +105,11 @@ public final class Activities: Sendable {
         case .pushToken(let id, let type, let token):
             noteStarted(client, id: id, attributesType: type)
             do { try await register(id: id, token: token, attributesType: type) } catch {
-                client.logger.error("live activity token not registered",
-                                    ["activity.id": id, "attributesType": type, "error": error.description])
+                Self.logFailure(client, error, "live activity token not registered", ["activity.id": id, "attributesType": type])
             }
         case .pushToStartToken(let type, let token):
             do { try await registerPushToStartToken(token, attributesType: type) } catch {
-                client.logger.error("push-to-start token not registered", ["attributesType": type, "error": error.description])
+                Self.logFailure(client, error, "push-to-start token not registered", ["attributesType": type])
             }
         case .state(let id, let type, let state):
             tracking.withLock { $0.types[id] = type }
@@ -105,6 +119,78 @@ public final class Activities: Sendable {
                 client.emit(ReservedEvent.activityStale, ["activityId": .string(id), "attributesType": .string(type)])
             case .ended, .dismissed: await finish(id: id, state: state)
             }
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Sends what is kept and pending (a flush calls this). Stops at a network failure (the
+    /// flush backs off) or once the server turns out to lack the routes.
+    func sendPending() async -> BuzzKit.FlushPassResult {
+        guard let client = try? client(), !tracking.withLock({ $0.serverLacksRoutes }) else { return .finished }
+        let pending: [ActivityTokenRecord]
+        do { pending = try await client.store.pendingActivityTokens() } catch {
+            client.logger.error("cannot read kept live activity tokens", ["error": String(describing: error)])
+            return .finished
+        }
+        for record in pending {
+            do { try await deliver(client, record) } catch {
+                switch error.code {
+                case .unavailable: return .networkFailure
+                case .serverLacksLiveActivities: return .finished
+                default: continue
+                }
+            }
+        }
+        return .finished
+    }
+
+    private func keep(_ client: BuzzKit, _ record: ActivityTokenRecord) async {
+        do { try await client.store.putActivityToken(record) } catch {
+            client.logger.error("cannot keep a live activity token", ["error": String(describing: error)])
+        }
+    }
+
+    /// Sends one kept record; on success (or a rejection, never retried) it stops being pending.
+    private func deliver(_ client: BuzzKit, _ record: ActivityTokenRecord) async throws(ActivityRegistrationError) {
+        let base = "/v1/subscribers/\(client.identity.value.pathEscaped)"
+        let (method, path, body): (String, String, JSONValue?)
+        switch record.kind {
+        case .activity:
+            var fields = client.tokenBody(hex: record.token ?? "")
+            fields["attributesType"] = .string(record.attributesType)
+            (method, path, body) = ("PUT", base + "/live-activities/\(record.key.pathEscaped)", .object(fields))
+        case .pushToStart:
+            (method, path, body) = ("PUT", base + "/live-activity-start-tokens/\(record.key.pathEscaped)",
+                                    .object(client.tokenBody(hex: record.token ?? "")))
+        case .end:
+            (method, path, body) = ("DELETE", base + "/live-activities/\(record.key.pathEscaped)", nil)
+        }
+        let route = "\(method) \(Self.routeShape(record.kind))"
+        if tracking.withLock({ $0.serverLacksRoutes }) {
+            throw ActivityRegistrationError(code: .serverLacksLiveActivities, status: 404,
+                                            message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch")
+        }
+        switch await client.api.call(method, path, body: body, as: client.anonymousId) {
+        case .accepted:
+            try? await client.store.activityTokenSent(record)
+        case .rejected(let status, let error) where status == 404 && (error == nil || error?.code == .notFound):
+            let first = tracking.withLock { t -> Bool in
+                defer { t.serverLacksRoutes = true }
+                return !t.serverLacksRoutes
+            }
+            if record.kind == .end { try? await client.store.activityTokenSent(record) }  // nothing to clear there
+            if first {
+                client.logger.error("the server has no Live Activity routes; tokens are kept and registered on a later launch",
+                                    ["route": route, "code": ActivityRegistrationError.Code.serverLacksLiveActivities.rawValue])
+            }
+            throw ActivityRegistrationError(code: .serverLacksLiveActivities, status: status,
+                                            message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch")
+        case .rejected(let status, let error):
+            try? await client.store.activityTokenSent(record)
+            throw ActivityRegistrationError(code: .rejected, status: status, message: error?.message ?? "rejected")
+        case .retryLater(let reason):
+            throw ActivityRegistrationError(code: .unavailable, message: reason)
         }
     }
 
@@ -124,39 +210,34 @@ public final class Activities: Sendable {
         guard first else { return }
         let name = state == .dismissed ? ReservedEvent.activityDismissed : ReservedEvent.activityEnded
         client.emit(name, ["activityId": .string(id), "attributesType": .string(type ?? "unknown")])
-        do {
-            try await send(client, "DELETE", "/v1/subscribers/\(client.identity.value.pathEscaped)/live-activities/\(id.pathEscaped)",
-                           body: nil)
-        } catch {
-            client.logger.error("live activity end not sent", ["activity.id": id, "error": error.description])
+        let record = ActivityTokenRecord(kind: .end, key: id, attributesType: type ?? "unknown", token: nil)
+        await keep(client, record)
+        do { try await deliver(client, record) } catch {
+            Self.logFailure(client, error, "live activity end not sent", ["activity.id": id])
         }
     }
 
-    private func send(_ client: BuzzKit, _ method: String, _ path: String, body: JSONValue?) async throws(ActivityRegistrationError) {
-        switch await client.api.call(method, path, body: body) {
-        case .accepted:
-            return
-        case .rejected(let status, let error) where status == 404 && (error == nil || error?.code == .notFound):
-            throw ActivityRegistrationError(code: .serverLacksLiveActivities, status: status,
-                                            message: "the server has no \(method) \(Self.routeShape(path)) route (Live Activities not supported yet)")
-        case .rejected(let status, let error):
-            throw ActivityRegistrationError(code: .rejected, status: status, message: error?.message ?? "rejected")
-        case .retryLater(let reason):
-            throw ActivityRegistrationError(code: .unavailable, message: reason)
+    /// Logs a failed call, except the server's lack of routes (logged once, when first seen).
+    private static func logFailure(_ client: BuzzKit, _ error: ActivityRegistrationError, _ message: String,
+                                   _ metadata: [String: String]) {
+        guard error.code != .serverLacksLiveActivities else { return }
+        client.logger.error(message, metadata.merging(["error": error.description]) { a, _ in a })
+    }
+
+    private static func routeShape(_ kind: ActivityTokenRecord.Kind) -> String {
+        switch kind {
+        case .activity, .end: "/v1/subscribers/{id}/live-activities/{activityId}"
+        case .pushToStart: "/v1/subscribers/{id}/live-activity-start-tokens/{attributesType}"
         }
     }
 
-    private static func routeShape(_ path: String) -> String {
-        let parts = path.split(separator: "/")
-        guard parts.count >= 5 else { return path }
-        return "/v1/subscribers/{id}/\(parts[3])/{\(parts[3] == "live-activities" ? "activityId" : "attributesType")}"
-    }
+    static func hex(_ token: Data) -> String { token.map { String(format: "%02x", $0) }.joined() }
 }
 
 extension BuzzKit {
-    func tokenBody(_ token: Data) -> [String: JSONValue] {
+    func tokenBody(hex: String) -> [String: JSONValue] {
         var body: [String: JSONValue] = [
-            "token": .string(token.map { String(format: "%02x", $0) }.joined()),
+            "token": .string(hex),
             "environment": .string((configuration.pushEnvironment ?? .detected).rawValue),
         ]
         if let bundle = configuration.bundleId { body["bundleId"] = .string(bundle) }

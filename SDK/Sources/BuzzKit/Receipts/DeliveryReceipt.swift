@@ -24,7 +24,10 @@ public enum DeliveryReceipt {
     ///
     /// The API key and base URL are the ones the app stored in the shared queue when it
     /// configured BuzzKit, else `configuration`'s. The identity is the app's current one (the
-    /// subscriber, or the anonymous id), else a new anonymous id stored for the app to adopt.
+    /// subscriber once its identify reached the server, else the anonymous id), else a new
+    /// anonymous id stored for the app to adopt.
+    /// With a client key the receipt goes out as the app's installation (its token is in the
+    /// shared store; when the app has none yet, the extension registers it and stores it there).
     /// `deadline` seconds (default 5) bound the network part.
     public static func deliver(messageId: String, storageDirectory: URL, configuration: BuzzKitConfiguration?,
                                transport: any Transport, clock: any BuzzKitClock = SystemClock(),
@@ -41,9 +44,17 @@ public enum DeliveryReceipt {
                 logger.error("delivered receipt dropped: no API key (configure BuzzKit in the app first)")
                 return .dropped
             }
-            api = APIClient(transport: transport, baseURL: baseURL, apiKey: key)
+            api = APIClient(transport: transport, baseURL: baseURL, apiKey: key, store: store, logger: logger)
             let identity: EventIdentity
-            if let subscriber = try store.valueNow(StateKey.subscriberId) {
+            // With a client key, the subscriber's events are accepted only from an installation
+            // the server knows is identified as it; until the app's identify went through, the
+            // receipt goes under the anonymous id (which the server links to the subscriber).
+            let subscriber = try store.valueNow(StateKey.subscriberId)
+            var identified = subscriber != nil
+            if let subscriber, InstallationRegistry.needed(for: key) {
+                identified = try store.installationIdentifiedNow(as: subscriber)
+            }
+            if let subscriber, identified {
                 identity = .subscriber(subscriber)
             } else if let anonymous = try store.valueNow(StateKey.anonymousId) {
                 identity = .anonymous(anonymous)
@@ -59,11 +70,12 @@ public enum DeliveryReceipt {
             logger.error("delivered receipt dropped: cannot write it", ["error": String(describing: error)])
             return .dropped
         }
+        let anonymousId = (try? store.valueNow(StateKey.anonymousId)) ?? event.id
         let first = FirstOutcome()
         return await withCheckedContinuation { continuation in
             first.set(continuation)
             Task {
-                let outcome = await send(event, store: store, api: api, logger: logger)
+                let outcome = await send(event, store: store, api: api, anonymousId: anonymousId, logger: logger)
                 first.resolve(outcome)
             }
             Task {
@@ -73,10 +85,11 @@ public enum DeliveryReceipt {
         }
     }
 
-    private static func send(_ event: TrackedEvent, store: EventStore, api: APIClient, logger: SDKLogger) async -> Outcome {
+    private static func send(_ event: TrackedEvent, store: EventStore, api: APIClient, anonymousId: String,
+                             logger: SDKLogger) async -> Outcome {
         do {
             guard let batch = try await store.nextBatch(limit: 1, only: [event.id]) else { return .sent }
-            switch await api.sendEvents(batch) {
+            switch await api.sendEvents(batch, currentAnonymousId: anonymousId) {
             case .accepted:
                 try await store.delete(ids: [event.id])
                 return .sent

@@ -5,8 +5,10 @@ import Foundation
 ///
 /// Tables: `events` (the queue, in tracking order, with the identity each event was tracked
 /// under and its failed attempts), `state` (key/value: anonymous id, subscriber id, stored app
-/// version and build, session times, API settings for the extension) and `cancel_on` (event name
-/// to pending local notification id). Every event is inserted before any network I/O, and rows
+/// version and build, session times, API settings for the extension), `cancel_on` (event name
+/// to pending local notification id), `installations` (the per-installation token of each
+/// anonymous id, and the subscriber it identified as) and `activity_tokens` (Live Activity tokens
+/// kept to register, or re-register, with the server). Every event is inserted before any network I/O, and rows
 /// leave `events` only when the server acknowledged them, rejected them, or after too many failed
 /// attempts, so a process killed mid-flush loses nothing.
 final class EventStore: Sendable {
@@ -32,6 +34,12 @@ final class EventStore: Sendable {
                 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS cancel_on (
                     event_name TEXT NOT NULL, local_id TEXT NOT NULL, PRIMARY KEY (event_name, local_id));
+                CREATE TABLE IF NOT EXISTS installations (
+                    anonymous_id TEXT PRIMARY KEY, token TEXT, subscriber_id TEXT,
+                    seq INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE IF NOT EXISTS activity_tokens (
+                    kind TEXT NOT NULL, key TEXT NOT NULL, attributes_type TEXT NOT NULL, token TEXT,
+                    pending INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (kind, key));
                 """)
         }
     }
@@ -213,4 +221,9 @@ enum StateKey {
     static let deviceToken = "deviceToken"
     static let devicePermission = "devicePermission"
     static let deviceRegistrationPending = "deviceRegistrationPending"
+    /// The last moment the SDK knew the app was in the foreground (a heartbeat), so a session
+    /// whose process died in the foreground is closed at that moment on the next launch.
+    static let lastActiveAt = "lastActiveAt"
+    /// The notification permission last read from the platform.
+    static let observedPermission = "observedPermission"
 }

@@ -44,6 +44,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     deinit { sqlite3_close_v2(handle) }
 
     /// Runs `body` on the connection's queue and returns its result.
+    @discardableResult
     func run<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { [self] in
