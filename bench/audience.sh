@@ -8,7 +8,8 @@
 #   cursor: the whole audience through one statement (AudienceQuery.all) read by a cursor,
 # with the raw baseline measured in the same run: count(*) of all the tenant's subscribers and
 # streaming with no condition. EXPLAIN (ANALYZE, BUFFERS) plans go to
-# bench/results/audience-<time>/. Goal: each count under 1 s.
+# bench/results/audience-<time>/. Goals: each count under 1 s; each audience streamed through one
+# cursor (the fan-out's AudienceCursor) faster than the sender delivers (SENDER_RATE, default 5200/s).
 #
 # The SQL below is exactly what BuzzKitAudience's AudienceQuery emits for these expressions (the
 # test AudienceBenchSQLTests fails when they drift); values are bound as parameters, as the
@@ -46,12 +47,12 @@ for f in "$ROOT"/Shared/Migrations/SQL/*.sql; do q -f "$f" >/dev/null; done
 SQL_A_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.attributes @> $2::jsonb'
 SQL_A_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.attributes @> $2::jsonb AND s.id > $3::text ORDER BY s.id LIMIT $4::int8'
 SQL_A_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.attributes @> $2::jsonb ORDER BY s.id'
-SQL_B_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz)'
-SQL_B_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) AND s.id > $5::text ORDER BY s.id LIMIT $6::int8'
-SQL_B_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) ORDER BY s.id'
-SQL_C_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8)'
-SQL_C_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8) AND s.id > $6::text ORDER BY s.id LIMIT $7::int8'
-SQL_C_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8) ORDER BY s.id'
+SQL_B_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz)'
+SQL_B_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) AND s.id > $5::text ORDER BY s.id LIMIT $6::int8'
+SQL_B_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) ORDER BY s.id'
+SQL_C_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8)'
+SQL_C_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8) AND s.id > $6::text ORDER BY s.id LIMIT $7::int8'
+SQL_C_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT o.sid FROM (SELECT e.subscriber_id COLLATE "C" AS sid FROM events e WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE e.tenant_id = $1::uuid AND e.name = $2::text AND e.occurred_at >= $3::timestamptz AND e.occurred_at <= $4::timestamptz) o GROUP BY o.sid HAVING count(*) >= $5::int8) ORDER BY s.id'
 SQL_D_COUNT='SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT ts.subscriber_id FROM topic_subscriptions ts WHERE ts.tenant_id = $1::uuid AND ts.topic_key = $2::text)'
 SQL_D_PAGE='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT ts.subscriber_id FROM topic_subscriptions ts WHERE ts.tenant_id = $1::uuid AND ts.topic_key = $2::text) AND s.id > $3::text ORDER BY s.id LIMIT $4::int8'
 SQL_D_ALL='SELECT s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id IN (SELECT ts.subscriber_id FROM topic_subscriptions ts WHERE ts.tenant_id = $1::uuid AND ts.topic_key = $2::text) ORDER BY s.id'
@@ -75,6 +76,7 @@ INSERT INTO topics (tenant_id, key) VALUES ('$TENANT', 'sports'), ('$TENANT', 'n
 -- The indexes are built after loading (much faster than maintaining them row by row).
 DROP INDEX subscribers_attributes;
 DROP INDEX events_name_time;
+DROP INDEX events_name_subscriber;
 DROP INDEX events_subscriber_name;
 DROP INDEX events_subscriber_time;
 ALTER TABLE topic_subscriptions DROP CONSTRAINT topic_subscriptions_tenant_id_subscriber_id_fkey;
@@ -107,24 +109,30 @@ SELECT '$TENANT', 'e' || n,
 FROM (SELECT n, random() AS r FROM generate_series(1, $EVENTS) n) g;
 SQL
 bk_log "data generated in $((SECONDS - START)) s; building indexes"
-# The same definitions as migrations 0003 and 0005.
+# The same definitions as migrations 0003, 0005 and 0008.
 q <<SQL
 SET maintenance_work_mem = '512MB';
 SET max_parallel_maintenance_workers = 2;
 CREATE INDEX subscribers_attributes ON subscribers USING gin (attributes jsonb_path_ops);
 CREATE INDEX events_name_time ON events (tenant_id, name, occurred_at) INCLUDE (subscriber_id);
+CREATE INDEX events_name_subscriber ON events (tenant_id, name, subscriber_id COLLATE "C", occurred_at);
 CREATE INDEX events_subscriber_name ON events (tenant_id, subscriber_id, name, occurred_at);
 VACUUM ANALYZE;
 SQL
 bk_log "indexes built and analyzed at $((SECONDS - START)) s (events_subscriber_time left out: audiences never read it)"
 
 # ---- Measure --------------------------------------------------------------------------------------
+# The planner settings every audience statement runs with (AudienceQuery.settings, SET LOCAL in
+# the gateway's and the fan-out's transactions).
+SETTINGS="SET plan_cache_mode = force_custom_plan; SET max_parallel_workers_per_gather = 0; SET jit = off; SET work_mem = '64MB'; SET cursor_tuple_fraction = 1;"
+# The sender's delivery rate (README, bench/push_fanout.sh): the audience stream must be faster.
+SENDER_RATE="${SENDER_RATE:-5200}"
 # shape_run NAME "COUNT_SQL" "PAGE_SQL" "ALL_SQL" "params before the cursor (SQL literals, comma separated)"
 shape_run() {
   local name="$1" count_sql="$2" page_sql="$3" all_sql="$4" params="$5"
   local out best rows pages page_ms total all_ms
   out="$(q <<SQL
-SET plan_cache_mode = force_custom_plan;
+$SETTINGS
 PREPARE c AS $count_sql;
 \timing on
 EXECUTE c($params);
@@ -135,17 +143,18 @@ SQL
   best="$(grep -o 'Time: [0-9.]*' <<<"$out" | awk '{print $2}' | sort -n | head -1)"
   rows="$(grep -E '^ *[0-9]+ *$' <<<"$out" | head -1 | tr -d ' ')"
   q >"$RESULTS/$name-count.plan.txt" <<SQL
-SET plan_cache_mode = force_custom_plan;
+$SETTINGS
 PREPARE c AS $count_sql;
 EXPLAIN (ANALYZE, BUFFERS) EXECUTE c($params);
 SQL
   q >"$RESULTS/$name-page.plan.txt" <<SQL
-SET plan_cache_mode = force_custom_plan;
+$SETTINGS
 PREPARE p AS $page_sql;
 EXPLAIN (ANALYZE, BUFFERS) EXECUTE p($params, '', 1000);
 SQL
   # Keyset pages of 1000 (the page SQL as is, bound values), at most $MAX_PAGES pages.
   out="$(q 2>&1 <<SQL
+$SETTINGS
 DO \$do\$
 DECLARE
   cursor_id text := '';
@@ -168,6 +177,7 @@ SQL
   read -r _ pages page_ms < <(grep -o 'PAGES [0-9]* [0-9.]*' <<<"$out")
   # The whole audience through one statement read by a cursor (AudienceQuery.all).
   out="$(q 2>&1 <<SQL
+$SETTINGS
 DO \$do\$
 DECLARE
   r record;
@@ -190,7 +200,8 @@ RAW_LINE="$(shape_run raw "$SQL_RAW_COUNT" "$SQL_RAW_PAGE" "$SQL_RAW_ALL" "'$TEN
 read -r _ RAW_COUNT_MS _ _ RAW_PAGE_MS RAW_TOTAL RAW_ALL_MS <<<"$RAW_LINE"
 RAW_RATE="$(awk -v n="$RAW_TOTAL" -v ms="$RAW_ALL_MS" 'BEGIN{printf "%.0f", n/(ms/1000)}')"
 
-printf '\n%-32s %9s %9s %7s %11s %7s %14s %7s\n' "shape" "audience" "count ms" "x raw" "ms per page" "x raw" "cursor ids/s" "x raw"
+printf '\n%-32s %9s %9s %7s %11s %7s %14s %7s %9s\n' "shape" "audience" "count ms" "x raw" "ms per page" "x raw" "cursor ids/s" "x raw" "x sender"
+MISSED=""
 for shape in A B C D; do
   case $shape in
     A) line="$(shape_run A-attribute-equality "$SQL_A_COUNT" "$SQL_A_PAGE" "$SQL_A_ALL" "'$TENANT', '{\"plan\": \"pro\"}'")"; label='plan == "pro"' ;;
@@ -200,11 +211,16 @@ for shape in A B C D; do
   esac
   read -r _ count_ms rows pages page_ms total all_ms <<<"$line"
   rate="$(awk -v n="$total" -v ms="$all_ms" 'BEGIN{printf "%.0f", (ms>0)?n/(ms/1000):0}')"
-  printf '%-32s %9s %9s %7s %11s %7s %14s %7s\n' "$label" "$rows" "$count_ms" \
+  printf '%-32s %9s %9s %7s %11s %7s %14s %7s %9s\n' "$label" "$rows" "$count_ms" \
     "$(awk -v a="$count_ms" -v b="$RAW_COUNT_MS" 'BEGIN{printf "%.2f", a/b}')" "$page_ms" \
     "$(awk -v a="$page_ms" -v b="$RAW_PAGE_MS" 'BEGIN{printf "%.1f", (b>0)?a/b:0}')" "$rate" \
-    "$(awk -v a="$rate" -v b="$RAW_RATE" 'BEGIN{printf "%.2f", (b>0)?a/b:0}')"
+    "$(awk -v a="$rate" -v b="$RAW_RATE" 'BEGIN{printf "%.2f", (b>0)?a/b:0}')" \
+    "$(awk -v a="$rate" -v b="$SENDER_RATE" 'BEGIN{printf "%.1f", a/b}')"
+  awk -v ms="$count_ms" 'BEGIN{exit !(ms >= 1000)}' && MISSED="$MISSED count:$shape"
+  awk -v r="$rate" -v b="$SENDER_RATE" 'BEGIN{exit !(r < b)}' && MISSED="$MISSED stream:$shape"
 done
 printf '\nraw baseline (no condition, all %s subscribers): count %s ms, %s ms per keyset page, cursor %s ids/s.\n' \
   "$SUBSCRIBERS" "$RAW_COUNT_MS" "$RAW_PAGE_MS" "$RAW_RATE"
 printf 'Keyset pages: the first %s pages of 1000. Plans: %s\nTotal %s s.\n' "$MAX_PAGES" "$RESULTS" "$((SECONDS - START))"
+printf 'Streaming: the audience read through one cursor (AudienceQuery.all, as the fan-out does) vs the sender'"'"'s %s deliveries/s (SENDER_RATE).\n' "$SENDER_RATE"
+if [ -n "$MISSED" ]; then echo "Goal missed:$MISSED (count < 1 s, stream >= sender rate)"; else echo "Goals met: every count < 1 s, every stream >= the sender's rate."; fi

@@ -79,10 +79,11 @@ struct FanOut: Sendable {
         }
     }
 
-    /// An expression audience: keyset pages of matching subscriber ids (the compiled SQL, one `now`
-    /// for every page: the message's creation time, so `within:` windows do not move between pages
-    /// or after a restart), each page's devices inserted and queued like a `to` list, the last id
-    /// recorded so a crash resumes after it.
+    /// An expression audience, streamed: the compiled SQL runs ONCE through a server-side cursor
+    /// (`AudienceCursor`, one `now` for the whole send: the message's creation time, so `within:`
+    /// windows do not move between pages or after a restart); each page of subscriber ids has its
+    /// devices inserted and queued like a `to` list, then its last id is recorded, so a crash
+    /// resumes after it (the statement runs again from there: `AudienceQuery.all(after:)`).
     private func fanOutExpression(_ text: String, message: UUID, tenant: UUID, environment: String?, after: String?,
                                   now: Date) async throws {
         let expression: AudienceExpression
@@ -92,30 +93,24 @@ struct FanOut: Sendable {
             try await fail(message, code: "invalid_target", "the stored expression does not parse: \(error)")
             return
         }
-        var cursor = after
-        let subscribersPerPage = max(1, pageSize / 2)
-        while true {
-            let query = AudienceQuery.page(expression, tenantId: tenant, after: cursor, limit: subscribersPerPage, now: now)
-            let matched = try await postgres.query(query.sql, query.parameters)
-            let subscribers = try matched.map { try $0.decode(String.self, at: 0) }
-            if !subscribers.isEmpty {
-                let page = try await postgres.query(Self.pageSQL(.subscribers(subscribers)), Self.pageParameters(
-                    .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
-                    afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
-                var ids: [UUID] = []
-                for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
-                try await enqueue(ids, message: message, tenant: tenant)
-            }
-            if subscribers.count < subscribersPerPage {
-                try await finish(message)
-                return
-            }
-            cursor = subscribers[subscribers.count - 1]
+        let query = AudienceQuery.all(expression, tenantId: tenant, after: after, now: now)
+        try await AudienceCursor.stream(query, configuration: postgres.configuration, logger: logger,
+                                        pageSize: max(1, pageSize / 2)) { subscribers in
+            let pageStarted = ContinuousClock.now
+            defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
+            let page = try await postgres.query(Self.pageSQL(.subscribers(subscribers)), Self.pageParameters(
+                .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
+                afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
+            var ids: [UUID] = []
+            ids.reserveCapacity(page.count)
+            for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
+            try await enqueue(ids, message: message, tenant: tenant)
             try await postgres.execute("""
                 UPDATE messages SET fanout_after_subscriber = $2, fanout_count = fanout_count + $3, updated_at = now()
                 WHERE id = $1::uuid
-                """, [message, cursor, subscribers.count])
+                """, [message, subscribers[subscribers.count - 1], subscribers.count])
         }
+        try await finish(message)
     }
 
     /// Puts `ids` on `bk:deliveries` in chunks of `chunkSize`, with one pipelined XADD.

@@ -1,5 +1,3 @@
-// Compiled only once GatewayApp depends on BuzzKitAudience (Package.swift) and the build defines
-// BUZZKIT_SEGMENT_ROUTES, or once these #if lines are removed together with that change.
 import BuzzKitAudience
 import BuzzKitHTTPServer
 import BuzzKitPostgres
@@ -21,6 +19,9 @@ enum SegmentRoutes {
 
     static var routes: [GatewayRoute] {
         [
+            GatewayRoute("GET", "/v1/segments", id: "listSegments", "List saved segments in key order",
+                         access: .tenant(.subscribersRead, clientKeys: false), response: segment, paginated: true,
+                         handler: { g, c in try await g.listSegments(c) }),
             GatewayRoute("PUT", "/v1/segments/{key}", id: "upsertSegment",
                          "Create or replace a saved segment (201 when created); the expression is validated at save time",
                          access: .tenant(.subscribersWrite, clientKeys: false),
@@ -92,6 +93,19 @@ extension Gateway {
         return .json(try segmentJSON(row), status: try row.decode(Bool.self, named: "inserted") ? 201 : 200)
     }
 
+    func listSegments(_ context: RequestContext) async throws -> Response {
+        let page = try Page(context.request)
+        let rows = try await postgres.query("""
+            SELECT key, name, expression, \(isoColumn("created_at")), \(isoColumn("updated_at"))
+            FROM segments WHERE tenant_id = $1::uuid AND ($2::text IS NULL OR key > $2) ORDER BY key LIMIT $3
+            """, [try context.tenant, page.after, page.limit + 1])
+        let items = try rows.map { row -> [String: JSONValue] in
+            guard case .object(let object) = try segmentJSON(row) else { throw APIError.internalError }
+            return object
+        }
+        return page.response(items) { $0["key"]?.stringValue ?? "" }
+    }
+
     func getSegment(_ context: RequestContext) async throws -> Response {
         .json(try segmentJSON(try await segmentRow(context)))
     }
@@ -117,7 +131,7 @@ extension Gateway {
         let row = try await segmentRow(context)
         let expression = try SegmentRoutes.expression(try row.decode(String.self, named: "expression"))
         let query = AudienceQuery.page(expression, tenantId: tenant, after: page.after, limit: page.limit + 1, now: Date())
-        let rows = try await postgres.query(query.sql, query.parameters)
+        let rows = try await audienceRows(query)
         let items = try rows.map { row -> [String: JSONValue] in ["subscriberId": .string(try row.decode(String.self, at: 0))] }
         return page.response(items) { $0["subscriberId"]?.stringValue ?? "" }
     }
@@ -132,7 +146,7 @@ extension Gateway {
         let now = Date()
         let count = try await audienceCount(expression, tenant: tenant, now: now)
         let query = AudienceQuery.page(expression, tenantId: tenant, after: nil, limit: SegmentRoutes.sampleSize, now: now)
-        let sample = try await postgres.query(query.sql, query.parameters).map { JSONValue.string(try $0.decode(String.self, at: 0)) }
+        let sample = try await audienceRows(query).map { JSONValue.string(try $0.decode(String.self, at: 0)) }
         return .json(["count": .int(count), "sample": .array(sample)])
     }
 
@@ -152,7 +166,15 @@ extension Gateway {
 
     private func audienceCount(_ expression: AudienceExpression, tenant: UUID, now: Date = Date()) async throws -> Int64 {
         let query = AudienceQuery.count(expression, tenantId: tenant, now: now)
-        guard let row = try await postgres.query(query.sql, query.parameters).first else { throw APIError.internalError }
+        guard let row = try await audienceRows(query).first else { throw APIError.internalError }
         return try row.decode(Int64.self, at: 0)
+    }
+
+    /// Runs an audience statement in a transaction with the planner settings it was measured with.
+    private func audienceRows(_ query: AudienceSQL) async throws -> PostgresRows {
+        try await postgres.withTransaction { tx in
+            try await tx.execute(AudienceQuery.settings)
+            return try await tx.query(query.sql, query.parameters)
+        }
     }
 }
