@@ -106,13 +106,15 @@ struct EventsEndToEndTests {
     @Test func eventsBeforeAndAfterIdentifyBelongToTheSubscriber() async throws {
         try await withGateway { h in
             try await withIngest(h) {
+                let installation = try await h.registerInstallation("anon-42")
                 let before = batch(("anonymousId", "anon-42"), ids: 0..<3, prefix: "before")
-                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: before).status == 202)
+                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: before, installation: installation).status == 202)
                 let identify = try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                                body: ["anonymousId": "anon-42", "subscriberId": "user-42"])
+                                                body: ["anonymousId": "anon-42", "subscriberId": "user-42"],
+                                                installation: installation)
                 #expect(identify.status == 200 || identify.status == 201, "\(identify.envelope)")
                 let after = batch(("anonymousId", "anon-42"), ids: 0..<2, prefix: "after")
-                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: after).status == 202)
+                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: after, installation: installation).status == 202)
                 let direct = batch(("subscriberId", "user-42"), ids: 0..<1, prefix: "direct")
                 #expect(try await h.send("POST", "/v1/events", key: h.tenantKey, body: direct).status == 202)
                 let all = try await events(h, "user-42", count: 6)
@@ -125,10 +127,12 @@ struct EventsEndToEndTests {
     @Test func clientKeysCanTrackButNotRead() async throws {
         try await withGateway { h in
             #expect(try await h.send("PUT", "/v1/subscribers/s1", key: h.tenantKey, body: [:]).status == 201)
+            let installation = try await h.registerInstallation("anon-s1")
             let tracked = try await h.send("POST", "/v1/events", key: h.clientKey,
-                                           body: batch(("subscriberId", "s1"), ids: 0..<1, prefix: "c"))
+                                           body: batch(("anonymousId", "anon-s1"), ids: 0..<1, prefix: "c"),
+                                           installation: installation)
             #expect(tracked.status == 202)
-            let read = try await h.send("GET", "/v1/subscribers/s1/events", key: h.clientKey)
+            let read = try await h.send("GET", "/v1/subscribers/s1/events", key: h.clientKey, installation: installation)
             #expect(read.status == 403)
             #expect(read.code == "forbidden_scope")
         }

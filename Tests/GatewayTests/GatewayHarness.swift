@@ -92,8 +92,9 @@ final class GatewayHarness: Sendable {
     }
 
     func send(_ method: String, _ path: String, key: String? = nil, tenant: String? = nil, body: JSONValue? = nil,
-              headers extra: [String: String] = [:]) async throws -> Reply {
+              installation: String? = nil, headers extra: [String: String] = [:]) async throws -> Reply {
         var headers = BuzzKitHTTPClient.HTTPHeaders()
+        if let installation { headers.add(name: "BuzzKit-Installation", value: installation) }
         if let key { headers.add(name: "Authorization", value: "Bearer \(key)") }
         if let tenant { headers.add(name: "BuzzKit-Tenant", value: tenant) }
         for (name, value) in extra { headers.add(name: name, value: value) }
@@ -118,6 +119,15 @@ final class GatewayHarness: Sendable {
             throw HarnessError(description: "creating a key failed: \(reply.status) \(reply.envelope)")
         }
         return secret
+    }
+
+    /// Registers an installation through the API (client key by default) and returns its token.
+    func registerInstallation(_ anonymousID: String, key: String? = nil) async throws -> String {
+        let reply = try await send("POST", "/v1/installations", key: key ?? clientKey, body: ["anonymousId": .string(anonymousID)])
+        guard reply.status == 201, let token = reply.data?["token"]?.stringValue else {
+            throw HarnessError(description: "registering an installation failed: \(reply.status) \(reply.envelope)")
+        }
+        return token
     }
 
     /// Creates a tenant in this workspace and a tenant key with every tenant scope for it.

@@ -35,7 +35,14 @@ struct OpenAPITests {
             #expect(put?["x-scopes"] == ["subscribers:write"])
             #expect(put?["responses"]?["422"] != nil && put?["responses"]?["429"] != nil && put?["responses"]?["401"] != nil)
             let codes = document["components"]?["schemas"]?["ErrorCode"]?["enum"]?.arrayValue ?? []
-            #expect(Set(codes.compactMap(\.stringValue)) == Set(ErrorCode.all.map(\.rawValue)))
+            let expected = Set(ErrorCode.all.map(\.rawValue)).union(GatewayRoute.table.flatMap(\.errorCodes).map(\.rawValue))
+            #expect(Set(codes.compactMap(\.stringValue)) == expected)
+            #expect(expected.isSuperset(of: ["installation_required", "forbidden_installation", "installation_exists"]))
+            // Client-key routes document the installation header; the registration does not need it.
+            let track = document["paths"]?["/v1/events"]?["post"]?["parameters"]?.arrayValue ?? []
+            #expect(track.contains { $0["name"] == "BuzzKit-Installation" })
+            let register = document["paths"]?["/v1/installations"]?["post"]?["parameters"]?.arrayValue ?? []
+            #expect(!register.contains { $0["name"] == "BuzzKit-Installation" })
             #expect(h.gateway.openAPIDocument == document)
         }
     }

@@ -33,6 +33,7 @@ enum RouteSamples {
         case "upsertSubscriber": ["attributes": ["plan": "a"], "timezone": "Europe/Berlin"]
         case "registerDevice": ["environment": "sandbox", "bundleId": "com.example.a"]
         case "identify": ["anonymousId": .string(values.subscriber), "subscriberId": "someone-else"]
+        case "createInstallation": ["anonymousId": .string(values.subscriber)]
         case "upsertTopic": ["name": "renamed"]
         case "addTopicSubscribers": ["ids": [.string(values.subscriber), "other"]]
         default: nil

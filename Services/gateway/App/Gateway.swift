@@ -26,6 +26,10 @@ public final class Gateway: Sendable {
     let rateLimiter: RateLimiter
     let tenants: TenantResolver
     let idempotency: Idempotency
+    let installationStore: InstallationStore
+    let subscriberBatches: SubscriberBatches
+    let installationCache: InstallationCache
+    let installations: InstallationAuthenticator
     let sealer: AESGCM
     public let lastUsed: LastUsedRecorder
     public let revocations: RevocationListener
@@ -43,8 +47,12 @@ public final class Gateway: Sendable {
         keys = KeyStore(postgres: postgres)
         cache = AuthCache(ttl: configuration.authCacheTTL)
         lastUsed = LastUsedRecorder(store: keys, interval: configuration.lastUsedInterval, logger: logger)
+        installationStore = InstallationStore(postgres: postgres)
+        subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
+        installationCache = InstallationCache(ttl: configuration.authCacheTTL)
+        installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
         revocations = RevocationListener(postgres: postgres, channel: configuration.revocationChannel, cache: cache,
-                                         logger: logger)
+                                         installations: installationCache, logger: logger)
         authenticator = Authenticator(cache: cache, store: keys, recorder: lastUsed, metrics: metrics)
         rateLimiter = RateLimiter(configuration: configuration.rateLimit, redis: redis, logger: logger)
         tenants = TenantResolver(postgres: postgres)

@@ -66,13 +66,19 @@ public struct KeyStore: Sendable {
         return try rows.map(Self.representation)
     }
 
-    /// Marks the key revoked (idempotent); nil when the workspace has no key with this id.
+    /// Marks the key revoked (idempotent), with the installations it registered (which frees their
+    /// anonymous ids for a new registration); nil when the workspace has no key with this id.
     func revoke(workspaceID: UUID, id: UUID) async throws -> [String: JSONValue]? {
-        let rows = try await postgres.query("""
-            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-            WHERE workspace_id = $1::uuid AND id = $2::uuid RETURNING \(Self.columns)
-            """, [workspaceID, id])
-        return try rows.first.map(Self.representation)
+        try await postgres.withTransaction { tx in
+            let rows = try await tx.query("""
+                UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+                WHERE workspace_id = $1::uuid AND id = $2::uuid RETURNING \(Self.columns)
+                """, [workspaceID, id])
+            guard let row = rows.first else { return nil }
+            try await tx.execute(
+                "UPDATE installations SET revoked_at = now() WHERE api_key_id = $1::uuid AND revoked_at IS NULL", [id])
+            return try Self.representation(row)
+        }
     }
 
     /// One statement for every key used since the last flush.

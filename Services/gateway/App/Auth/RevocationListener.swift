@@ -3,7 +3,8 @@ import BuzzKitPostgres
 import Foundation
 
 /// Keeps every replica's auth cache honest: listens on a Postgres channel (default
-/// `bk_api_key_revoked`) and evicts the key id each notification names. The replica that revokes
+/// `bk_api_key_revoked`) and evicts the key id each notification names, with the installations
+/// that key registered. The replica that revokes
 /// a key evicts it locally at once and then notifies the others.
 ///
 /// NOTIFY is not durable: a notification sent while this replica's listening connection is down
@@ -13,15 +14,17 @@ public final class RevocationListener: Service {
     let postgres: PostgresClient
     let channel: String
     let cache: AuthCache
+    let installations: InstallationCache
     let logger: Logger
     private let stopped = OneShot<Void>()
     /// Fulfilled once `LISTEN` is in place (tests wait on it).
     let listening = OneShot<Void>()
 
-    init(postgres: PostgresClient, channel: String, cache: AuthCache, logger: Logger) {
+    init(postgres: PostgresClient, channel: String, cache: AuthCache, installations: InstallationCache, logger: Logger) {
         self.postgres = postgres
         self.channel = channel
         self.cache = cache
+        self.installations = installations
         self.logger = logger
     }
 
@@ -31,10 +34,11 @@ public final class RevocationListener: Service {
                 let notifications = try await postgres.listen(channel)
                 listening.fulfill(())
                 try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { [cache, logger] in
+                    group.addTask { [cache, installations, logger] in
                         for try await notification in notifications {
                             if let id = UUID(uuidString: notification.payload) {
                                 cache.evict(keyID: id)
+                                installations.evict(apiKeyID: id)
                             } else {
                                 logger.debug("api_key.revocation.bad_payload")
                             }

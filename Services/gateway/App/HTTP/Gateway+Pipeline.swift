@@ -4,7 +4,8 @@ import Foundation
 
 extension Gateway {
     /// The steps every keyed route goes through, in order: authenticate (401), rate limit (429),
-    /// scope (403 forbidden_scope), tenant (400/403/404), Idempotency-Key on POST, the handler.
+    /// scope (403 forbidden_scope), tenant (400/403/404), a client key's installation (401
+    /// installation_required / unauthorized), Idempotency-Key on POST, the handler.
     /// Every answer carries the `RateLimit-*` headers once the key is known.
     func handle(_ route: GatewayRoute, _ request: Request) async -> Response {
         var rateHeaders = HTTPHeaders()
@@ -26,7 +27,12 @@ extension Gateway {
             try authorize(route, key)
             var context = RequestContext(request: request, key: key, tenantID: nil)
             if route.actsOnTenant {
-                context.tenantID = try await tenants.resolve(key: key, header: request.headers[TenantResolver.header])
+                let tenant = try await tenants.resolve(key: key, header: request.headers[TenantResolver.header])
+                context.tenantID = tenant
+                if key.kind == .client && route.needsInstallation {
+                    context.installation = try await installations.authenticate(
+                        header: request.headers[InstallationToken.header], tenantID: tenant)
+                }
             }
             var response = try await run(route, context)
             for field in rateHeaders { response.headers.set(field.name, field.value) }

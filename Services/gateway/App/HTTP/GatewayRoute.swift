@@ -37,6 +37,9 @@ public struct GatewayRoute: Sendable {
     public var paginated: Bool
     /// Route-specific error codes (the pipeline's own, such as 401 and 429, are added by `errorCodes`).
     public var errors: [ErrorCode]
+    /// The route that registers an installation (`POST /v1/installations`): client keys call it
+    /// without the `BuzzKit-Installation` header every other client-key request must carry.
+    public var registersInstallation = false
     var handler: Handler?
 
     init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
@@ -76,6 +79,10 @@ public struct GatewayRoute: Sendable {
     }
 
     public var needsKey: Bool { scope != nil }
+    /// Client (SDK) keys may call it.
+    public var allowsClientKeys: Bool { if case .tenant(_, clientKeys: true) = access { true } else { false } }
+    /// A client key must name its installation (`BuzzKit-Installation`) on this route.
+    public var needsInstallation: Bool { allowsClientKeys && !registersInstallation }
     public var actsOnTenant: Bool { if case .tenant = access { true } else { false } }
 
     /// Every error code the route can answer, with what the pipeline adds.
@@ -83,6 +90,7 @@ public struct GatewayRoute: Sendable {
         var codes: [ErrorCode] = []
         if needsKey { codes += [.unauthorized, .forbiddenScope, .rateLimited] }
         if actsOnTenant { codes += [.tenantRequired, .forbiddenTenant, .tenantNotFound] }
+        if needsInstallation { codes += [.installationRequired, .forbiddenInstallation] }
         if requestBody != nil { codes += [.invalidJSON, .payloadTooLarge] }
         if requestBody != nil || paginated || !pathParameters.isEmpty { codes.append(.validationFailed) }
         if method == "POST" && needsKey { codes += [.idempotencyKeyReused, .conflict] }

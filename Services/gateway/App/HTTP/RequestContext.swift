@@ -10,6 +10,9 @@ public struct RequestContext: Sendable {
     public var key: APIKeyRecord?
     /// The tenant of a tenant route; nil on admin and public routes.
     public var tenantID: UUID?
+    /// The installation a client key acts for (`BuzzKit-Installation`); nil for server keys and
+    /// on `POST /v1/installations`.
+    public var installation: InstallationRecord?
 
     /// The workspace of the key; admin routes act on it.
     var workspaceID: UUID {

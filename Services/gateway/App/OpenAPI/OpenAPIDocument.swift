@@ -21,19 +21,26 @@ public enum OpenAPIDocument {
                     Every JSON response is the envelope {success, data, error, metadata}; metadata.requestId is \
                     always set, lists add metadata.cursor and metadata.hasMore, idempotent replays metadata.replayed. \
                     Authenticate with Authorization: Bearer <key>. Workspace keys name the tenant in the \
-                    BuzzKit-Tenant header. Error codes and their statuses: \
-                    \(ErrorCode.all.map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
+                    BuzzKit-Tenant header. \
+                    Client keys also send BuzzKit-Installation: <bk_inst_... token of POST /v1/installations>. \
+                    Error codes and their statuses: \
+                    \(errorCodes(routes).map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
                     """),
             ],
             "servers": [["url": "/"]],
             "paths": .object(paths.mapValues { JSONValue.object($0) }),
-            "components": components,
+            "components": components(errorCodes(routes)),
         ]
     }
 
-    static var components: JSONValue {
-        let codes = ErrorCode.all
-        return [
+    /// Every code the API answers: `ErrorCode.all` and each route's own codes (events, installations).
+    public static func errorCodes(_ routes: [GatewayRoute]) -> [ErrorCode] {
+        var seen = Set<String>()
+        return (ErrorCode.all + routes.flatMap(\.errorCodes)).filter { seen.insert($0.rawValue).inserted }
+    }
+
+    static func components(_ codes: [ErrorCode]) -> JSONValue {
+        [
             "securitySchemes": [
                 "bearer": ["type": "http", "scheme": "bearer",
                            "description": "An API key: bk_ws_... (workspace), bk_tk_... (tenant) or bk_ck_... (client)"],
@@ -77,6 +84,11 @@ public enum OpenAPIDocument {
             parameters.append(["name": "BuzzKit-Tenant", "in": "header", "required": false,
                                "description": "The tenant id; required with a workspace key, optional (must match) with a tenant key",
                                "schema": Schema.uuid])
+        }
+        if route.needsInstallation {
+            parameters.append(["name": "BuzzKit-Installation", "in": "header", "required": false,
+                               "description": "The installation token (bk_inst_..., from POST /v1/installations); required with a client key",
+                               "schema": Schema.string()])
         }
         if route.method == "POST" && route.needsKey {
             parameters.append(["name": "Idempotency-Key", "in": "header", "required": false,
@@ -125,7 +137,9 @@ public enum OpenAPIDocument {
             var description = "Requires the scope `\(scope.rawValue)`."
             if case .tenant(_, clientKeys: true) = route.access {
                 operation["x-client-keys"] = true
-                description += " Client (SDK) keys may call it too."
+                description += route.needsInstallation
+                    ? " Client (SDK) keys may call it too, with their BuzzKit-Installation header, for their installation's own identities."
+                    : " Client (SDK) keys may call it too (no installation header: this registers one)."
             }
             if case .workspace = route.access { description += " Workspace keys only." }
             operation["description"] = .string(description)

@@ -110,6 +110,7 @@ extension Gateway {
         let id = try Self.uuidParameter(context, "id", notFound: notFound)
         guard let row = try await keys.revoke(workspaceID: try context.workspaceID, id: id) else { throw notFound }
         cache.evict(keyID: id)
+        installationCache.evict(apiKeyID: id)
         await revocations.announce(id)
         return .json(.object(row))
     }

@@ -83,6 +83,7 @@ extension Gateway {
         let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
         let permission = v.oneOf("permission", DeviceRoutes.permissions)
         try Validator.throwIfAny(issues + v.issues)
+        try await authorizeInstallation(context, subscriber: subscriber)
         let row = try await postgres.withTransaction { tx -> PostgresRow in
             try await tx.execute(
                 "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
@@ -107,6 +108,7 @@ extension Gateway {
     func deleteDevice(_ context: RequestContext) async throws -> Response {
         let subscriber = try SubscriberRoutes.subscriberID(context)
         let token = try DeviceRoutes.token(context)
+        try await authorizeInstallation(context, subscriber: subscriber)
         let deleted = try await postgres.execute(
             "DELETE FROM devices WHERE tenant_id = $1::uuid AND token = $2 AND subscriber_id = $3",
             [try context.tenant, token, subscriber])
@@ -126,6 +128,14 @@ extension Gateway {
             ORDER BY token LIMIT $4
             """, [tenant, subscriber, page.after, page.limit + 1])
         return page.response(try rows.map(DeviceRoutes.representation)) { $0["token"]?.stringValue ?? "" }
+    }
+
+    /// With a client key: `{id}` must be one of its installation's identities (403
+    /// forbidden_installation). Server keys may act for any subscriber.
+    func authorizeInstallation(_ context: RequestContext, subscriber: String) async throws {
+        guard context.key?.kind == .client else { return }
+        guard let installation = context.installation else { throw InstallationAuthenticator.required }
+        _ = try await installations.authorize(installation, identity: subscriber)
     }
 
     /// The field issues inside a `validation_failed` error (to merge several checks into one answer).

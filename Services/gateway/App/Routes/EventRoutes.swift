@@ -28,7 +28,7 @@ enum EventRoutes {
                              "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents),
                          ], required: ["events"]),
                          response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
-                         status: 202, errors: ErrorCode.eventCodes,
+                         status: 202, errors: ErrorCode.eventCodes.filter { $0 != .forbiddenIdentity },
                          handler: { g, c in try await g.trackEvents(c) }),
             GatewayRoute("GET", "/v1/subscribers/{id}/events", id: "listSubscriberEvents",
                          "A subscriber's events, newest first (filter by name and since)",
@@ -41,10 +41,19 @@ enum EventRoutes {
 extension Gateway {
     func trackEvents(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        // A client (SDK) key is safe to ship in an app: it may only track events, never read them.
-        let caller: EventIntake.Caller = context.key?.kind == .client ? .client(allowedIdentities: nil) : .server
         let intake = EventIntake(producer: IngestProducer(redis: redis, stream: configuration.ingestStream), logger: logger)
-        let accepted = try await intake.accept(tenantId: tenant, caller: caller, body: context.request.body)
+        // A client (SDK) key is safe to ship in an app: it may only track events, never read
+        // them, and only for its own installation's identities (403 forbidden_installation).
+        guard context.key?.kind == .client else {
+            let accepted = try await intake.accept(tenantId: tenant, caller: .server, body: context.request.body)
+            return .json(accepted.jsonValue, status: 202)
+        }
+        guard let installation = context.installation else { throw InstallationAuthenticator.required }
+        let json: JSONValue
+        do { json = try JSONValue.parse(context.request.body) } catch { throw APIError.invalidJSON(error.description) }
+        let batch = try EventIntake.validate(json, caller: .server, now: Date())
+        let allowed = try await installations.authorize(installation, identity: batch.identity.value)
+        let accepted = try await intake.accept(tenantId: tenant, caller: .client(allowedIdentities: allowed.identities), json: json)
         return .json(accepted.jsonValue, status: 202)
     }
 

@@ -6,7 +6,8 @@ import Foundation
 /// subscriber. Its devices and topic subscriptions move to the subscriber (created when missing;
 /// attributes the subscriber lacks are taken over), the anonymous subscriber is removed and an
 /// alias is kept so events sent later under the anonymous id land on the subscriber. Calling it
-/// again is harmless. Client (SDK) keys may call it.
+/// again is harmless. Client (SDK) keys may call it for their own installation's anonymous id
+/// only; the installation records the subscriber id (identify again under another id moves it).
 enum IdentifyRoutes {
     static var routes: [GatewayRoute] {
         [
@@ -32,6 +33,14 @@ extension Gateway {
         if let anonymous, anonymous == subscriber { v.add("subscriberId", "must differ from anonymousId") }
         try v.check()
         guard let anonymous, let subscriber else { throw APIError.internalError }
+        // A client key identifies its own installation only, and the installation remembers the
+        // subscriber id (so its events and devices may use it from now on).
+        var installation: InstallationRecord?
+        if context.key?.kind == .client {
+            guard let own = context.installation else { throw InstallationAuthenticator.required }
+            guard own.anonymousID == anonymous else { throw InstallationAuthenticator.forbidden }
+            installation = own
+        }
         let moved = try await postgres.withTransaction { tx -> Int in
             try await tx.execute("""
                 INSERT INTO subscribers (tenant_id, id, attributes)
@@ -52,8 +61,10 @@ extension Gateway {
                 INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1::uuid, $2, $3)
                 ON CONFLICT (tenant_id, anonymous_id) DO UPDATE SET subscriber_id = EXCLUDED.subscriber_id, linked_at = now()
                 """, [tenant, anonymous, subscriber])
+            try await InstallationStore.setSubscriber(subscriber, tenantID: tenant, anonymousID: anonymous, on: tx)
             return moved
         }
+        if let installation { installationCache.setSubscriber(subscriber, hash: installation.tokenHash) }
         return .json(["anonymousId": .string(anonymous), "subscriberId": .string(subscriber),
                       "devicesMoved": .int(Int64(moved))])
     }

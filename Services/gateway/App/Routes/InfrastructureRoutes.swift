@@ -23,5 +23,5 @@ extension GatewayRoute {
     /// OpenAPI document are both generated from this list.
     public static let table: [GatewayRoute] =
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
-        + DeviceRoutes.routes + IdentifyRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
+        + DeviceRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
 }

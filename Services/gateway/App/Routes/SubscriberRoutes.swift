@@ -6,6 +6,7 @@ import Foundation
 /// Subscribers by the tenant's own ids: `PUT` upserts (attributes are merged key by key, a null
 /// value removes a key; `timezone` and `locale` are set when present, null clears them), `GET`,
 /// `DELETE` (idempotent; removes the subscriber's devices and topic subscriptions) and the list.
+/// `GET` and `PUT` by id are batched across concurrent requests (`SubscriberBatches`).
 enum SubscriberRoutes {
     static let subscriber = Schema.object([
         "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
@@ -66,33 +67,18 @@ extension Gateway {
         let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
         let locale = v.string("locale", maxLength: 35, check: FieldRules.locale)
         try v.check()
-        let rows = try await postgres.query("""
-            INSERT INTO subscribers AS s (tenant_id, id, attributes, timezone, locale)
-            VALUES ($1::uuid, $2,
-                    (SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM jsonb_each(coalesce($3::jsonb, '{}'::jsonb)) AS e(k, v)
-                     WHERE v <> 'null'::jsonb),
-                    $4, $5)
-            ON CONFLICT (tenant_id, id) DO UPDATE SET
-                attributes = CASE WHEN $3::jsonb IS NULL THEN s.attributes ELSE
-                    (SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM jsonb_each(s.attributes || $3::jsonb) AS e(k, v)
-                     WHERE v <> 'null'::jsonb) END,
-                timezone = CASE WHEN $6 THEN EXCLUDED.timezone ELSE s.timezone END,
-                locale = CASE WHEN $7 THEN EXCLUDED.locale ELSE s.locale END,
-                updated_at = now()
-            RETURNING \(SubscriberRoutes.columns), (xmax = 0) AS inserted
-            """, [tenant, id, attributes, timezone, locale, v.has("timezone"), v.has("locale")])
-        guard let row = rows.first else { throw APIError.internalError }
-        let inserted = try row.decode(Bool.self, named: "inserted")
-        return .json(.object(try SubscriberRoutes.representation(row)), status: inserted ? 201 : 200)
+        let written = try await subscriberBatches.put(SubscriberBatches.Patch(
+            key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone, locale: locale,
+            hasTimezone: v.has("timezone"), hasLocale: v.has("locale")))
+        return .json(.object(written.json), status: written.inserted ? 201 : 200)
     }
 
     func getSubscriber(_ context: RequestContext) async throws -> Response {
         let id = try SubscriberRoutes.subscriberID(context)
-        let rows = try await postgres.query(
-            "SELECT \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
-            [try context.tenant, id])
-        guard let row = rows.first else { throw APIError.notFound("subscriber") }
-        return .json(.object(try SubscriberRoutes.representation(row)))
+        guard let subscriber = try await subscriberBatches.get(.init(tenant: try context.tenant, id: id)) else {
+            throw APIError.notFound("subscriber")
+        }
+        return .json(.object(subscriber))
     }
 
     func deleteSubscriber(_ context: RequestContext) async throws -> Response {

@@ -1,0 +1,109 @@
+import Synchronization
+
+/// Turns concurrent single requests into batches: every `submit` waits while at most
+/// `maxConcurrent` batches run; whatever queued up meanwhile goes into the next batch (at most
+/// `maxBatch` items). No timer: an idle coalescer runs a lone request at once, a busy one makes
+/// batches as large as the load (so one statement and one commit serve many requests).
+///
+/// With `distinctKeys`, a key is in at most one batch at a time, and once (an upsert may touch a
+/// row only once per statement, and two concurrent batches locking the same rows in different
+/// orders could deadlock); later items of a key wait for a later batch, in arrival order.
+/// `run` answers one result per input, in order, so every caller gets its own value or error.
+final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendable>: Sendable {
+    typealias Run = @Sendable ([Input]) async -> [Result<Output, any Error>]
+
+    private struct Pending {
+        var key: Key
+        var input: Input
+        var continuation: CheckedContinuation<Output, any Error>
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var running = 0
+        /// With `distinctKeys`: the keys of the batches running now (a key is in one batch at a time).
+        var inFlight = Set<Key>()
+    }
+
+    let maxBatch: Int
+    let maxConcurrent: Int
+    let distinctKeys: Bool
+    private let run: Run
+    private let observeBatch: @Sendable (Int) -> Void
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - maxBatch: the largest batch (default 256).
+    ///   - maxConcurrent: batches in flight at once (default 2; keep it below the database pool size).
+    ///   - observeBatch: told each batch's size (metrics).
+    init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
+         observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, run: @escaping Run) {
+        self.maxBatch = max(1, maxBatch)
+        self.maxConcurrent = max(1, maxConcurrent)
+        self.distinctKeys = distinctKeys
+        self.observeBatch = observeBatch
+        self.run = run
+    }
+
+    func submit(key: Key, _ input: Input) async throws -> Output {
+        try await withCheckedThrowingContinuation { continuation in
+            let lead = state.withLock { state -> Bool in
+                state.queue.append(Pending(key: key, input: input, continuation: continuation))
+                guard state.running < maxConcurrent else { return false }
+                state.running += 1
+                return true
+            }
+            if lead { Task { await self.drain() } }
+        }
+    }
+
+    /// Runs batches until the queue is empty.
+    private func drain() async {
+        var finished: [Pending] = []
+        while true {
+            let batch = state.withLock { state -> [Pending] in
+                if distinctKeys { for pending in finished { state.inFlight.remove(pending.key) } }
+                let batch = take(&state)
+                if batch.isEmpty { state.running -= 1 }
+                return batch
+            }
+            if batch.isEmpty { return }
+            observeBatch(batch.count)
+            let results = await run(batch.map(\.input))
+            for (index, pending) in batch.enumerated() {
+                if index < results.count {
+                    pending.continuation.resume(with: results[index])
+                } else {
+                    pending.continuation.resume(throwing: CoalescerError.missingResult)
+                }
+            }
+            finished = batch
+        }
+    }
+
+    private func take(_ state: inout State) -> [Pending] {
+        guard !state.queue.isEmpty else { return [] }
+        guard distinctKeys else {
+            let count = min(maxBatch, state.queue.count)
+            defer { state.queue.removeFirst(count) }
+            return Array(state.queue.prefix(count))
+        }
+        var batch: [Pending] = []
+        var rest: [Pending] = []
+        for pending in state.queue {
+            if batch.count < maxBatch, !state.inFlight.contains(pending.key) {
+                state.inFlight.insert(pending.key)
+                batch.append(pending)
+            } else {
+                rest.append(pending)
+            }
+        }
+        state.queue = rest
+        return batch
+    }
+}
+
+enum CoalescerError: Error {
+    /// `run` answered fewer results than it got inputs (a bug).
+    case missingResult
+}

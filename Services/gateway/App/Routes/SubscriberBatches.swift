@@ -1,0 +1,171 @@
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// The hot subscriber routes, batched: concurrent `GET /v1/subscribers/{id}` share one
+/// `unnest`-joined SELECT, and concurrent `PUT /v1/subscribers/{id}` share one statement and one
+/// commit (group commit: one fsync serves the whole batch; durability is unchanged). Each request
+/// still gets its own answer: its row, its own 201/200, its own error.
+///
+/// A batch never holds the same subscriber twice (the next batch takes the later write). When a
+/// batch statement fails, its writes run one by one with the single-row upsert, so one bad item
+/// cannot fail the others and each caller sees its own error. A write that lost an insert race
+/// with another transaction (no row returned) is retried the same way.
+final class SubscriberBatches: Sendable {
+    struct Key: Hashable, Sendable {
+        var tenant: UUID
+        var id: String
+    }
+
+    /// A validated `PUT` body.
+    struct Patch: Sendable {
+        var key: Key
+        /// The attributes to merge (a null value removes the key); nil leaves them as they are.
+        var attributes: JSONValue?
+        var timezone: String?
+        var locale: String?
+        var hasTimezone: Bool
+        var hasLocale: Bool
+    }
+
+    struct Written: Sendable {
+        var json: [String: JSONValue]
+        var inserted: Bool
+    }
+
+    let postgres: PostgresClient
+    let reads: Coalescer<Key, Key, [String: JSONValue]?>
+    let writes: Coalescer<Key, Patch, Written>
+
+    /// Batch sizes go to `bk_gateway_batch_size{batch="subscriber_get"|"subscriber_put"}`.
+    init(postgres: PostgresClient, metrics: MetricsRegistry) {
+        self.postgres = postgres
+        let buckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+        let help = "Requests served by one batched statement."
+        let readSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_get")], buckets: buckets)
+        let writeSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_put")], buckets: buckets)
+        reads = Coalescer(maxBatch: 256, maxConcurrent: 2, observeBatch: { readSizes.observe(Double($0)) }) { [postgres] keys in
+            await Self.read(keys, postgres)
+        }
+        // Several write batches at once, so their commits share WAL flushes; a subscriber is in one
+        // batch at a time (no lock-order deadlock between this replica's batches).
+        writes = Coalescer(maxBatch: 256, maxConcurrent: 3, distinctKeys: true, observeBatch: { writeSizes.observe(Double($0)) }) {
+            [postgres] patches in await Self.write(patches, postgres)
+        }
+    }
+
+    func get(_ key: Key) async throws -> [String: JSONValue]? { try await reads.submit(key: key, key) }
+
+    func put(_ patch: Patch) async throws -> Written { try await writes.submit(key: patch.key, patch) }
+
+    // MARK: - Reads
+
+    /// `SubscriberRoutes.columns` qualified with the table alias `s`.
+    static let qualifiedColumns = """
+        s.id, s.attributes, s.timezone, s.locale, s.anonymous, \(isoColumn("s.created_at", as: "created_at")), \
+        \(isoColumn("s.updated_at", as: "updated_at"))
+        """
+
+    static let readSQL = """
+        SELECT s.tenant_id, \(qualifiedColumns)
+        FROM subscribers s JOIN unnest($1::uuid[], $2::text[]) AS q(tenant_id, id) ON s.tenant_id = q.tenant_id AND s.id = q.id
+        """
+
+    static func read(_ keys: [Key], _ postgres: PostgresClient) async -> [Result<[String: JSONValue]?, any Error>] {
+        do {
+            let rows: PostgresRows
+            if keys.count == 1 {
+                rows = try await postgres.query("SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
+                                                [keys[0].tenant, keys[0].id])
+            } else {
+                rows = try await postgres.query(readSQL, [keys.map(\.tenant), keys.map(\.id)])
+            }
+            var found: [Key: [String: JSONValue]] = [:]
+            for row in rows {
+                let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
+                found[key] = try SubscriberRoutes.representation(row)
+            }
+            return keys.map { .success(found[$0]) }
+        } catch {
+            return keys.map { _ in .failure(error) }
+        }
+    }
+
+    // MARK: - Writes
+
+    /// Top-level keys whose value is JSON null are dropped.
+    static func stripNulls(_ expression: String) -> String {
+        "(SELECT coalesce(jsonb_object_agg(k, v), '{}'::jsonb) FROM jsonb_each(\(expression)) AS e(k, v) WHERE v <> 'null'::jsonb)"
+    }
+
+    /// Updates the rows that exist, inserts the others; a row another transaction inserted
+    /// meanwhile returns nothing here (ON CONFLICT DO NOTHING) and is retried alone.
+    static let writeSQL = """
+        WITH input AS (
+            SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::bool[], $7::bool[])
+                AS i(tenant_id, id, patch, timezone, locale, has_timezone, has_locale)
+        ), updated AS (
+            UPDATE subscribers s SET
+                attributes = CASE WHEN i.patch IS NULL THEN s.attributes ELSE \(stripNulls("s.attributes || i.patch")) END,
+                timezone = CASE WHEN i.has_timezone THEN i.timezone ELSE s.timezone END,
+                locale = CASE WHEN i.has_locale THEN i.locale ELSE s.locale END,
+                updated_at = now()
+            FROM input i WHERE s.tenant_id = i.tenant_id AND s.id = i.id
+            RETURNING s.tenant_id, \(qualifiedColumns), false AS inserted
+        ), inserted AS (
+            INSERT INTO subscribers (tenant_id, id, attributes, timezone, locale)
+            SELECT i.tenant_id, i.id, \(stripNulls("coalesce(i.patch, '{}'::jsonb)")), i.timezone, i.locale
+            FROM input i WHERE NOT EXISTS (SELECT 1 FROM updated u WHERE u.tenant_id = i.tenant_id AND u.id = i.id)
+            ON CONFLICT (tenant_id, id) DO NOTHING
+            RETURNING tenant_id, \(SubscriberRoutes.columns), true AS inserted
+        )
+        SELECT * FROM updated UNION ALL SELECT * FROM inserted
+        """
+
+    static func write(_ patches: [Patch], _ postgres: PostgresClient) async -> [Result<Written, any Error>] {
+        var results: [Result<Written, any Error>?] = Array(repeating: nil, count: patches.count)
+        if patches.count > 1 {
+            do {
+                let rows = try await postgres.query(writeSQL, [
+                    patches.map(\.key.tenant), patches.map(\.key.id), patches.map(\.attributes), patches.map(\.timezone),
+                    patches.map(\.locale), patches.map(\.hasTimezone), patches.map(\.hasLocale),
+                ])
+                var written: [Key: Written] = [:]
+                for row in rows {
+                    let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
+                    written[key] = Written(json: try SubscriberRoutes.representation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+                }
+                for (index, patch) in patches.enumerated() {
+                    if let done = written[patch.key] { results[index] = .success(done) }
+                }
+            } catch {
+                // One by one below: every caller gets its own outcome.
+            }
+        }
+        for (index, patch) in patches.enumerated() where results[index] == nil {
+            do {
+                results[index] = .success(try await writeOne(patch, postgres))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        return results.map { $0 ?? .failure(CoalescerError.missingResult) }
+    }
+
+    /// The single-row upsert.
+    static func writeOne(_ patch: Patch, _ postgres: PostgresClient) async throws -> Written {
+        let rows = try await postgres.query("""
+            INSERT INTO subscribers AS s (tenant_id, id, attributes, timezone, locale)
+            VALUES ($1::uuid, $2, \(stripNulls("coalesce($3::jsonb, '{}'::jsonb)")), $4, $5)
+            ON CONFLICT (tenant_id, id) DO UPDATE SET
+                attributes = CASE WHEN $3::jsonb IS NULL THEN s.attributes ELSE \(stripNulls("s.attributes || $3::jsonb")) END,
+                timezone = CASE WHEN $6 THEN EXCLUDED.timezone ELSE s.timezone END,
+                locale = CASE WHEN $7 THEN EXCLUDED.locale ELSE s.locale END,
+                updated_at = now()
+            RETURNING \(SubscriberRoutes.columns), (xmax = 0) AS inserted
+            """, [patch.key.tenant, patch.key.id, patch.attributes, patch.timezone, patch.locale, patch.hasTimezone, patch.hasLocale])
+        guard let row = rows.first else { throw APIError.internalError }
+        return Written(json: try SubscriberRoutes.representation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+    }
+}

@@ -1,0 +1,79 @@
+import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import GatewayApp
+import Testing
+
+/// `GET` and `PUT /v1/subscribers/{id}` are batched across concurrent requests; every request must
+/// still get exactly its own answer.
+@Suite("Gateway subscriber batching")
+struct SubscriberBatchTests {
+    /// 10 subscribers written 6 times each, all at once: no write is lost (each adds its own
+    /// attribute), exactly one of each id's writes is the 201 that created it, and concurrent
+    /// reads see a subscriber or a 404, never another one's row.
+    @Test func concurrentWritesOfTheSameSubscriberAreAllApplied() async throws {
+        try await withGateway { h in
+            #expect(try await h.send("PUT", "/v1/subscribers/reader", key: h.tenantKey, body: ["attributes": ["who": "reader"]]).status == 201)
+            let replies = try await withThrowingTaskGroup(of: (String, Int, Reply).self) { group in
+                for round in 0..<6 {
+                    for n in 0..<10 {
+                        group.addTask {
+                            let reply = try await h.send("PUT", "/v1/subscribers/s\(n)", key: h.tenantKey,
+                                                         body: ["attributes": .object(["r\(round)": .int(Int64(round)), "gone": .null]),
+                                                                "timezone": "Europe/Berlin"])
+                            return ("s\(n)", round, reply)
+                        }
+                    }
+                    group.addTask { ("reader", -1, try await h.send("GET", "/v1/subscribers/reader", key: h.tenantKey)) }
+                    group.addTask { ("missing", -1, try await h.send("GET", "/v1/subscribers/missing-\(round)", key: h.tenantKey)) }
+                }
+                var all: [(String, Int, Reply)] = []
+                for try await reply in group { all.append(reply) }
+                return all
+            }
+            for n in 0..<10 {
+                let writes = replies.filter { $0.0 == "s\(n)" }
+                #expect(writes.count == 6)
+                #expect(writes.filter { $0.2.status == 201 }.count == 1, "s\(n): \(writes.map(\.2.status))")
+                #expect(writes.filter { $0.2.status == 200 }.count == 5)
+                #expect(writes.allSatisfy { $0.2.data?["id"]?.stringValue == "s\(n)" })
+                let stored = try await h.send("GET", "/v1/subscribers/s\(n)", key: h.tenantKey)
+                let keys = Set(stored.data?["attributes"]?.objectValue?.keys.map { $0 } ?? [])
+                #expect(keys == Set((0..<6).map { "r\($0)" }), "s\(n): \(keys)")
+                #expect(stored.data?["timezone"] == "Europe/Berlin")
+            }
+            for reply in replies where reply.0 == "reader" {
+                #expect(reply.2.status == 200 && reply.2.data?["attributes"] == ["who": "reader"])
+            }
+            for reply in replies where reply.0 == "missing" {
+                #expect(reply.2.status == 404 && reply.2.code == "not_found")
+            }
+        }
+    }
+
+    /// A write that fails in the database (its tenant was deleted under the cached tenant lookup)
+    /// fails alone: the writes batched with it succeed.
+    @Test func oneFailingWriteDoesNotFailItsBatch() async throws {
+        try await withGateway { h in
+            let doomed = try await h.createTenant("doomed")
+            // The workspace key's tenant lookup is cached now; then the tenant disappears.
+            #expect(try await h.send("GET", "/v1/subscribers", key: h.workspaceKey, tenant: doomed.id).status == 200)
+            try await h.postgres.execute("DELETE FROM tenants WHERE id = $1::uuid", [UUID(uuidString: doomed.id)!])
+            let replies = try await withThrowingTaskGroup(of: (Bool, Reply).self) { group in
+                for n in 0..<30 {
+                    let bad = n % 10 == 0
+                    group.addTask {
+                        (bad, try await h.send("PUT", "/v1/subscribers/w\(n)", key: h.workspaceKey,
+                                               tenant: bad ? doomed.id : h.tenantID, body: ["attributes": ["n": .int(Int64(n))]]))
+                    }
+                }
+                var all: [(Bool, Reply)] = []
+                for try await reply in group { all.append(reply) }
+                return all
+            }
+            #expect(replies.filter { $0.0 }.allSatisfy { $0.1.status == 500 && $0.1.code == "internal_error" })
+            #expect(replies.filter { !$0.0 }.allSatisfy { $0.1.status == 201 }, "\(replies.filter { !$0.0 }.map(\.1.status))")
+            #expect(replies.filter { !$0.0 }.count == 27)
+        }
+    }
+}
