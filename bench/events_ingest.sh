@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Events ingest: events/s through IngestProducer (XADD on bk:ingest) + the ingest consumers into
 # PostgreSQL (committed, fsync on) vs a raw COPY of the same rows into `events`, in the same run.
-# POST /v1/events itself is not measured here until the gateway route is wired.
+# The ingest half alone; bench/events_gateway.sh measures the whole path through POST /v1/events.
 # Usage: bench/events_ingest.sh [events]   (default 300000; bounded; stops everything it starts)
+# Release binaries go to $BUZZKIT_BENCH_SCRATCH (default .build-release-bench).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 EVENTS="${1:-300000}"
@@ -14,8 +16,7 @@ cleanup() { bk_stop_postgres "$RUN_DIR/pg"; bk_stop_redis "$RUN_DIR/redis"; rm -
 trap cleanup EXIT
 
 bk_log "building ingest (release)"
-swift build -c release --product ingest --scratch-path .build-release-bench >/dev/null
-INGEST="$(swift build -c release --show-bin-path --scratch-path .build-release-bench)/ingest"
+INGEST="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" ingest)/ingest"
 
 PG_PORT="$(bk_free_port)"
 REDIS_PORT="$(bk_free_port)"

@@ -8,105 +8,122 @@ import BuzzKitWire
 /// Stores `bk:ingest` entries in Postgres in one statement per batch of entries, and says which
 /// events to publish on `bk:events`.
 ///
-/// One round trip: the events are passed as arrays (`unnest`), anonymous ids are resolved through
-/// `subscriber_aliases`, ids are claimed in `event_ids` (`ON CONFLICT`), only newly claimed events
-/// are inserted into `events` and counted as receipts, all in one transaction. An event is "to
-/// publish" when it is new, or when it was stored by this very stream entry before (a redelivery
-/// after a crash between COMMIT and XACK), so a crash never loses the `bk:events` publication.
+/// One round trip, one transaction: the entries (tenant, identity, receive time, stream entry id)
+/// and their events (entry ordinal, id, name, data, timestamp) go as arrays (`unnest`), written as
+/// bytes (`EventWriterArrays`). Anonymous ids are resolved once per entry through
+/// `subscriber_aliases`; ids are claimed in `event_ids` (`ON CONFLICT DO NOTHING`), only newly
+/// claimed events are inserted into `events` and counted as receipts. The statement answers only
+/// the exceptions: the resolved subscriber of each anonymous entry, and each event that was not
+/// new (with whether this very stream entry had stored it: a redelivery after a crash between
+/// COMMIT and XACK, whose events are published again so a crash never loses a publication).
+/// An event id repeated within one call is kept once (the first), before the statement.
 struct EventWriter: Sendable {
     let postgres: PostgresClient
 
-    /// An event the statement stored (or had stored from the same entry): publish it.
     struct Outcome: Sendable {
-        var toPublish: [PublishedEvent]
+        /// `bk:events` entries for the events stored (or stored before by the same stream entry).
+        var toPublish: [[(String, [UInt8])]]
         /// Events that were new in this call (the rest of `toPublish` are republications).
         var inserted: Int
         var duplicates: Int
     }
 
     func write(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) async throws -> Outcome {
-        var tenants: [String?] = [], ids: [String?] = [], names: [String?] = [], subscribers: [String?] = []
-        var anonymous: [String?] = [], data: [String?] = [], occurred: [String?] = [], received: [String?] = []
-        var entryIDs: [String?] = []
-        var byKey: [EventKey: (IngestEntry, IngestEntry.Event)] = [:]
-        for (streamID, entry) in entries {
-            let tenant = entry.tenantId.uuidString.lowercased()
-            for event in entry.events {
-                tenants.append(tenant)
-                ids.append(event.id)
-                names.append(event.name)
-                switch entry.identity {
-                case .subscriber(let id): subscribers.append(id); anonymous.append(nil)
-                case .anonymous(let id): subscribers.append(nil); anonymous.append(id)
-                }
-                data.append(String(decoding: event.dataJSON, as: UTF8.self))
-                occurred.append(String(event.timestampMicroseconds))
-                received.append(String(entry.receivedAtMicroseconds))
-                entryIDs.append(streamID.description)
-                byKey[EventKey(tenant: entry.tenantId, id: event.id)] = (entry, event)
+        var arrays = EventWriterArrays()
+        // (entry ordinal, event index) of every event sent, in statement order.
+        var sent: [(entry: Int32, event: Int32)] = []
+        var seen: Set<EventKey> = []
+        let eventCount = entries.reduce(0) { $0 + $1.entry.events.count }
+        sent.reserveCapacity(eventCount)
+        seen.reserveCapacity(eventCount)
+        var tenantOrdinals: [UUID: Int32] = [:]
+        var duplicates = 0
+        for (n, (streamID, entry)) in entries.enumerated() {
+            let tenantOrdinal = tenantOrdinals[entry.tenantId] ?? {
+                let next = Int32(tenantOrdinals.count)
+                tenantOrdinals[entry.tenantId] = next
+                return next
+            }()
+            arrays.appendEntry(tenant: entry.tenantId, identity: entry.identity,
+                               receivedMicroseconds: entry.receivedAtMicroseconds, entryID: streamID.description)
+            for (e, event) in entry.events.enumerated() {
+                guard seen.insert(EventKey(tenant: tenantOrdinal, id: event.id)).inserted else { duplicates += 1; continue }
+                arrays.appendEvent(entryOrdinal: n + 1, id: event.id, name: event.name, dataJSON: event.dataJSON,
+                                   timestampMicroseconds: event.timestampMicroseconds)
+                sent.append((Int32(n), Int32(e)))
             }
         }
-        guard !ids.isEmpty else { return Outcome(toPublish: [], inserted: 0, duplicates: 0) }
-        let rows = try await postgres.query(Self.sql, [tenants, ids, names, subscribers, anonymous, data, occurred, received, entryIDs])
-        var outcome = Outcome(toPublish: [], inserted: 0, duplicates: 0)
-        outcome.toPublish.reserveCapacity(rows.count)
+        guard !sent.isEmpty else { return Outcome(toPublish: [], inserted: 0, duplicates: duplicates) }
+
+        let rows = try await postgres.query(Self.sql, arrays.parameters)
+        // Exceptions only: 's' rows (entry ordinal, resolved subscriber) for anonymous entries,
+        // 'd' rows (event ordinal, 'republish' or NULL) for events that were not new.
+        var resolved: [Int: String] = [:]
+        var skipped: [Int: Bool] = [:]
         for row in rows {
-            let (tenantText, eventID, subscriber, fresh) = try row.decode((String, String, String, Bool).self)
-            guard let tenant = UUID(uuidString: tenantText), let (entry, event) = byKey[EventKey(tenant: tenant, id: eventID)] else { continue }
-            if fresh { outcome.inserted += 1 }
-            outcome.toPublish.append(PublishedEvent(
-                tenantId: tenant, eventId: eventID, name: event.name, subscriberId: subscriber,
-                anonymousId: entry.identity.isAnonymous ? entry.identity.value : nil,
-                timestampMicroseconds: event.timestampMicroseconds, receivedAtMicroseconds: entry.receivedAtMicroseconds,
-                dataJSON: event.dataJSON))
+            let (kind, ordinal, value) = try row.decode((String, Int32, String?).self)
+            if kind == "s" { resolved[Int(ordinal) - 1] = value } else { skipped[Int(ordinal) - 1] = value == "republish" }
         }
-        outcome.duplicates = byKey.count - outcome.toPublish.count
+
+        var outcome = Outcome(toPublish: [], inserted: 0, duplicates: duplicates)
+        outcome.toPublish.reserveCapacity(sent.count)
+        var prefixes: [Int: PublishedEventFields] = [:]
+        for (k, position) in sent.enumerated() {
+            if let republish = skipped[k] {
+                guard republish else { outcome.duplicates += 1; continue }
+            } else {
+                outcome.inserted += 1
+            }
+            let n = Int(position.entry)
+            let entry = entries[n].entry
+            let fields = prefixes[n] ?? {
+                let made = PublishedEventFields(entry: entry, subscriberId: resolved[n] ?? entry.identity.value)
+                prefixes[n] = made
+                return made
+            }()
+            outcome.toPublish.append(fields.fields(for: entry.events[Int(position.event)]))
+        }
         return outcome
     }
 
     private struct EventKey: Hashable {
-        var tenant: UUID
+        var tenant: Int32
         var id: String
     }
 
-    /// $1..$9: tenant uuid[], event id, name, subscriber id (NULL for anonymous), anonymous id,
-    /// data jsonb[], occurred µs int8[], received µs int8[], stream entry id.
-    /// Rows: tenant, event id, resolved subscriber id, fresh (true: inserted now; false: stored
-    /// earlier by the same stream entry).
+    /// Entries: $1 tenant uuid[], $2 subscriber id (NULL for anonymous), $3 anonymous id, $4
+    /// received µs int8[], $5 stream entry id. Events: $6 entry ordinal (1-based) int4[], $7 event
+    /// id, $8 name, $9 data jsonb[], $10 occurred µs int8[].
+    /// Rows (kind, ordinal, value): ('s', entry, resolved subscriber) per anonymous entry;
+    /// ('d', event, 'republish' | NULL) per event not stored now.
     static let sql = """
-        WITH input AS (
-            SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
-                                 $7::int8[], $8::int8[], $9::text[])
-                AS t(tenant_id, event_id, name, subscriber_id, anonymous_id, data, occurred_us, received_us, entry_id)
-        ),
-        resolved AS (
-            SELECT DISTINCT ON (i.tenant_id, i.event_id)
-                   i.tenant_id, i.event_id, i.name,
-                   COALESCE(i.subscriber_id, a.subscriber_id, i.anonymous_id) AS subscriber_id,
-                   i.anonymous_id, i.data,
-                   timestamptz 'epoch' + i.occurred_us * interval '1 microsecond' AS occurred_at,
-                   timestamptz 'epoch' + i.received_us * interval '1 microsecond' AS received_at,
-                   i.entry_id
-            FROM input i
+        WITH entry AS (
+            SELECT e.n, e.tenant_id, COALESCE(e.subscriber_id, a.subscriber_id, e.anonymous_id) AS subscriber_id,
+                   e.anonymous_id, timestamptz 'epoch' + e.received_us * interval '1 microsecond' AS received_at, e.entry_id
+            FROM unnest($1::uuid[], $2::text[], $3::text[], $4::int8[], $5::text[]) WITH ORDINALITY
+                 AS e(tenant_id, subscriber_id, anonymous_id, received_us, entry_id, n)
             LEFT JOIN subscriber_aliases a
-                   ON i.anonymous_id IS NOT NULL AND a.tenant_id = i.tenant_id AND a.anonymous_id = i.anonymous_id
-            ORDER BY i.tenant_id, i.event_id, i.entry_id
+                   ON e.anonymous_id IS NOT NULL AND a.tenant_id = e.tenant_id AND a.anonymous_id = e.anonymous_id
+        ),
+        input AS (
+            SELECT i.k, en.tenant_id, i.event_id, i.name, en.subscriber_id, en.anonymous_id, i.data,
+                   timestamptz 'epoch' + i.occurred_us * interval '1 microsecond' AS occurred_at, en.received_at, en.entry_id
+            FROM unnest($6::int4[], $7::text[], $8::text[], $9::jsonb[], $10::int8[]) WITH ORDINALITY
+                 AS i(n, event_id, name, data, occurred_us, k)
+            JOIN entry en ON en.n = i.n
         ),
         claimed AS (
-            INSERT INTO event_ids AS e (tenant_id, event_id, entry_id)
-            SELECT tenant_id, event_id, entry_id FROM resolved
-            ON CONFLICT (tenant_id, event_id) DO UPDATE SET entry_id = e.entry_id WHERE e.entry_id = EXCLUDED.entry_id
-            RETURNING e.tenant_id, e.event_id, (e.xmax = 0) AS fresh
+            INSERT INTO event_ids (tenant_id, event_id, entry_id)
+            SELECT tenant_id, event_id, entry_id FROM input
+            ON CONFLICT DO NOTHING
+            RETURNING tenant_id, event_id
         ),
         fresh AS (
-            SELECT r.* FROM resolved r
-            JOIN claimed c ON c.tenant_id = r.tenant_id AND c.event_id = r.event_id
-            WHERE c.fresh
+            SELECT i.* FROM input i JOIN claimed c ON c.tenant_id = i.tenant_id AND c.event_id = i.event_id
         ),
         stored AS (
             INSERT INTO events (tenant_id, event_id, name, subscriber_id, anonymous_id, data, occurred_at, received_at)
             SELECT tenant_id, event_id, name, subscriber_id, anonymous_id, data, occurred_at, received_at FROM fresh
-            RETURNING 1
         ),
         receipts AS (
             INSERT INTO message_receipts (tenant_id, message_id, kind, subscriber_id, event_id, occurred_at)
@@ -115,7 +132,8 @@ struct EventWriter: Sendable {
             FROM fresh f
             JOIN (VALUES ('$notification.delivered', 'delivered'), ('$notification.opened', 'opened'),
                          ('$notification.dismissed', 'dismissed')) AS k(name, kind) ON k.name = f.name
-            WHERE jsonb_typeof(f.data->'messageId') = 'string'
+            WHERE f.name IN ('$notification.delivered', '$notification.opened', '$notification.dismissed')
+              AND jsonb_typeof(f.data->'messageId') = 'string'
             ORDER BY f.tenant_id, f.data->>'messageId', k.kind, f.subscriber_id, f.occurred_at
             ON CONFLICT DO NOTHING
             RETURNING tenant_id, message_id, kind
@@ -129,9 +147,18 @@ struct EventWriter: Sendable {
             ON CONFLICT (tenant_id, message_id) DO UPDATE
                SET delivered = m.delivered + EXCLUDED.delivered, opened = m.opened + EXCLUDED.opened,
                    dismissed = m.dismissed + EXCLUDED.dismissed, updated_at = now()
-            RETURNING 1
+        ),
+        skipped AS MATERIALIZED (
+            SELECT i.k, i.tenant_id, i.event_id, i.entry_id FROM input i
+            WHERE NOT EXISTS (SELECT 1 FROM claimed c WHERE c.tenant_id = i.tenant_id AND c.event_id = i.event_id)
         )
-        SELECT r.tenant_id::text, r.event_id, r.subscriber_id, c.fresh
-        FROM resolved r JOIN claimed c ON c.tenant_id = r.tenant_id AND c.event_id = r.event_id
+        SELECT 's', e.n::int4, e.subscriber_id FROM entry e WHERE e.anonymous_id IS NOT NULL
+        UNION ALL
+        -- event_ids as it was before this statement: a row there with this entry id was stored by
+        -- an earlier delivery of the same stream entry.
+        SELECT 'd', s.k::int4,
+               (SELECT 'republish' FROM event_ids x
+                WHERE x.tenant_id = s.tenant_id AND x.event_id = s.event_id AND x.entry_id = s.entry_id)
+        FROM skipped s
         """
 }

@@ -44,7 +44,7 @@ public struct IngestProcessor: Sendable {
         do {
             let outcome = try await writeWithRetry(decoded)
             if !outcome.toPublish.isEmpty {
-                try await redis.xaddBatch(configuration.eventsStream.rawValue, entries: outcome.toPublish.map(\.fields),
+                try await redis.xaddBatch(configuration.eventsStream.rawValue, entries: outcome.toPublish,
                                           maxLength: configuration.eventsMaxLength)
             }
             metrics.stored.increment(by: outcome.inserted)
