@@ -1,24 +1,26 @@
-import Foundation
-
-/// Why a body could not be read as JSON; the text says where, for the `invalid_json` error.
+/// Why a body could not be read as JSON; the text says what and at which byte, for the
+/// `invalid_json` error.
 public struct JSONParseError: Error, Sendable, CustomStringConvertible {
     public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 extension JSONValue {
-    /// Parses JSON text. Accepts any top-level value; integers that fit `Int64` stay integers.
+    /// Parses JSON text (RFC 8259, any top-level value) with the byte-level `JSONBytesParser`:
+    /// integers that fit `Int64` stay integers, other numbers are doubles; a repeated key keeps
+    /// its last value; nesting is limited to 512 levels.
     public static func parse(_ bytes: some Collection<UInt8>) throws(JSONParseError) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch let DecodingError.dataCorrupted(context) {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw JSONParseError(description: underlying ?? context.debugDescription)
-        } catch {
-            throw JSONParseError(description: "the body is not valid JSON")
-        }
+        try JSONBytesParser.parse(bytes)
     }
 
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8))
+        var text = text
+        let result = text.withUTF8 { buffer in
+            Result { () throws(JSONParseError) -> JSONValue in try JSONBytesParser.parse(buffer: buffer) }
+        }
+        return try result.get()
     }
 }

@@ -1,0 +1,29 @@
+-- Events (issue 5): fewer index writes per stored event. Every event is inserted into each index
+-- of `events` (one btree insertion and one WAL record per index per row, even when the rows
+-- themselves go in by COPY's batched heap inserts), so each index costs the ingest path about as
+-- much as the row itself. After 0003, 0005 and 0008 `events` had four; every query that reads
+-- `events` and the index that serves it:
+--
+-- * GET /v1/subscribers/{id}/events (EventQueries.list): tenant, subscriber_id = ANY (the id and
+--   the anonymous ids aliased to it), optional name, optional since/cursor, newest first.
+--   Served by events_subscriber_time (tenant_id, subscriber_id, occurred_at, event_id): one
+--   subscriber's events, in the order of the page, cursor in the key.
+-- * Audience did(...)/count(...) (AudienceSQL.owners; bench/audience.sh's SQL_B_*/SQL_C_*):
+--   tenant, name, an occurred_at window, reading subscriber_id. The direct branch reads only the
+--   window through events_name_time (tenant_id, name, occurred_at) INCLUDE (subscriber_id)
+--   (index-only); the alias branch and the grouping by owner read events_name_subscriber
+--   (tenant_id, name, subscriber_id COLLATE "C", occurred_at) in owner order (merge join with
+--   subscriber_aliases, index-only). Both are in the audience bench's plans: both stay.
+-- * bk_events_maintain: whole partitions (DROP) and the default partition (small) by
+--   occurred_at: no index needed.
+--
+-- Dropped: events_subscriber_name (tenant_id, subscriber_id, name, occurred_at) from 0003. Its
+-- only reader is the subscriber event list filtered by name, and one subscriber's events are few
+-- (hundreds, at most thousands a month): events_subscriber_time finds them by (tenant_id,
+-- subscriber_id), newest first, and checks the name on each row, stopping at the page's limit.
+-- "did"/"count" for one subscriber are not a query anyone runs (audiences are evaluated for all
+-- subscribers at once through the name indexes above).
+--
+-- Dropping the partitioned index drops the index of every partition with it (in this
+-- migration's transaction: a short exclusive lock on `events` while the catalog changes).
+DROP INDEX IF EXISTS events_subscriber_name;
