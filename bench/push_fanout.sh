@@ -4,6 +4,12 @@
 # builds on loopback. Measures deliveries/s from the POST to the last ledger row, then, in the same
 # run, the simulator's own ceiling with h2load (4 connections x 100 streams), and prints the ratio.
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
+# Also printed: CPU per delivery of each process (Postgres with all its backends), WAL bytes per
+# delivery, HOT updates of `deliveries`, attempts that got no answer (by error), APNs latency
+# percentiles, abnormal connection ends the simulator saw, and each replica's stage times.
+# Knobs (defaults = the services' defaults): BK_SENDER_CONCURRENCY (8), BK_SENDER_CHUNK_SIZE (100),
+# BK_FANOUT_PAGE_SIZE (1000), BK_APNS_TCP_NODELAY (true); BK_PUSH_PROFILE=DIR records 6 s of
+# `perf record -a -g` into DIR; BK_PUSH_NO_BUILD=1 reuses the binaries in .build-release-push.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -24,7 +30,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
-BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
+if [ -n "${BK_PUSH_NO_BUILD:-}" ]; then  # reuse the binaries already built (A/B runs on a busy tree)
+  BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-push)"
+else
+  BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
+fi
 
 bk_start_postgres "$WORK/pg" "$PGPORT"
 bk_start_redis "$WORK/redis" "$REDISPORT"
@@ -72,29 +82,87 @@ for r in a b; do
   SENDER_PORTS+=("$(bk_free_port)")
   BUZZKIT_HTTP_PORT="${SENDER_PORTS[-1]}" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
     BUZZKIT_APNS_SANDBOX_URL="https://127.0.0.1:$SIMPORT" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" \
-    BUZZKIT_SENDER_CONCURRENCY="${BK_SENDER_CONCURRENCY:-8}" BUZZKIT_DB_POOL_SIZE=8 \
+    BUZZKIT_SENDER_CONCURRENCY="${BK_SENDER_CONCURRENCY:-8}" BUZZKIT_SENDER_CHUNK_SIZE="${BK_SENDER_CHUNK_SIZE:-100}" \
+    BUZZKIT_APNS_TCP_NODELAY="${BK_APNS_TCP_NODELAY:-true}" BUZZKIT_FANOUT_PAGE_SIZE="${BK_FANOUT_PAGE_SIZE:-1000}" \
+    BUZZKIT_DB_POOL_SIZE=8 \
     "$BIN/apns-sender" >"$WORK/sender-$r.log" 2>&1 &
   PIDS+=($!)
 done
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
 sleep 1
 
+# CPU seconds (user + system) of a process and, for the postmaster, of all its children: read
+# before and after the send, so the figures say where the machine's two cores went.
+cpu_of() {
+  local pid total=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$(( total + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
+  done
+  echo "$total"
+}
+pg_pids() { local pm; pm="$(head -1 "$WORK/pg/data/postmaster.pid")"; echo "$pm $(pgrep -P "$pm" | tr '\n' ' ')"; }
+cpu_snapshot() {
+  echo "$(cpu_of $(pg_pids)) $(cpu_of "${PIDS[2]}" "${PIDS[3]}") $(cpu_of "${PIDS[0]}") $(cpu_of "$(cat "$WORK/redis/redis.pid")") $(cpu_of "${PIDS[1]}")"
+}
+WAL0="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
+CPU0="$(cpu_snapshot)"
+
 bk_log "sending one message to topic 'everyone'"
+if [ -n "${BK_PUSH_PROFILE:-}" ]; then
+  # Diagnostics only (perf costs a few percent): 6 s of every process's stacks, machine-wide
+  # (`-p` would miss the threads a replica starts later, such as its HTTP/2 client thread).
+  mkdir -p "$BK_PUSH_PROFILE"
+  perf record -F 499 -a -g -o "$BK_PUSH_PROFILE/perf.data" -- sleep 6 >/dev/null 2>&1 &
+  echo "sender-a ${PIDS[2]} sender-b ${PIDS[3]} sim ${PIDS[0]} gateway ${PIDS[1]}" >"$BK_PUSH_PROFILE/pids"
+fi
 T0="$(date +%s.%N)"
 REPLY="$(curl -sf -X POST "http://127.0.0.1:$GWPORT/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
   -H 'Content-Type: application/json' -d '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
 ID="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$REPLY")"
 DEADLINE=$(( $(date +%s) + 300 ))
+# Wait on the replicas' own counters (deliveries recorded in the ledger), which cost the run
+# nothing, then confirm in SQL; counting the message's rows in SQL every 0.2 s took a few
+# percent of the machine away from the run.
+recorded() {
+  local port total=0 n
+  for port in "${SENDER_PORTS[@]}"; do
+    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^bk_sender_deliveries_total / {print int($2)}')"
+    total=$(( total + ${n:-0} ))
+  done
+  echo "$total"
+}
 while :; do
-  DONE="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status NOT IN ('queued', 'sending')")"
-  [ "$DONE" -ge "$DEVICES" ] && break
-  [ "$(date +%s)" -lt "$DEADLINE" ] || bk_die "timed out: $DONE of $DEVICES deliveries done"
-  sleep 0.2
+  if [ "$(recorded)" -ge "$DEVICES" ]; then
+    DONE="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status NOT IN ('queued', 'sending')")"
+    [ "$DONE" -ge "$DEVICES" ] && break
+  fi
+  [ "$(date +%s)" -lt "$DEADLINE" ] || bk_die "timed out: $(recorded) of $DEVICES deliveries recorded"
+  sleep 0.1
 done
 T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
 SENT="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status = 'sent'")"
 PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
+CPU1="$(cpu_snapshot)"
+WAL_BYTES="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn() - '$WAL0'::pg_lsn")"
+python3 - "$CPU0" "$CPU1" "$DEVICES" "$WAL_BYTES" "$(getconf CLK_TCK)" >&2 <<'PY'
+import sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+n, wal, hz = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+names = ["postgres", "apns-sender x2", "apns-sim", "redis", "gateway"]
+parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
+print("CPU per delivery (us): " + ", ".join(parts) + "; total %.0f; WAL %.0f bytes per delivery"
+      % (sum(y - x for x, y in zip(a, b)) / hz * 1e6 / n, wal / n))
+PY
+"${PSQL[@]}" -F' ' >&2 <<SQL
+SELECT 'table rows: ' || relname || ' inserts ' || n_tup_ins || ', updates ' || n_tup_upd || ' (HOT ' || n_tup_hot_upd || ')'
+  FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'delivery_attempts') ORDER BY relname;
+SELECT 'attempts without an answer: ' || count(*) || ' ' || coalesce(error, '') FROM delivery_attempts WHERE status = 0 GROUP BY error;
+SELECT 'APNs latency ms p50 / p90 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.9, 0.99, 1])
+  WITHIN GROUP (ORDER BY latency_ms), ' / ') FROM delivery_attempts;
+SQL
 bk_log "deliveries done: $DEVICES ($SENT sent) in $(python3 -c "print(round($T1 - $T0, 2))") s"
+grep 'connection closed' "$WORK/sim.out" | sort | uniq -c | sed 's/^/apns-sim: /' >&2 || true
 # Where a chunk's time went, per replica (from /metrics; read after the run, so it costs it nothing).
 for port in "${SENDER_PORTS[@]}"; do
   curl -sf "http://127.0.0.1:$port/metrics" | python3 -c '

@@ -30,23 +30,87 @@ extension APNsClient {
         var request = request
         if request.apnsId == nil { request.apnsId = UUID().uuidString }
         var attempts: [APNsResponse] = []
-        var attempt = 0
         while true {
-            attempt += 1
             let response = await send(request, credentials: credentials)
             attempts.append(response)
-            let outcome = APNsOutcome.classify(response.disposition, attempt: attempt, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
             await onAttempt(response, outcome)
+            if let result = await afterAttempt(response, outcome, attempts: attempts, credentials: credentials, sleep: sleep) {
+                return result
+            }
+        }
+    }
+
+    /// Sends every request, each until APNs accepts it, rejects it for good, or `policy` runs out
+    /// (as `sendWithRetries(_:credentials:policy:)` does for one), and returns one result per
+    /// request, in order.
+    ///
+    /// First attempts go out as ONE batch (`send(batch:credentials:)`); only the requests that
+    /// need another attempt continue one by one, concurrently. Requests without an `apns-id` get
+    /// one, kept across their attempts.
+    public func sendWithRetries(
+        batch requests: [APNsRequest], credentials: APNsCredentials, policy: RetryPolicy = .default,
+        unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) async -> [APNsDeliveryResult] {
+        var requests = requests
+        for index in requests.indices where requests[index].apnsId == nil { requests[index].apnsId = UUID().uuidString }
+        let first = await send(batch: requests, credentials: credentials)
+        var results: [APNsDeliveryResult?] = Array(repeating: nil, count: requests.count)
+        var again: [(index: Int, response: APNsResponse, outcome: APNsOutcome)] = []
+        for (index, response) in first.enumerated() {
+            let outcome = APNsOutcome.classify(response.disposition, attempt: 1, policy: policy, unit: unitRandom())
             switch outcome {
             case .delivered, .invalidToken, .failed:
-                return APNsDeliveryResult(attempts: attempts, outcome: outcome)
-            case .renewTokenAndRetry:
-                if let issuedAt = response.tokenIssuedAt { tokenCache.invalidate(credentials, issuedAt: issuedAt) }
-            case .retry(let delay):
-                do { try await sleep(delay) } catch {
-                    return APNsDeliveryResult(attempts: attempts, outcome: .failed(reason: response.reason))
-                }
+                results[index] = APNsDeliveryResult(attempts: [response], outcome: outcome)
+            case .retry, .renewTokenAndRetry:
+                again.append((index, response, outcome))
             }
+        }
+        if !again.isEmpty {
+            let requests = requests
+            await withTaskGroup(of: (Int, APNsDeliveryResult).self) { group in
+                for (index, response, outcome) in again {
+                    group.addTask {
+                        var attempts = [response]
+                        if let result = await self.afterAttempt(response, outcome, attempts: attempts, credentials: credentials,
+                                                                sleep: sleep) {
+                            return (index, result)
+                        }
+                        while true {
+                            let next = await self.send(requests[index], credentials: credentials)
+                            attempts.append(next)
+                            let outcome = APNsOutcome.classify(next.disposition, attempt: attempts.count, policy: policy,
+                                                               unit: unitRandom())
+                            if let result = await self.afterAttempt(next, outcome, attempts: attempts,
+                                                                    credentials: credentials, sleep: sleep) {
+                                return (index, result)
+                            }
+                        }
+                    }
+                }
+                for await (index, result) in group { results[index] = result }
+            }
+        }
+        return results.map { $0 ?? APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)) }
+    }
+
+    /// The step after one attempt: the final result, or nil to try again (after renewing the
+    /// token or sleeping the backoff).
+    private func afterAttempt(_ response: APNsResponse, _ outcome: APNsOutcome, attempts: [APNsResponse],
+                              credentials: APNsCredentials,
+                              sleep: (Duration) async throws -> Void) async -> APNsDeliveryResult? {
+        switch outcome {
+        case .delivered, .invalidToken, .failed:
+            return APNsDeliveryResult(attempts: attempts, outcome: outcome)
+        case .renewTokenAndRetry:
+            if let issuedAt = response.tokenIssuedAt { tokenCache.invalidate(credentials, issuedAt: issuedAt) }
+            return nil
+        case .retry(let delay):
+            do { try await sleep(delay) } catch {
+                return APNsDeliveryResult(attempts: attempts, outcome: .failed(reason: response.reason))
+            }
+            return nil
         }
     }
 }

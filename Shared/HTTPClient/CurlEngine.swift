@@ -16,7 +16,7 @@ final class CurlEngine: @unchecked Sendable {
     struct Submission {
         let id: UInt64
         let request: HTTPClientRequest
-        let continuation: CheckedContinuation<HTTPClientResponse, any Error>
+        let completion: CurlCompletion
     }
 
     struct Inbox {
@@ -80,7 +80,22 @@ final class CurlEngine: @unchecked Sendable {
             if wasIdle { curl_multi_wakeup(multi) }
             return true
         }
-        if !accepted { submission.continuation.resume(throwing: HTTPClientError.shutdown()) }
+        if !accepted { submission.completion.finish(.failure(HTTPClientError.shutdown())) }
+    }
+
+    /// Queues several requests at once (one lock, at most one wakeup); fails them all after shutdown.
+    func submit(batch submissions: [Submission]) {
+        guard !submissions.isEmpty else { return }
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.shutdownRequested else { return false }
+            let wasIdle = inbox.submissions.isEmpty && inbox.cancellations.isEmpty
+            inbox.submissions.append(contentsOf: submissions)
+            if wasIdle { curl_multi_wakeup(multi) }
+            return true
+        }
+        if !accepted {
+            for submission in submissions { submission.completion.finish(.failure(HTTPClientError.shutdown())) }
+        }
     }
 
     /// Asks the engine thread to drop request `id`; harmless if it already finished.

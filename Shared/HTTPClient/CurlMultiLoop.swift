@@ -14,6 +14,8 @@ final class CurlMultiLoop {
     /// Transfers in the multi handle, by easy handle (for CURLMSG_DONE) and by id (for cancel).
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var handleByID: [UInt64: UnsafeMutableRawPointer] = [:]
+    /// Scratch space for request header lines (see `CurlRequestSetup.apply`).
+    private var lineBuffer: [UInt8] = []
 
     private static let pollTimeoutMilliseconds: Int32 = 1000
 
@@ -34,7 +36,7 @@ final class CurlMultiLoop {
             }
             if stopping {
                 for submission in submissions {
-                    submission.continuation.resume(throwing: HTTPClientError.shutdown())
+                    submission.completion.finish(.failure(HTTPClientError.shutdown()))
                 }
                 break
             }
@@ -58,16 +60,17 @@ final class CurlMultiLoop {
 
     private func start(_ submission: CurlEngine.Submission) {
         guard let easy = pool.popLast() ?? CurlEasyHandle() else {
-            submission.continuation.resume(throwing: HTTPClientError(code: .other, message: "curl_easy_init failed"))
+            submission.completion.finish(.failure(HTTPClientError(code: .other, message: "curl_easy_init failed")))
             return
         }
-        let transfer = CurlTransfer(id: submission.id, easy: easy, continuation: submission.continuation)
+        let transfer = CurlTransfer(id: submission.id, easy: easy, completion: submission.completion)
         do {
-            try CurlRequestSetup.apply(submission.request, configuration: engine.configuration, to: transfer)
+            try CurlRequestSetup.apply(submission.request, configuration: engine.configuration, to: transfer,
+                                       lineBuffer: &lineBuffer)
         } catch {
             curl_slist_free_all(transfer.headerList)
             recycle(easy)
-            submission.continuation.resume(throwing: error)
+            submission.completion.finish(.failure(error))
             return
         }
         let added = curl_multi_add_handle(multi, easy.handle)
@@ -75,7 +78,7 @@ final class CurlMultiLoop {
             curl_slist_free_all(transfer.headerList)
             recycle(easy)
             let text = curl_multi_strerror(added).map { String(cString: $0) } ?? "curl_multi_add_handle failed"
-            submission.continuation.resume(throwing: HTTPClientError(code: .other, message: text))
+            submission.completion.finish(.failure(HTTPClientError(code: .other, message: text)))
             return
         }
         active[easy.handle] = transfer
@@ -84,7 +87,7 @@ final class CurlMultiLoop {
 
     private func cancel(_ id: UInt64) {
         guard let handle = handleByID[id], let transfer = detach(handle) else { return }
-        transfer.continuation.resume(throwing: CancellationError())
+        transfer.completion.finish(.failure(CancellationError()))
     }
 
     private func collectFinished() {
@@ -116,11 +119,11 @@ final class CurlMultiLoop {
             outcome = .failure(HTTPClientError.fromCurl(result, detail: transfer.easy.errorMessage))
         }
         _ = detach(handle)
-        transfer.continuation.resume(with: outcome)
+        transfer.completion.finish(outcome)
     }
 
     /// Removes a transfer from the multi handle and the tables and recycles its easy handle.
-    /// The caller resumes the continuation.
+    /// The caller finishes the transfer's completion.
     private func detach(_ handle: UnsafeMutableRawPointer) -> CurlTransfer? {
         guard let transfer = active.removeValue(forKey: handle) else { return nil }
         handleByID[transfer.id] = nil
@@ -144,7 +147,7 @@ final class CurlMultiLoop {
     private func terminate() {
         for handle in Array(active.keys) {
             if let transfer = detach(handle) {
-                transfer.continuation.resume(throwing: HTTPClientError.shutdown())
+                transfer.completion.finish(.failure(HTTPClientError.shutdown()))
             }
         }
         for easy in pool { easy.destroy() }

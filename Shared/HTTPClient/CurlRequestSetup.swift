@@ -2,14 +2,16 @@ internal import CCurl
 
 /// Translates an `HTTPClientRequest` plus the client configuration into easy-handle options.
 enum CurlRequestSetup {
+    /// `lineBuffer` is scratch space for header lines, owned by the engine thread and reused.
     static func apply(_ request: HTTPClientRequest, configuration: HTTPClient.Configuration,
-                      to transfer: CurlTransfer) throws {
+                      to transfer: CurlTransfer, lineBuffer: inout [UInt8]) throws {
         let easy = transfer.easy
         let h = easy.handle
         var check = OptionCheck()
         check(bk_curl_easy_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(bk_curl_easy_setopt_string(h, CURLOPT_URL, request.url))
         check(bk_curl_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1))
+        if !configuration.tcpNoDelay { check(bk_curl_easy_setopt_long(h, CURLOPT_TCP_NODELAY, 0)) }
         // The upload buffer (default 64 kB) is allocated for a transfer that sends a body; at
         // thousands of small POSTs per second, allocating and freeing blocks that large showed up
         // in the allocator's share of the CPU. 16 kB (curl's minimum) holds any APNs payload (4 kB);
@@ -67,9 +69,21 @@ enum CurlRequestSetup {
 
         var list: UnsafeMutablePointer<curl_slist>?
         for field in request.headers {
-            // "Name;" sends an empty header; "Name:" would remove it.
-            let line = field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
-            list = curl_slist_append(list, line)
+            // "Name;" sends an empty header; "Name:" would remove it. The line is written into a
+            // reused buffer (curl_slist_append copies it), not a new String per header.
+            lineBuffer.removeAll(keepingCapacity: true)
+            lineBuffer.append(contentsOf: field.name.utf8)
+            if field.value.isEmpty {
+                lineBuffer.append(UInt8(ascii: ";"))
+            } else {
+                lineBuffer.append(UInt8(ascii: ":"))
+                lineBuffer.append(UInt8(ascii: " "))
+                lineBuffer.append(contentsOf: field.value.utf8)
+            }
+            lineBuffer.append(0)
+            list = lineBuffer.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { curl_slist_append(list, $0.baseAddress) }
+            }
         }
         if !request.headers.contains(name: "expect") { list = curl_slist_append(list, "Expect:") }
         if sendsBody, !request.headers.contains(name: "content-type") {

@@ -2,21 +2,21 @@ internal import CCurl
 
 /// One request in flight: the easy handle it runs on and what has arrived so far.
 ///
-/// Confined to the engine thread from creation to completion; the continuation is resumed exactly
+/// Confined to the engine thread from creation to completion; the completion is finished exactly
 /// once, by whoever removes the transfer from the engine's `active` table.
 final class CurlTransfer {
     let id: UInt64
     let easy: CurlEasyHandle
-    let continuation: CheckedContinuation<HTTPClientResponse, any Error>
+    let completion: CurlCompletion
     /// The request header list handed to curl; freed when the transfer ends.
     var headerList: UnsafeMutablePointer<curl_slist>?
     var body: [UInt8] = []
     var headers = HTTPHeaders()
 
-    init(id: UInt64, easy: CurlEasyHandle, continuation: CheckedContinuation<HTTPClientResponse, any Error>) {
+    init(id: UInt64, easy: CurlEasyHandle, completion: CurlCompletion) {
         self.id = id
         self.easy = easy
-        self.continuation = continuation
+        self.completion = completion
     }
 
     /// Parses `Name: value\r\n`; a status line (`HTTP/...`) starts a new response, so headers of

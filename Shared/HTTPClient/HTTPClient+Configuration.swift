@@ -37,6 +37,10 @@ extension HTTPClient {
         public var connectTimeout: Duration
         /// Most idle easy handles kept for reuse (each costs a few kB). Default 1024.
         public var maxPooledHandles: Int
+        /// TCP_NODELAY on new connections. Default true (curl's default). False lets the kernel
+        /// coalesce small writes: libcurl 7.88 writes every HTTP/2 frame as its own TLS record and
+        /// send(2), so many small requests in flight become many tiny packets.
+        public var tcpNoDelay: Bool = true
 
         public init(httpVersion: HTTPVersionPreference = .http2,
                     maxConcurrentStreams: Int = 100,
@@ -44,7 +48,8 @@ extension HTTPClient {
                     caFile: String? = nil,
                     requestTimeout: Duration = .seconds(30),
                     connectTimeout: Duration = .seconds(10),
-                    maxPooledHandles: Int = 1024) {
+                    maxPooledHandles: Int = 1024,
+                    tcpNoDelay: Bool = true) {
             self.httpVersion = httpVersion
             self.maxConcurrentStreams = maxConcurrentStreams
             self.maxConnectionsPerHost = maxConnectionsPerHost
@@ -52,6 +57,7 @@ extension HTTPClient {
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
             self.maxPooledHandles = maxPooledHandles
+            self.tcpNoDelay = tcpNoDelay
         }
     }
 }

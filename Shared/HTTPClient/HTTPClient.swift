@@ -37,12 +37,33 @@ public final class HTTPClient: Sendable {
         let id = engine.makeID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                engine.submit(CurlEngine.Submission(id: id, request: request, continuation: continuation))
+                engine.submit(CurlEngine.Submission(id: id, request: request, completion: .single(continuation)))
                 // If cancellation raced ahead of the submission, the cancel below follows it.
                 if Task.isCancelled { engine.cancel(id) }
             }
         } onCancel: {
             engine.cancel(id)
+        }
+    }
+
+    /// Sends every request at once (multiplexed like separate `execute` calls) and returns when the
+    /// last one ended: one result per request, in order, whatever the statuses.
+    ///
+    /// Cheaper than one `execute` per request in its own task when requests come in groups (a
+    /// chunk of pushes): one submission and one suspension for the batch. Task cancellation is
+    /// not observed: every request runs to its own end (its timeout bounds it) or to `shutdown()`.
+    public func execute(batch requests: [HTTPClientRequest]) async -> [HTTPClientBatchResult] {
+        guard !requests.isEmpty else { return [] }
+        let engine = self.engine
+        return await withCheckedContinuation { continuation in
+            let batch = CurlBatch(count: requests.count, continuation: continuation)
+            var submissions: [CurlEngine.Submission] = []
+            submissions.reserveCapacity(requests.count)
+            for (index, request) in requests.enumerated() {
+                submissions.append(CurlEngine.Submission(id: engine.makeID(), request: request,
+                                                         completion: .batch(batch, index: index)))
+            }
+            engine.submit(batch: submissions)
         }
     }
 

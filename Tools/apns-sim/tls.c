@@ -33,6 +33,12 @@ SSL_CTX *tls_context(const char *cert, const char *key, char *err, size_t errcap
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     /* Non-blocking writes may be retried with a buffer that has moved or grown. */
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read ahead: one read(2) takes every record the socket holds instead of two reads per record
+       (header, then body). libcurl 7.88 writes each HTTP/2 frame as its own TLS record, so a
+       chunk of pushes arrives as hundreds of small records. conn_read drains OpenSSL's buffer
+       until WANT_READ, so nothing read ahead is left unprocessed. */
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
         snprintf(err, errcap, "cannot load certificate %s: %s", cert, ERR_reason_error_string(ERR_get_error()));
         SSL_CTX_free(ctx);

@@ -21,10 +21,10 @@ final class APNsClientPool: Sendable {
         let key = team + "|" + environment.rawValue
         return try clients.withLock { clients in
             if let client = clients[key] { return client }
-            let client = try APNsClient(
-                configuration: .init(environment: environment, baseURL: configuration.baseURL(environment),
-                                     caFile: configuration.caFile, requestTimeout: configuration.requestTimeout),
-                tokenCache: tokenCache, logger: logger)
+            var settings = APNsClient.Configuration(environment: environment, baseURL: configuration.baseURL(environment),
+                                                    caFile: configuration.caFile, requestTimeout: configuration.requestTimeout)
+            settings.tcpNoDelay = configuration.tcpNoDelay
+            let client = try APNsClient(configuration: settings, tokenCache: tokenCache, logger: logger)
             clients[key] = client
             return client
         }

@@ -11,12 +11,16 @@ import Foundation
 ///    replica's name, the time, and the apns-id every attempt will carry) and returns them; rows
 ///    in any other status are skipped, so a redelivered or duplicated chunk never sends a device
 ///    twice. In the same statement, rows left `sending` by a replica longer than `staleSending`
-///    become `failed` / `sender_lost` (see "Guarantees" in the README of this service).
+///    become `failed` / `sender_lost` (see "Guarantees" in the README of this service), and
+///    one `delivery_claims` row records the claimed ids (found by the sweeper if this replica
+///    stops before step 4).
 /// 2. Expired message: `expired` without sending. Tenant without usable credentials: `failed`
 ///    with `apns_credentials_missing` / `apns_credentials_invalid` (no APNs call, no retry).
-/// 3. Send every claimed delivery at once through the (team, environment) client, each with
-///    `RetryPolicy` retries.
-/// 4. Record: ONE statement inserts every attempt and sets every final status; ONE more
+/// 3. Send every claimed delivery at once through the (team, environment) client: the first
+///    attempts as ONE batch (`APNsClient.sendWithRetries(batch:)`), then `RetryPolicy` retries
+///    for the deliveries that need them.
+/// 4. Record: ONE statement inserts every attempt, sets every final status and deletes the
+///    chunk's claim row; ONE more
 ///    deactivates devices APNs called invalid (unless registered again after APNs's timestamp).
 struct DeliverySender: Sendable {
     let postgres: PostgresClient
@@ -62,7 +66,7 @@ struct DeliverySender: Sendable {
             }
         }
         let started = ContinuousClock.now
-        let claimed = try await claim(chunk)
+        let (claimID, claimed) = try await claim(chunk)
         let claimedAt = ContinuousClock.now
         metrics.claim.observe(claimedAt - started)
         guard !claimed.isEmpty else { return }
@@ -81,7 +85,7 @@ struct DeliverySender: Sendable {
             outcomes = claimed.map { Outcome(claimed: $0, status: "failed", errorCode: "apns_credentials_missing", attempts: []) }
         }
         let recording = ContinuousClock.now
-        try await record(outcomes, tenant: chunk.tenantId)
+        try await record(outcomes, tenant: chunk.tenantId, claimID: claimID)
         let done = ContinuousClock.now
         metrics.record.observe(done - recording)
         metrics.total.observe(done - started)
@@ -93,62 +97,80 @@ struct DeliverySender: Sendable {
 
     /// The checks on tenant, message and status are wrapped in `IS TRUE` on purpose: they must
     /// not be index conditions. Otherwise, while `deliveries` statistics are stale (a fan-out just
-    /// inserted the message's rows), the planner scans `deliveries_message_status` for every
-    /// queued row of the message and filters by id: measured 87 ms per chunk of 100 against a
-    /// 100,000-device message (O(audience) per chunk), instead of 6 ms by primary key.
-    private func claim(_ chunk: DeliveryChunk) async throws -> [Claimed] {
+    /// inserted the message's rows), the planner may scan the message's rows for every chunk
+    /// (O(audience) per chunk) instead of reading 100 rows by primary key.
+    ///
+    /// One UPDATE both claims the `queued` rows and ends the ones left `sending` longer than
+    /// `staleSending` (failed / sender_lost), so each row is looked up once; no index of
+    /// `deliveries` covers a column changed here, so these are HOT updates (migration 0009).
+    /// The same statement inserts the chunk's `delivery_claims` row (how the sweeper finds a
+    /// chunk whose replica stopped mid-send); `record` deletes it with the outcomes.
+    private func claim(_ chunk: DeliveryChunk) async throws -> (claimID: String?, deliveries: [Claimed]) {
         let rows = try await postgres.query("""
-            WITH lost AS (
-                UPDATE deliveries SET status = 'failed', error_code = 'sender_lost', updated_at = now(),
-                    last_reason = coalesce(last_reason, 'the sending replica stopped mid-send; not re-sent to avoid a duplicate')
-                WHERE id = ANY($1::uuid[]) AND status = 'sending' AND sending_at < now() - make_interval(secs => $4)
+            WITH c AS (
+                UPDATE deliveries SET
+                    status = CASE WHEN status = 'queued' THEN 'sending' ELSE 'failed' END,
+                    error_code = CASE WHEN status = 'queued' THEN error_code ELSE 'sender_lost' END,
+                    last_reason = CASE WHEN status = 'queued' THEN last_reason ELSE coalesce(last_reason,
+                        'the sending replica stopped mid-send; not re-sent to avoid a duplicate') END,
+                    sending_by = CASE WHEN status = 'queued' THEN $3 ELSE sending_by END,
+                    sending_at = CASE WHEN status = 'queued' THEN now() ELSE sending_at END,
+                    apns_id = CASE WHEN status = 'queued' THEN coalesce(apns_id, gen_random_uuid()) ELSE apns_id END,
+                    updated_at = now()
+                WHERE id = ANY($1::uuid[])
+                  AND (tenant_id = $2::uuid AND message_id = $5::uuid AND (status = 'queued'
+                       OR (status = 'sending' AND sending_at < now() - make_interval(secs => $4)))) IS TRUE
+                RETURNING id, device_token, environment, apns_id, attempt_count, status
+            ), claim AS (
+                INSERT INTO delivery_claims (delivery_ids, sending_by)
+                SELECT array_agg(id), $3 FROM c WHERE status = 'sending' HAVING count(*) > 0
                 RETURNING id
             )
-            UPDATE deliveries SET status = 'sending', sending_by = $3, sending_at = now(), updated_at = now(),
-                apns_id = coalesce(apns_id, gen_random_uuid())
-            WHERE id = ANY($1::uuid[])
-              AND (tenant_id = $2::uuid AND message_id = $5::uuid AND status = 'queued') IS TRUE
-            RETURNING id, device_token, environment, apns_id, attempt_count
+            SELECT c.id, c.device_token, c.environment, c.apns_id, c.attempt_count, (SELECT id FROM claim)
+            FROM c WHERE c.status = 'sending'
             """, [chunk.deliveryIds.arrayParameter, chunk.tenantId, instance, configuration.staleSending.seconds,
                   chunk.messageId])
         // Ids stay text (PostgreSQL's lowercase form): they only go back to it and into `apns-id`.
-        return try rows.map { row in
+        let claimed = try rows.map { row in
             Claimed(id: try row.decode(String.self, at: 0), token: try row.decode(String.self, at: 1),
                     environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 2)) ?? .production,
                     apnsId: try row.decode(String.self, at: 3), attemptCount: try row.decode(Int.self, at: 4))
         }
+        return (try rows.first?.decode(String?.self, at: 5), claimed)
     }
 
     // MARK: - Send
 
+    /// One batch per environment (a chunk is almost always one): the first attempts go out
+    /// together through the (team, environment) client, retries per delivery (`RetryPolicy`).
     private func send(_ claimed: [Claimed], message: PreparedMessage, credentials: APNsCredentials,
                       tenant: UUID) async -> [Outcome] {
-        let policy = configuration.retryPolicy
-        let clients = clients
-        let logger = logger
-        return await withTaskGroup(of: Outcome.self, returning: [Outcome].self) { group in
-            for delivery in claimed {
-                group.addTask {
-                    let client: APNsClient
-                    do {
-                        client = try clients.client(team: credentials.teamId, environment: delivery.environment)
-                    } catch {
-                        logger.error("apns client could not be made", metadata: ["error": "\(error)"])
-                        return Outcome(claimed: delivery, status: "failed", lastReason: "\(error)",
-                                       errorCode: "apns_client_unavailable", attempts: [])
-                    }
-                    var request = message.template
-                    request.deviceToken = delivery.token
-                    request.apnsId = delivery.apnsId
-                    let result = await client.sendWithRetries(request, credentials: credentials, policy: policy)
-                    return Self.outcome(delivery, result)
+        var byEnvironment: [APNsEnvironment: [Claimed]] = [:]
+        for delivery in claimed { byEnvironment[delivery.environment, default: []].append(delivery) }
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(claimed.count)
+        for (environment, deliveries) in byEnvironment.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let client: APNsClient
+            do {
+                client = try clients.client(team: credentials.teamId, environment: environment)
+            } catch {
+                logger.error("apns client could not be made", metadata: ["error": "\(error)"])
+                outcomes += deliveries.map {
+                    Outcome(claimed: $0, status: "failed", lastReason: "\(error)", errorCode: "apns_client_unavailable", attempts: [])
                 }
+                continue
             }
-            var outcomes: [Outcome] = []
-            outcomes.reserveCapacity(claimed.count)
-            for await outcome in group { outcomes.append(outcome) }
-            return outcomes
+            let requests = deliveries.map { delivery in
+                var request = message.template
+                request.deviceToken = delivery.token
+                request.apnsId = delivery.apnsId
+                return request
+            }
+            let results = await client.sendWithRetries(batch: requests, credentials: credentials,
+                                                       policy: configuration.retryPolicy)
+            for (delivery, result) in zip(deliveries, results) { outcomes.append(Self.outcome(delivery, result)) }
         }
+        return outcomes
     }
 
     static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult) -> Outcome {
@@ -179,7 +201,9 @@ struct DeliverySender: Sendable {
 
     // MARK: - Record (batched)
 
-    private func record(_ outcomes: [Outcome], tenant: UUID) async throws {
+    /// `attempt_count` is written as a total (not an increment), so a retried write that had in
+    /// fact committed changes nothing; attempts are `ON CONFLICT DO NOTHING` for the same reason.
+    private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?) async throws {
         let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count }
         var aId = ArrayParameter(capacity: 2 + attemptCount * 39), aNumber = ArrayParameter(capacity: 2 + attemptCount * 2)
         var aPayload = ArrayParameter(capacity: 2 + attemptCount * 2), aHeaders = ArrayParameter(capacity: 2 + attemptCount * 300)
@@ -220,7 +244,7 @@ struct DeliverySender: Sendable {
             }
             uId.append(outcome.claimed.id)
             uStatus.append(outcome.status)
-            uAttempts.append(outcome.attempts.count)
+            uAttempts.append(outcome.claimed.attemptCount + outcome.attempts.count)
             uLast.append(outcome.lastStatus)
             uReason.append(outcome.lastReason)
             uCode.append(outcome.errorCode)
@@ -230,11 +254,13 @@ struct DeliverySender: Sendable {
             WITH attempts AS (
                 INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, reason, apns_id, latency_ms, error)
                 SELECT a.id, a.n, ($16::text[])[a.p], a.h, a.s, a.r, a.apns_id, a.l, a.e
-                FROM unnest($1::uuid[], $2::int[], $3::int[], $4::jsonb[], $5::int[], $6::text[],
+                FROM unnest($1::uuid[], $2::int[], $3::int[], $4::json[], $5::int[], $6::text[],
                             $7::text[], $8::int[], $9::text[]) AS a(id, n, p, h, s, r, apns_id, l, e)
                 ON CONFLICT DO NOTHING
+            ), claim AS (
+                DELETE FROM delivery_claims WHERE id = $17::uuid
             )
-            UPDATE deliveries d SET status = u.status, attempt_count = d.attempt_count + u.attempts,
+            UPDATE deliveries d SET status = u.status, attempt_count = u.attempts,
                 last_status = u.last_status, last_reason = u.last_reason, error_code = u.error_code,
                 sent_at = CASE WHEN u.status = 'sent' THEN now() ELSE d.sent_at END, updated_at = now()
             FROM unnest($10::uuid[], $11::text[], $12::int[], $13::int[], $14::text[], $15::text[])
@@ -244,7 +270,7 @@ struct DeliverySender: Sendable {
         let ledgerParameters: [any PostgresEncodable] = [
             aId.value, aNumber.value, aPayload.value, aHeaders.value, aStatus.value, aReason.value, aApnsId.value,
             aLatency.value, aError.value, uId.value, uStatus.value, uAttempts.value, uLast.value, uReason.value, uCode.value,
-            payloads.value,
+            payloads.value, claimID,
         ]
         try await withRetries {
             if invalid.isEmpty {

@@ -14,6 +14,8 @@ import Foundation
 ///
 /// It also ends deliveries left `sending` longer than `staleSending` (a replica died mid-send)
 /// as `failed` / `sender_lost`: they are not re-sent, since the push may have reached the device.
+/// They are found through `delivery_claims` (one row per claimed chunk, deleted when the chunk is
+/// recorded), up to 200 stale chunks per pass.
 struct OutboxSweeper: Service {
     let name = "outbox-sweeper"
     let postgres: PostgresClient
@@ -72,10 +74,18 @@ struct OutboxSweeper: Service {
             try await redis.xaddBatch(messages.rawValue, entries: entries)
             logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])
         }
+        // Chunks whose claim row outlived `staleSending`: their replica stopped before recording
+        // them. Their deliveries still `sending` end failed / sender_lost; the claim row goes.
         let lost = try await postgres.execute("""
+            WITH stale AS (
+                DELETE FROM delivery_claims WHERE id IN (
+                    SELECT id FROM delivery_claims WHERE claimed_at < now() - make_interval(secs => $1)
+                    ORDER BY claimed_at LIMIT 200 FOR UPDATE SKIP LOCKED)
+                RETURNING delivery_ids
+            )
             UPDATE deliveries SET status = 'failed', error_code = 'sender_lost', updated_at = now(),
                 last_reason = coalesce(last_reason, 'the sending replica stopped mid-send; not re-sent to avoid a duplicate')
-            WHERE status = 'sending' AND sending_at < now() - make_interval(secs => $1)
+            WHERE id = ANY(ARRAY(SELECT unnest(delivery_ids) FROM stale)) AND status = 'sending'
             """, [staleSending.seconds])
         if lost > 0 { logger.warning("deliveries lost with a stopped replica", metadata: ["count": String(lost)]) }
         return rows.count

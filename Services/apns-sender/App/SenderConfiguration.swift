@@ -11,6 +11,7 @@ import Foundation
 /// | `BUZZKIT_APNS_PRODUCTION_URL` | `https://api.push.apple.com` | APNs host for production tokens |
 /// | `BUZZKIT_APNS_CA_FILE` | none (system store) | CA to trust instead (the simulator's `ca.pem`) |
 /// | `BUZZKIT_APNS_REQUEST_TIMEOUT` | `10s` | limit for one APNs attempt |
+/// | `BUZZKIT_APNS_TCP_NODELAY` | `true` | TCP_NODELAY on APNs connections (`false`: the kernel coalesces small frames) |
 /// | `BUZZKIT_APNS_MAX_ATTEMPTS` | `5` | attempts per delivery (429, 5xx, timeouts, broken connections retry) |
 /// | `BUZZKIT_APNS_RETRY_BASE` | `500ms` | first backoff; doubles, jittered, capped at 30 s |
 /// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
@@ -28,6 +29,7 @@ public struct SenderConfiguration: Sendable {
     public var productionURL: String
     public var caFile: String?
     public var requestTimeout: Duration
+    public var tcpNoDelay: Bool = true
     public var retryPolicy: RetryPolicy
     public var concurrency: Int
     public var chunkSize: Int
@@ -77,6 +79,7 @@ public struct SenderConfiguration: Sendable {
         let production = reader.string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
         let ca = reader.raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
         let timeout = reader.duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
+        let noDelay = reader.bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
         let attempts = reader.int("BUZZKIT_APNS_MAX_ATTEMPTS", default: 5, range: 1...20)
         let base = reader.duration("BUZZKIT_APNS_RETRY_BASE", default: .milliseconds(500))
         let concurrency = reader.int("BUZZKIT_SENDER_CONCURRENCY", default: 8, range: 1...256)
@@ -93,6 +96,7 @@ public struct SenderConfiguration: Sendable {
                   retryPolicy: RetryPolicy(maxAttempts: attempts, baseDelay: base), concurrency: concurrency,
                   chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
                   sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
+        tcpNoDelay = noDelay
     }
 
     func baseURL(_ environment: APNsEnvironment) -> String {
