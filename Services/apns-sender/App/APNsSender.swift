@@ -72,7 +72,8 @@ public struct APNsSender: Sendable {
             handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
         let sweeper = OutboxSweeper(postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
                                     interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
-                                    staleSending: configuration.staleSending, logger: runtime.logger)
+                                    staleSending: configuration.staleSending,
+                                    trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
         return [SenderPipeline(consumers: [fanoutService.consumer, deliveryService.consumer], sweeper: sweeper, pool: clients)]
     }
 }

@@ -16,6 +16,10 @@ import Foundation
 /// as `failed` / `sender_lost`: they are not re-sent, since the push may have reached the device.
 /// They are found through `delivery_claims` (one row per claimed chunk, deleted when the chunk is
 /// recorded), up to 200 stale chunks per pass.
+///
+/// And it caps `trimmedStreams` (`bk:messages`, `bk:deliveries`) below what every consumer group
+/// has acknowledged: an entry is acknowledged only after its fan-out page or chunk is recorded in
+/// Postgres, so Redis keeps only work not yet done.
 struct OutboxSweeper: Service {
     let name = "outbox-sweeper"
     let postgres: PostgresClient
@@ -24,17 +28,19 @@ struct OutboxSweeper: Service {
     let interval: Duration
     let requeueAfter: Duration
     let staleSending: Duration
+    let trimmedStreams: [StreamName]
     let logger: Logger
     private let stopped = OneShot<Void>()
 
     init(postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
-         staleSending: Duration, logger: Logger) {
+         staleSending: Duration, trimmedStreams: [StreamName] = [], logger: Logger) {
         self.postgres = postgres
         self.redis = redis
         self.messages = messages
         self.interval = interval
         self.requeueAfter = requeueAfter
         self.staleSending = staleSending
+        self.trimmedStreams = trimmedStreams
         self.logger = logger
     }
 
@@ -44,6 +50,13 @@ struct OutboxSweeper: Service {
                 try await sweep()
             } catch {
                 logger.warning("outbox sweep failed", metadata: ["error": "\(error)"])
+            }
+            for stream in trimmedStreams {
+                do {
+                    try await redis.trimAcknowledged(stream.rawValue)
+                } catch {
+                    logger.debug("stream trim failed", metadata: ["stream": stream.rawValue, "error": error.description])
+                }
             }
             // Sleep in short steps so a stop is noticed quickly (a OneShot wait cannot be cancelled).
             let wake = ContinuousClock.now + interval

@@ -59,31 +59,10 @@ public final class EventMaintenanceService: Service {
         }
     }
 
-    /// Trims `bk:ingest` to the oldest entry the group has not acknowledged (or not yet read).
+    /// Trims `bk:ingest` below the oldest entry a consumer group has not acknowledged (or not yet read).
     public func trimIngestStream() async {
-        let stream = configuration.ingestStream.rawValue
         do {
-            let groups = try await redis.send("XINFO", "GROUPS", stream)
-            var lastDelivered: String?
-            for group in groups.array ?? [] {
-                let fields = group.array ?? []
-                var info: [String: RedisValue] = [:]
-                var i = 0
-                while i + 1 < fields.count {
-                    if let key = fields[i].string { info[key] = fields[i + 1] }
-                    i += 2
-                }
-                // With several groups on the stream, only trim below the slowest one.
-                guard let id = info["last-delivered-id"]?.string else { continue }
-                if lastDelivered == nil || (StreamEntryID(id) ?? .zero) < (StreamEntryID(lastDelivered!) ?? .zero) { lastDelivered = id }
-            }
-            guard var minID = lastDelivered.flatMap(StreamEntryID.init), minID != .zero else { return }
-            let summary = try await redis.send("XPENDING", stream, configuration.group)
-            if let parts = summary.array, parts.count >= 2, (parts[0].int ?? 0) > 0,
-               let oldest = parts[1].string.flatMap(StreamEntryID.init), oldest < minID {
-                minID = oldest
-            }
-            _ = try await redis.send("XTRIM", stream, "MINID", "~", minID.description)
+            try await redis.trimAcknowledged(configuration.ingestStream.rawValue)
         } catch {
             logger.debug("ingest.trim.failed", metadata: ["error": error.description])
         }
