@@ -15,7 +15,7 @@ import BuzzKitRedis
 /// - `batch_too_large` 422: more than 100 events; `details` `{"limit": 100, "count": n}`.
 /// - `validation_failed` 422: anything else wrong, all problems at once; `details` is an array of
 ///   `{"index": n|null, "field": "...", "message": "..."}` (index null for batch-level problems).
-/// - `forbidden_identity` 403: a client key sent for an identity its installation may not use.
+/// - `forbidden_installation` 403: a client key sent for an identity its installation may not use.
 /// - `ingest_unavailable` 503: Redis did not take the batch; nothing was accepted, retry it.
 public struct EventIntake: Sendable {
     /// Who is sending, as the gateway authenticated it.
@@ -83,7 +83,7 @@ public struct EventIntake: Sendable {
         case .success(let batch):
             if case .client(let allowed?) = caller, !allowed.contains(batch.identity.value) {
                 let field = batch.identity.isAnonymous ? "anonymousId" : "subscriberId"
-                throw APIError(.forbiddenIdentity, "this client key may only send events for its own installation",
+                throw APIError(.forbiddenInstallation, "this client key may only send events for its own installation",
                                details: .array([EventValidationIssue(index: nil, field: field,
                                                                      message: "not an identity of this installation").jsonValue]))
             }

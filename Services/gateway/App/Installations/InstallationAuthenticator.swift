@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitWire
 import Foundation
 
