@@ -42,6 +42,27 @@ public struct PostgresCopyText: Sendable {
         bytes.append(UInt8(ascii: "N"))
     }
 
+    /// A `timestamptz` field in UTC with microseconds (`2026-03-01 12:00:00.250000+00`).
+    public mutating func appendTimestamp(microseconds: Int64) {
+        appendUnescaped(bytes: Self.timestamp(microseconds: microseconds))
+    }
+
+    /// The text of a `timestamptz` in UTC with microseconds, for a field repeated on many rows.
+    public static func timestamp(microseconds: Int64) -> [UInt8] {
+        PostgresTimestamp.bytes(microseconds: microseconds)
+    }
+
+    /// Hands out the bytes so far and starts over with the same capacity.
+    public mutating func takeBytes() -> [UInt8] {
+        let capacity = bytes.capacity
+        defer {
+            bytes = []
+            bytes.reserveCapacity(capacity)
+            atRowStart = true
+        }
+        return bytes
+    }
+
     public mutating func endRow() {
         bytes.append(UInt8(ascii: "\n"))
         rowCount += 1
