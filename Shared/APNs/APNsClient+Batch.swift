@@ -13,15 +13,9 @@ extension APNsClient {
     public func send(batch requests: [APNsRequest], credentials: APNsCredentials) async -> [APNsResponse] {
         guard !requests.isEmpty else { return [] }
         let token: ProviderToken
-        do {
-            token = try tokenCache.token(for: credentials)
-        } catch {
-            logger.warning("apns provider token could not be made",
-                           metadata: ["apns.team": credentials.teamId, "apns.key": credentials.keyId, "error.code": error.code.rawValue])
-            return requests.map { request in
-                APNsResponse(status: 0, requestHeaders: request.headers(authorization: nil), payload: request.payload,
-                             transportError: HTTPClientError(code: .invalidRequest, message: error.description))
-            }
+        switch providerToken(for: credentials) {
+        case .success(let signed): token = signed
+        case .failure(let error): return requests.map { Self.unsigned($0, error) }
         }
         var httpRequests: [HTTPClientRequest] = []
         var ledgerHeaders: [HTTPHeaders] = []

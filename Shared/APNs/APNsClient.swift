@@ -71,16 +71,28 @@ public final class APNsClient: Sendable {
     /// Credentials that cannot sign give status 0 and a `transportError` with code
     /// `invalid_request` (classified `failed`), never a crash.
     public func send(_ request: APNsRequest, credentials: APNsCredentials) async -> APNsResponse {
-        let token: ProviderToken
+        switch providerToken(for: credentials) {
+        case .success(let token): return await send(request, token: token)
+        case .failure(let error): return Self.unsigned(request, error)
+        }
+    }
+
+    /// The current provider token for `credentials`; a failure to sign is logged here.
+    func providerToken(for credentials: APNsCredentials) -> Result<ProviderToken, APNsCredentialsError> {
         do {
-            token = try tokenCache.token(for: credentials)
+            return .success(try tokenCache.token(for: credentials))
         } catch {
             logger.warning("apns provider token could not be made",
                            metadata: ["apns.team": credentials.teamId, "apns.key": credentials.keyId, "error.code": error.code.rawValue])
-            return APNsResponse(status: 0, requestHeaders: request.headers(authorization: nil), payload: request.payload,
-                                transportError: HTTPClientError(code: .invalidRequest, message: error.description))
+            return .failure(error)
         }
-        return await send(request, token: token)
+    }
+
+    /// The answer for a request whose credentials cannot sign: status 0 and a `transportError`
+    /// with code `invalid_request` (classified `failed`, no retry).
+    static func unsigned(_ request: APNsRequest, _ error: APNsCredentialsError) -> APNsResponse {
+        APNsResponse(status: 0, requestHeaders: request.headers(authorization: nil), payload: request.payload,
+                     transportError: HTTPClientError(code: .invalidRequest, message: error.description))
     }
 
     /// Sends one attempt with a given provider token (for tests of token handling, or callers
