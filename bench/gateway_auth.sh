@@ -5,6 +5,10 @@
 # same run with wrk -t2 -c64 (keep-alive, loopback). Prints req/s, p99 and the ratio to /healthz.
 # The rate limit is set high enough not to refuse the benchmark's single key, but it runs.
 # Usage: bench/gateway_auth.sh [duration, default 8s]. Stops everything it starts.
+# BUZZKIT_BENCH_SCRATCH: the release build's scratch path (default .build-release-gateway).
+# BUZZKIT_BENCH_SKIP_BUILD=1: run the binaries already built there.
+# BUZZKIT_BENCH_PERF=<file>: record the gateway with `perf record -g` during one run
+# (BUZZKIT_BENCH_PERF_ON=get|put|healthz|auth-only, default get; BUZZKIT_BENCH_PERF_ALL=1: whole system).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 cd "$BK_ROOT"
@@ -25,9 +29,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building gateway and buzzkit-admin (release)"
-swift build -c release --product gateway --scratch-path .build-release-gateway >/dev/null
-swift build -c release --product buzzkit-admin --scratch-path .build-release-gateway >/dev/null
-BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-gateway)"
+SCRATCH="${BUZZKIT_BENCH_SCRATCH:-.build-release-gateway}"
+if [ -z "${BUZZKIT_BENCH_SKIP_BUILD:-}" ]; then
+  swift build -c release --product gateway --scratch-path "$SCRATCH" >/dev/null
+  swift build -c release --product buzzkit-admin --scratch-path "$SCRATCH" >/dev/null
+fi
+BIN="$(swift build -c release --show-bin-path --scratch-path "$SCRATCH")"
 
 PG_PORT="$(bk_free_port)"; REDIS_PORT="$(bk_free_port)"; HTTP_PORT="$(bk_free_port)"
 bk_start_postgres "$WORK/pg" "$PG_PORT"
@@ -70,7 +77,13 @@ measure() {
   local name="$1" url="$2" script="${3:-}" args=() out rps p99
   [ -n "$script" ] && args=(-s "$script")
   wrk -t2 -c64 -d2s "${args[@]}" "$url" >/dev/null   # warm-up
+  local perf_pid=""
+  if [ -n "${BUZZKIT_BENCH_PERF:-}" ] && [ "${BUZZKIT_BENCH_PERF_ON:-get}" = "$name" ]; then
+    perf record -g -o "$BUZZKIT_BENCH_PERF" $([ -n "${BUZZKIT_BENCH_PERF_ALL:-}" ] && echo -a || echo -p "$GATEWAY_PID") \
+      >/dev/null 2>&1 </dev/null & perf_pid=$!
+  fi
   out="$(wrk -t2 -c64 -d"$DURATION" --latency "${args[@]}" "$url")"
+  [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
   echo "$out" >"$WORK/wrk-$name.txt"
   if grep -q "Non-2xx" <<<"$out"; then bk_log "$name: non-2xx responses!"; grep "Non-2xx" <<<"$out" >&2; fi
   rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
@@ -90,3 +103,6 @@ printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "GET /v1/subscribers/{id}
 printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "PUT /v1/subscribers/{id} (tenant key)" "$P_RPS" "$P_P99" "$(ratio "$P_RPS" "$H_RPS")"
 printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "auth + rate limit only (403 by scope)" "$A_RPS" "$A_P99" "$(ratio "$A_RPS" "$H_RPS")"
 echo "goal: authenticated routes >= 50% of /healthz"
+# Mean requests per batched statement over the whole run (GET and PUT coalescing).
+curl -sf "$BASE/metrics" | awk '/^bk_gateway_batch_size_(sum|count)/ { split($1, a, "\""); v[a[2] "_" ($1 ~ /_sum/ ? "sum" : "count")] = $2 }
+  END { for (b in v) if (b ~ /_count$/) { n = substr(b, 1, length(b) - 6); if (v[b] > 0) printf "mean batch %-16s %.1f (%d batches)\n", n, v[n "_sum"] / v[b], v[b] } }' || true

@@ -62,15 +62,29 @@ public final class MetricsRegistry: Sendable {
         return out
     }
 
+    /// `{key="value",...}` with `\\`, `"` and newlines escaped; byte-level (no Foundation), since
+    /// it runs on every uncached series lookup.
     static func render(labels: [(String, String)]) -> String {
         guard !labels.isEmpty else { return "" }
-        let parts = labels.map { key, value in
-            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\")
-                .replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\n", with: "\\n")
-            return "\(key)=\"\(escaped)\""
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(64)
+        for (index, (key, value)) in labels.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: key.utf8)
+            out.append(UInt8(ascii: "="))
+            out.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
         }
-        return "{" + parts.joined(separator: ",") + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

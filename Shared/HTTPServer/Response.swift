@@ -10,6 +10,10 @@ public struct Response: Sendable {
     public enum Content: Sendable {
         case bytes([UInt8])
         case envelope(Envelope)
+        /// A success envelope whose `data` is already-encoded JSON (a hot route that builds its
+        /// answer from database text without parsing it into `JSONValue` and writing it again).
+        /// The caller guarantees the bytes are one valid JSON value.
+        case encodedData([UInt8])
     }
 
     public var status: Int
@@ -28,12 +32,38 @@ public struct Response: Sendable {
         self.content = .envelope(envelope)
     }
 
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), content: Content) {
+        self.status = status
+        self.headers = headers
+        self.content = content
+    }
+
+    /// Whether the body is a JSON envelope (the server adds the JSON `Content-Type`).
+    public var isEnvelope: Bool {
+        switch content {
+        case .envelope, .encodedData: true
+        case .bytes: false
+        }
+    }
+
     /// The body bytes as they go on the wire (an envelope gets `requestId`).
     public func bodyBytes(requestId: String) -> [UInt8] {
         switch content {
         case .bytes(let bytes): bytes
         case .envelope(let envelope): envelope.encoded(requestId: requestId)
+        case .encodedData(let data): Self.successEnvelope(encodedData: data, requestId: requestId)
         }
+    }
+
+    /// The same bytes `Envelope.success(data).encoded(requestId:)` writes, around pre-encoded data.
+    static func successEnvelope(encodedData data: [UInt8], requestId: String) -> [UInt8] {
+        var writer = JSONWriter(capacity: data.count + 96)
+        writer.raw("{\"success\":true,\"data\":")
+        writer.rawBytes(data)
+        writer.raw(",\"error\":null,\"metadata\":{\"requestId\":")
+        writer.string(requestId)
+        writer.raw("}}")
+        return writer.bytes
     }
 
     public static let jsonContentType = "application/json; charset=utf-8"
@@ -47,6 +77,11 @@ extension Response {
     public static func json(_ data: JSONValue?, status: Int = 200, metadata: [String: JSONValue] = [:],
                             headers: HTTPHeaders = HTTPHeaders()) -> Response {
         Response(status: status, headers: headers, envelope: .success(data, metadata: metadata))
+    }
+
+    /// A success envelope around `data`, JSON that is already encoded (one valid JSON value).
+    public static func json(encodedData data: [UInt8], status: Int = 200, headers: HTTPHeaders = HTTPHeaders()) -> Response {
+        Response(status: status, headers: headers, content: .encodedData(data))
     }
 
     /// An error envelope, with the status of the error's code (`not_found` -> 404, ...).

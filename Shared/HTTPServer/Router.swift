@@ -50,6 +50,9 @@ public struct Router: Sendable {
     private var entries: [PatternEntry] = []
     private var staticIndex: [String: Int] = [:]
     private var dynamicIndices: [Int] = []
+    /// Every entry's index by its segment count, in registration order: a path is only bound
+    /// against patterns of its own length.
+    private var indicesBySegmentCount: [Int: [Int]] = [:]
     private var middleware: [Middleware] = []
 
     public init() {}
@@ -103,6 +106,7 @@ public struct Router: Sendable {
         }
         entries.append(PatternEntry(pattern: normalized, segments: segments, routes: [method: route]))
         let index = entries.count - 1
+        indicesBySegmentCount[segments.count, default: []].append(index)
         if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
             staticIndex[normalized] = index
         } else {
@@ -115,13 +119,14 @@ public struct Router: Sendable {
     func match(method: String, path rawPath: String) -> Match {
         let path = Self.normalize(rawPath)
         var allow: Set<String> = []
-        if let index = staticIndex[path] {
+        let staticMatch = staticIndex[path]
+        if let index = staticMatch {
             if let route = Self.route(in: entries[index], for: method) { return .found(route, parameters: [:]) }
             allow.formUnion(entries[index].routes.keys)
         }
-        if !dynamicIndices.isEmpty || (staticIndex[path] == nil && path.utf8.contains(UInt8(ascii: "%"))) {
-            let pieces = Self.split(path).map { PercentDecoding.decode($0.utf8) }
-            for index in entries.indices where staticIndex[path] != index {
+        if !dynamicIndices.isEmpty || (staticMatch == nil && path.utf8.contains(UInt8(ascii: "%"))) {
+            let pieces = Self.decodedPieces(path)
+            for index in indicesBySegmentCount[pieces.count] ?? [] where staticMatch != index {
                 guard let parameters = Self.bind(entries[index].segments, to: pieces) else { continue }
                 if let route = Self.route(in: entries[index], for: method) {
                     return .found(route, parameters: parameters)
@@ -142,6 +147,10 @@ public struct Router: Sendable {
 
     private static func bind(_ segments: [Segment], to pieces: [String]) -> [String: String]? {
         guard segments.count == pieces.count else { return nil }
+        // Literals first: most candidates fail there, before any dictionary is built.
+        for (segment, piece) in zip(segments, pieces) {
+            if case .literal(let literal) = segment, literal != piece { return nil }
+        }
         var parameters: [String: String] = [:]
         for (segment, piece) in zip(segments, pieces) {
             switch segment {
@@ -162,6 +171,25 @@ public struct Router: Sendable {
         var path = utf8.first == UInt8(ascii: "/") ? path : "/" + path
         while path.utf8.count > 1 && path.utf8.last == UInt8(ascii: "/") { path.removeLast() }
         return path
+    }
+
+    /// The segments after the leading `/`, percent-decoded: what `split` gives, decoded, in one
+    /// byte-level pass (the generic `split` was half the cost of matching a request).
+    private static func decodedPieces(_ path: String) -> [String] {
+        let utf8 = path.utf8
+        var pieces: [String] = []
+        pieces.reserveCapacity(6)
+        guard var start = utf8.indices.first.map({ utf8.index(after: $0) }) else { return [""] }
+        var index = start
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                pieces.append(PercentDecoding.decode(utf8[start..<index]))
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        pieces.append(PercentDecoding.decode(utf8[start..<utf8.endIndex]))
+        return pieces
     }
 
     private static func split(_ path: String) -> [Substring] {

@@ -233,7 +233,7 @@ final class ServerCore: @unchecked Sendable {
             if HTTPHeaders.equalIgnoringCase(field.name, "X-Request-Id") { hasRequestId = true }
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
-        if !hasContentType, case .envelope = response.content {
+        if !hasContentType, response.isEnvelope {
             _ = MHD_add_response_header(mhdResponse, "Content-Type", Response.jsonContentType)
         }
         if !hasRequestId {

@@ -76,4 +76,63 @@ struct SubscriberBatchTests {
             #expect(replies.filter { !$0.0 }.count == 27)
         }
     }
+
+    /// Batched writes carry every field shape through the one-document statement, and batched
+    /// reads splice the stored JSON as PostgreSQL wrote it: a body without attributes keeps them,
+    /// a null time zone clears it, a null attribute removes it, and strings with quotes,
+    /// backslashes and non-ASCII text come back exactly as sent, in the PUT and the GET answer.
+    @Test func batchedWritesAndReadsKeepEveryFieldShape() async throws {
+        try await withGateway { h in
+            let tricky: JSONValue = ["q": "say \"hi\" \\ ü 🎉\n", "n": ["deep": [1, 2.5, true, nil]]]
+            let cases: [(body: JSONValue, expect: (attributes: JSONValue, timezone: JSONValue, locale: JSONValue))] = [
+                ([:], (["keep": "yes"], "Europe/Berlin", nil)),
+                (["timezone": nil], (["keep": "yes"], nil, nil)),
+                (["attributes": tricky], (["keep": "yes", "q": tricky.objectValue!["q"]!, "n": tricky.objectValue!["n"]!], "Europe/Berlin", nil)),
+                (["locale": "en-US", "attributes": ["keep": nil]], ([:], "Europe/Berlin", "en-US")),
+            ]
+            for c in cases.indices {
+                for n in 0..<4 {
+                    #expect(try await h.send("PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey,
+                                             body: ["attributes": ["keep": "yes"], "timezone": "Europe/Berlin"]).status == 201)
+                }
+            }
+            let replies = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
+                for c in cases.indices {
+                    for n in 0..<4 {
+                        group.addTask { (c, try await h.send("PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey, body: cases[c].body)) }
+                    }
+                }
+                var all: [(Int, Reply)] = []
+                for try await reply in group { all.append(reply) }
+                return all
+            }
+            #expect(replies.count == 16)
+            for (c, reply) in replies {
+                let expected = cases[c].expect
+                #expect(reply.status == 200)
+                #expect(reply.headers["Content-Type"]?.hasPrefix("application/json") == true)
+                #expect(reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
+                #expect(reply.data?["timezone"] == expected.timezone)
+                #expect(reply.data?["locale"] == expected.locale)
+            }
+            let reads = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
+                for c in cases.indices {
+                    for n in 0..<4 { group.addTask { (c, try await h.send("GET", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey)) } }
+                }
+                var all: [(Int, Reply)] = []
+                for try await reply in group { all.append(reply) }
+                return all
+            }
+            for (c, reply) in reads {
+                let expected = cases[c].expect
+                #expect(reply.status == 200)
+                #expect(reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
+                #expect(reply.data?["timezone"] == expected.timezone)
+                #expect(reply.data?["locale"] == expected.locale)
+                #expect(reply.data?["anonymous"] == false)
+                #expect(reply.data?["createdAt"]?.stringValue?.isEmpty == false)
+                #expect(reply.envelope.metadata["requestId"]?.stringValue == reply.headers["X-Request-Id"])
+            }
+        }
+    }
 }

@@ -13,11 +13,12 @@ extension Gateway {
             let key = try await authenticator.authenticate(authorization: request.headers["Authorization"])
             if configuration.rateLimit.enabled {
                 let decision = await rateLimiter.acquire(key.id)
-                rateHeaders.set("RateLimit-Limit", String(decision.limit))
-                rateHeaders.set("RateLimit-Remaining", String(decision.remaining))
-                rateHeaders.set("RateLimit-Reset", String(decision.resetSeconds))
+                // A fresh header list: `add` (no search for an existing field).
+                rateHeaders.add("RateLimit-Limit", String(decision.limit))
+                rateHeaders.add("RateLimit-Remaining", String(decision.remaining))
+                rateHeaders.add("RateLimit-Reset", String(decision.resetSeconds))
                 if !decision.allowed {
-                    rateHeaders.set("Retry-After", String(decision.retryAfterSeconds))
+                    rateHeaders.add("Retry-After", String(decision.retryAfterSeconds))
                     return .error(APIError(.rateLimited, "too many requests for this API key; retry after \(decision.retryAfterSeconds) s",
                                            details: ["limit": .int(Int64(decision.limit)),
                                                      "retryAfterSeconds": .int(Int64(decision.retryAfterSeconds))]),
@@ -35,7 +36,11 @@ extension Gateway {
                 }
             }
             var response = try await run(route, context)
-            for field in rateHeaders { response.headers.set(field.name, field.value) }
+            if response.headers.count == 0 {
+                response.headers = rateHeaders
+            } else {
+                for field in rateHeaders { response.headers.set(field.name, field.value) }
+            }
             return response
         } catch let error as APIError {
             return .error(error, headers: rateHeaders)

@@ -129,8 +129,15 @@ enum FieldRules {
     }
 
     /// Caller-chosen ids (subscribers, anonymous ids): 1-256 characters, no control characters.
+    /// ASCII ids (the usual case) are checked byte by byte; others by Unicode category (Cc).
     static func identifier(_ value: String) -> String? {
-        value.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        var ascii = true
+        for byte in value.utf8 {
+            if byte >= 0x80 { ascii = false; break }
+            if byte < 0x20 || byte == 0x7F { return "must not contain control characters" }
+        }
+        if ascii { return nil }
+        return value.unicodeScalars.contains { $0.properties.generalCategory == .control }
             ? "must not contain control characters" : nil
     }
 

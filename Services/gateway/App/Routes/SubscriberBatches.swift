@@ -30,12 +30,13 @@ final class SubscriberBatches: Sendable {
     }
 
     struct Written: Sendable {
-        var json: [String: JSONValue]
+        /// The subscriber as encoded JSON (`SubscriberRoutes.encodedRepresentation`).
+        var json: [UInt8]
         var inserted: Bool
     }
 
     let postgres: PostgresClient
-    let reads: Coalescer<Key, Key, [String: JSONValue]?>
+    let reads: Coalescer<Key, Key, [UInt8]?>
     let writes: Coalescer<Key, Patch, Written>
 
     /// Batch sizes go to `bk_gateway_batch_size{batch="subscriber_get"|"subscriber_put"}`.
@@ -45,7 +46,10 @@ final class SubscriberBatches: Sendable {
         let help = "Requests served by one batched statement."
         let readSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_get")], buckets: buckets)
         let writeSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_put")], buckets: buckets)
-        reads = Coalescer(maxBatch: 256, maxConcurrent: 2, observeBatch: { readSizes.observe(Double($0)) }) { [postgres] keys in
+        // One read batch in flight: while it runs, the next one fills up (batches grow with the load,
+        // up to 256), and every statement saved is CPU saved; measured better than 2 on 2 cores
+        // (GET 0.40-0.42 of /healthz against 0.34-0.38).
+        reads = Coalescer(maxBatch: 256, maxConcurrent: 1, observeBatch: { readSizes.observe(Double($0)) }) { [postgres] keys in
             await Self.read(keys, postgres)
         }
         // Several write batches at once, so their commits share WAL flushes; a subscriber is in one
@@ -55,7 +59,7 @@ final class SubscriberBatches: Sendable {
         }
     }
 
-    func get(_ key: Key) async throws -> [String: JSONValue]? { try await reads.submit(key: key, key) }
+    func get(_ key: Key) async throws -> [UInt8]? { try await reads.submit(key: key, key) }
 
     func put(_ patch: Patch) async throws -> Written { try await writes.submit(key: patch.key, patch) }
 
@@ -67,24 +71,35 @@ final class SubscriberBatches: Sendable {
         \(isoColumn("s.updated_at", as: "updated_at"))
         """
 
+    static let readOneSQL = "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2"
+
+    /// One tenant's subscribers (the usual batch: one tenant key's traffic).
+    static let readTenantSQL = "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = ANY($2::text[])"
+
     static let readSQL = """
         SELECT s.tenant_id, \(qualifiedColumns)
         FROM subscribers s JOIN unnest($1::uuid[], $2::text[]) AS q(tenant_id, id) ON s.tenant_id = q.tenant_id AND s.id = q.id
         """
 
-    static func read(_ keys: [Key], _ postgres: PostgresClient) async -> [Result<[String: JSONValue]?, any Error>] {
+    /// Requests for the same subscriber in one batch share one row (one statement reads them all at
+    /// one snapshot anyway); one distinct key is the single-row statement, one tenant `= ANY`.
+    static func read(_ keys: [Key], _ postgres: PostgresClient) async -> [Result<[UInt8]?, any Error>] {
         do {
+            var distinct: [Key] = []
+            var seen = Set<Key>()
+            for key in keys where seen.insert(key).inserted { distinct.append(key) }
             let rows: PostgresRows
-            if keys.count == 1 {
-                rows = try await postgres.query("SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
-                                                [keys[0].tenant, keys[0].id])
+            if distinct.count == 1 {
+                rows = try await postgres.query(readOneSQL, [distinct[0].tenant, distinct[0].id])
+            } else if distinct.allSatisfy({ $0.tenant == distinct[0].tenant }) {
+                rows = try await postgres.query(readTenantSQL, [distinct[0].tenant, distinct.map(\.id)])
             } else {
-                rows = try await postgres.query(readSQL, [keys.map(\.tenant), keys.map(\.id)])
+                rows = try await postgres.query(readSQL, [distinct.map(\.tenant), distinct.map(\.id)])
             }
-            var found: [Key: [String: JSONValue]] = [:]
+            var found: [Key: [UInt8]] = [:]
             for row in rows {
                 let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
-                found[key] = try SubscriberRoutes.representation(row)
+                found[key] = try SubscriberRoutes.encodedRepresentation(row)
             }
             return keys.map { .success(found[$0]) }
         } catch {
@@ -100,11 +115,13 @@ final class SubscriberBatches: Sendable {
     }
 
     /// Updates the rows that exist, inserts the others; a row another transaction inserted
-    /// meanwhile returns nothing here (ON CONFLICT DO NOTHING) and is retried alone.
+    /// meanwhile returns nothing here (ON CONFLICT DO NOTHING) and is retried alone. The batch is
+    /// one `jsonb` parameter (`batchDocument`): one JSON text costs far less to build and send than
+    /// seven array literals, and a missing or null member reads as SQL NULL.
     static let writeSQL = """
         WITH input AS (
-            SELECT * FROM unnest($1::uuid[], $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::bool[], $7::bool[])
-                AS i(tenant_id, id, patch, timezone, locale, has_timezone, has_locale)
+            SELECT * FROM jsonb_to_recordset($1::jsonb)
+                AS i(tenant_id uuid, id text, patch jsonb, timezone text, locale text, has_timezone bool, has_locale bool)
         ), updated AS (
             UPDATE subscribers s SET
                 attributes = CASE WHEN i.patch IS NULL THEN s.attributes ELSE \(stripNulls("s.attributes || i.patch")) END,
@@ -123,18 +140,43 @@ final class SubscriberBatches: Sendable {
         SELECT * FROM updated UNION ALL SELECT * FROM inserted
         """
 
+    /// `[{"tenant_id":..,"id":..,"patch":{..},"timezone":..,"locale":..,"has_timezone":..,"has_locale":..}, ...]`,
+    /// `patch` left out when the request has no attributes (SQL NULL: keep them as they are).
+    static func batchDocument(_ patches: [Patch]) -> String {
+        var writer = JSONWriter(capacity: 128 * patches.count)
+        writer.raw("[")
+        for (index, patch) in patches.enumerated() {
+            writer.raw(index == 0 ? "{\"tenant_id\":" : ",{\"tenant_id\":")
+            writer.string(patch.key.tenant.uuidString)
+            writer.raw(",\"id\":")
+            writer.string(patch.key.id)
+            if let attributes = patch.attributes {
+                writer.raw(",\"patch\":")
+                writer.value(attributes)
+            }
+            writer.raw(",\"timezone\":")
+            if let timezone = patch.timezone { writer.string(timezone) } else { writer.raw("null") }
+            writer.raw(",\"locale\":")
+            if let locale = patch.locale { writer.string(locale) } else { writer.raw("null") }
+            writer.raw(",\"has_timezone\":")
+            writer.bool(patch.hasTimezone)
+            writer.raw(",\"has_locale\":")
+            writer.bool(patch.hasLocale)
+            writer.raw("}")
+        }
+        writer.raw("]")
+        return writer.string
+    }
+
     static func write(_ patches: [Patch], _ postgres: PostgresClient) async -> [Result<Written, any Error>] {
         var results: [Result<Written, any Error>?] = Array(repeating: nil, count: patches.count)
         if patches.count > 1 {
             do {
-                let rows = try await postgres.query(writeSQL, [
-                    patches.map(\.key.tenant), patches.map(\.key.id), patches.map(\.attributes), patches.map(\.timezone),
-                    patches.map(\.locale), patches.map(\.hasTimezone), patches.map(\.hasLocale),
-                ])
+                let rows = try await postgres.query(writeSQL, [batchDocument(patches)])
                 var written: [Key: Written] = [:]
                 for row in rows {
                     let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
-                    written[key] = Written(json: try SubscriberRoutes.representation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+                    written[key] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
                 }
                 for (index, patch) in patches.enumerated() {
                     if let done = written[patch.key] { results[index] = .success(done) }
@@ -166,6 +208,6 @@ final class SubscriberBatches: Sendable {
             RETURNING \(SubscriberRoutes.columns), (xmax = 0) AS inserted
             """, [patch.key.tenant, patch.key.id, patch.attributes, patch.timezone, patch.locale, patch.hasTimezone, patch.hasLocale])
         guard let row = rows.first else { throw APIError.internalError }
-        return Written(json: try SubscriberRoutes.representation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+        return Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
     }
 }

@@ -70,7 +70,7 @@ extension Gateway {
         let written = try await subscriberBatches.put(SubscriberBatches.Patch(
             key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone, locale: locale,
             hasTimezone: v.has("timezone"), hasLocale: v.has("locale")))
-        return .json(.object(written.json), status: written.inserted ? 201 : 200)
+        return .json(encodedData: written.json, status: written.inserted ? 201 : 200)
     }
 
     func getSubscriber(_ context: RequestContext) async throws -> Response {
@@ -78,7 +78,7 @@ extension Gateway {
         guard let subscriber = try await subscriberBatches.get(.init(tenant: try context.tenant, id: id)) else {
             throw APIError.notFound("subscriber")
         }
-        return .json(.object(subscriber))
+        return .json(encodedData: subscriber)
     }
 
     func deleteSubscriber(_ context: RequestContext) async throws -> Response {
