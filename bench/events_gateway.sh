@@ -9,6 +9,7 @@
 #   - a raw COPY of the same rows (another tenant) into `events`, two streams like the two ingest
 #     consumers, in the same run, after the services are stopped; the ratio and the goal line.
 # Usage: bench/events_gateway.sh [duration, default 20s] [runs, default 1]
+# BK_BENCH_WAITS=1 samples pg_stat_activity's wait events during the load and the drain.
 # Release binaries go to $BUZZKIT_BENCH_SCRATCH (default .build-release-bench). Bounded in time;
 # stops everything it starts. Run it under the bench lock: flock /tmp/bk-bench.lock bench/events_gateway.sh
 set -euo pipefail
@@ -138,6 +139,15 @@ for run in $(seq 1 "$RUNS"); do
       perf record -F 499 -g -p "${PIDS[1]}" -o "$WORK/perf-ingest.data" -- sleep 5 >/dev/null 2>&1; wait ) &
     PERF_PID=$!
   fi
+  WAITS_PID=""
+  if [ -n "${BK_BENCH_WAITS:-}" ]; then   # BK_BENCH_WAITS=1: sample what Postgres's backends wait on
+    ( while :; do
+        sql "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '-') FROM pg_stat_activity
+             WHERE backend_type = 'client backend' AND state = 'active' AND pid <> pg_backend_pid()" 2>/dev/null
+        sleep 0.05
+      done >>"$WORK/waits-$run.txt" ) &
+    WAITS_PID=$!
+  fi
   start="$(now)"
   /usr/bin/time -f "wrk_cpu %U %S" -o "$WORK/wrk-time-$run.txt" wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --timeout 10s -s "$WORK/events.lua" "http://127.0.0.1:$GATEWAY_PORT/v1/events" \
     -- "r$run-$$" "$BASE_MS" "$BUZZKIT_TENANT_KEY" >"$WORK/wrk-$run.txt"
@@ -155,6 +165,11 @@ for run in $(seq 1 "$RUNS"); do
     sleep 0.1
   done
   drain_end="$(now)"
+  if [ -n "$WAITS_PID" ]; then
+    kill "$WAITS_PID" 2>/dev/null || true; wait "$WAITS_PID" 2>/dev/null || true
+    bk_log "run $run: what active Postgres backends were doing (samples every ~50 ms, load + drain):"
+    sort "$WORK/waits-$run.txt" | uniq -c | sort -rn | head -12 >&2
+  fi
   cpu_after="$(cpu_all)"
   cpu="$(python3 - "$cpu_before" "$cpu_after" "$WORK/wrk-time-$run.txt" "$start" "$drain_end" <<'PY'
 import sys
