@@ -42,6 +42,25 @@ struct BehaviourTests {
         }
     }
 
+    @Test func aReplayShowsTheSecretAgainWithoutStoringItInClear() async throws {
+        try await withGateway { h in
+            let body: JSONValue = ["name": "ci", "scopes": ["events:write"], "tenantId": .string(h.tenantID)]
+            let first = try await h.send("POST", "/v1/api-keys", key: h.workspaceKey, body: body,
+                                         headers: ["Idempotency-Key": "secret-once"])
+            let secret = try #require(first.data?["secret"]?.stringValue)
+            let again = try await h.send("POST", "/v1/api-keys", key: h.workspaceKey, body: body,
+                                         headers: ["Idempotency-Key": "secret-once"])
+            #expect(again.status == 201 && again.data?["secret"]?.stringValue == secret)
+            #expect(again.envelope.metadata["replayed"] == true)
+            let stored = try await h.postgres.query(
+                "SELECT response_body FROM idempotency_records WHERE idempotency_key = 'secret-once'")
+            let bytes = try #require(stored.first).decode(Data.self, at: 0)
+            #expect(!bytes.isEmpty)
+            #expect(bytes.range(of: Data(secret.utf8)) == nil)
+            #expect(bytes.range(of: Data(secret.suffix(12).utf8)) == nil)
+        }
+    }
+
     @Test func aDuplicateInFlightIsAConflict() async throws {
         try await withGateway { h in
             // A claim left unfinished (as while the first request runs).

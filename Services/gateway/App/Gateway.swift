@@ -56,7 +56,7 @@ public final class Gateway: Sendable {
         authenticator = Authenticator(cache: cache, store: keys, recorder: lastUsed, metrics: metrics)
         rateLimiter = RateLimiter(configuration: configuration.rateLimit, redis: redis, logger: logger)
         tenants = TenantResolver(postgres: postgres)
-        idempotency = Idempotency(postgres: postgres, logger: logger)
+        idempotency = Idempotency(postgres: postgres, sealer: sealer, logger: logger)
         openAPIDocument = OpenAPIDocument.build(routes: GatewayRoute.table)
         openAPIBytes = openAPIDocument.jsonBytes
     }

@@ -12,8 +12,14 @@ import Foundation
 /// - same key, another request: `409 idempotency_key_reused`;
 /// - same key while the first is still running: `409 conflict` (retry later);
 /// - a first attempt that failed with a 5xx (or threw) is forgotten, so a retry runs again.
+///
+/// Stored responses are sealed with the gateway's secret key (AES-256-GCM, bound to the record's
+/// scope and key): some hold a secret shown once (`POST /v1/api-keys`, `POST /v1/installations`),
+/// and a replay must show it again without the database holding it in clear. Records written
+/// before sealing are read as they are.
 struct Idempotency: Sendable {
     let postgres: PostgresClient
+    let sealer: AESGCM
     let logger: Logger
 
     static let header = "Idempotency-Key"
@@ -67,7 +73,7 @@ struct Idempotency: Sendable {
         guard let status, let body else {
             throw APIError(.conflict, "a request with this Idempotency-Key is still in progress; retry later")
         }
-        var envelope = try Envelope.decode(Array(body))
+        var envelope = try Envelope.decode(Self.unseal(Array(body), sealer: sealer, scope: scope, key: key))
         envelope.metadata["replayed"] = true
         return .replay(Response(status: status, envelope: envelope))
     }
@@ -81,7 +87,8 @@ struct Idempotency: Sendable {
                 try await postgres.execute("""
                     UPDATE idempotency_records SET status = $3, response_body = $4
                     WHERE scope = $1::uuid AND idempotency_key = $2
-                    """, [scope, key, response.status, Data(stored.encoded(requestId: ""))])
+                    """, [scope, key, response.status,
+                          Data(try sealer.seal(stored.encoded(requestId: ""), associatedData: Self.binding(scope, key)))])
             } else {
                 try await postgres.execute(
                     "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2", [scope, key])
@@ -90,5 +97,16 @@ struct Idempotency: Sendable {
             // The claim stays (a retry gets 409 conflict) until it expires in 24 hours.
             logger.warning("idempotency.complete_failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// The associated data a stored response is sealed with: it opens only for its own record.
+    static func binding(_ scope: UUID, _ key: String) -> [UInt8] {
+        Array(scope.uuidString.utf8) + [0] + Array(key.utf8)
+    }
+
+    /// The stored response's envelope bytes (a record from before sealing is plain JSON).
+    static func unseal(_ stored: [UInt8], sealer: AESGCM, scope: UUID, key: String) -> [UInt8] {
+        if let opened = try? sealer.open(stored, associatedData: binding(scope, key)) { return opened }
+        return stored
     }
 }
