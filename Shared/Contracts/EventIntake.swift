@@ -51,19 +51,30 @@ public struct EventIntake: Sendable {
 
     /// Parses, validates and queues `body` (raw request bytes).
     public func accept(tenantId: UUID, caller: Caller, body: some Collection<UInt8>) async throws(APIError) -> Accepted {
-        let json: JSONValue
-        do {
-            json = try JSONValue.parse(body)
-        } catch {
-            throw APIError.invalidJSON(error.description)
-        }
-        return try await accept(tenantId: tenantId, caller: caller, json: json)
+        try await accept(tenantId: tenantId, caller: caller, json: Self.parse(body))
     }
 
     /// Validates and queues an already parsed body.
     public func accept(tenantId: UUID, caller: Caller, json: JSONValue) async throws(APIError) -> Accepted {
         let now = clock()
-        let batch = try Self.validate(json, caller: caller, now: now)
+        return try await enqueue(Self.validate(json, caller: caller, now: now), tenantId: tenantId, receivedAt: now)
+    }
+
+    /// The request body as JSON, or `400 invalid_json`.
+    public static func parse(_ body: some Collection<UInt8>) throws(APIError) -> JSONValue {
+        do {
+            return try JSONValue.parse(body)
+        } catch {
+            throw APIError.invalidJSON(error.description)
+        }
+    }
+
+    /// The receive time this intake stamps on batches (injectable in tests).
+    public var now: Date { clock() }
+
+    /// Queues a batch already validated (with `validate`) at `receivedAt`, e.g. by a caller that
+    /// had to check the batch's identity itself before queueing it.
+    public func enqueue(_ batch: EventBatch, tenantId: UUID, receivedAt now: Date) async throws(APIError) -> Accepted {
         let batchId = UUID().uuidString.lowercased()
         let entry = IngestEntry(tenantId: tenantId, batchId: batchId, batch: batch, receivedAt: now)
         do {

@@ -49,11 +49,12 @@ extension Gateway {
             return .json(accepted.jsonValue, status: 202)
         }
         guard let installation = context.installation else { throw InstallationAuthenticator.required }
-        let json: JSONValue
-        do { json = try JSONValue.parse(context.request.body) } catch { throw APIError.invalidJSON(error.description) }
-        let batch = try EventIntake.validate(json, caller: .server, now: Date())
-        let allowed = try await installations.authorize(installation, identity: batch.identity.value)
-        let accepted = try await intake.accept(tenantId: tenant, caller: .client(allowedIdentities: allowed.identities), json: json)
+        // Validated once; the identity check is the installation's (which re-reads an
+        // installation identified on another replica before refusing).
+        let now = intake.now
+        let batch = try EventIntake.validate(EventIntake.parse(context.request.body), caller: .server, now: now)
+        _ = try await installations.authorize(installation, identity: batch.identity.value)
+        let accepted = try await intake.enqueue(batch, tenantId: tenant, receivedAt: now)
         return .json(accepted.jsonValue, status: 202)
     }
 
