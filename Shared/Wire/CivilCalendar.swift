@@ -26,6 +26,31 @@ public enum CivilCalendar {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 
+    /// A UTC instant split into its civil fields.
+    public struct DateTime: Sendable, Hashable {
+        public var year: Int
+        public var month: Int
+        public var day: Int
+        public var hour: Int
+        public var minute: Int
+        public var second: Int
+        public var microsecond: Int
+    }
+
+    /// The UTC civil date and time of `microseconds` since 1970-01-01 (floors negative values, so
+    /// instants before 1970 get a positive fraction of the earlier second).
+    public static func dateTime(microseconds: Int64) -> DateTime {
+        var seconds = microseconds / 1_000_000
+        var fraction = microseconds % 1_000_000
+        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        let (y, m, d) = date(fromDays: Int(days))
+        return DateTime(year: y, month: m, day: d, hour: Int(secondOfDay / 3600), minute: Int(secondOfDay % 3600 / 60),
+                        second: Int(secondOfDay % 60), microsecond: Int(fraction))
+    }
+
     public static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28

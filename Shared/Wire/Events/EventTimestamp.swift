@@ -71,17 +71,10 @@ public enum EventTimestamp {
 
     /// `2024-05-01T12:00:00.250Z` (UTC).
     public static func format(microseconds: Int64) -> String {
-        var seconds = microseconds / 1_000_000
-        var fraction = microseconds % 1_000_000
-        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
-        var days = seconds / 86_400
-        var secondOfDay = seconds % 86_400
-        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        let (y, m, d) = CivilCalendar.date(fromDays: Int(days))
-        var text = CivilCalendar.padded(y, 4) + "-" + CivilCalendar.padded(m, 2) + "-" + CivilCalendar.padded(d, 2) + "T"
-        text += CivilCalendar.padded(Int(secondOfDay / 3600), 2) + ":" + CivilCalendar.padded(Int(secondOfDay % 3600 / 60), 2) + ":"
-        text += CivilCalendar.padded(Int(secondOfDay % 60), 2) + "."
-        text += fraction % 1000 == 0 ? CivilCalendar.padded(Int(fraction / 1000), 3) : CivilCalendar.padded(Int(fraction), 6)
+        let t = CivilCalendar.dateTime(microseconds: microseconds)
+        var text = CivilCalendar.padded(t.year, 4) + "-" + CivilCalendar.padded(t.month, 2) + "-" + CivilCalendar.padded(t.day, 2) + "T"
+        text += CivilCalendar.padded(t.hour, 2) + ":" + CivilCalendar.padded(t.minute, 2) + ":" + CivilCalendar.padded(t.second, 2) + "."
+        text += t.microsecond % 1000 == 0 ? CivilCalendar.padded(t.microsecond / 1000, 3) : CivilCalendar.padded(t.microsecond, 6)
         return text + "Z"
     }
 
