@@ -11,35 +11,28 @@ struct Reference {
     let fixtures: AudienceFixtures
     let s: FixtureSubscriber
 
-    func attr(_ path: String...) -> JSONValue? {
-        var value: JSONValue = .object(s.attributes)
+    /// The value at a dotted path below `root` (nil when any step is missing or not an object).
+    static func value(_ root: JSONValue, _ path: [String]) -> JSONValue? {
+        var value = root
         for key in path {
             guard case .object(let o) = value, let next = o[key] else { return nil }
             value = next
         }
         return value
     }
-    func string(_ path: String...) -> String? {
-        var value: JSONValue = .object(s.attributes)
-        for key in path {
-            guard case .object(let o) = value, let next = o[key] else { return nil }
-            value = next
-        }
-        if case .string(let t) = value { return t }
-        return nil
-    }
-    func number(_ path: String...) -> Double? {
-        var value: JSONValue = .object(s.attributes)
-        for key in path {
-            guard case .object(let o) = value, let next = o[key] else { return nil }
-            value = next
-        }
+    static func number(_ value: JSONValue?) -> Double? {
         switch value {
-        case .int(let i): return Double(i)
-        case .double(let d): return d
+        case .int(let i)?: return Double(i)
+        case .double(let d)?: return d
         default: return nil
         }
     }
+    func attr(_ path: String...) -> JSONValue? { Self.value(.object(s.attributes), path) }
+    func string(_ path: String...) -> String? {
+        if case .string(let t)? = Self.value(.object(s.attributes), path) { return t }
+        return nil
+    }
+    func number(_ path: String...) -> Double? { Self.number(Self.value(.object(s.attributes), path)) }
     func bool(_ key: String) -> Bool? { if case .bool(let b)? = attr(key) { return b } else { return nil } }
     func bytes(_ t: String) -> [UInt8] { Array(t.utf8) }
 
@@ -50,18 +43,7 @@ struct Reference {
             e.name == name && (window.map { e.occurredAt >= fixtures.now - $0 && e.occurredAt <= fixtures.now } ?? true)
         }
     }
-    func number(in data: JSONValue, _ path: String...) -> Double? {
-        var value = data
-        for key in path {
-            guard case .object(let o) = value, let next = o[key] else { return nil }
-            value = next
-        }
-        switch value {
-        case .int(let i): return Double(i)
-        case .double(let d): return d
-        default: return nil
-        }
-    }
+    func number(in data: JSONValue, _ path: String...) -> Double? { Self.number(Self.value(data, path)) }
     func hasDevice(_ environment: String? = nil) -> Bool {
         s.devices.contains { $0.active && (environment == nil || $0.environment == environment) }
     }
