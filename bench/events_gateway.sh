@@ -155,7 +155,7 @@ for run in $(seq 1 "$RUNS"); do
   if [ -n "${PERF_PID:-}" ]; then
     wait "$PERF_PID" || true
     for name in gateway ingest; do
-      perf report -i "$WORK/perf-$name.data" --stdio --no-children --sort symbol 2>/dev/null | grep -v '^#' | grep -v '^$' | head -60 >"/tmp/bk-events-perf-$name.txt" || true
+      perf report -i "$WORK/perf-$name.data" --stdio --no-children --sort symbol -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -60 >"/tmp/bk-events-perf-$name.txt" || true
     done
     bk_log "profiles: /tmp/bk-events-perf-gateway.txt /tmp/bk-events-perf-ingest.txt"
   fi

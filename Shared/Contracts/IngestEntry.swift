@@ -9,9 +9,8 @@ import BuzzKitRedis
 /// - `tenant`: tenant uuid; `batch`: the batch id answered with 202
 /// - `identity`: `s:<subscriberId>` or `a:<anonymousId>`
 /// - `received`: receive time, microseconds since 1970
-/// - `events`: the events, binary so the consumer never parses JSON: per event, big-endian
-///   `u32 len, id bytes, u32 len, name bytes, i64 timestamp µs, u32 len, data as compact JSON`.
-///   The `data` JSON goes to Postgres (`jsonb`) as is.
+/// - `events`: the events, binary so the consumer never parses JSON (`EventBlob`). The `data` JSON
+///   goes to Postgres (`jsonb`) as is.
 public struct IngestEntry: Sendable, Hashable {
     /// One event with its `data` already written as compact JSON.
     public struct Event: Sendable, Hashable {
@@ -58,14 +57,6 @@ public struct IngestEntry: Sendable, Hashable {
 
     /// The stream entry's fields.
     public var fields: [(String, [UInt8])] {
-        var blob: [UInt8] = []
-        blob.reserveCapacity(events.reduce(0) { $0 + 20 + $1.id.utf8.count + $1.name.utf8.count + $1.dataJSON.count })
-        for event in events {
-            Self.appendChunk(Array(event.id.utf8), to: &blob)
-            Self.appendChunk(Array(event.name.utf8), to: &blob)
-            withUnsafeBytes(of: event.timestampMicroseconds.bigEndian) { blob.append(contentsOf: $0) }
-            Self.appendChunk(event.dataJSON, to: &blob)
-        }
         let identityText: String
         switch identity {
         case .subscriber(let id): identityText = "s:" + id
@@ -73,12 +64,7 @@ public struct IngestEntry: Sendable, Hashable {
         }
         return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.uuidString.lowercased().utf8)),
                 ("batch", Array(batchId.utf8)), ("identity", Array(identityText.utf8)),
-                ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", blob)]
-    }
-
-    private static func appendChunk(_ bytes: [UInt8], to blob: inout [UInt8]) {
-        withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { blob.append(contentsOf: $0) }
-        blob.append(contentsOf: bytes)
+                ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))]
     }
 
     // MARK: - Decoding
@@ -102,15 +88,7 @@ public struct IngestEntry: Sendable, Hashable {
             throw IngestEntryError("missing receive time")
         }
         guard let blob = entry["events"] else { throw IngestEntryError("missing events") }
-        var events: [Event] = []
-        var reader = BlobReader(bytes: blob)
-        while !reader.atEnd {
-            guard let id = reader.chunk(), let name = reader.chunk(), let micros = reader.int64(), let data = reader.chunk() else {
-                throw IngestEntryError("truncated events")
-            }
-            events.append(Event(id: String(decoding: id, as: UTF8.self), name: String(decoding: name, as: UTF8.self),
-                                timestampMicroseconds: micros, dataJSON: data))
-        }
+        let events = try EventBlob.decode(blob)
         self.init(tenantId: tenant, batchId: batch, identity: identity, receivedAtMicroseconds: received, events: events)
     }
 }
@@ -119,33 +97,4 @@ public struct IngestEntry: Sendable, Hashable {
 public struct IngestEntryError: Error, Sendable, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = "invalid bk:ingest entry: " + description }
-}
-
-struct BlobReader {
-    let bytes: [UInt8]
-    var offset = 0
-
-    var atEnd: Bool { offset >= bytes.count }
-
-    mutating func uint32() -> UInt32? {
-        guard offset + 4 <= bytes.count else { return nil }
-        var value: UInt32 = 0
-        for k in 0..<4 { value = value << 8 | UInt32(bytes[offset + k]) }
-        offset += 4
-        return value
-    }
-
-    mutating func int64() -> Int64? {
-        guard offset + 8 <= bytes.count else { return nil }
-        var value: UInt64 = 0
-        for k in 0..<8 { value = value << 8 | UInt64(bytes[offset + k]) }
-        offset += 8
-        return Int64(bitPattern: value)
-    }
-
-    mutating func chunk() -> [UInt8]? {
-        guard let length = uint32().map(Int.init), offset + length <= bytes.count else { return nil }
-        defer { offset += length }
-        return Array(bytes[offset..<offset + length])
-    }
 }

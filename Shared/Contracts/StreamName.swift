@@ -3,7 +3,7 @@
 /// | stream | producer | consumer | entry |
 /// |---|---|---|---|
 /// | `bk:ingest` | gateway (`POST /v1/events`, via `IngestProducer`) | ingest | `IngestEntry` (one event batch) |
-/// | `bk:events` | ingest (each newly stored event) | workflow | `PublishedEvent` (one event) |
+/// | `bk:events` | ingest (the newly stored events of each batch) | workflow | `PublishedEventBatch` (one identity's events) |
 /// | `bk:messages` | gateway, workflow | apns-sender | (issue 4) |
 /// | `bk:deliveries` | apns-sender, liveactivity | apns-sender | (issue 4) |
 /// | `bk:la` | gateway | liveactivity | (Live Activities issue) |

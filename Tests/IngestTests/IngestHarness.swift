@@ -104,9 +104,9 @@ final class IngestHarness: Sendable {
         }
     }
 
-    /// Every entry of `bk:events` so far.
+    /// Every event published on `bk:events` so far, entry by entry.
     func published() async throws -> [PublishedEvent] {
-        try await redis.xrange(configuration.eventsStream.rawValue).map { try PublishedEvent(entry: $0) }
+        try await redis.xrange(configuration.eventsStream.rawValue).flatMap { try PublishedEventBatch(entry: $0).publishedEvents }
     }
 
     /// A workspace and tenant row (for tables with foreign keys to tenants).

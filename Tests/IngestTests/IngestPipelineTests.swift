@@ -60,6 +60,28 @@ import IngestApp
         await harness.stop()
     }
 
+    /// `bk:events` carries one entry per stored batch with exactly its new events, also when a
+    /// batch mixes new ids with stored ones (the all-new COPY fails, the claiming path stores it).
+    @Test func eachStoredBatchIsOneEventsEntryWithItsNewEvents() async throws {
+        let harness = try await IngestHarness.start()
+        let tenant = UUID()
+        _ = try await harness.intake.accept(tenantId: tenant, caller: .server,
+                                            json: Bodies.batch(subscriber: "u1", Bodies.events(prefix: "a", count: 100)))
+        #expect(try await harness.waitUntilDrained())
+        let mixed = Array(Bodies.events(prefix: "a", count: 100).suffix(5)) + Bodies.events(prefix: "b", count: 7)
+        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u1", mixed))
+        #expect(try await harness.waitUntilDrained())
+        #expect(try await harness.storedEvents(tenant: tenant) == 107)
+
+        let entries = try await harness.redis.xrange(harness.configuration.eventsStream.rawValue)
+            .map { try PublishedEventBatch(entry: $0) }
+        #expect(entries.map(\.events.count) == [100, 7])
+        #expect(entries.last?.events.map(\.id) == (0..<7).map { "b-\($0)" })
+        #expect(entries.allSatisfy { $0.tenantId == tenant && $0.subscriberId == "u1" && $0.anonymousId == nil })
+        #expect(entries.first?.events.first?.dataJSON == Array(#"{"duration":42}"#.utf8))
+        await harness.stop()
+    }
+
     @Test func eventsBeforeAndAfterIdentifyEndUpOnTheSubscriber() async throws {
         let harness = try await IngestHarness.start()
         let tenant = try await harness.makeTenant()

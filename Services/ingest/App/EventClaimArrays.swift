@@ -3,7 +3,7 @@ import BuzzKitPostgres
 import BuzzKitContracts
 import BuzzKitWire
 
-/// The six array parameters of `EventWriter.claimSQL`, written straight into PostgreSQL's array
+/// The array parameters of `EventWriter.claimSQL` (and `aliasSQL`), written straight into PostgreSQL's array
 /// text form as bytes (`{"a","b\"c",NULL}`): about 1 µs per event, where going through `String`
 /// scalar by scalar cost several. Only `"` and `\` need escaping inside a quoted element.
 struct EventClaimArrays {
@@ -24,6 +24,10 @@ struct EventClaimArrays {
         ids.append(id)
     }
 
+    /// `EventWriter.aliasSQL`'s: the entries' tenants and anonymous ids.
+    var aliasParameters: [any PostgresEncodable] { [tenants.value, anonymous.value] }
+
+    /// `EventWriter.claimSQL`'s.
     var parameters: [any PostgresEncodable] {
         [tenants, subscribers, anonymous, entryIDs, ordinals, ids].map { $0.value }
     }

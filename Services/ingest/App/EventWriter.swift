@@ -8,36 +8,51 @@ import BuzzKitWire
 /// Stores `bk:ingest` entries in Postgres, one transaction per batch of entries, and says which
 /// events to publish on `bk:events`.
 ///
-/// The transaction, on one connection:
-/// 1. `claimSQL`: the entries (tenant, identity, stream entry id) and the event ids go as arrays
-///    (`unnest`, written as bytes by `EventWriterArrays`); anonymous ids are resolved once per
-///    entry through `subscriber_aliases`; ids are claimed in `event_ids` (`ON CONFLICT DO
-///    NOTHING`). It answers only the exceptions: the resolved subscriber of each anonymous entry,
-///    and each event that was not new (with whether this very stream entry had stored it: a
-///    redelivery after a crash between COMMIT and XACK, whose events are published again so a
-///    crash never loses a publication).
-/// 2. `COPY` of the newly claimed events into `events`: batched heap inserts (one WAL record per
-///    page of rows instead of one per row), where `INSERT ... SELECT` inserted row by row.
-/// 3. Only when new events are receipts (`$notification.delivered/opened/dismissed`):
-///    `receiptsSQL` joins them into `message_receipts` and the counters.
+/// Almost every event arrives once, so the transaction first assumes they are all new:
+/// 1. `aliasSQL` (only when entries came under anonymous ids): resolves each anonymous id once
+///    through `subscriber_aliases`.
+/// 2. `COPY` of the event ids into `event_ids`: batched inserts checked by its primary key, about
+///    half the cost of claiming them with `INSERT ... ON CONFLICT`. A duplicate fails the COPY with
+///    a unique violation and the whole transaction is done again the claiming way (below).
+/// 3. `COPY` of the events into `events`: batched heap inserts (one WAL record per page of rows
+///    instead of one per row), where `INSERT ... SELECT` inserted row by row.
+/// 4. Only when events are receipts (`$notification.delivered/opened/dismissed`): `receiptsSQL`
+///    joins them into `message_receipts` and the counters.
+///
+/// The claiming way (after a duplicate): `claimSQL` resolves anonymous ids and claims the ids with
+/// `ON CONFLICT DO NOTHING`, answering only the exceptions: the resolved subscriber of each
+/// anonymous entry, and each event that was not new (with whether this very stream entry had
+/// stored it: a redelivery after a crash between COMMIT and XACK, whose events are published again
+/// so a crash never loses a publication); then steps 3 and 4 for the new events.
 /// Nothing is visible before COMMIT, so a failure anywhere leaves no trace (the batch is retried).
-/// An event id repeated within one call is kept once (the first), before the statement.
+/// An event id repeated within one call is kept once (the first), before any statement.
 struct EventWriter: Sendable {
     let postgres: PostgresClient
 
     struct Outcome: Sendable {
-        /// `bk:events` entries for the events stored (or stored before by the same stream entry).
+        /// `bk:events` entries (`PublishedEventBatch`), one per stream entry with events stored now
+        /// (or stored before by the same stream entry).
         var toPublish: [[(String, [UInt8])]]
-        /// Events that were new in this call (the rest of `toPublish` are republications).
+        /// Events in `toPublish`.
+        var published: Int
+        /// Events that were new in this call (the rest of the published ones are republications).
         var inserted: Int
         var duplicates: Int
     }
 
     static let eventColumns = ["tenant_id", "event_id", "name", "subscriber_id", "anonymous_id", "data", "occurred_at", "received_at"]
+    static let eventIDColumns = ["tenant_id", "event_id", "entry_id"]
+
+    /// What the transaction found: anonymous entries' subscribers (entry index → subscriber id)
+    /// and the events that were not new (position in `sent` → republish).
+    private struct Stored: Sendable {
+        var resolved: [Int: String] = [:]
+        var skipped: [Int: Bool] = [:]
+    }
 
     func write(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) async throws -> Outcome {
         var arrays = EventClaimArrays()
-        // (entry ordinal, event index) of every event sent, in statement order.
+        // (entry ordinal, event index) of every event sent, in statement order (entry by entry).
         var sent: [(entry: Int32, event: Int32)] = []
         var seen: Set<EventKey> = []
         let eventCount = entries.reduce(0) { $0 + $1.entry.events.count }
@@ -58,58 +73,118 @@ struct EventWriter: Sendable {
                 sent.append((Int32(n), Int32(e)))
             }
         }
-        guard !sent.isEmpty else { return Outcome(toPublish: [], inserted: 0, duplicates: duplicates) }
+        guard !sent.isEmpty else { return Outcome(toPublish: [], published: 0, inserted: 0, duplicates: duplicates) }
 
-        let parameters = arrays.parameters
-        let (resolved, skipped) = try await postgres.withTransaction { connection in
-            let rows = try await connection.query(Self.claimSQL, parameters)
-            // Exceptions only: 's' rows (entry ordinal, resolved subscriber) for anonymous entries,
-            // 'd' rows (event ordinal, 'republish' or NULL) for events that were not new.
-            var resolved: [Int: String] = [:]
-            var skipped: [Int: Bool] = [:]
-            for row in rows {
-                let (kind, ordinal, value) = try row.decode((String, Int32, String?).self)
-                if kind == "s" { resolved[Int(ordinal) - 1] = value } else { skipped[Int(ordinal) - 1] = value == "republish" }
-            }
-            var copyRows = EventCopyRows(capacity: (sent.count - skipped.count) * 256)
-            var receipts = EventReceiptArrays()
-            for (k, position) in sent.enumerated() where skipped[k] == nil {
-                let n = Int(position.entry)
-                let entry = entries[n].entry
-                let event = entry.events[Int(position.event)]
-                let subscriber = resolved[n] ?? entry.identity.value
-                copyRows.append(entryIndex: n, entry: entry, subscriberId: subscriber, event: event)
-                if EventReceiptArrays.isReceipt(event.name) {
-                    receipts.append(tenant: entry.tenantId, subscriberId: subscriber, event: event)
+        let stored: Stored
+        do {
+            stored = try await storeAllNew(entries, sent: sent, arrays: arrays)
+        } catch let error as PostgresError where error.code == .uniqueViolation {
+            stored = try await storeClaiming(entries, sent: sent, arrays: arrays)
+        }
+        return outcome(entries, sent: sent, stored: stored, duplicates: duplicates)
+    }
+
+    /// Steps 1–4 of the type's description: every id is new, or the COPY fails.
+    private func storeAllNew(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+                             arrays: EventClaimArrays) async throws -> Stored {
+        try await postgres.withTransaction { connection in
+            var stored = Stored()
+            if entries.contains(where: { $0.entry.identity.isAnonymous }) {
+                for row in try await connection.query(Self.aliasSQL, arrays.aliasParameters) {
+                    let (ordinal, subscriber) = try row.decode((Int32, String).self)
+                    stored.resolved[Int(ordinal) - 1] = subscriber
                 }
             }
-            if !copyRows.text.isEmpty {
-                _ = try await connection.copy(into: "events", columns: Self.eventColumns, text: copyRows.text)
+            var ids = PostgresCopyText(capacity: sent.count * 80)
+            var current: (entry: Int32, tenant: [UInt8], streamID: [UInt8])?
+            for position in sent {
+                if current?.entry != position.entry {
+                    let (streamID, entry) = entries[Int(position.entry)]
+                    current = (position.entry, Array(entry.tenantId.uuidString.utf8), Array(streamID.description.utf8))
+                }
+                guard let current else { continue }
+                ids.appendUnescaped(bytes: current.tenant)
+                ids.append(entries[Int(position.entry)].entry.events[Int(position.event)].id)
+                ids.appendUnescaped(bytes: current.streamID)
+                ids.endRow()
             }
-            if !receipts.isEmpty {
-                try await connection.execute(Self.receiptsSQL, receipts.parameters)
-            }
-            return (resolved, skipped)
+            _ = try await connection.copy(into: "event_ids", columns: Self.eventIDColumns, text: ids)
+            try await insertEvents(entries, sent: sent, stored: stored, connection: connection)
+            return stored
         }
+    }
 
-        var outcome = Outcome(toPublish: [], inserted: 0, duplicates: duplicates)
-        outcome.toPublish.reserveCapacity(sent.count)
-        var prefixes: [Int: PublishedEventFields] = [:]
+    /// The claiming way, after a duplicate made `storeAllNew` fail.
+    private func storeClaiming(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+                               arrays: EventClaimArrays) async throws -> Stored {
+        try await postgres.withTransaction { connection in
+            var stored = Stored()
+            // Exceptions only: 's' rows (entry ordinal, resolved subscriber) for anonymous entries,
+            // 'd' rows (event ordinal, 'republish' or NULL) for events that were not new.
+            for row in try await connection.query(Self.claimSQL, arrays.parameters) {
+                let (kind, ordinal, value) = try row.decode((String, Int32, String?).self)
+                if kind == "s" {
+                    stored.resolved[Int(ordinal) - 1] = value
+                } else {
+                    stored.skipped[Int(ordinal) - 1] = value == "republish"
+                }
+            }
+            try await insertEvents(entries, sent: sent, stored: stored, connection: connection)
+            return stored
+        }
+    }
+
+    /// Steps 3 and 4: the events of `sent` that were not skipped, and their receipts.
+    private func insertEvents(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+                              stored: Stored, connection: PostgresConnection) async throws {
+        var copyRows = EventCopyRows(capacity: (sent.count - stored.skipped.count) * 256)
+        var receipts = EventReceiptArrays()
+        for (k, position) in sent.enumerated() where stored.skipped[k] == nil {
+            let n = Int(position.entry)
+            let entry = entries[n].entry
+            let event = entry.events[Int(position.event)]
+            let subscriber = stored.resolved[n] ?? entry.identity.value
+            copyRows.append(entryIndex: n, entry: entry, subscriberId: subscriber, event: event)
+            if EventReceiptArrays.isReceipt(event.name) {
+                receipts.append(tenant: entry.tenantId, subscriberId: subscriber, event: event)
+            }
+        }
+        if !copyRows.text.isEmpty {
+            _ = try await connection.copy(into: "events", columns: Self.eventColumns, text: copyRows.text)
+        }
+        if !receipts.isEmpty {
+            try await connection.execute(Self.receiptsSQL, receipts.parameters)
+        }
+    }
+
+    /// One `bk:events` entry per stream entry with events to publish, in stream order.
+    private func outcome(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+                         stored: Stored, duplicates: Int) -> Outcome {
+        var outcome = Outcome(toPublish: [], published: 0, inserted: 0, duplicates: duplicates)
+        var pending: (entry: Int, events: [IngestEntry.Event])?
+        func flush() {
+            guard let (n, events) = pending, !events.isEmpty else { return }
+            let entry = entries[n].entry
+            let batch = PublishedEventBatch(tenantId: entry.tenantId, subscriberId: stored.resolved[n] ?? entry.identity.value,
+                                            anonymousId: entry.identity.isAnonymous ? entry.identity.value : nil,
+                                            receivedAtMicroseconds: entry.receivedAtMicroseconds, events: events)
+            outcome.toPublish.append(batch.fields)
+            outcome.published += events.count
+        }
         for (k, position) in sent.enumerated() {
-            if let republish = skipped[k] {
+            if let republish = stored.skipped[k] {
                 guard republish else { outcome.duplicates += 1; continue }
             } else {
                 outcome.inserted += 1
             }
             let n = Int(position.entry)
-            let entry = entries[n].entry
-            let fields = prefixes[n] ?? {
-                let made = PublishedEventFields(entry: entry, subscriberId: resolved[n] ?? entry.identity.value)
-                prefixes[n] = made
-                return made
-            }()
-            outcome.toPublish.append(fields.fields(for: entry.events[Int(position.event)]))
+            if pending?.entry != n {
+                flush()
+                pending = (n, [])
+            }
+            pending?.events.append(entries[n].entry.events[Int(position.event)])
         }
+        flush()
         return outcome
     }
 
@@ -117,6 +192,15 @@ struct EventWriter: Sendable {
         var tenant: Int32
         var id: String
     }
+
+    /// The subscriber each anonymous entry's id is aliased to: $1 tenant uuid[], $2 anonymous id
+    /// (NULL for a subscriber's entry), one element per entry. Rows (entry ordinal, subscriber id)
+    /// for the aliased ones only.
+    static let aliasSQL = """
+        SELECT e.n::int4, a.subscriber_id
+        FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS e(tenant_id, anonymous_id, n)
+        JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.anonymous_id
+        """
 
     /// Entries: $1 tenant uuid[], $2 subscriber id (NULL for anonymous), $3 anonymous id, $4 stream
     /// entry id. Events: $5 entry ordinal (1-based) int4[], $6 event id.

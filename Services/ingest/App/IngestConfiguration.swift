@@ -9,7 +9,7 @@ import BuzzKitContracts
 /// | `BUZZKIT_EVENT_PARTITIONS_AHEAD` | `2` | monthly partitions created ahead of this month |
 /// | `BUZZKIT_INGEST_CONSUMERS` | `2` | consumer loops (parallel Postgres writers) per process |
 /// | `BUZZKIT_INGEST_READ_BATCH` | `50` | `bk:ingest` entries (each up to 100 events) per read, one transaction |
-/// | `BUZZKIT_EVENTS_STREAM_MAXLEN` | `1000000` | approximate cap of `bk:events` (0: uncapped); its events are already in Postgres |
+/// | `BUZZKIT_EVENTS_STREAM_MAXLEN` | `100000` | approximate cap of `bk:events` in entries (each up to 100 events; 0: uncapped); its events are already in Postgres |
 public struct IngestConfiguration: Sendable {
     public var ingestStream: StreamName = .ingest
     public var eventsStream: StreamName = .events
@@ -18,7 +18,7 @@ public struct IngestConfiguration: Sendable {
     public var consumerName: String
     public var consumers: Int = 2
     public var readBatchSize: Int = 50
-    public var eventsMaxLength: Int? = 1_000_000
+    public var eventsMaxLength: Int? = 100_000
     public var retentionDays: Int = 395
     public var partitionsAhead: Int = 2
     /// How often partitions are maintained (also once at start). Default 24 h.

@@ -49,7 +49,7 @@ public struct IngestProcessor: Sendable {
             }
             metrics.stored.increment(by: outcome.inserted)
             metrics.duplicates.increment(by: outcome.duplicates)
-            metrics.published.increment(by: outcome.toPublish.count)
+            metrics.published.increment(by: outcome.published)
             metrics.batches.increment(by: decoded.count)
         } catch {
             metrics.failures.increment()
