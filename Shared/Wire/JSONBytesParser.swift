@@ -116,15 +116,19 @@ enum JSONBytesParser {
         mutating func string() throws(Failure) -> String {
             offset += 1
             let start = offset
-            // Fast path: no escapes.
+            // Fast path: no escapes. ASCII needs no UTF-8 validation (String(validating:) instantiates
+            // generic metadata on every call: several percent of the events route's CPU).
+            var highBits: UInt8 = 0
             while offset < bytes.count {
                 let c = bytes[offset]
                 if c == UInt8(ascii: "\"") {
                     let slice = UnsafeBufferPointer(rebasing: bytes[start..<offset])
                     offset += 1
+                    if highBits & 0x80 == 0 { return String(decoding: slice, as: UTF8.self) }
                     guard let text = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
                     return text
                 }
+                highBits |= c
                 if c == UInt8(ascii: "\\") { break }
                 if c < 0x20 { throw failure("control character in a string") }
                 offset += 1

@@ -71,11 +71,12 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .object(let o):
             bytes.append(UInt8(ascii: "{"))
-            for (index, key) in o.keys.sorted().enumerated() {
+            // Sorted pairs: no second hash lookup per member.
+            for (index, member) in o.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                string(key)
+                string(member.key)
                 bytes.append(UInt8(ascii: ":"))
-                value(o[key]!)
+                value(member.value)
             }
             bytes.append(UInt8(ascii: "}"))
         }
