@@ -6,12 +6,9 @@ extension ErrorCode {
     /// More than 100 events in one batch (422; distinct from `payload_too_large`, which is about bytes).
     /// `details`: `{"limit": 100, "count": n}`.
     public static let batchTooLarge = ErrorCode("batch_too_large", httpStatus: 422)
-    /// A client (SDK) key acting for an identity that is not its installation's (403): events,
-    /// devices and identify share this code.
-    public static let forbiddenInstallation = ErrorCode("forbidden_installation", httpStatus: 403)
     /// The batch could not be queued (Redis unreachable). Nothing was accepted: retry (503).
     public static let ingestUnavailable = ErrorCode("ingest_unavailable", httpStatus: 503)
 
     /// The codes above, for the API's code list.
-    public static let eventCodes: [ErrorCode] = [.batchTooLarge, .forbiddenInstallation, .ingestUnavailable]
+    public static let eventCodes: [ErrorCode] = [.batchTooLarge, .ingestUnavailable]
 }

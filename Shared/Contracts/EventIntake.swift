@@ -7,7 +7,7 @@ import BuzzKitRedis
 ///
 /// ```swift
 /// let intake = EventIntake(producer: IngestProducer(redis: runtime.redis), logger: runtime.logger)
-/// let accepted = try await intake.accept(tenantId: tenant, caller: .server, body: request.body)  // throws APIError
+/// let accepted = try await intake.accept(tenantId: tenant, body: request.body)  // throws APIError
 /// return Response.json(status: 202, accepted.jsonValue)     // {"batchId": "...", "accepted": 100}
 /// ```
 /// Errors (`APIError`, with the envelope's `details`):
@@ -15,18 +15,8 @@ import BuzzKitRedis
 /// - `batch_too_large` 422: more than 100 events; `details` `{"limit": 100, "count": n}`.
 /// - `validation_failed` 422: anything else wrong, all problems at once; `details` is an array of
 ///   `{"index": n|null, "field": "...", "message": "..."}` (index null for batch-level problems).
-/// - `forbidden_installation` 403: a client key sent for an identity its installation may not use.
 /// - `ingest_unavailable` 503: Redis did not take the batch; nothing was accepted, retry it.
 public struct EventIntake: Sendable {
-    /// Who is sending, as the gateway authenticated it.
-    public enum Caller: Sendable, Hashable {
-        /// A server (tenant or workspace) key: any subscriber of the tenant.
-        case server
-        /// A client (SDK) key. `allowedIdentities`: the subscriber and anonymous ids of the
-        /// installation the key registered; nil when the gateway cannot tell (no restriction).
-        case client(allowedIdentities: Set<String>?)
-    }
-
     /// What the 202 answers.
     public struct Accepted: Sendable, Hashable {
         public var batchId: String
@@ -50,14 +40,14 @@ public struct EventIntake: Sendable {
     }
 
     /// Parses, validates and queues `body` (raw request bytes).
-    public func accept(tenantId: UUID, caller: Caller, body: some Collection<UInt8>) async throws(APIError) -> Accepted {
-        try await accept(tenantId: tenantId, caller: caller, json: Self.parse(body))
+    public func accept(tenantId: UUID, body: some Collection<UInt8>) async throws(APIError) -> Accepted {
+        try await accept(tenantId: tenantId, json: Self.parse(body))
     }
 
     /// Validates and queues an already parsed body.
-    public func accept(tenantId: UUID, caller: Caller, json: JSONValue) async throws(APIError) -> Accepted {
+    public func accept(tenantId: UUID, json: JSONValue) async throws(APIError) -> Accepted {
         let now = clock()
-        return try await enqueue(Self.validate(json, caller: caller, now: now), tenantId: tenantId, receivedAt: now)
+        return try await enqueue(Self.validate(json, now: now), tenantId: tenantId, receivedAt: now)
     }
 
     /// The request body as JSON, or `400 invalid_json`.
@@ -87,17 +77,11 @@ public struct EventIntake: Sendable {
     }
 
     /// The validation half alone (no I/O): the batch, or the `APIError` to answer.
-    public static func validate(_ json: JSONValue, caller: Caller, now: Date) throws(APIError) -> EventBatch {
+    public static func validate(_ json: JSONValue, now: Date) throws(APIError) -> EventBatch {
         switch EventBatch.validate(json, now: now) {
         case .failure(let rejection):
             throw rejection.apiError
         case .success(let batch):
-            if case .client(let allowed?) = caller, !allowed.contains(batch.identity.value) {
-                let field = batch.identity.isAnonymous ? "anonymousId" : "subscriberId"
-                throw APIError(.forbiddenInstallation, "this client key may only send events for its own installation",
-                               details: .array([EventValidationIssue(index: nil, field: field,
-                                                                     message: "not an identity of this installation").jsonValue]))
-            }
             return batch
         }
     }

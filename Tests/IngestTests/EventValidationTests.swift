@@ -10,7 +10,7 @@ import BuzzKitContracts
 
     func reject(_ body: JSONValue) -> APIError? {
         do {
-            _ = try EventIntake.validate(body, caller: .server, now: now)
+            _ = try EventIntake.validate(body, now: now)
             return nil
         } catch {
             return error
@@ -19,7 +19,7 @@ import BuzzKitContracts
 
     @Test func aFullBatchOf100IsValid() throws {
         let batch = try EventIntake.validate(Bodies.batch(subscriber: "u1", Bodies.events(prefix: "e", count: 100)),
-                                             caller: .server, now: now)
+                                             now: now)
         #expect(batch.events.count == 100)
         #expect(batch.identity == .subscriber("u1"))
     }
@@ -83,15 +83,6 @@ import BuzzKitContracts
         #expect(reject(Bodies.batch(subscriber: "u1", [future]))?.details?.arrayValue?.first?["field"] == "timestamp")
     }
 
-    @Test func clientKeysAreLimitedToTheirInstallation() throws {
-        let body = Bodies.batch(anonymous: "anon-1", [Bodies.event("e1")])
-        #expect(throws: APIError.self) {
-            _ = try EventIntake.validate(body, caller: .client(allowedIdentities: ["anon-2"]), now: now)
-        }
-        let batch = try EventIntake.validate(body, caller: .client(allowedIdentities: ["anon-1"]), now: now)
-        #expect(batch.identity == .anonymous("anon-1"))
-    }
-
     @Test(arguments: [
         ("2024-05-01T12:00:00Z", "2024-05-01T12:00:00.000Z"),
         ("2024-05-01T12:00:00.25Z", "2024-05-01T12:00:00.250Z"),
@@ -111,7 +102,7 @@ import BuzzKitContracts
     @Test func ingestEntryRoundTrips() throws {
         let batch = try EventIntake.validate(Bodies.batch(anonymous: "anon é", [
             Bodies.event("e1", data: ["text": "tab\there \"quoted\" ✓", "n": 1.5]), Bodies.event("e2", "$app.opened", data: [:]),
-        ]), caller: .server, now: now)
+        ]), now: now)
         let entry = IngestEntry(tenantId: UUID(), batchId: "b1", batch: batch, receivedAt: now)
         let decoded = try IngestEntry(entry: StreamEntry(id: .zero, fields: entry.fields.map { (name: $0.0, value: $0.1) }))
         #expect(decoded == entry)

@@ -93,8 +93,10 @@ final class IngestHarness: Sendable {
     /// Waits until every `bk:ingest` entry is acknowledged by the ingest group.
     func waitUntilDrained() async throws -> Bool {
         try await RedisTestSupport.eventually {
-            let pending = try await self.redis.send("XPENDING", self.configuration.ingestStream.rawValue, self.configuration.group)
-            let info = try await self.redis.send("XINFO", "GROUPS", self.configuration.ingestStream.rawValue)
+            // Not drained while the consumers have not created their group yet (NOGROUP).
+            guard let pending = try? await self.redis.send("XPENDING", self.configuration.ingestStream.rawValue, self.configuration.group),
+                  let info = try? await self.redis.send("XINFO", "GROUPS", self.configuration.ingestStream.rawValue)
+            else { return false }
             guard let count = pending.array?.first?.int, count == 0, let group = info.array?.first?.array else { return false }
             // lag 0: nothing left unread.
             for i in stride(from: 0, to: group.count - 1, by: 2) where group[i].string == "lag" {

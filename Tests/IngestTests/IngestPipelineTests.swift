@@ -10,7 +10,7 @@ import IngestApp
     @Test func batchOf100IsStoredAndReadable() async throws {
         let harness = try await IngestHarness.start()
         let tenant = UUID()
-        let accepted = try await harness.intake.accept(tenantId: tenant, caller: .server,
+        let accepted = try await harness.intake.accept(tenantId: tenant,
                                                        json: Bodies.batch(subscriber: "u1", Bodies.events(prefix: "e", count: 100)))
         #expect(accepted.accepted == 100)
         #expect(try await harness.waitForEvents(tenant: tenant, expected: 100) == 100)
@@ -42,11 +42,11 @@ import IngestApp
         let harness = try await IngestHarness.start()
         let tenant = UUID()
         let body = Bodies.batch(subscriber: "u1", Bodies.events(prefix: "dup", count: 50))
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: body)
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: body)
+        _ = try await harness.intake.accept(tenantId: tenant, json: body)
+        _ = try await harness.intake.accept(tenantId: tenant, json: body)
         #expect(try await harness.waitUntilDrained())
         // A third copy after the first two were processed.
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: body)
+        _ = try await harness.intake.accept(tenantId: tenant, json: body)
         #expect(try await harness.waitUntilDrained())
         #expect(try await harness.storedEvents(tenant: tenant) == 50)
         let published = try await harness.published()
@@ -55,7 +55,7 @@ import IngestApp
         #expect(published.allSatisfy { $0.subscriberId == "u1" && $0.tenantId == tenant })
         // Same event ids in another tenant are other events.
         let other = UUID()
-        _ = try await harness.intake.accept(tenantId: other, caller: .server, json: body)
+        _ = try await harness.intake.accept(tenantId: other, json: body)
         #expect(try await harness.waitForEvents(tenant: other, expected: 50) == 50)
         await harness.stop()
     }
@@ -65,11 +65,11 @@ import IngestApp
     @Test func eachStoredBatchIsOneEventsEntryWithItsNewEvents() async throws {
         let harness = try await IngestHarness.start()
         let tenant = UUID()
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server,
+        _ = try await harness.intake.accept(tenantId: tenant,
                                             json: Bodies.batch(subscriber: "u1", Bodies.events(prefix: "a", count: 100)))
         #expect(try await harness.waitUntilDrained())
         let mixed = Array(Bodies.events(prefix: "a", count: 100).suffix(5)) + Bodies.events(prefix: "b", count: 7)
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u1", mixed))
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u1", mixed))
         #expect(try await harness.waitUntilDrained())
         #expect(try await harness.storedEvents(tenant: tenant) == 107)
 
@@ -87,16 +87,16 @@ import IngestApp
         let tenant = try await harness.makeTenant()
         try await harness.postgres.execute("INSERT INTO subscribers (tenant_id, id, anonymous) VALUES ($1, 'anon-1', true), ($1, 'user-1', false)", [tenant])
 
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server,
+        _ = try await harness.intake.accept(tenantId: tenant,
                                            json: Bodies.batch(anonymous: "anon-1", [Bodies.event("before-1", offsetSeconds: 1),
                                                                                     Bodies.event("before-2", offsetSeconds: 2)]))
         #expect(try await harness.waitForEvents(tenant: tenant, expected: 2) == 2)
         // identify (what the gateway's identify route writes).
         try await harness.postgres.execute("INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1, 'anon-1', 'user-1')", [tenant])
         // Queued under the anonymous id but sent after identify, and sent under the new id.
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server,
+        _ = try await harness.intake.accept(tenantId: tenant,
                                            json: Bodies.batch(anonymous: "anon-1", [Bodies.event("late-anon", offsetSeconds: 3)]))
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server,
+        _ = try await harness.intake.accept(tenantId: tenant,
                                            json: Bodies.batch(subscriber: "user-1", [Bodies.event("after-1", offsetSeconds: 4)]))
         #expect(try await harness.waitForEvents(tenant: tenant, expected: 4) == 4)
 
@@ -119,14 +119,14 @@ import IngestApp
             Bodies.event(id, name, data: ["messageId": .string(message)])
         }
         // u1: delivered twice (two devices) and opened; u2: delivered; u3: opened only; m2 untouched by u2.
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u1", [
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u1", [
             receipt("r1", "$notification.delivered", message: "m1"), receipt("r2", "$notification.delivered", message: "m1"),
             receipt("r3", "$notification.opened", message: "m1"),
         ]))
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u2", [
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u2", [
             receipt("r4", "$notification.delivered", message: "m1"), receipt("r5", "$notification.dismissed", message: "m2"),
         ]))
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u3", [
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u3", [
             receipt("r6", "$notification.opened", message: "m1"),
             // A receipt for a message nobody knows: stored, counted under its id, harmless.
             receipt("r7", "$notification.opened", message: "no-such-message"),
@@ -138,10 +138,10 @@ import IngestApp
         #expect(counts["m2"] == ReceiptCounts(delivered: 0, opened: 0, dismissed: 1))
 
         // A retried batch changes nothing; a new receipt from a new subscriber moves the count.
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u1", [
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u1", [
             receipt("r3", "$notification.opened", message: "m1"),
         ]))
-        _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: Bodies.batch(subscriber: "u4", [
+        _ = try await harness.intake.accept(tenantId: tenant, json: Bodies.batch(subscriber: "u4", [
             receipt("r8", "$notification.opened", message: "m1"),
         ]))
         #expect(try await harness.waitForEvents(tenant: tenant, expected: 8) == 8)
@@ -160,7 +160,7 @@ import IngestApp
         await harness.services[1].shutdown()  // stop the consumer; write through the processor directly
         let processor = IngestProcessor(postgres: harness.postgres, redis: harness.redis, configuration: harness.configuration,
                                         logger: .silent(), metrics: .init())
-        let batch = try EventIntake.validate(Bodies.batch(subscriber: "u1", Bodies.events(prefix: "x", count: 3)), caller: .server, now: Date())
+        let batch = try EventIntake.validate(Bodies.batch(subscriber: "u1", Bodies.events(prefix: "x", count: 3)), now: Date())
         let entry = IngestEntry(tenantId: tenant, batchId: "b", batch: batch, receivedAt: Date())
         let id = try await harness.producer.enqueue(entry)
         let streamEntry = try #require(try await harness.redis.xrange(harness.configuration.ingestStream.rawValue).first { $0.id == id })

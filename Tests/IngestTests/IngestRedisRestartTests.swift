@@ -90,7 +90,7 @@ final class AcceptedLog: Sendable {
                 let ids = (0..<10).map { "b\(n)-e\($0)" }
                 let body = Bodies.batch(subscriber: "u\(n % 7)", ids.enumerated().map { Bodies.event($1, offsetSeconds: $0) })
                 do {
-                    _ = try await harness.intake.accept(tenantId: tenant, caller: .server, json: body)
+                    _ = try await harness.intake.accept(tenantId: tenant, json: body)
                     log.accept(ids)
                 } catch {
                     log.fail()

@@ -28,7 +28,7 @@ enum EventRoutes {
                              "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents),
                          ], required: ["events"]),
                          response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
-                         status: 202, errors: ErrorCode.eventCodes.filter { $0 != .forbiddenInstallation },
+                         status: 202, errors: ErrorCode.eventCodes,
                          handler: { g, c in try await g.trackEvents(c) }),
             GatewayRoute("GET", "/v1/subscribers/{id}/events", id: "listSubscriberEvents",
                          "A subscriber's events, newest first (filter by name and since)",
@@ -45,14 +45,14 @@ extension Gateway {
         // A client (SDK) key is safe to ship in an app: it may only track events, never read
         // them, and only for its own installation's identities (403 forbidden_installation).
         guard context.key?.kind == .client else {
-            let accepted = try await intake.accept(tenantId: tenant, caller: .server, body: context.request.body)
+            let accepted = try await intake.accept(tenantId: tenant, body: context.request.body)
             return .json(accepted.jsonValue, status: 202)
         }
         guard let installation = context.installation else { throw InstallationAuthenticator.required }
         // Validated once; the identity check is the installation's (which re-reads an
         // installation identified on another replica before refusing).
         let now = intake.now
-        let batch = try EventIntake.validate(EventIntake.parse(context.request.body), caller: .server, now: now)
+        let batch = try EventIntake.validate(EventIntake.parse(context.request.body), now: now)
         _ = try await installations.authorize(installation, identity: batch.identity.value)
         let accepted = try await intake.enqueue(batch, tenantId: tenant, receivedAt: now)
         return .json(accepted.jsonValue, status: 202)
