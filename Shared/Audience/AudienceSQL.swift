@@ -22,6 +22,11 @@ public struct AudienceSQL: Sendable, Hashable, CustomStringConvertible {
 /// Every condition it emits is two-valued (never NULL), so `NOT` behaves as in the evaluator.
 struct AudienceSQLCompiler {
     private(set) var parameters: [String?]
+    /// A keyset cursor's placeholder (e.g. `$6::text`, bound by the caller after the condition):
+    /// event clauses then read only owners after it, so a page or a resumed stream starts reading
+    /// events at the cursor instead of from the first owner. Only for statements that also keep
+    /// `s.id > cursor`: owners at or before it could never match.
+    var ownerFloor: String?
     private let nowMicroseconds: Int64
     private var nowPlaceholder: String?
 
@@ -85,7 +90,7 @@ struct AudienceSQLCompiler {
         case .did(let clause):
             return "s.id IN (\(owners(clause)))"
         case .count(let clause, let op, let n):
-            let owners = owners(clause)
+            let owners = owners(clause, sorted: true)
             let threshold = bind(String(n), "int8")
             // Subscribers without a matching event have count 0: when 0 satisfies the comparison,
             // select everyone except those whose count fails it.
@@ -141,7 +146,17 @@ struct AudienceSQLCompiler {
 
     /// The subscriber ids owning each matching event, once per event: the id it was stored under,
     /// plus the subscriber that id is aliased to (as `EventQueries` reads a subscriber's events).
-    private mutating func owners(_ clause: AudienceEventClause) -> String {
+    ///
+    /// `sorted` (for `count`): each branch is a parenthesised subquery with `ORDER BY 1`, so the
+    /// planner sees two inputs already in owner order (the direct one read in index order from
+    /// events_name_subscriber, the alias one sorted, it is small) and merges them (Merge Append)
+    /// into a sorted grouping and a merge join with `subscribers`' primary key, with no hash table
+    /// of every owner and no probe per owner. Written as one flat UNION ALL (as `did` is), the
+    /// direct branch is a partitioned scan nested in the union and the planner never merges it: it
+    /// hashed ~780k owners or sorted 1.5M rows (bench: 1.5-1.8 s for a 30-day count on 10M events;
+    /// sorted 0.8 s). Needs `AudienceQuery.settings` (no hash aggregate, hash join or nested loop),
+    /// because the planner cannot estimate a grouping over a union (200 groups, 67 after HAVING).
+    private mutating func owners(_ clause: AudienceEventClause, sorted: Bool = false) -> String {
         var filter = "e.tenant_id = \(Self.tenant) AND e.name = \(bind(clause.name, "text"))"
         if let within = clause.withinSeconds {
             let from = bind(EventTimestamp.format(microseconds: nowMicroseconds - within * 1_000_000), "timestamptz")
@@ -152,9 +167,12 @@ struct AudienceSQLCompiler {
         }
         // `COLLATE "C"` (the collation of subscribers and aliases ids): the events_name_subscriber
         // index (migration 0008) then yields owners in id order, for merge joins and sorted grouping.
-        return "SELECT e.subscriber_id COLLATE \"C\" AS sid FROM events e WHERE \(filter)"
-            + " UNION ALL SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id"
-            + " AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE \(filter)"
+        let floors = ownerFloor.map { (" AND e.subscriber_id COLLATE \"C\" > \($0)", " AND a.subscriber_id > \($0)") } ?? ("", "")
+        let direct = "SELECT e.subscriber_id COLLATE \"C\" AS sid FROM events e WHERE \(filter)\(floors.0)"
+        let aliased = "SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id"
+            + " AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE \(filter)\(floors.1)"
+        if sorted { return "(\(direct) ORDER BY 1) UNION ALL (\(aliased) ORDER BY 1)" }
+        return direct + " UNION ALL " + aliased
     }
 
     // MARK: - Parameter encodings

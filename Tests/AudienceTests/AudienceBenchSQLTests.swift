@@ -25,4 +25,19 @@ struct AudienceBenchSQLTests {
         let all = AudienceQuery.all(expression, tenantId: UUID(), now: Date())
         #expect(script.contains("'" + all.sql + "'"), "all SQL for \(text) not in bench/audience.sh:\n\(all.sql)")
     }
+
+    /// The script measures with the planner settings the services use (`SET name = value` for
+    /// every `set_config('name', 'value', true)` of AudienceQuery.settings).
+    @Test func scriptUsesTheSettings() throws {
+        let script = try String(contentsOfFile: TestEnvironment.repositoryRoot + "/bench/audience.sh", encoding: .utf8)
+        let pattern = try Regex(#"set_config\('([a-z_]+)', '([^']*)', true\)"#)
+        let settings = AudienceQuery.settings.matches(of: pattern).map { match in
+            (String(match.output[1].substring ?? ""), String(match.output[2].substring ?? ""))
+        }
+        #expect(settings.count >= 8)
+        for (name, value) in settings {
+            #expect(script.contains("SET \(name) = \(value);") || script.contains("SET \(name) = '\(value)';"),
+                    "bench/audience.sh does not SET \(name) = \(value)")
+        }
+    }
 }

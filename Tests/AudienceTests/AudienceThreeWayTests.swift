@@ -159,6 +159,17 @@ struct AudienceThreeWayTests {
         let allQuery = AudienceQuery.all(expression, tenantId: ThreeWayDatabase.tenant, now: now)
         let all = try await postgres.query(allQuery.sql, allQuery.parameters).map { try $0.decode(String.self, at: 0) }
         #expect(all == paged, "one statement and keyset pages return the same ids in the same order")
+        // The plans the services run: the same statements after AudienceQuery.settings (merge
+        // joins and sorted groupings only) must select the same subscribers.
+        let countQuery = AudienceQuery.count(expression, tenantId: ThreeWayDatabase.tenant, now: now)
+        let (settledAll, settledCount) = try await postgres.withTransaction { tx in
+            try await tx.execute(AudienceQuery.settings)
+            let ids = try await tx.query(allQuery.sql, allQuery.parameters).map { try $0.decode(String.self, at: 0) }
+            let count = try await tx.query(countQuery.sql, countQuery.parameters).first.map { try $0.decode(Int64.self, at: 0) }
+            return (ids, count)
+        }
+        #expect(settledAll == paged, "with AudienceQuery.settings: the same ids in the same order")
+        #expect(settledCount == Int64(reference.count), "with AudienceQuery.settings: the same count")
 
         #expect(evaluated == reference, "evaluator vs reference: extra \(evaluated.subtracting(reference).sorted()), missing \(reference.subtracting(evaluated).sorted())")
         #expect(Set(paged) == reference, "SQL vs reference: extra \(Set(paged).subtracting(reference).sorted()), missing \(reference.subtracting(Set(paged)).sorted())")
