@@ -10,7 +10,9 @@ import Synchronization
 /// libmicrohttpd's own threads (`Configuration.workerThreads`, epoll) read requests and write
 /// responses; the Swift cooperative pool never blocks on a socket. Async handlers run as tasks
 /// while their connection is suspended in MHD (suspend/resume), so a slow handler holds no network
-/// thread; synchronous routes without middleware are answered on the network thread directly.
+/// thread; synchronous routes without middleware are answered on the network thread directly, and
+/// `answering:` routes decide there whether to answer now, run a task, or answer later through a
+/// `Responder` (no task per request: hot routes hand requests to batches this way).
 /// Keep-alive works for every response except a refusal of an oversized `Content-Length`.
 ///
 /// Every response carries `X-Request-Id`; every JSON response is the `Envelope` with

@@ -27,6 +27,11 @@ final class RequestState: @unchecked Sendable {
     var routePattern = RequestLog.unmatchedRoute
     var requestId = ""
 
+    // MARK: ServerCore.registry's lock only
+    var registered = false
+    var registryNext: RequestState?
+    unowned(unsafe) var registryPrevious: RequestState?
+
     // MARK: Shared
     let outcome = Mutex<Outcome>(.pending(timer: nil))
 

@@ -15,9 +15,15 @@ import BuzzKitWire
 /// Handlers are `async`, run as tasks on the cooperative pool. A route registered with `sync:`
 /// and no middleware is answered directly on the server's network thread without a task hop:
 /// use it only for quick, non-blocking work (health checks, metrics, static answers).
+///
+/// A route registered with `answering:` (and no middleware) is decided on the network thread too,
+/// but may answer later: its handler returns an `Answer` (a response now, an async handler to run
+/// as a task, or a deferred start that gets a `Responder`). Hot routes use it to skip the task hop
+/// when caches can answer, and to hand many requests to one batch without a task per request.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (Request) async throws -> Response
     public typealias SyncHandler = @Sendable (Request) throws -> Response
+    public typealias AnsweringHandler = @Sendable (Request) -> Answer
     public typealias Next = @Sendable (Request) async throws -> Response
     public typealias Middleware = @Sendable (Request, Next) async throws -> Response
 
@@ -28,6 +34,8 @@ public struct Router: Sendable {
         var handler: Handler
         /// Set when the route can be answered on the network thread (sync handler, no middleware).
         var inline: SyncHandler?
+        /// Set when the route decides on the network thread how to answer (no middleware).
+        var answering: AnsweringHandler? = nil
     }
 
     enum Segment: Sendable, Equatable {
@@ -76,6 +84,14 @@ public struct Router: Sendable {
             inline: middleware.isEmpty ? handler : nil)
     }
 
+    /// Registers a handler that decides on the network thread how to answer (see `Answer`). It must
+    /// not block. Behind middleware it runs as an ordinary async handler (same answers, with a task).
+    public mutating func on(_ method: String, _ pattern: String, answering handler: @escaping AnsweringHandler) {
+        let asHandler: Handler = { request in try await handler(request).response(for: request) }
+        add(method: method, pattern: pattern, handler: wrap(asHandler), inline: nil,
+            answering: middleware.isEmpty ? handler : nil)
+    }
+
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { on("GET", pattern, handler) }
     public mutating func post(_ pattern: String, _ handler: @escaping Handler) { on("POST", pattern, handler) }
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { on("PUT", pattern, handler) }
@@ -93,13 +109,14 @@ public struct Router: Sendable {
         return next
     }
 
-    private mutating func add(method: String, pattern: String, handler: @escaping Handler, inline: SyncHandler?) {
+    private mutating func add(method: String, pattern: String, handler: @escaping Handler, inline: SyncHandler?,
+                              answering: AnsweringHandler? = nil) {
         let normalized = Self.normalize(pattern)
         let segments = Self.split(normalized).map { piece -> Segment in
             piece.first == ":" ? .parameter(String(piece.dropFirst())) : .literal(String(piece))
         }
         let method = method.uppercased()
-        let route = Route(method: method, pattern: normalized, handler: handler, inline: inline)
+        let route = Route(method: method, pattern: normalized, handler: handler, inline: inline, answering: answering)
         if let index = entries.firstIndex(where: { $0.segments == segments }) {
             entries[index].routes[method] = route
             return

@@ -8,11 +8,42 @@ import Synchronization
 /// `@unchecked Sendable`: its stored properties are immutable or atomics/Mutex-protected; it is
 /// shared between MHD's threads (through the `void *` closure argument) and handler tasks.
 final class ServerCore: @unchecked Sendable {
+    /// Requests whose connection is suspended while their handler runs: an intrusive doubly
+    /// linked list through `RequestState.registryPrevious/Next` (no hashing, no allocation, a
+    /// short critical section: the lock is taken by network threads and handlers alike).
     struct Registry {
         /// Set by `shutdown()` when the grace period is over: no more suspensions.
         var stopping = false
-        /// Requests whose connection is suspended while their handler runs.
-        var suspended: [ObjectIdentifier: RequestState] = [:]
+        var head: RequestState?
+
+        mutating func insert(_ state: RequestState) {
+            guard !state.registered else { return }
+            state.registered = true
+            state.registryNext = head
+            state.registryPrevious = nil
+            head?.registryPrevious = state
+            head = state
+        }
+
+        mutating func remove(_ state: RequestState) {
+            guard state.registered else { return }
+            state.registered = false
+            let next = state.registryNext
+            if let previous = state.registryPrevious { previous.registryNext = next } else { head = next }
+            next?.registryPrevious = state.registryPrevious
+            state.registryNext = nil
+            state.registryPrevious = nil
+        }
+
+        var all: [RequestState] {
+            var states: [RequestState] = []
+            var cursor = head
+            while let state = cursor {
+                states.append(state)
+                cursor = state.registryNext
+            }
+            return states
+        }
     }
 
     let configuration: HTTPServer.Configuration
@@ -105,42 +136,65 @@ final class ServerCore: @unchecked Sendable {
             if let inline = route.inline {
                 return queue(runInline(inline, request), state: state)
             }
+            if let answering = route.answering {
+                switch answering(request) {
+                case .now(let response): return queue(response, state: state)
+                case .task(let handler): return suspendAndRun(handler, request: request, state: state)
+                case .deferred(let start): return suspendAndDefer(start, state: state)
+                }
+            }
             return suspendAndRun(route.handler, request: request, state: state)
         }
     }
 
-    private func suspendAndRun(_ handler: @escaping Router.Handler, request: Request, state: RequestState) -> MHD_Result {
-        // Register and suspend under one lock, so shutdown's forced completion never resumes a
-        // connection that is not suspended yet.
-        let registered = registry.withLock { registry -> Bool in
+    /// Registers and suspends under one lock, so shutdown's forced completion never resumes a
+    /// connection that is not suspended yet. False when the server is stopping.
+    private func suspend(_ state: RequestState) -> Bool {
+        registry.withLock { registry -> Bool in
             if registry.stopping { return false }
-            registry.suspended[ObjectIdentifier(state)] = state
+            registry.insert(state)
             state.suspended = true
             MHD_suspend_connection(state.connection)
             return true
         }
-        guard registered else {
+    }
+
+    private func suspendAndRun(_ handler: @escaping Router.Handler, request: Request, state: RequestState) -> MHD_Result {
+        guard suspend(state) else {
             return queue(.error(APIError(.notReady, "the server is shutting down")), state: state)
         }
         let work = Task {
             let response = await self.runAsync(handler, request)
             state.complete(with: response, core: self)
         }
-        if let deadline = configuration.handlerDeadline {
-            let timer = Task {
-                guard (try? await Task.sleep(for: deadline)) != nil else { return }
-                if state.complete(with: .error(APIError(.upstreamTimeout, "the request did not complete in time")),
-                                  core: self) {
-                    work.cancel()
-                }
-            }
-            state.attachTimer(timer)
-        }
+        startDeadline(state, cancelling: work)
         return .YES
     }
 
+    /// Suspends the connection and lets `start` arrange the answer (see `Answer.deferred`).
+    private func suspendAndDefer(_ start: @Sendable (Responder) -> Void, state: RequestState) -> MHD_Result {
+        guard suspend(state) else {
+            return queue(.error(APIError(.notReady, "the server is shutting down")), state: state)
+        }
+        startDeadline(state, cancelling: nil)
+        start(Responder(state: state, core: self))
+        return .YES
+    }
+
+    private func startDeadline(_ state: RequestState, cancelling work: Task<Void, Never>?) {
+        guard let deadline = configuration.handlerDeadline else { return }
+        let timer = Task {
+            guard (try? await Task.sleep(for: deadline)) != nil else { return }
+            if state.complete(with: .error(APIError(.upstreamTimeout, "the request did not complete in time")),
+                              core: self) {
+                work?.cancel()
+            }
+        }
+        state.attachTimer(timer)
+    }
+
     func unregisterSuspended(_ state: RequestState) {
-        _ = registry.withLock { $0.suspended.removeValue(forKey: ObjectIdentifier(state)) }
+        registry.withLock { $0.remove(state) }
     }
 
     // MARK: - Running handlers
@@ -270,7 +324,7 @@ final class ServerCore: @unchecked Sendable {
     func forceCompleteSuspended(with response: Response) {
         let waiting = registry.withLock { registry -> [RequestState] in
             registry.stopping = true
-            return Array(registry.suspended.values)
+            return registry.all
         }
         for state in waiting { state.complete(with: response, core: self) }
     }

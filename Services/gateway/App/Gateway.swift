@@ -80,9 +80,8 @@ public final class Gateway: Sendable {
                     Response(status: 200, headers: ["Content-Type": Response.jsonContentType], body: bytes)
                 })
             case .workspace, .tenant:
-                router.on(route.method, route.routerPattern) { [self] request in
-                    await handle(route, request)
-                }
+                let box = RouteBox(route)
+                router.on(route.method, route.routerPattern, answering: { [self] request in answer(box, request) })
             }
         }
     }

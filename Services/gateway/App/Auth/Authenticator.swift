@@ -2,14 +2,16 @@ import BuzzKitCore
 import BuzzKitWire
 import Foundation
 
-/// Turns an `Authorization: Bearer <key>` header into the key's record: a format check, a SHA-256,
-/// the in-memory cache, and on a miss one indexed query whose answer (found or not) is cached.
+/// Turns an `Authorization: Bearer <key>` header into the key's record: a format check, the key's
+/// SHA-256 (itself remembered, see `SecretDigests`), the in-memory cache, and on a miss one indexed
+/// query whose answer (found or not) is cached.
 final class Authenticator: Sendable {
     let cache: AuthCache
     let store: KeyStore
     let recorder: LastUsedRecorder
     let cacheHits: Counter
     let cacheMisses: Counter
+    let digests = SecretDigests()
 
     init(cache: AuthCache, store: KeyStore, recorder: LastUsedRecorder, metrics: MetricsRegistry) {
         self.cache = cache
@@ -21,12 +23,35 @@ final class Authenticator: Sendable {
                                       labels: [("outcome", "miss")])
     }
 
-    func authenticate(authorization: String?) async throws -> APIKeyRecord {
-        guard let authorization, let key = Self.bearerToken(authorization) else {
-            throw APIError(.unauthorized, "an API key is required: Authorization: Bearer <key>")
+    /// What the cache alone can tell (no I/O: runs on the network thread).
+    enum Cached: Sendable {
+        case key(APIKeyRecord)
+        case refused(APIError)
+        /// Not cached: `authenticate` must ask the database.
+        case miss
+    }
+
+    /// The key from the header and the cache alone; a hit is recorded for `lastUsedAt`.
+    func cached(authorization: String?) -> Cached {
+        switch check(authorization) {
+        case .failure(let error): return .refused(error)
+        case .success(let hash):
+            switch cache.lookup(hash) {
+            case .hit(let record):
+                cacheHits.increment()
+                recorder.record(record.id)
+                return .key(record)
+            case .knownUnknown:
+                cacheHits.increment()
+                return .refused(Self.unknownKey)
+            case .miss:
+                return .miss
+            }
         }
-        guard APIKeyFormat.kind(of: key) != nil else { throw Self.unknownKey }
-        let hash = APIKeyFormat.hash(key)
+    }
+
+    func authenticate(authorization: String?) async throws -> APIKeyRecord {
+        let hash = try check(authorization).get()
         let record: APIKeyRecord
         switch cache.lookup(hash) {
         case .hit(let cached):
@@ -45,6 +70,15 @@ final class Authenticator: Sendable {
         recorder.record(record.id)
         return record
     }
+
+    /// The presented key's lookup hash, or why the header is refused before any lookup.
+    private func check(_ authorization: String?) -> Result<[UInt8], APIError> {
+        guard let authorization, let key = Self.bearerToken(authorization) else { return .failure(Self.missingKey) }
+        guard APIKeyFormat.kind(of: key) != nil else { return .failure(Self.unknownKey) }
+        return .success(digests.digest(of: key, compute: APIKeyFormat.hash))
+    }
+
+    static let missingKey = APIError(.unauthorized, "an API key is required: Authorization: Bearer <key>")
 
     static let unknownKey = APIError(.unauthorized, "the API key is unknown or revoked")
 

@@ -25,7 +25,7 @@ final class HashedSecretCache<Record: Sendable>: Sendable {
     let ttl: Duration
     let negativeTTL: Duration
     let capacity: Int
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    private let entries = Mutex<[DigestKey: Entry]>([:])
 
     init(ttl: Duration = .seconds(60), negativeTTL: Duration = .seconds(5), capacity: Int = 200_000) {
         self.ttl = ttl
@@ -34,6 +34,7 @@ final class HashedSecretCache<Record: Sendable>: Sendable {
     }
 
     func lookup(_ hash: [UInt8]) -> Lookup {
+        let hash = DigestKey(hash)
         let now = ContinuousClock.now
         return entries.withLock { entries in
             guard let entry = entries[hash] else { return .miss }
@@ -48,6 +49,7 @@ final class HashedSecretCache<Record: Sendable>: Sendable {
 
     /// Remembers `record` for `ttl`, or "unknown" (nil) for `negativeTTL`.
     func store(_ hash: [UInt8], record: Record?) {
+        let hash = DigestKey(hash)
         let now = ContinuousClock.now
         let entry = Entry(record: record, expires: now + (record == nil ? negativeTTL : ttl))
         entries.withLock { entries in
@@ -61,6 +63,7 @@ final class HashedSecretCache<Record: Sendable>: Sendable {
 
     /// Changes the cached record of this hash, if one is cached.
     func update(_ hash: [UInt8], _ change: (inout Record) -> Void) {
+        let hash = DigestKey(hash)
         entries.withLock { entries in
             guard var record = entries[hash]?.record else { return }
             change(&record)
@@ -77,8 +80,30 @@ final class HashedSecretCache<Record: Sendable>: Sendable {
 
     /// Forgets the "unknown" answer for a hash (a secret was just created with it).
     func forget(_ hash: [UInt8]) {
+        let hash = DigestKey(hash)
         _ = entries.withLock { $0.removeValue(forKey: hash) }
     }
 
     var count: Int { entries.withLock { $0.count } }
+}
+
+/// A secret's SHA-256 as a dictionary key: four words, hashed in one `Hasher` call each (an
+/// `[UInt8]` key hashes byte by byte and costs an array per lookup). Hashes of another length
+/// (never produced here) fold their bytes in.
+struct DigestKey: Hashable, Sendable {
+    var a: UInt64 = 0, b: UInt64 = 0, c: UInt64 = 0, d: UInt64 = 0
+    var extra: [UInt8] = []
+
+    init(_ bytes: [UInt8]) {
+        guard bytes.count == 32 else {
+            extra = bytes
+            return
+        }
+        bytes.withUnsafeBytes { raw in
+            a = raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)
+            b = raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            c = raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+            d = raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+        }
+    }
 }

@@ -12,10 +12,12 @@ import Synchronization
 final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendable>: Sendable {
     typealias Run = @Sendable ([Input]) async -> [Result<Output, any Error>]
 
+    typealias Completion = @Sendable (Result<Output, any Error>) -> Void
+
     private struct Pending {
         var key: Key
         var input: Input
-        var continuation: CheckedContinuation<Output, any Error>
+        var completion: Completion
     }
 
     private struct State {
@@ -47,14 +49,20 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
 
     func submit(key: Key, _ input: Input) async throws -> Output {
         try await withCheckedThrowingContinuation { continuation in
-            let lead = state.withLock { state -> Bool in
-                state.queue.append(Pending(key: key, input: input, continuation: continuation))
-                guard state.running < maxConcurrent else { return false }
-                state.running += 1
-                return true
-            }
-            if lead { Task { await self.drain() } }
+            submit(key: key, input) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Queues `input`; `completion` gets its result, once, on the task that ran its batch. No task
+    /// per request: callers that answer through a callback (a deferred HTTP answer) skip the hop.
+    func submit(key: Key, _ input: Input, completion: @escaping Completion) {
+        let lead = state.withLock { state -> Bool in
+            state.queue.append(Pending(key: key, input: input, completion: completion))
+            guard state.running < maxConcurrent else { return false }
+            state.running += 1
+            return true
+        }
+        if lead { Task { await self.drain() } }
     }
 
     /// Runs batches until the queue is empty.
@@ -71,11 +79,7 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
             observeBatch(batch.count)
             let results = await run(batch.map(\.input))
             for (index, pending) in batch.enumerated() {
-                if index < results.count {
-                    pending.continuation.resume(with: results[index])
-                } else {
-                    pending.continuation.resume(throwing: CoalescerError.missingResult)
-                }
+                pending.completion(index < results.count ? results[index] : .failure(CoalescerError.missingResult))
             }
             finished = batch
         }

@@ -20,6 +20,9 @@ public struct GatewayRoute: Sendable {
     }
 
     public typealias Handler = @Sendable (Gateway, RequestContext) async throws -> Response
+    /// A handler that answers through `done` (once, from any thread) without a task per request,
+    /// e.g. by queueing the request into a batch. Called on the network thread: it must not block.
+    typealias DeferredHandler = @Sendable (Gateway, RequestContext, @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void
 
     public var method: String
     /// OpenAPI path template: `/v1/subscribers/{id}`.
@@ -42,10 +45,13 @@ public struct GatewayRoute: Sendable {
     /// without the `BuzzKit-Installation` header every other client-key request must carry.
     public var registersInstallation = false
     var handler: Handler?
+    /// When set (never on POST, whose Idempotency-Key handling is async), requests whose key,
+    /// rate limit and tenant are decided from caches run this instead of `handler`.
+    var deferred: DeferredHandler?
 
     init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
          body: JSONValue? = nil, bodyOptional: Bool = false, response: JSONValue, status: Int = 200,
-         paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?) {
+         paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil) {
         self.method = method
         self.path = path
         self.operationID = operationID
@@ -58,6 +64,7 @@ public struct GatewayRoute: Sendable {
         self.paginated = paginated
         self.errors = errors
         self.handler = handler
+        self.deferred = method == "POST" ? nil : deferred
     }
 
     /// The router pattern: `{name}` segments become `:name`.

@@ -118,6 +118,10 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Spends one of the tokens this replica leased, without I/O; nil when it holds none (then
+    /// `acquire` must lease more from Redis).
+    func acquireLocally(_ keyID: UUID) -> Decision? { takeLocal(keyID) }
+
     private func takeLocal(_ keyID: UUID) -> Decision? {
         let left: Int? = local.withLock { state in
             guard var entry = state[keyID], entry.tokens > 0 else { return nil }

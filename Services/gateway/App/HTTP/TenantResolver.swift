@@ -25,21 +25,53 @@ final class TenantResolver: Sendable {
     }
 
     func resolve(key: APIKeyRecord, header: String?) async throws -> UUID {
-        let named = header?.trimmingCharacters(in: .whitespaces)
+        switch resolveCached(key: key, header: header) {
+        case .tenant(let tenant): return tenant
+        case .refused(let error): throw error
+        case .miss(let tenant):
+            guard try await workspace(of: tenant) == key.workspaceID else { throw Self.notFound }
+            return tenant
+        }
+    }
+
+    enum Cached: Sendable {
+        case tenant(UUID)
+        case refused(APIError)
+        /// A workspace key naming a tenant whose workspace is not cached: ask `resolve`.
+        case miss(UUID)
+    }
+
+    /// The decision without I/O when the key and the cache suffice (runs on the network thread).
+    func resolveCached(key: APIKeyRecord, header: String?) -> Cached {
+        let named = header.map(Self.trimmed)
         if let own = key.tenantID {
-            guard let named, !named.isEmpty else { return own }
-            guard UUID(uuidString: named) == own else {
-                throw APIError(.forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
-            }
-            return own
+            guard let named, !named.isEmpty else { return .tenant(own) }
+            guard UUID(uuidString: named) == own else { return .refused(Self.forbidden) }
+            return .tenant(own)
         }
-        guard let named, !named.isEmpty else {
-            throw APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
+        guard let named, !named.isEmpty else { return .refused(Self.required) }
+        guard let tenant = UUID(uuidString: named) else { return .refused(Self.notFound) }
+        let now = ContinuousClock.now
+        if let hit = cache.withLock({ $0[tenant] }), hit.expires > now {
+            return hit.workspace == key.workspaceID ? .tenant(tenant) : .refused(Self.notFound)
         }
-        guard let tenant = UUID(uuidString: named), try await workspace(of: tenant) == key.workspaceID else {
-            throw Self.notFound
+        return .miss(tenant)
+    }
+
+    static let forbidden = APIError(.forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
+    static let required = APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
+
+    /// Whitespace around the value removed, as `trimmingCharacters(in: .whitespaces)` does; an
+    /// ASCII value (the usual case) without Foundation.
+    static func trimmed(_ value: String) -> String {
+        let utf8 = value.utf8
+        guard utf8.allSatisfy({ $0 < 0x80 }) else { return value.trimmingCharacters(in: .whitespaces) }
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        guard let first = utf8.first, let last = utf8.last, isSpace(first) || isSpace(last) else { return value }
+        guard let start = utf8.firstIndex(where: { !isSpace($0) }), let end = utf8.lastIndex(where: { !isSpace($0) }) else {
+            return ""
         }
-        return tenant
+        return String(Substring(utf8[start...end]))
     }
 
     static let notFound = APIError(.tenantNotFound, "no such tenant in this workspace")

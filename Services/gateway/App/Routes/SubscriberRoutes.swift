@@ -28,10 +28,12 @@ enum SubscriberRoutes {
                              "timezone": Schema.nullable(Schema.string("IANA time zone, e.g. Europe/Berlin", maxLength: 64)),
                              "locale": Schema.nullable(Schema.string("BCP 47 tag, e.g. en-US", maxLength: 35)),
                          ]), bodyOptional: true,
-                         response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) }),
+                         response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) },
+                         deferred: { g, c, done in g.upsertSubscriber(c, done) }),
             GatewayRoute("GET", "/v1/subscribers/{id}", id: "getSubscriber", "Read a subscriber",
                          access: .tenant(.subscribersRead, clientKeys: false), response: subscriber, errors: [.notFound],
-                         handler: { g, c in try await g.getSubscriber(c) }),
+                         handler: { g, c in try await g.getSubscriber(c) },
+                         deferred: { g, c, done in g.getSubscriber(c, done) }),
             GatewayRoute("DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
                          "Delete a subscriber with its devices and topic subscriptions (idempotent)",
                          access: .tenant(.subscribersWrite, clientKeys: false),
@@ -59,6 +61,24 @@ enum SubscriberRoutes {
 
 extension Gateway {
     func upsertSubscriber(_ context: RequestContext) async throws -> Response {
+        let written = try await subscriberBatches.put(try Self.subscriberPatch(context))
+        return Self.upserted(written)
+    }
+
+    /// The same, answering through `done` (the request joins a write batch with no task of its own).
+    func upsertSubscriber(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
+        do {
+            let patch = try Self.subscriberPatch(context)
+            subscriberBatches.writes.submit(key: patch.key, patch) { result in
+                done(result.map(Self.upserted))
+            }
+        } catch {
+            done(.failure(error))
+        }
+    }
+
+    /// The validated `PUT` body.
+    static func subscriberPatch(_ context: RequestContext) throws -> SubscriberBatches.Patch {
         let tenant = try context.tenant
         let id = try SubscriberRoutes.subscriberID(context)
         let body = try context.request.jsonBodyIfPresent()
@@ -67,18 +87,32 @@ extension Gateway {
         let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
         let locale = v.string("locale", maxLength: 35, check: FieldRules.locale)
         try v.check()
-        let written = try await subscriberBatches.put(SubscriberBatches.Patch(
-            key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone, locale: locale,
-            hasTimezone: v.has("timezone"), hasLocale: v.has("locale")))
-        return .json(encodedData: written.json, status: written.inserted ? 201 : 200)
+        return SubscriberBatches.Patch(key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone,
+                                       locale: locale, hasTimezone: v.has("timezone"), hasLocale: v.has("locale"))
+    }
+
+    static func upserted(_ written: SubscriberBatches.Written) -> Response {
+        .json(encodedData: written.json, status: written.inserted ? 201 : 200)
     }
 
     func getSubscriber(_ context: RequestContext) async throws -> Response {
         let id = try SubscriberRoutes.subscriberID(context)
-        guard let subscriber = try await subscriberBatches.get(.init(tenant: try context.tenant, id: id)) else {
-            throw APIError.notFound("subscriber")
+        return try Self.subscriberFound(try await subscriberBatches.get(.init(tenant: try context.tenant, id: id))).get()
+    }
+
+    /// The same, answering through `done` (the request joins a read batch with no task of its own).
+    func getSubscriber(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
+        do {
+            let key = SubscriberBatches.Key(tenant: try context.tenant, id: try SubscriberRoutes.subscriberID(context))
+            subscriberBatches.reads.submit(key: key, key) { result in done(result.flatMap(Self.subscriberFound)) }
+        } catch {
+            done(.failure(error))
         }
-        return .json(encodedData: subscriber)
+    }
+
+    static func subscriberFound(_ json: [UInt8]?) -> Result<Response, any Error> {
+        guard let json else { return .failure(APIError.notFound("subscriber")) }
+        return .success(.json(encodedData: json))
     }
 
     func deleteSubscriber(_ context: RequestContext) async throws -> Response {
