@@ -5,9 +5,7 @@ public enum Digest {
     public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         let input = Array(bytes)
-        input.withUnsafeBufferPointer { buffer in
-            _ = SHA256(buffer.baseAddress, buffer.count, &output)
-        }
+        input.withUnsafeBufferPointer { buffer in bk_sha256(buffer.baseAddress, buffer.count, &output) }
         return output
     }
 

@@ -11,6 +11,19 @@
 #include <openssl/sha.h>
 #include <openssl/hmac.h>
 
+/* SHA-256 through the low-level API: OpenSSL 3's one-shot SHA256() fetches the algorithm on every
+   call and EVP_Digest allocates a context (430 and 170 ns for an API key on this machine); this
+   costs 66 ns. The low-level functions are deprecated in OpenSSL 3 but still shipped by it. */
+static inline void bk_sha256(const void *data, size_t length, unsigned char *out) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    SHA256_CTX context;
+    SHA256_Init(&context);
+    SHA256_Update(&context, data, length);
+    SHA256_Final(out, &context);
+#pragma GCC diagnostic pop
+}
+
 /* BIO_get_mem_data is a macro over BIO_ctrl: Swift cannot call it. */
 static inline long bk_bio_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
 

@@ -2,16 +2,14 @@ import BuzzKitCore
 import BuzzKitWire
 import Foundation
 
-/// Turns an `Authorization: Bearer <key>` header into the key's record: a format check, the key's
-/// SHA-256 (itself remembered, see `SecretDigests`), the in-memory cache, and on a miss one indexed
-/// query whose answer (found or not) is cached.
+/// Turns an `Authorization: Bearer <key>` header into the key's record: a format check, a SHA-256,
+/// the in-memory cache, and on a miss one indexed query whose answer (found or not) is cached.
 final class Authenticator: Sendable {
     let cache: AuthCache
     let store: KeyStore
     let recorder: LastUsedRecorder
     let cacheHits: Counter
     let cacheMisses: Counter
-    let digests = SecretDigests()
 
     init(cache: AuthCache, store: KeyStore, recorder: LastUsedRecorder, metrics: MetricsRegistry) {
         self.cache = cache
@@ -27,8 +25,8 @@ final class Authenticator: Sendable {
     enum Cached: Sendable {
         case key(APIKeyRecord)
         case refused(APIError)
-        /// Not cached: `authenticate` must ask the database.
-        case miss
+        /// Not cached: `authenticate` must ask the database for the key with this hash.
+        case miss(hash: [UInt8])
     }
 
     /// The key from the header and the cache alone; a hit is recorded for `lastUsedAt`.
@@ -45,37 +43,33 @@ final class Authenticator: Sendable {
                 cacheHits.increment()
                 return .refused(Self.unknownKey)
             case .miss:
-                return .miss
+                return .miss(hash: hash)
             }
         }
     }
 
+    /// The key from the header: the cache, and on a miss the database (its answer cached).
     func authenticate(authorization: String?) async throws -> APIKeyRecord {
-        let hash = try check(authorization).get()
-        let record: APIKeyRecord
-        switch cache.lookup(hash) {
-        case .hit(let cached):
-            cacheHits.increment()
-            record = cached
-        case .knownUnknown:
-            cacheHits.increment()
-            throw Self.unknownKey
-        case .miss:
+        switch cached(authorization: authorization) {
+        case .key(let record):
+            return record
+        case .refused(let error):
+            throw error
+        case .miss(let hash):
             cacheMisses.increment()
             let found = try await store.lookup(hash: hash)
             cache.store(hash, record: found)
             guard let found else { throw Self.unknownKey }
-            record = found
+            recorder.record(found.id)
+            return found
         }
-        recorder.record(record.id)
-        return record
     }
 
     /// The presented key's lookup hash, or why the header is refused before any lookup.
     private func check(_ authorization: String?) -> Result<[UInt8], APIError> {
         guard let authorization, let key = Self.bearerToken(authorization) else { return .failure(Self.missingKey) }
         guard APIKeyFormat.kind(of: key) != nil else { return .failure(Self.unknownKey) }
-        return .success(digests.digest(of: key, compute: APIKeyFormat.hash))
+        return .success(APIKeyFormat.hash(key))
     }
 
     static let missingKey = APIError(.unauthorized, "an API key is required: Authorization: Bearer <key>")
