@@ -86,7 +86,7 @@ final class RateLimiter: Sendable {
     /// Spends one token of `keyID`'s bucket.
     func acquire(_ keyID: UUID) async -> Decision {
         let c = configuration
-        if let decision = takeLocal(keyID) { return decision }
+        if let decision = acquireLocally(keyID) { return decision }
         do {
             let reply = try await redis.run(Self.script, keys: [c.keyPrefix + keyID.uuidString.lowercased()],
                                             args: [RedisArgument(c.requestsPerSecond), RedisArgument(c.burst),
@@ -120,9 +120,7 @@ final class RateLimiter: Sendable {
 
     /// Spends one of the tokens this replica leased, without I/O; nil when it holds none (then
     /// `acquire` must lease more from Redis).
-    func acquireLocally(_ keyID: UUID) -> Decision? { takeLocal(keyID) }
-
-    private func takeLocal(_ keyID: UUID) -> Decision? {
+    func acquireLocally(_ keyID: UUID) -> Decision? {
         let left: Int? = local.withLock { state in
             guard var entry = state[keyID], entry.tokens > 0 else { return nil }
             entry.tokens -= 1
