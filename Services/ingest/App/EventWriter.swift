@@ -51,7 +51,6 @@ struct EventWriter: Sendable {
     }
 
     func write(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) async throws -> Outcome {
-        var arrays = EventClaimArrays()
         // (entry ordinal, event index) of every event sent, in statement order (entry by entry).
         var sent: [(entry: Int32, event: Int32)] = []
         var seen: Set<EventKey> = []
@@ -60,16 +59,14 @@ struct EventWriter: Sendable {
         seen.reserveCapacity(eventCount)
         var tenantOrdinals: [UUID: Int32] = [:]
         var duplicates = 0
-        for (n, (streamID, entry)) in entries.enumerated() {
+        for (n, (_, entry)) in entries.enumerated() {
             let tenantOrdinal = tenantOrdinals[entry.tenantId] ?? {
                 let next = Int32(tenantOrdinals.count)
                 tenantOrdinals[entry.tenantId] = next
                 return next
             }()
-            arrays.appendEntry(tenant: entry.tenantId, identity: entry.identity, entryID: streamID.description)
             for (e, event) in entry.events.enumerated() {
                 guard seen.insert(EventKey(tenant: tenantOrdinal, id: event.id)).inserted else { duplicates += 1; continue }
-                arrays.appendEvent(entryOrdinal: n + 1, id: event.id)
                 sent.append((Int32(n), Int32(e)))
             }
         }
@@ -77,32 +74,32 @@ struct EventWriter: Sendable {
 
         let stored: Stored
         do {
-            stored = try await storeAllNew(entries, sent: sent, arrays: arrays)
+            stored = try await storeAllNew(entries, sent: sent)
         } catch let error as PostgresError where error.code == .uniqueViolation {
-            stored = try await storeClaiming(entries, sent: sent, arrays: arrays)
+            stored = try await storeClaiming(entries, sent: sent)
         }
         return outcome(entries, sent: sent, stored: stored, duplicates: duplicates)
     }
 
     /// Steps 1–4 of the type's description: every id is new, or the COPY fails.
-    private func storeAllNew(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
-                             arrays: EventClaimArrays) async throws -> Stored {
+    private func storeAllNew(_ entries: [(id: StreamEntryID, entry: IngestEntry)],
+                             sent: [(entry: Int32, event: Int32)]) async throws -> Stored {
         try await postgres.withTransaction { connection in
             var stored = Stored()
             if entries.contains(where: { $0.entry.identity.isAnonymous }) {
-                for row in try await connection.query(Self.aliasSQL, arrays.aliasParameters) {
+                for row in try await connection.query(Self.aliasSQL, EventClaimArrays(entries: entries).aliasParameters) {
                     let (ordinal, subscriber) = try row.decode((Int32, String).self)
                     stored.resolved[Int(ordinal) - 1] = subscriber
                 }
             }
             var ids = PostgresCopyText(capacity: sent.count * 80)
-            var current: (entry: Int32, tenant: [UInt8], streamID: [UInt8])?
+            // The entry's tenant and stream id, encoded once per entry.
+            var current: (entry: Int32, tenant: [UInt8], streamID: [UInt8]) = (-1, [], [])
             for position in sent {
-                if current?.entry != position.entry {
+                if current.entry != position.entry {
                     let (streamID, entry) = entries[Int(position.entry)]
                     current = (position.entry, Array(entry.tenantId.uuidString.utf8), Array(streamID.description.utf8))
                 }
-                guard let current else { continue }
                 ids.appendUnescaped(bytes: current.tenant)
                 ids.append(entries[Int(position.entry)].entry.events[Int(position.event)].id)
                 ids.appendUnescaped(bytes: current.streamID)
@@ -115,9 +112,10 @@ struct EventWriter: Sendable {
     }
 
     /// The claiming way, after a duplicate made `storeAllNew` fail.
-    private func storeClaiming(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
-                               arrays: EventClaimArrays) async throws -> Stored {
-        try await postgres.withTransaction { connection in
+    private func storeClaiming(_ entries: [(id: StreamEntryID, entry: IngestEntry)],
+                               sent: [(entry: Int32, event: Int32)]) async throws -> Stored {
+        let arrays = EventClaimArrays(entries: entries, sent: sent)
+        return try await postgres.withTransaction { connection in
             var stored = Stored()
             // Exceptions only: 's' rows (entry ordinal, resolved subscriber) for anonymous entries,
             // 'd' rows (event ordinal, 'republish' or NULL) for events that were not new.
