@@ -1,7 +1,7 @@
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
-import GatewayApp
+@testable import GatewayApp
 import Testing
 
 /// `GET` and `PUT /v1/subscribers/{id}` are batched across concurrent requests; every request must
@@ -132,6 +132,54 @@ struct SubscriberBatchTests {
                 #expect(reply.data?["anonymous"] == false)
                 #expect(reply.data?["createdAt"]?.stringValue?.isEmpty == false)
                 #expect(reply.envelope.metadata["requestId"]?.stringValue == reply.headers["X-Request-Id"])
+            }
+        }
+    }
+
+    /// One batch holding every kind of write, straight through `SubscriberBatches.write`: writes
+    /// of one shape share the plain upsert, writes that remove an attribute take the general
+    /// statement, and each answer (and stored row) is what that write alone would have made.
+    @Test func aBatchOfMixedShapesGivesEachWriteItsOwnResult() async throws {
+        try await withGateway { h in
+            let tenant = h.bootstrap.tenantID!
+            for id in ["old-a", "old-b", "old-c", "old-d"] {
+                try await h.postgres.execute("""
+                    INSERT INTO subscribers (tenant_id, id, attributes, timezone, locale)
+                    VALUES ($1::uuid, $2, '{"keep":"yes","drop":1}', 'Europe/Berlin', 'de-DE')
+                    """, [tenant, id])
+            }
+            func patch(_ id: String, _ attributes: JSONValue?, timezone: String?? = .none, locale: String?? = .none) -> SubscriberBatches.Patch {
+                SubscriberBatches.Patch(key: .init(tenant: tenant, id: id), attributes: attributes,
+                                        timezone: timezone ?? nil, locale: locale ?? nil,
+                                        hasTimezone: timezone != nil, hasLocale: locale != nil)
+            }
+            typealias Expected = (attributes: JSONValue, timezone: JSONValue, locale: JSONValue, inserted: Bool)
+            let cases: [(SubscriberBatches.Patch, Expected)] = [
+                (patch("old-a", ["x": 1]), (["keep": "yes", "drop": 1, "x": 1], "Europe/Berlin", "de-DE", false)),
+                (patch("old-b", nil, timezone: .some(nil)), (["keep": "yes", "drop": 1], nil, "de-DE", false)),
+                (patch("old-c", ["drop": nil, "n": ["deep": nil]]), (["keep": "yes", "n": ["deep": nil]], "Europe/Berlin", "de-DE", false)),
+                (patch("old-d", ["x": 2], locale: "en-US"), (["keep": "yes", "drop": 1, "x": 2], "Europe/Berlin", "en-US", false)),
+                (patch("new-e", ["x": 3, "n": ["deep": nil]]), (["x": 3, "n": ["deep": nil]], nil, nil, true)),
+                (patch("new-f", ["gone": nil, "y": 1], timezone: "Asia/Tokyo"), (["y": 1], "Asia/Tokyo", nil, true)),
+                (patch("new-g", nil), ([:], nil, nil, true)),
+                (patch("new-h", ["gone": nil], locale: "fr-FR"), ([:], nil, "fr-FR", true)),
+                (patch("new-i", ["z": true], timezone: "Asia/Tokyo", locale: .some(nil)), (["z": true], "Asia/Tokyo", nil, true)),
+            ]
+            #expect(Set(cases.compactMap { $0.0.shape }).count == 4, "the batch covers several shapes")
+            #expect(cases.filter { $0.0.shape == nil }.count == 3, "and the general statement")
+            let results = await SubscriberBatches.write(cases.map(\.0), h.postgres)
+            #expect(results.count == cases.count)
+            for ((patch, expected), result) in zip(cases, results) {
+                let written = try result.get()
+                let answer = try JSONValue.parse(written.json)
+                let id = patch.key.id
+                #expect(answer["id"] == .string(id))
+                #expect(answer["attributes"] == expected.attributes, "\(id): \(answer)")
+                #expect(answer["timezone"] == expected.timezone, "\(id)")
+                #expect(answer["locale"] == expected.locale, "\(id)")
+                #expect(written.inserted == expected.inserted, "\(id)")
+                let stored = try #require(try await SubscriberBatches.read([patch.key], h.postgres).first?.get())
+                #expect(try JSONValue.parse(stored) == answer, "\(id): the stored row is the answer")
             }
         }
     }

@@ -8,10 +8,13 @@ import Foundation
 /// commit (group commit: one fsync serves the whole batch; durability is unchanged). Each request
 /// still gets its own answer: its row, its own 201/200, its own error.
 ///
-/// A batch never holds the same subscriber twice (the next batch takes the later write). When a
-/// batch statement fails, its writes run one by one with the single-row upsert, so one bad item
-/// cannot fail the others and each caller sees its own error. A write that lost an insert race
-/// with another transaction (no row returned) is retried the same way.
+/// A batch never holds the same subscriber twice (the next batch takes the later write). Its
+/// writes go by shape: writes that set the same fields and remove no attribute share one plain
+/// `INSERT … ON CONFLICT DO UPDATE` (half the database's CPU per write of the general statement,
+/// which the rest share). When a batch statement fails, its writes run one by one with the
+/// single-row upsert, so one bad item cannot fail the others and each caller sees its own error.
+/// A write that lost an insert race with another transaction (no row returned) is retried the
+/// same way.
 final class SubscriberBatches: Sendable {
     struct Key: Hashable, Sendable {
         var tenant: UUID
@@ -27,6 +30,19 @@ final class SubscriberBatches: Sendable {
         var locale: String?
         var hasTimezone: Bool
         var hasLocale: Bool
+
+        /// Writes of one shape can share the plain upsert (`sameShapeWriteSQL`); nil for a write
+        /// that removes an attribute (a top-level null), which needs the general statement.
+        var shape: Shape? {
+            if attributes?.objectValue?.values.contains(where: \.isNull) == true { return nil }
+            return Shape(setsTimezone: hasTimezone, setsLocale: hasLocale)
+        }
+    }
+
+    /// Which of the optional fields a write sets (the others keep their stored values).
+    struct Shape: Hashable, Sendable {
+        var setsTimezone: Bool
+        var setsLocale: Bool
     }
 
     struct Written: Sendable {
@@ -140,6 +156,23 @@ final class SubscriberBatches: Sendable {
         SELECT * FROM updated UNION ALL SELECT * FROM inserted
         """
 
+    /// Writes of one `Shape` that remove no attribute: the stored attributes merged with the patch
+    /// (an absent patch is `{}`, which keeps them), the fields the shape sets ($2, $3) replaced.
+    /// `ON CONFLICT DO UPDATE` also settles a concurrent insert of the same subscriber, and rows
+    /// are locked in the document's order (`writeBatch` sorts it), so two batches never wait
+    /// on each other in a cycle. `xmax = 0` only on a row this statement inserted.
+    static let sameShapeWriteSQL = """
+        INSERT INTO subscribers AS s (tenant_id, id, attributes, timezone, locale)
+        SELECT i.tenant_id, i.id, coalesce(i.patch, '{}'::jsonb), i.timezone, i.locale
+        FROM jsonb_to_recordset($1::jsonb) AS i(tenant_id uuid, id text, patch jsonb, timezone text, locale text)
+        ON CONFLICT (tenant_id, id) DO UPDATE SET
+            attributes = s.attributes || EXCLUDED.attributes,
+            timezone = CASE WHEN $2 THEN EXCLUDED.timezone ELSE s.timezone END,
+            locale = CASE WHEN $3 THEN EXCLUDED.locale ELSE s.locale END,
+            updated_at = now()
+        RETURNING s.tenant_id, \(qualifiedColumns), (s.xmax = 0) AS inserted
+        """
+
     /// `[{"tenant_id":..,"id":..,"patch":{..},"timezone":..,"locale":..,"has_timezone":..,"has_locale":..}, ...]`,
     /// `patch` left out when the request has no attributes (SQL NULL: keep them as they are).
     static func batchDocument(_ patches: [Patch]) -> String {
@@ -170,20 +203,18 @@ final class SubscriberBatches: Sendable {
 
     static func write(_ patches: [Patch], _ postgres: PostgresClient) async -> [Result<Written, any Error>] {
         var results: [Result<Written, any Error>?] = Array(repeating: nil, count: patches.count)
-        if patches.count > 1 {
-            do {
-                let rows = try await postgres.query(writeSQL, [batchDocument(patches)])
-                var written: [Key: Written] = [:]
-                for row in rows {
-                    let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
-                    written[key] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
-                }
-                for (index, patch) in patches.enumerated() {
-                    if let done = written[patch.key] { results[index] = .success(done) }
-                }
-            } catch {
-                // One by one below: every caller gets its own outcome.
+        var byShape: [Shape: [Int]] = [:]
+        var general: [Int] = []
+        for (index, patch) in patches.enumerated() {
+            if let shape = patch.shape { byShape[shape, default: []].append(index) } else { general.append(index) }
+        }
+        for (shape, indices) in byShape {
+            await writeBatch(indices, of: patches, into: &results, postgres, sameShapeWriteSQL) {
+                [batchDocument($0), shape.setsTimezone, shape.setsLocale]
             }
+        }
+        if general.count > 1 {
+            await writeBatch(general, of: patches, into: &results, postgres, writeSQL) { [batchDocument($0)] }
         }
         for (index, patch) in patches.enumerated() where results[index] == nil {
             do {
@@ -193,6 +224,27 @@ final class SubscriberBatches: Sendable {
             }
         }
         return results.map { $0 ?? .failure(CoalescerError.missingResult) }
+    }
+
+    /// Runs one batch statement for `patches[indices]` (in subscriber order: concurrent batches lock
+    /// rows in one order) and records the rows it wrote; a write it did not return (all of them
+    /// when it failed) stays nil for the one-by-one pass.
+    private static func writeBatch(_ indices: [Int], of patches: [Patch], into results: inout [Result<Written, any Error>?],
+                                   _ postgres: PostgresClient, _ sql: String,
+                                   parameters: ([Patch]) -> [any PostgresEncodable]) async {
+        let batch = indices.map { patches[$0] }.sorted { ($0.key.tenant, $0.key.id) < ($1.key.tenant, $1.key.id) }
+        do {
+            var written: [Key: Written] = [:]
+            for row in try await postgres.query(sql, parameters(batch)) {
+                let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
+                written[key] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+            }
+            for index in indices {
+                if let done = written[patches[index].key] { results[index] = .success(done) }
+            }
+        } catch {
+            // One by one after: every caller gets its own outcome.
+        }
     }
 
     /// The single-row upsert.
