@@ -51,10 +51,10 @@ export BUZZKIT_RATE_LIMIT_RPS=1000000 BUZZKIT_RATE_LIMIT_BURST=10000000
 REDIS=(redis-cli -h 127.0.0.1 -p "$REDIS_PORT")
 sql() { "$PSQL" -qtA -v ON_ERROR_STOP=1 "$BUZZKIT_DATABASE_URL" -c "$1"; }
 now() { date +%s.%N; }
-# CPU ticks (1/100 s) used so far by the given processes; postgres: the postmaster and its children.
-ticks() { local t=0 p; for p in "$@"; do [ -r "/proc/$p/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
-pg_pids() { local pm; pm="$(head -1 "$WORK/pg/data/postmaster.pid")"; echo "$pm" $(pgrep -P "$pm"); }
-cpu_all() { echo "$(ticks "${PIDS[0]}") $(ticks "${PIDS[1]}") $(ticks $(pg_pids)) $(ticks "$(cat "$WORK/redis/redis.pid")")"; }
+# CPU ticks used so far by the gateway, ingest, postgres (the postmaster and its children) and redis.
+cpu_all() {
+  echo "$(bench_ticks "${PIDS[0]}") $(bench_ticks "${PIDS[1]}") $(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "$(cat "$WORK/redis/redis.pid")")"
+}
 
 "$BIN/buzzkit-admin" migrate >/dev/null
 eval "$("$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench-app)"

@@ -4,15 +4,20 @@
 # cached auth, Redis token bucket, tenant resolution, one Postgres statement), measured in the
 # same run with wrk -t2 -c64 (keep-alive, loopback). Prints req/s, p99 and the ratio to /healthz,
 # and for PUT its share of the ceiling durable commits allow (64 x the disk's 8 kB O_DSYNC writes/s,
-# measured in the same run: each PUT waits for at least one WAL flush).
+# measured in the same run: each PUT waits for at least one WAL flush), the CPU each request cost
+# the machine, the gateway and Postgres, and the share of /healthz a PUT could keep at best given
+# the Postgres CPU it needs.
 # The rate limit is set high enough not to refuse the benchmark's single key, but it runs.
 # Usage: bench/gateway_auth.sh [duration, default 8s]. Stops everything it starts.
+# BUZZKIT_BENCH_ROUNDS: how many times the four measurements alternate (default 3; medians reported).
 # BUZZKIT_BENCH_SCRATCH: the release build's scratch path (default .build-release-gateway).
 # BUZZKIT_BENCH_SKIP_BUILD=1: run the binaries already built there.
 # BUZZKIT_BENCH_PERF=<file>: record the gateway with `perf record -g` during one run
-# (BUZZKIT_BENCH_PERF_ON=get|put|healthz|auth-only, default get; BUZZKIT_BENCH_PERF_ALL=1: whole system).
+# (BUZZKIT_BENCH_PERF_ON=get|put|healthz|auth-only, default get; BUZZKIT_BENCH_PERF_ALL=1: whole system;
+# BUZZKIT_BENCH_PERF_ARGS: perf's call-graph options instead of -g, e.g. "--call-graph dwarf,16384").
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 DURATION="${1:-8s}"
@@ -74,45 +79,85 @@ cat >"$WORK/scope.lua" <<LUA
 wrk.headers["Authorization"] = "Bearer $BUZZKIT_CLIENT_KEY"
 LUA
 
-# measure NAME URL [LUA]: prints "rps p99"
+# measure NAME URL [LUA]: prints "rps p99 machine gateway postgres": the CPU each request cost the
+# whole machine (wrk included), the gateway and Postgres, in microseconds.
 measure() {
-  local name="$1" url="$2" script="${3:-}" args=() out rps p99
+  local name="$1" url="$2" script="${3:-}" args=() out rps p99 before after
   [ -n "$script" ] && args=(-s "$script")
   wrk -t2 -c64 -d2s "${args[@]}" "$url" >/dev/null   # warm-up
   local perf_pid=""
   if [ -n "${BUZZKIT_BENCH_PERF:-}" ] && [ "${BUZZKIT_BENCH_PERF_ON:-get}" = "$name" ]; then
-    perf record -g -o "$BUZZKIT_BENCH_PERF" $([ -n "${BUZZKIT_BENCH_PERF_ALL:-}" ] && echo -a || echo -p "$GATEWAY_PID") \
+    perf record ${BUZZKIT_BENCH_PERF_ARGS:--g} -o "$BUZZKIT_BENCH_PERF" $([ -n "${BUZZKIT_BENCH_PERF_ALL:-}" ] && echo -a || echo -p "$GATEWAY_PID") \
       >/dev/null 2>&1 </dev/null & perf_pid=$!
   fi
+  before="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
   out="$(wrk -t2 -c64 -d"$DURATION" --latency "${args[@]}" "$url")"
+  after="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
   [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
   echo "$out" >"$WORK/wrk-$name.txt"
   if grep -q "Non-2xx" <<<"$out"; then bk_log "$name: non-2xx responses!"; grep "Non-2xx" <<<"$out" >&2; fi
   rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
   p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
-  echo "$rps $p99"
+  awk -v rps="$rps" -v p99="$p99" -v b="$before" -v a="$after" -v n="$(awk '/requests in/ {print $1}' <<<"$out")" 'BEGIN {
+    split(b, x, " "); split(a, y, " ")
+    printf "%s %s", rps, p99
+    for (i = 1; i <= 3; i++) printf " %.1f", (n > 0 ? (y[i] - x[i]) * 10000 / n : 0)
+    print ""
+  }'
 }
 
-read -r H_RPS H_P99 <<<"$(measure healthz "$BASE/healthz")"
-read -r G_RPS G_P99 <<<"$(measure get "$BASE/v1/subscribers/bench-user" "$WORK/get.lua")"
-read -r P_RPS P_P99 <<<"$(measure put "$BASE/v1/subscribers/bench-user" "$WORK/put.lua")"
-read -r A_RPS A_P99 <<<"$(measure auth-only "$BASE/v1/subscribers/bench-user" "$WORK/scope.lua" 2>/dev/null)"
+# Rounds alternate the four measurements, so a noisy neighbour slows each of them alike; the
+# summary is each figure's median over the rounds, and each ratio is taken within its round.
+ROUNDS="${BUZZKIT_BENCH_ROUNDS:-3}"
+: >"$WORK/rounds.txt"
+for round in $(seq 1 "$ROUNDS"); do
+  echo "$round healthz $(measure healthz "$BASE/healthz")" >>"$WORK/rounds.txt"
+  echo "$round get $(measure get "$BASE/v1/subscribers/bench-user" "$WORK/get.lua")" >>"$WORK/rounds.txt"
+  echo "$round put $(measure put "$BASE/v1/subscribers/bench-user" "$WORK/put.lua")" >>"$WORK/rounds.txt"
+  echo "$round auth-only $(measure auth-only "$BASE/v1/subscribers/bench-user" "$WORK/scope.lua" 2>/dev/null)" >>"$WORK/rounds.txt"
+done
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f%%", 100 * a / b; else printf "n/a" }'; }
 # The PUT ceiling durable commits allow: every PUT waits for at least one WAL flush, so 64
 # connections get at most 64 requests per flush. One flush ~ one 8 kB O_DSYNC write on the disk
 # that holds the cluster, measured here (500 of them).
 SYNC_S="$(dd if=/dev/zero of="$WORK/pg/dsync.test" bs=8k count=500 oflag=dsync 2>&1 | awk '/copied/ { print $(NF-3) }')"
 rm -f "$WORK/pg/dsync.test"
-PUT_CAP="$(awk -v s="$SYNC_S" 'BEGIN { if (s > 0) printf "%.0f", 64 * 500 / s; else print 0 }')"
-echo "wrk -t2 -c64 -d$DURATION, keep-alive, loopback; gateway release build, 2 HTTP threads, Postgres pool $BUZZKIT_DB_POOL_SIZE (durable commits)"
-printf '%-40s %12s req/s  p99 %8s\n' "GET /healthz (trivial baseline)" "$H_RPS" "$H_P99"
-printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "GET /v1/subscribers/{id} (tenant key)" "$G_RPS" "$G_P99" "$(ratio "$G_RPS" "$H_RPS")"
-printf '%-40s %12s req/s  p99 %8s  (%s of /healthz; %s of the fsync cap %s req/s = 64 x %s flushes/s)\n' \
-  "PUT /v1/subscribers/{id} (tenant key)" "$P_RPS" "$P_P99" "$(ratio "$P_RPS" "$H_RPS")" \
-  "$(ratio "$P_RPS" "$PUT_CAP")" "$PUT_CAP" "$(awk -v s="$SYNC_S" 'BEGIN { if (s > 0) printf "%.0f", 500 / s; else print 0 }')"
-printf '%-40s %12s req/s  p99 %8s  (%s of /healthz)\n' "auth + rate limit only (403 by scope)" "$A_RPS" "$A_P99" "$(ratio "$A_RPS" "$H_RPS")"
-echo "goal: authenticated routes >= 50% of /healthz"
+echo "wrk -t2 -c64 -d$DURATION, keep-alive, loopback; gateway release build, 2 HTTP threads, Postgres pool $BUZZKIT_DB_POOL_SIZE (durable commits); $ROUNDS rounds"
+python3 - "$WORK/rounds.txt" "$SYNC_S" <<'PY'
+import statistics, sys
+from collections import defaultdict
+rows = defaultdict(dict)  # round -> name -> (rps, p99, machine, gateway, postgres)
+for line in open(sys.argv[1]):
+    r, name, rps, p99, *cpu = line.split()
+    rows[r][name] = (float(rps), p99, *map(float, cpu))
+names = ["healthz", "get", "put", "auth-only"]
+labels = {"healthz": "GET /healthz (trivial baseline)", "get": "GET /v1/subscribers/{id} (tenant key)",
+          "put": "PUT /v1/subscribers/{id} (tenant key)", "auth-only": "auth + rate limit only (403 by scope)"}
+med = lambda values: statistics.median(values)
+print("round  " + "  ".join(f"{n:>16s}" for n in names) + "   (req/s, share of that round's /healthz)")
+for r in sorted(rows, key=int):
+    h = rows[r]["healthz"][0]
+    print(f"{r:>5s}  " + "  ".join(f"{rows[r][n][0]:9.0f} {100 * rows[r][n][0] / h:5.1f}%" for n in names))
+print("median over the rounds:")
+for n in names:
+    rps = med([rows[r][n][0] for r in rows]); share = med([rows[r][n][0] / rows[r]["healthz"][0] for r in rows])
+    p99 = sorted(rows[r][n][1] for r in rows)[len(rows) // 2]
+    extra = ""
+    if n == "put":
+        sync = float(sys.argv[2] or 0)
+        cap = 64 * 500 / sync if sync > 0 else 0
+        extra = f"; {100 * rps / cap:.1f}% of the fsync cap {cap:.0f} req/s = 64 x {500 / sync:.0f} flushes/s" if cap else ""
+    print(f"  {labels[n]:40s} {rps:10.0f} req/s  p99 {p99:>8s}  ({100 * share:.1f}% of /healthz{extra})")
+print("CPU per request (µs, medians; machine = both cores, wrk included):")
+for n in names:
+    print(f"  {n:12s} machine {med([rows[r][n][2] for r in rows]):6.1f}  gateway {med([rows[r][n][3] for r in rows]):6.1f}"
+          f"  postgres {med([rows[r][n][4] for r in rows]):6.1f}")
+# A PUT costs the machine at least what /healthz does plus its own Postgres work (its write, its
+# commit): even a gateway adding nothing else would keep at most this share of /healthz's rate.
+ceiling = med([rows[r]["healthz"][2] / (rows[r]["healthz"][2] + rows[r]["put"][4]) for r in rows])
+print(f"PUT ceiling from Postgres alone: {100 * ceiling:.1f}% of /healthz (/healthz's CPU per request / (that + Postgres CPU per PUT))")
+print("goal: authenticated routes >= 50% of /healthz")
+PY
 # Mean requests per batched statement over the whole run (GET and PUT coalescing).
 curl -sf "$BASE/metrics" | awk '/^bk_gateway_batch_size_(sum|count)/ { split($1, a, "\""); v[a[2] "_" ($1 ~ /_sum/ ? "sum" : "count")] = $2 }
   END { for (b in v) if (b ~ /_count$/) { n = substr(b, 1, length(b) - 6); if (v[b] > 0) printf "mean batch %-16s %.1f (%d batches)\n", n, v[n "_sum"] / v[b], v[b] } }' || true

@@ -48,3 +48,24 @@ bench_stop_pids() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
+
+# bench_ticks PID...: CPU ticks (1/100 s, user + system) the processes have used so far; read
+# before and after a run, the difference says where the machine's two cores went.
+bench_ticks() {
+  local total=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    total=$(( total + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
+  done
+  echo "$total"
+}
+
+# bench_pg_pids DATADIR: the postmaster of the cluster in DATADIR and all its children.
+bench_pg_pids() {
+  local pm
+  pm="$(head -1 "$1/postmaster.pid")"
+  echo "$pm $(pgrep -P "$pm" | tr '\n' ' ')"
+}
+
+# bench_machine_ticks: CPU ticks all cores have spent busy (not idle or waiting on I/O) so far.
+bench_machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }

@@ -91,19 +91,11 @@ done
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
 sleep 1
 
-# CPU seconds (user + system) of a process and, for the postmaster, of all its children: read
-# before and after the send, so the figures say where the machine's two cores went.
-cpu_of() {
-  local pid total=0 p
-  for p in "$@"; do
-    [ -r "/proc/$p/stat" ] || continue
-    total=$(( total + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
-  done
-  echo "$total"
-}
-pg_pids() { local pm; pm="$(head -1 "$WORK/pg/data/postmaster.pid")"; echo "$pm $(pgrep -P "$pm" | tr '\n' ' ')"; }
+# CPU ticks (user + system) of postgres (the postmaster and all its children), the senders, the
+# simulator, redis and the gateway: read before and after the send, so the figures say where the
+# machine's two cores went.
 cpu_snapshot() {
-  echo "$(cpu_of $(pg_pids)) $(cpu_of "${PIDS[2]}" "${PIDS[3]}") $(cpu_of "${PIDS[0]}") $(cpu_of "$(cat "$WORK/redis/redis.pid")") $(cpu_of "${PIDS[1]}")"
+  echo "$(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "${PIDS[2]}" "${PIDS[3]}") $(bench_ticks "${PIDS[0]}") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_ticks "${PIDS[1]}")"
 }
 WAL0="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
 CPU0="$(cpu_snapshot)"
