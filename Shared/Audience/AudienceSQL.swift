@@ -31,7 +31,7 @@ struct AudienceSQLCompiler {
     private var nowPlaceholder: String?
 
     init(tenantId: UUID, nowMicroseconds: Int64) {
-        parameters = [tenantId.uuidString.lowercased()]
+        parameters = [tenantId.lowercasedText]
         self.nowMicroseconds = nowMicroseconds
     }
 

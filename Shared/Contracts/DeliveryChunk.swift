@@ -1,5 +1,6 @@
 import Foundation
 import BuzzKitRedis
+import BuzzKitWire
 
 /// A chunk of deliveries of one message, on `bk:deliveries`: what one sender replica sends in
 /// one go. The deliveries themselves (token, status) are rows in Postgres; a chunk names them.
@@ -28,14 +29,14 @@ public struct DeliveryChunk: Sendable, Hashable {
         for id in deliveryIds {
             withUnsafeBytes(of: id.uuid) { ids.append(contentsOf: $0) }
         }
-        return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.uuidString.lowercased().utf8)),
-                ("message", Array(messageId.uuidString.lowercased().utf8)), ("ids", ids)]
+        return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
+                ("message", Array(messageId.lowercasedText.utf8)), ("ids", ids)]
     }
 
     public init(entry: StreamEntry) throws(StreamContractError) {
         guard entry.string("v") == Self.version else { throw StreamContractError("bk:deliveries", "unsupported entry version") }
-        guard let tenant = entry.string("tenant").flatMap(UUID.init(uuidString:)),
-              let message = entry.string("message").flatMap(UUID.init(uuidString:))
+        guard let tenant = entry.string("tenant").flatMap(UUID.init(uuidText:)),
+              let message = entry.string("message").flatMap(UUID.init(uuidText:))
         else { throw StreamContractError("bk:deliveries", "missing or invalid tenant/message id") }
         guard let raw = entry["ids"], raw.count % 16 == 0 else { throw StreamContractError("bk:deliveries", "invalid ids") }
         var ids: [UUID] = []

@@ -65,7 +65,7 @@ public struct EventIntake: Sendable {
     /// Queues a batch already validated (with `validate`) at `receivedAt`, e.g. by a caller that
     /// had to check the batch's identity itself before queueing it.
     public func enqueue(_ batch: EventBatch, tenantId: UUID, receivedAt now: Date) async throws(APIError) -> Accepted {
-        let batchId = UUID().uuidString.lowercased()
+        let batchId = UUID().lowercasedText
         let entry = IngestEntry(tenantId: tenantId, batchId: batchId, batch: batch, receivedAt: now)
         do {
             let id = try await producer.enqueue(entry)

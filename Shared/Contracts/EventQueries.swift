@@ -46,7 +46,7 @@ public enum EventQueries {
         guard issues.isEmpty else {
             throw APIError(.validationFailed, "invalid query parameters", details: .array(issues.map(\.jsonValue)))
         }
-        var parameters: [String?] = [tenantId.uuidString.lowercased(), subscriberId]
+        var parameters: [String?] = [tenantId.lowercasedText, subscriberId]
         var sql = """
             SELECT event_id, name, data::text, subscriber_id, anonymous_id,
                    (extract(epoch FROM occurred_at) * 1000000)::int8::text,

@@ -62,7 +62,7 @@ public struct IngestEntry: Sendable, Hashable {
         case .subscriber(let id): identityText = "s:" + id
         case .anonymous(let id): identityText = "a:" + id
         }
-        return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.uuidString.lowercased().utf8)),
+        return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
                 ("batch", Array(batchId.utf8)), ("identity", Array(identityText.utf8)),
                 ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))]
     }
@@ -72,7 +72,7 @@ public struct IngestEntry: Sendable, Hashable {
     /// Reads an entry back; throws `IngestEntryError` for an entry this version cannot read.
     public init(entry: StreamEntry) throws(IngestEntryError) {
         guard entry.string("v") == Self.version else { throw IngestEntryError("unsupported entry version \(entry.string("v") ?? "none")") }
-        guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidString: tenantText) else {
+        guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidText: tenantText) else {
             throw IngestEntryError("missing or invalid tenant")
         }
         guard let batch = entry.string("batch") else { throw IngestEntryError("missing batch id") }

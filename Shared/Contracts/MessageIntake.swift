@@ -70,7 +70,7 @@ public struct MessageIntake: Sendable {
         public var id: UUID
         /// `{"id", "status": "queued", "audienceSize": null}`.
         public var jsonValue: JSONValue {
-            ["id": .string(id.uuidString.lowercased()), "status": "queued", "audienceSize": .null]
+            ["id": .string(id.lowercasedText), "status": "queued", "audienceSize": .null]
         }
     }
 
@@ -107,7 +107,7 @@ public struct MessageIntake: Sendable {
         } catch {
             // Stored: the sweeper in apns-sender re-enqueues it. The caller still gets its 202.
             logger.warning("messages.enqueue.failed", metadata: [
-                "tenant": tenantId.uuidString.lowercased(), "message.id": id.uuidString.lowercased(), "error": "\(error)",
+                "tenant": tenantId.lowercasedText, "message.id": id.lowercasedText, "error": "\(error)",
             ])
         }
         return Accepted(id: id)

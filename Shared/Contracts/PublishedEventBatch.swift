@@ -1,5 +1,6 @@
 import Foundation
 import BuzzKitRedis
+import BuzzKitWire
 
 /// One `bk:events` entry: the newly stored events of one `bk:ingest` entry (one identity's batch),
 /// for the workflow scheduler.
@@ -35,7 +36,7 @@ public struct PublishedEventBatch: Sendable, Hashable {
 
     /// The stream entry's fields.
     public var fields: [(String, [UInt8])] {
-        [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.uuidString.lowercased().utf8)),
+        [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
          ("subscriber", Array(subscriberId.utf8)), ("anonymous", Array((anonymousId ?? "").utf8)),
          ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))]
     }
@@ -43,7 +44,7 @@ public struct PublishedEventBatch: Sendable, Hashable {
     /// Reads an entry back; throws `IngestEntryError` for an entry this version cannot read.
     public init(entry: StreamEntry) throws(IngestEntryError) {
         guard entry.string("v") == Self.version else { throw IngestEntryError("unsupported bk:events version \(entry.string("v") ?? "none")") }
-        guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidString: tenantText),
+        guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidText: tenantText),
               let subscriber = entry.string("subscriber"),
               let received = entry.string("received").flatMap({ Int64($0) }),
               let blob = entry["events"]

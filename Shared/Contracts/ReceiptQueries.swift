@@ -12,7 +12,7 @@ public enum ReceiptQueries {
                 SELECT message_id, delivered::text, opened::text, dismissed::text
                 FROM message_receipt_counts WHERE tenant_id = $1::uuid AND message_id = ANY ($2::text[])
                 """,
-            tenantId: tenantId.uuidString.lowercased(), messageIds: messageIds)
+            tenantId: tenantId.lowercasedText, messageIds: messageIds)
     }
 }
 

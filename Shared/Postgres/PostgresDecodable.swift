@@ -111,7 +111,7 @@ extension Bool: PostgresDecodable {
 
 extension UUID: PostgresDecodable {
     public static func decode(from cell: PostgresCell) throws -> UUID {
-        guard let uuid = UUID(uuidString: String(decoding: try cell.require(UUID.self), as: UTF8.self)) else {
+        guard let uuid = UUID(uuidText: try cell.require(UUID.self)) else {
             throw PostgresDecodingError.typeMismatch(UUID.self)
         }
         return uuid

@@ -43,7 +43,7 @@ struct FanOut: Sendable {
         if let problem = apns.problem {
             try await fail(message, code: problem.code, problem.message)
             logger.warning("message failed: tenant cannot send", metadata: [
-                "message.id": message.uuidString.lowercased(), "tenant": tenant.uuidString.lowercased(), "error.code": problem.code,
+                "message.id": message.lowercasedText, "tenant": tenant.lowercasedText, "error.code": problem.code,
             ])
             return
         }
@@ -132,7 +132,7 @@ struct FanOut: Sendable {
                 audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
             WHERE id = $1::uuid
             """, [message])
-        logger.info("message fanned out", metadata: ["message.id": message.uuidString.lowercased()])
+        logger.info("message fanned out", metadata: ["message.id": message.lowercasedText])
     }
 
     private func fail(_ message: UUID, code: String, _ text: String) async throws {

@@ -3,6 +3,7 @@ import BuzzKitCrypto
 import BuzzKitPostgres
 import Foundation
 import Synchronization
+import BuzzKitWire
 
 /// A tenant's APNs settings as the sender needs them: credentials that can sign, the bundle id
 /// (`apns-topic`), or why the tenant cannot send.
@@ -55,7 +56,7 @@ final class TenantCredentialStore: Sendable {
                 "the tenant has no complete APNs credentials (teamId, keyId, privateKey, bundleId)"))
         }
         do {
-            let pem = try sealer.open(Array(sealed), associatedData: Array(tenant.uuidString.lowercased().utf8))
+            let pem = try sealer.open(Array(sealed), associatedData: Array(tenant.lowercasedText.utf8))
             let credentials = try APNsCredentials(teamId: teamId, keyId: keyId, privateKeyPEM: String(decoding: pem, as: UTF8.self))
             return TenantAPNs(credentials: credentials, bundleId: bundleId)
         } catch {

@@ -22,7 +22,7 @@ struct EventClaimArrays {
     }
 
     private mutating func appendEntry(tenant: UUID, identity: EventIdentity, entryID: String) {
-        tenants.appendBare(tenant.uuidString)
+        tenants.appendBare(tenant.lowercasedText)
         switch identity {
         case .subscriber(let id): subscribers.append(id); anonymous.appendNull()
         case .anonymous(let id): subscribers.appendNull(); anonymous.append(id)

@@ -41,7 +41,7 @@ struct EventCopyRows {
         let received: [UInt8]
 
         init(entry: IngestEntry, subscriberId: String) {
-            tenant = Array(entry.tenantId.uuidString.utf8)
+            tenant = Array(entry.tenantId.lowercasedText.utf8)
             subscriber = Array(subscriberId.utf8)
             anonymous = entry.identity.isAnonymous ? Array(entry.identity.value.utf8) : nil
             received = PostgresCopyText.timestamp(microseconds: entry.receivedAtMicroseconds)

@@ -18,7 +18,7 @@ struct EventReceiptArrays {
     var isEmpty: Bool { ids.isEmpty }
 
     mutating func append(tenant: UUID, subscriberId: String, event: IngestEntry.Event) {
-        tenants.appendBare(tenant.uuidString)
+        tenants.appendBare(tenant.lowercasedText)
         subscribers.append(subscriberId)
         ids.append(event.id)
         names.append(event.name)

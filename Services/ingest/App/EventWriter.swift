@@ -98,7 +98,7 @@ struct EventWriter: Sendable {
             for position in sent {
                 if current.entry != position.entry {
                     let (streamID, entry) = entries[Int(position.entry)]
-                    current = (position.entry, Array(entry.tenantId.uuidString.utf8), Array(streamID.description.utf8))
+                    current = (position.entry, Array(entry.tenantId.lowercasedText.utf8), Array(streamID.description.utf8))
                 }
                 ids.appendUnescaped(bytes: current.tenant)
                 ids.append(entries[Int(position.entry)].entry.events[Int(position.event)].id)

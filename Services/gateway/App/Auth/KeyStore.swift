@@ -90,9 +90,9 @@ public struct KeyStore: Sendable {
 
     static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
         [
-            "id": .string(try row.decode(UUID.self, named: "id").uuidString.lowercased()),
-            "workspaceId": .string(try row.decode(UUID.self, named: "workspace_id").uuidString.lowercased()),
-            "tenantId": (try row.decode(UUID?.self, named: "tenant_id")).map { .string($0.uuidString.lowercased()) } ?? .null,
+            "id": .string(try row.decode(UUID.self, named: "id").lowercasedText),
+            "workspaceId": .string(try row.decode(UUID.self, named: "workspace_id").lowercasedText),
+            "tenantId": (try row.decode(UUID?.self, named: "tenant_id")).map { .string($0.lowercasedText) } ?? .null,
             "kind": .string(try row.decode(String.self, named: "kind")),
             "name": .string(try row.decode(String.self, named: "name")),
             "prefix": .string(try row.decode(String.self, named: "prefix")),

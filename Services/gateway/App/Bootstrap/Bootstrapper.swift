@@ -34,8 +34,8 @@ public struct Bootstrapper: Sendable {
 
         /// `NAME=value` lines for a shell or an env file.
         public var shellLines: [String] {
-            var lines = ["BUZZKIT_WORKSPACE=\(workspaceID.uuidString.lowercased())", "BUZZKIT_WORKSPACE_KEY=\(workspaceKey)"]
-            if let tenantID { lines.append("BUZZKIT_TENANT=\(tenantID.uuidString.lowercased())") }
+            var lines = ["BUZZKIT_WORKSPACE=\(workspaceID.lowercasedText)", "BUZZKIT_WORKSPACE_KEY=\(workspaceKey)"]
+            if let tenantID { lines.append("BUZZKIT_TENANT=\(tenantID.lowercasedText)") }
             if let tenantKey { lines.append("BUZZKIT_TENANT_KEY=\(tenantKey)") }
             if let clientKey { lines.append("BUZZKIT_CLIENT_KEY=\(clientKey)") }
             return lines
@@ -69,7 +69,7 @@ public struct Bootstrapper: Sendable {
             do {
                 _ = try ES256PrivateKey(pem: pem)
                 sealed = Data(try AESGCM(key: secretKey).seal(Array(pem.utf8),
-                                                              associatedData: Array(tenantID.uuidString.lowercased().utf8)))
+                                                              associatedData: Array(tenantID.lowercasedText.utf8)))
             } catch {
                 throw BootstrapError(description: "the APNs key file is not a valid .p8 key: \(error)")
             }

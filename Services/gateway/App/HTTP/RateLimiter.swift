@@ -2,6 +2,7 @@ import BuzzKitCore
 import BuzzKitRedis
 import Foundation
 import Synchronization
+import BuzzKitWire
 
 /// Per-key rate limits as a token bucket in Redis, shared by every gateway replica.
 ///
@@ -88,7 +89,7 @@ final class RateLimiter: Sendable {
         let c = configuration
         if let decision = acquireLocally(keyID) { return decision }
         do {
-            let reply = try await redis.run(Self.script, keys: [c.keyPrefix + keyID.uuidString.lowercased()],
+            let reply = try await redis.run(Self.script, keys: [c.keyPrefix + keyID.lowercasedText],
                                             args: [RedisArgument(c.requestsPerSecond), RedisArgument(c.burst),
                                                    RedisArgument(c.leaseSize)])
             guard let values = reply.array, values.count == 3, let granted = values[0].int,

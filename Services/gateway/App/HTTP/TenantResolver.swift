@@ -46,11 +46,11 @@ final class TenantResolver: Sendable {
         let named = header.map(Self.trimmed)
         if let own = key.tenantID {
             guard let named, !named.isEmpty else { return .tenant(own) }
-            guard UUID(uuidString: named) == own else { return .refused(Self.forbidden) }
+            guard UUID(uuidText: named) == own else { return .refused(Self.forbidden) }
             return .tenant(own)
         }
         guard let named, !named.isEmpty else { return .refused(Self.required) }
-        guard let tenant = UUID(uuidString: named) else { return .refused(Self.notFound) }
+        guard let tenant = UUID(uuidText: named) else { return .refused(Self.notFound) }
         let now = ContinuousClock.now
         if let hit = cache.withLock({ $0[tenant] }), hit.expires > now {
             return hit.workspace == key.workspaceID ? .tenant(tenant) : .refused(Self.notFound)

@@ -30,7 +30,7 @@ struct InstallationStore: Sendable {
         var record = try Self.record(row)
         record.tokenHash = hash
         let json: JSONValue = [
-            "id": .string(record.id.uuidString.lowercased()), "anonymousId": .string(record.anonymousID),
+            "id": .string(record.id.lowercasedText), "anonymousId": .string(record.anonymousID),
             "subscriberId": .null, "token": .string(token), "createdAt": try row.text("created_at"),
         ]
         return Created(record: record, json: json)

@@ -94,7 +94,7 @@ extension Gateway {
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
         // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
-        let receiptQuery = ReceiptQueries.counts(tenantId: tenant, messageIds: [id.uuidString.lowercased()])
+        let receiptQuery = ReceiptQueries.counts(tenantId: tenant, messageIds: [id.lowercasedText])
         let receiptRows = try await postgres.query(receiptQuery.sql, [receiptQuery.tenantId, receiptQuery.messageIds])
         let receipts = receiptQuery.counts(rows: try receiptRows.map { r in
             try (0..<r.columnCount).map { try r.decode(String?.self, at: $0) }

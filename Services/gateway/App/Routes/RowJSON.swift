@@ -14,7 +14,7 @@ extension PostgresRow {
     func json(_ name: String) throws -> JSONValue { try decode(JSONValue?.self, named: name) ?? .null }
 
     func uuid(_ name: String) throws -> JSONValue {
-        (try decode(UUID?.self, named: name)).map { .string($0.uuidString.lowercased()) } ?? .null
+        (try decode(UUID?.self, named: name)).map { .string($0.lowercasedText) } ?? .null
     }
 }
 
@@ -26,7 +26,7 @@ func isoColumn(_ column: String, as name: String? = nil) -> String {
 extension Gateway {
     /// A path parameter that must be a UUID; anything else is `404` (such a thing cannot exist).
     static func uuidParameter(_ context: RequestContext, _ name: String, notFound: APIError) throws(APIError) -> UUID {
-        guard let id = UUID(uuidString: context.parameter(name)) else { throw notFound }
+        guard let id = UUID(uuidText: context.parameter(name)) else { throw notFound }
         return id
     }
 

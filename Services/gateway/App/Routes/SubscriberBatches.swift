@@ -180,7 +180,7 @@ final class SubscriberBatches: Sendable {
         writer.raw("[")
         for (index, patch) in patches.enumerated() {
             writer.raw(index == 0 ? "{\"tenant_id\":" : ",{\"tenant_id\":")
-            writer.string(patch.key.tenant.uuidString)
+            writer.string(patch.key.tenant.lowercasedText)
             writer.raw(",\"id\":")
             writer.string(patch.key.id)
             if let attributes = patch.attributes {

@@ -171,7 +171,7 @@ extension Gateway {
                 do {
                     _ = try ES256PrivateKey(pem: pem)
                     settings.sealedKey = Data(try sealer.seal(Array(pem.utf8),
-                                                              associatedData: Array(tenantID.uuidString.lowercased().utf8)))
+                                                              associatedData: Array(tenantID.lowercasedText.utf8)))
                 } catch {
                     a.add("privateKey", "must be the PEM text of an APNs .p8 key (an EC P-256 private key)")
                 }

@@ -1,0 +1,71 @@
+import Foundation
+
+/// UUID text without Foundation's detour through C string formatting and scanning, which costs
+/// about 0.7 µs either way on Linux and is paid for every id in every query parameter and row.
+extension UUID {
+    /// Parses the 36-character `8-4-4-4-12` hexadecimal form, in either case (what
+    /// `UUID(uuidString:)` accepts); nil for anything else.
+    public init?(uuidText bytes: some Collection<UInt8>) {
+        guard bytes.count == 36 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
+            var position = 0
+            var index = 0
+            var high: UInt8?
+            for byte in bytes {
+                defer { position += 1 }
+                if position == 8 || position == 13 || position == 18 || position == 23 {
+                    guard byte == UInt8(ascii: "-") else { return false }
+                    continue
+                }
+                guard let nibble = Self.nibble(byte) else { return false }
+                if let first = high {
+                    out[index] = first << 4 | nibble
+                    index += 1
+                    high = nil
+                } else {
+                    high = nibble
+                }
+            }
+            return index == 16
+        }
+        guard parsed else { return nil }
+        self.init(uuid: raw)
+    }
+
+    /// Parses the text form (`init?(uuidText:)` on its UTF-8 bytes).
+    public init?(uuidText text: String) {
+        var text = text
+        guard let uuid = text.withUTF8({ UUID(uuidText: $0) }) else { return nil }
+        self = uuid
+    }
+
+    /// Lower-case `8-4-4-4-12` text, as PostgreSQL writes UUIDs.
+    public var lowercasedText: String {
+        withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                let digits: StaticString = "0123456789abcdef"
+                var position = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    out[position] = digits.utf8Start[Int(byte >> 4)]
+                    out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    position += 2
+                }
+                return position
+            }
+        }
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
