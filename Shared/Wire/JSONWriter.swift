@@ -19,23 +19,36 @@ public struct JSONWriter: Sendable {
 
     public mutating func rawBytes(_ b: some Sequence<UInt8>) { bytes.append(contentsOf: b) }
 
+    /// Copies runs of plain bytes whole and escapes only what must be (quote, backslash, control
+    /// characters): appending byte by byte checked the capacity for every byte.
     public mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        for unit in s.utf8 {
-            switch unit {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
-            case 0x0A: raw("\\n")
-            case 0x0D: raw("\\r")
-            case 0x09: raw("\\t")
-            case 0..<0x20:
-                raw("\\u00")
-                bytes.append(Self.hex[Int(unit >> 4)])
-                bytes.append(Self.hex[Int(unit & 0xF)])
-            default: bytes.append(unit)
+        var text = s
+        text.withUTF8 { utf8 in
+            var runStart = 0
+            for index in utf8.indices {
+                let unit = utf8[index]
+                guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                escape(unit)
+                runStart = index + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func escape(_ unit: UInt8) {
+        switch unit {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(unit)
+        case 0x0A: raw("\\n")
+        case 0x0D: raw("\\r")
+        case 0x09: raw("\\t")
+        default:
+            raw("\\u00")
+            bytes.append(Self.hex[Int(unit >> 4)])
+            bytes.append(Self.hex[Int(unit & 0xF)])
+        }
     }
 
     public mutating func int(_ i: some BinaryInteger) { bytes.append(contentsOf: String(i).utf8) }

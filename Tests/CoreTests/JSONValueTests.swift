@@ -1,4 +1,5 @@
 import BuzzKitWire
+import Foundation
 import Testing
 
 @Suite struct JSONValueTests {
@@ -21,6 +22,20 @@ import Testing
         let value = JSONValue.string("a\"b\\c\u{01}\t")
         #expect(value.jsonString == #""a\"b\\c\u0001\t""#)
         #expect(try JSONValue.parse(value.jsonBytes) == value)
+    }
+
+    /// Strings mixing plain runs, escapes at either end and non-ASCII text come back as written,
+    /// and read the same through Foundation's parser.
+    @Test func writerKeepsEveryStringIntact() throws {
+        let pieces = ["plain", "\"", "\\", "\n", "\r", "\t", "\u{00}", "\u{1F}", "\u{7F}", "é", "🎉", "/", " "]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let value = JSONValue.string(text)
+            #expect(try JSONValue.parse(value.jsonBytes) == value)
+            let foundation = try JSONSerialization.jsonObject(with: Data(("[" + value.jsonString + "]").utf8)) as? [String]
+            #expect(foundation == [text])
+        }
     }
 
     @Test func invalidJSONReportsAReason() {
