@@ -28,9 +28,12 @@ extension Gateway {
             return .task { [self] request in await handle(box.route, request, key: key, rateHeaders: rateHeaders) }
         case .ready(let context, let rateHeaders):
             if let deferred = box.route.deferred {
+                // The completion keeps the request id, not the request: the request is freed on
+                // the network thread that built it, not later on the thread that answers.
+                let requestId = context.request.requestId
                 return .deferred { [self] responder in
                     deferred(self, context) { result in
-                        responder.respond(self.finish(result, box.route, requestId: context.request.requestId, rateHeaders: rateHeaders))
+                        responder.respond(self.finish(result, box.route, requestId: requestId, rateHeaders: rateHeaders))
                     }
                 }
             }
