@@ -42,20 +42,32 @@ extension UUID {
 
     /// Lower-case `8-4-4-4-12` text, as PostgreSQL writes UUIDs.
     public var lowercasedText: String {
+        String(unsafeUninitializedCapacity: 36) { out in
+            writeLowercasedText(into: out)
+            return 36
+        }
+    }
+
+    /// Appends `lowercasedText`'s 36 bytes to `bytes` (no `String` in between).
+    public func appendLowercasedText(to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 36))
+        bytes.withUnsafeMutableBufferPointer { writeLowercasedText(into: UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+    }
+
+    /// Writes the 36 bytes of the text form at the start of `out`.
+    private func writeLowercasedText(into out: UnsafeMutableBufferPointer<UInt8>) {
         withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let digits: StaticString = "0123456789abcdef"
-                var position = 0
-                for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    out[position] = digits.utf8Start[Int(byte >> 4)]
-                    out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
-                    position += 2
+            let digits: StaticString = "0123456789abcdef"
+            var position = 0
+            for (index, byte) in raw.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[position] = UInt8(ascii: "-")
+                    position += 1
                 }
-                return position
+                out[position] = digits.utf8Start[Int(byte >> 4)]
+                out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                position += 2
             }
         }
     }

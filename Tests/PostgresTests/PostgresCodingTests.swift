@@ -17,6 +17,37 @@ struct PostgresCodingTests {
         #expect(rows[0].isNull(at: 1), sourceLocation: sourceLocation)
     }
 
+    /// `PostgresArrayText` literals read back as the elements written: quotes, backslashes,
+    /// commas, braces and non-ASCII text in quoted elements, NULLs, integers and UUIDs bare.
+    @Test func arrayTextRoundTrips() async throws {
+        try await withClient { (client: PostgresClient) async throws in
+            let texts: [String?] = ["plain", "", "a\"b", "back\\slash", "{braces},commas", "NULL", nil, "héllo 👋", " spaced "]
+            var textArray = PostgresArrayText()
+            #expect(textArray.isEmpty)
+            for text in texts { textArray.append(text) }
+            textArray.append(utf8: Array(#"{"json":"v\"q"}"#.utf8))
+            #expect(!textArray.isEmpty)
+            let ids = [UUID(), UUID()]
+            var idArray = PostgresArrayText()
+            for id in ids { idArray.append(id) }
+            var numbers = PostgresArrayText()
+            for number in [0, -7, Int.max] { numbers.append(number) }
+            numbers.append(Int?.none)
+            let rows = try await client.query("""
+                SELECT (SELECT array_agg(coalesce(t, '<null>') ORDER BY n) FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)),
+                       $2::uuid[] = $3::uuid[], $4::int8[] = ARRAY[0, -7, \(Int.max), NULL]::int8[] IS NOT FALSE,
+                       cardinality($4::int8[]), ($4::int8[])[4] IS NULL, cardinality($5::text[])
+                """, [textArray.value, idArray.value, ids.map { $0.lowercasedText }, numbers.value, PostgresArrayText().value])
+            let expected = texts.map { $0 ?? "<null>" } + [#"{"json":"v\"q"}"#]
+            #expect(try rows[0].decode([String].self, at: 0) == expected)
+            #expect(try rows[0].decode(Bool.self, at: 1))
+            #expect(try rows[0].decode(Bool.self, at: 2))
+            #expect(try rows[0].decode(Int.self, at: 3) == 4)
+            #expect(try rows[0].decode(Bool.self, at: 4))
+            #expect(try rows[0].decode(Int.self, at: 5) == 0)
+        }
+    }
+
     @Test func scalarsRoundTrip() async throws {
         try await withClient { (client: PostgresClient) async throws in
         try await roundTrip("héllo, \"world\"\\ \n\t 👋", as: "text", client: client)

@@ -205,17 +205,17 @@ struct DeliverySender: Sendable {
     /// fact committed changes nothing; attempts are `ON CONFLICT DO NOTHING` for the same reason.
     private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?) async throws {
         let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count }
-        var aId = ArrayParameter(capacity: 2 + attemptCount * 39), aNumber = ArrayParameter(capacity: 2 + attemptCount * 2)
-        var aPayload = ArrayParameter(capacity: 2 + attemptCount * 2), aHeaders = ArrayParameter(capacity: 2 + attemptCount * 300)
-        var aStatus = ArrayParameter(capacity: 2 + attemptCount * 4), aReason = ArrayParameter(capacity: 2 + attemptCount * 5)
-        var aApnsId = ArrayParameter(capacity: 2 + attemptCount * 39), aLatency = ArrayParameter(capacity: 2 + attemptCount * 3)
-        var aError = ArrayParameter(capacity: 2 + attemptCount * 5)
-        var uId = ArrayParameter(capacity: 2 + outcomes.count * 39), uStatus = ArrayParameter(capacity: 2 + outcomes.count * 7)
-        var uAttempts = ArrayParameter(capacity: 2 + outcomes.count * 2), uLast = ArrayParameter(capacity: 2 + outcomes.count * 4)
-        var uReason = ArrayParameter(capacity: 2 + outcomes.count * 5), uCode = ArrayParameter(capacity: 2 + outcomes.count * 5)
+        var aId = PostgresArrayText(capacity: 2 + attemptCount * 39), aNumber = PostgresArrayText(capacity: 2 + attemptCount * 2)
+        var aPayload = PostgresArrayText(capacity: 2 + attemptCount * 2), aHeaders = PostgresArrayText(capacity: 2 + attemptCount * 300)
+        var aStatus = PostgresArrayText(capacity: 2 + attemptCount * 4), aReason = PostgresArrayText(capacity: 2 + attemptCount * 5)
+        var aApnsId = PostgresArrayText(capacity: 2 + attemptCount * 39), aLatency = PostgresArrayText(capacity: 2 + attemptCount * 3)
+        var aError = PostgresArrayText(capacity: 2 + attemptCount * 5)
+        var uId = PostgresArrayText(capacity: 2 + outcomes.count * 39), uStatus = PostgresArrayText(capacity: 2 + outcomes.count * 7)
+        var uAttempts = PostgresArrayText(capacity: 2 + outcomes.count * 2), uLast = PostgresArrayText(capacity: 2 + outcomes.count * 4)
+        var uReason = PostgresArrayText(capacity: 2 + outcomes.count * 5), uCode = PostgresArrayText(capacity: 2 + outcomes.count * 5)
         // The payload is the same for (almost) every attempt of a chunk: send each distinct one once
         // and an index per attempt (1-based, as SQL arrays are).
-        var payloads = ArrayParameter(capacity: 256)
+        var payloads = PostgresArrayText(capacity: 256)
         var payloadIndex: [[UInt8]: Int] = [:]
         var lastPayload: (bytes: [UInt8], index: Int)?
         var headerJSON = LedgerHeaders()

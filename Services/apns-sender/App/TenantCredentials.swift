@@ -1,9 +1,9 @@
 import BuzzKitAPNs
 import BuzzKitCrypto
 import BuzzKitPostgres
+import BuzzKitWire
 import Foundation
 import Synchronization
-import BuzzKitWire
 
 /// A tenant's APNs settings as the sender needs them: credentials that can sign, the bundle id
 /// (`apns-topic`), or why the tenant cannot send.

@@ -6,8 +6,8 @@ import BuzzKitWire
 /// The parameters of `EventWriter.receiptsSQL`: the newly stored events that are receipts
 /// (rare next to other events, so they are filtered by name before going to Postgres).
 struct EventReceiptArrays {
-    private var tenants = EventArrayText(), subscribers = EventArrayText(), ids = EventArrayText(), names = EventArrayText()
-    private var data = EventArrayText(), occurred = EventArrayText()
+    private var tenants = PostgresArrayText(), subscribers = PostgresArrayText(), ids = PostgresArrayText(), names = PostgresArrayText()
+    private var data = PostgresArrayText(), occurred = PostgresArrayText()
 
     static let receiptNames: Set<String> = ["$notification.delivered", "$notification.opened", "$notification.dismissed"]
 
@@ -18,12 +18,12 @@ struct EventReceiptArrays {
     var isEmpty: Bool { ids.isEmpty }
 
     mutating func append(tenant: UUID, subscriberId: String, event: IngestEntry.Event) {
-        tenants.appendBare(tenant.lowercasedText)
+        tenants.append(tenant)
         subscribers.append(subscriberId)
         ids.append(event.id)
         names.append(event.name)
-        data.append(bytes: event.dataJSON)
-        occurred.appendBare(String(event.timestampMicroseconds))
+        data.append(utf8: event.dataJSON)
+        occurred.append(Int(event.timestampMicroseconds))
     }
 
     var parameters: [any PostgresEncodable] {

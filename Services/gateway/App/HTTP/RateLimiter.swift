@@ -1,8 +1,8 @@
 import BuzzKitCore
 import BuzzKitRedis
+import BuzzKitWire
 import Foundation
 import Synchronization
-import BuzzKitWire
 
 /// Per-key rate limits as a token bucket in Redis, shared by every gateway replica.
 ///
