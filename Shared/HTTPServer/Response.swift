@@ -51,19 +51,8 @@ public struct Response: Sendable {
         switch content {
         case .bytes(let bytes): bytes
         case .envelope(let envelope): envelope.encoded(requestId: requestId)
-        case .encodedData(let data): Self.successEnvelope(encodedData: data, requestId: requestId)
+        case .encodedData(let data): Envelope.encodedSuccess(encodedData: data, requestId: requestId)
         }
-    }
-
-    /// The same bytes `Envelope.success(data).encoded(requestId:)` writes, around pre-encoded data.
-    static func successEnvelope(encodedData data: [UInt8], requestId: String) -> [UInt8] {
-        var writer = JSONWriter(capacity: data.count + 96)
-        writer.raw("{\"success\":true,\"data\":")
-        writer.rawBytes(data)
-        writer.raw(",\"error\":null,\"metadata\":{\"requestId\":")
-        writer.string(requestId)
-        writer.raw("}}")
-        return writer.bytes
     }
 
     public static let jsonContentType = "application/json; charset=utf-8"

@@ -19,11 +19,21 @@ public struct Envelope: Sendable, Equatable {
 
     /// The JSON bytes, with `requestId` put into `metadata`.
     public func encoded(requestId: String) -> [UInt8] {
-        var writer = JSONWriter(capacity: 128)
+        write(requestId: requestId, capacity: 128) { $0.value(data ?? .null) }
+    }
+
+    /// The bytes `Envelope.success(data).encoded(requestId:)` writes, around `data` that is
+    /// already encoded (one valid JSON value, spliced in as it is: a hot route's database text).
+    public static func encodedSuccess(encodedData data: [UInt8], requestId: String) -> [UInt8] {
+        Envelope.success(nil).write(requestId: requestId, capacity: data.count + 96) { $0.rawBytes(data) }
+    }
+
+    private func write(requestId: String, capacity: Int, data writeData: (inout JSONWriter) -> Void) -> [UInt8] {
+        var writer = JSONWriter(capacity: capacity)
         writer.raw("{\"success\":")
         writer.bool(success)
         writer.raw(",\"data\":")
-        writer.value(data ?? .null)
+        writeData(&writer)
         writer.raw(",\"error\":")
         if let error {
             writer.raw("{\"code\":")

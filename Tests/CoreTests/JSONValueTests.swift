@@ -38,6 +38,15 @@ import Testing
         }
     }
 
+    /// A success envelope around already-encoded data is byte for byte the envelope of the value.
+    @Test func encodedSuccessIsTheSuccessEnvelope() {
+        let values: [JSONValue] = [["id": "s1", "attributes": ["plan": "pro"], "timezone": nil], [1, "two"], "text", nil]
+        for value in values {
+            #expect(Envelope.encodedSuccess(encodedData: value.jsonBytes, requestId: "req-\"1\"")
+                == Envelope.success(value).encoded(requestId: "req-\"1\""))
+        }
+    }
+
     @Test func invalidJSONReportsAReason() {
         #expect(throws: JSONParseError.self) { try JSONValue.parse("{\"a\": }") }
         #expect(throws: JSONParseError.self) { try JSONValue.parse("") }
