@@ -35,8 +35,16 @@ struct EventClaimArrays {
         ids.append(id)
     }
 
-    /// `EventWriter.aliasSQL`'s: the entries' tenants and anonymous ids.
-    var aliasParameters: [any PostgresEncodable] { [tenants.value, anonymous.value] }
+    /// `EventWriter.aliasSQL`'s: the entries' tenants and anonymous ids (NULL for a subscriber's
+    /// entry), without the claim's other arrays.
+    static func aliasParameters(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) -> [any PostgresEncodable] {
+        var tenants = PostgresArrayText(capacity: 2 + entries.count * 37), anonymous = PostgresArrayText()
+        for (_, entry) in entries {
+            tenants.append(entry.tenantId)
+            anonymous.append(entry.identity.isAnonymous ? entry.identity.value : nil)
+        }
+        return [tenants.value, anonymous.value]
+    }
 
     /// `EventWriter.claimSQL`'s.
     var parameters: [any PostgresEncodable] {

@@ -87,7 +87,7 @@ struct EventWriter: Sendable {
         try await postgres.withTransaction { connection in
             var stored = Stored()
             if entries.contains(where: { $0.entry.identity.isAnonymous }) {
-                for row in try await connection.query(Self.aliasSQL, EventClaimArrays(entries: entries).aliasParameters) {
+                for row in try await connection.query(Self.aliasSQL, EventClaimArrays.aliasParameters(entries)) {
                     let (ordinal, subscriber) = try row.decode((Int32, String).self)
                     stored.resolved[Int(ordinal) - 1] = subscriber
                 }
