@@ -29,16 +29,8 @@ extension APNsClient {
     ) async -> APNsDeliveryResult {
         var request = request
         if request.apnsId == nil { request.apnsId = UUID().uuidString }
-        var attempts: [APNsResponse] = []
-        while true {
-            let response = await send(request, credentials: credentials)
-            attempts.append(response)
-            let outcome = APNsOutcome.classify(response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
-            await onAttempt(response, outcome)
-            if let result = await afterAttempt(response, outcome, attempts: attempts, credentials: credentials, sleep: sleep) {
-                return result
-            }
-        }
+        return await sendAgain(request, after: [], credentials: credentials, policy: policy, unitRandom: unitRandom,
+                               sleep: sleep, onAttempt: onAttempt)
     }
 
     /// Sends every request, each until APNs accepts it, rejects it for good, or `policy` runs out
@@ -72,27 +64,37 @@ extension APNsClient {
             await withTaskGroup(of: (Int, APNsDeliveryResult).self) { group in
                 for (index, response, outcome) in again {
                     group.addTask {
-                        var attempts = [response]
-                        if let result = await self.afterAttempt(response, outcome, attempts: attempts, credentials: credentials,
+                        if let result = await self.afterAttempt(response, outcome, attempts: [response], credentials: credentials,
                                                                 sleep: sleep) {
                             return (index, result)
                         }
-                        while true {
-                            let next = await self.send(requests[index], credentials: credentials)
-                            attempts.append(next)
-                            let outcome = APNsOutcome.classify(next.disposition, attempt: attempts.count, policy: policy,
-                                                               unit: unitRandom())
-                            if let result = await self.afterAttempt(next, outcome, attempts: attempts,
-                                                                    credentials: credentials, sleep: sleep) {
-                                return (index, result)
-                            }
-                        }
+                        return (index, await self.sendAgain(requests[index], after: [response], credentials: credentials,
+                                                            policy: policy, unitRandom: unitRandom, sleep: sleep))
                     }
                 }
                 for await (index, result) in group { results[index] = result }
             }
         }
         return results.map { $0 ?? APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)) }
+    }
+
+    /// Sends `request` after its earlier `attempts` (whose last one asked for another) until an
+    /// attempt's outcome is final: the loop both `sendWithRetries` share.
+    private func sendAgain(
+        _ request: APNsRequest, after earlier: [APNsResponse], credentials: APNsCredentials, policy: RetryPolicy,
+        unitRandom: () -> Double, sleep: (Duration) async throws -> Void,
+        onAttempt: (APNsResponse, APNsOutcome) async -> Void = { _, _ in }
+    ) async -> APNsDeliveryResult {
+        var attempts = earlier
+        while true {
+            let response = await send(request, credentials: credentials)
+            attempts.append(response)
+            let outcome = APNsOutcome.classify(response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
+            await onAttempt(response, outcome)
+            if let result = await afterAttempt(response, outcome, attempts: attempts, credentials: credentials, sleep: sleep) {
+                return result
+            }
+        }
     }
 
     /// The step after one attempt: the final result, or nil to try again (after renewing the
