@@ -10,8 +10,8 @@ import Foundation
 ///
 /// A batch never holds the same subscriber twice (the next batch takes the later write). Its
 /// writes go by shape: writes that set the same fields and remove no attribute share one plain
-/// `INSERT … ON CONFLICT DO UPDATE` (half the database's CPU per write of the general statement,
-/// which the rest share). When a batch statement fails, its writes run one by one with the
+/// `INSERT … ON CONFLICT DO UPDATE` (`sameShapeWriteSQL`, half the database's CPU per write);
+/// writes that remove an attribute share the general `writeSQL`. When a batch statement fails, its writes run one by one with the
 /// single-row upsert, so one bad item cannot fail the others and each caller sees its own error.
 /// A write that lost an insert race with another transaction (no row returned) is retried the
 /// same way.
