@@ -6,8 +6,11 @@ import BuzzKitWire
 import BuzzKitContracts
 import BuzzKitTestSupport
 
-/// A `redis-server` of this test's own with `appendonly yes, appendfsync always` in a temp folder,
-/// restarted with `SHUTDOWN` (which flushes the AOF) and started again on the same folder and port.
+/// A `redis-server` of this test's own with the deployed persistence (`appendonly yes, appendfsync
+/// everysec`) in a temp folder, restarted with `SHUTDOWN` (which writes and fsyncs the AOF before
+/// exiting) and started again on the same folder and port. Not `appendfsync always`: an fsync per
+/// command is what the deployment does not do, and on a CI disk busy with the whole suite it made
+/// a hundred XADDs take longer than the test's patience.
 /// Driven through bash (`deploy/lib/common.sh`), never `Process.waitUntilExit` on the test's task.
 final class PersistentRedis: Sendable {
     let port: Int
@@ -35,7 +38,7 @@ final class PersistentRedis: Sendable {
 
     private func launch() async throws {
         _ = try await PostgresTestSupport.commonShell(#"""
-            redis-server --bind 127.0.0.1 --port "$2" --dir "$1" --appendonly yes --appendfsync always --save "" \
+            redis-server --bind 127.0.0.1 --port "$2" --dir "$1" --appendonly yes --appendfsync everysec --save "" \
               --daemonize yes --pidfile "$1/redis.pid" --logfile "$1/redis.log" >/dev/null
             for _ in $(seq 1 200); do redis-cli -p "$2" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
             redis-cli -p "$2" ping | grep -q PONG
@@ -99,11 +102,14 @@ final class AcceptedLog: Sendable {
                 n += 1
             }
         }
-        // Some batches before, a restart in the middle, more batches after.
-        #expect(await RedisTestSupport.eventually { log.accepted.count >= 1000 })
+        // Some batches before, a restart in the middle, more batches after. The whole suite runs
+        // alongside, so the patience is generous; what is checked is what was accepted, not speed.
+        #expect(await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= 300 },
+                "accepted \(log.accepted.count) events before the restart, \(log.failed) batches refused")
         try await server.restart()
         let beforeRestart = log.accepted.count
-        #expect(await RedisTestSupport.eventually { log.accepted.count >= beforeRestart + 1000 })
+        #expect(await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= beforeRestart + 300 },
+                "accepted \(log.accepted.count - beforeRestart) events after the restart, \(log.failed) batches refused")
         stop.store(true, ordering: .relaxed)
         await producer.value
 
