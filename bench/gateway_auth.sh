@@ -90,19 +90,28 @@ measure() {
     perf record ${BUZZKIT_BENCH_PERF_ARGS:--g} -o "$BUZZKIT_BENCH_PERF" $([ -n "${BUZZKIT_BENCH_PERF_ALL:-}" ] && echo -a || echo -p "$GATEWAY_PID") \
       >/dev/null 2>&1 </dev/null & perf_pid=$!
   fi
+  local threads_before threads_after
+  threads_before="$(bench_thread_ticks "$GATEWAY_PID" MHD-worker)"
   before="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
   out="$(wrk -t2 -c64 -d"$DURATION" --latency "${args[@]}" "$url")"
   after="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
+  threads_after="$(bench_thread_ticks "$GATEWAY_PID" MHD-worker)"
   [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
   echo "$out" >"$WORK/wrk-$name.txt"
   if grep -q "Non-2xx" <<<"$out"; then bk_log "$name: non-2xx responses!"; grep "Non-2xx" <<<"$out" >&2; fi
   rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")"
   p99="$(awk '$1 == "99%" {print $2}' <<<"$out")"
-  awk -v rps="$rps" -v p99="$p99" -v b="$before" -v a="$after" -v n="$(awk '/requests in/ {print $1}' <<<"$out")" 'BEGIN {
+  awk -v rps="$rps" -v p99="$p99" -v b="$before" -v a="$after" -v n="$(awk '/requests in/ {print $1}' <<<"$out")" \
+      -v tb="$threads_before" -v ta="$threads_after" 'BEGIN {
     split(b, x, " "); split(a, y, " ")
     printf "%s %s", rps, p99
     for (i = 1; i <= 3; i++) printf " %.1f", (n > 0 ? (y[i] - x[i]) * 10000 / n : 0)
-    print ""
+    # each network thread'"'"'s share of their CPU, e.g. 52/48
+    k = split(tb, u, ","); split(ta, v, ","); total = 0
+    for (i = 1; i <= k; i++) total += v[i] - u[i]
+    split_text = ""
+    for (i = 1; i <= k; i++) split_text = split_text (i > 1 ? "/" : "") sprintf("%.0f", total > 0 ? 100 * (v[i] - u[i]) / total : 0)
+    print " " (split_text == "" ? "-" : split_text)
   }'
 }
 
@@ -128,8 +137,8 @@ import statistics, sys
 from collections import defaultdict
 rows = defaultdict(dict)  # round -> name -> (rps, p99, machine, gateway, postgres)
 for line in open(sys.argv[1]):
-    r, name, rps, p99, *cpu = line.split()
-    rows[r][name] = (float(rps), p99, *map(float, cpu))
+    r, name, rps, p99, *cpu, split = line.split()
+    rows[r][name] = (float(rps), p99, *map(float, cpu), split)
 names = ["healthz", "get", "put", "auth-only"]
 labels = {"healthz": "GET /healthz (trivial baseline)", "get": "GET /v1/subscribers/{id} (tenant key)",
           "put": "PUT /v1/subscribers/{id} (tenant key)", "auth-only": "auth + rate limit only (403 by scope)"}
@@ -148,6 +157,9 @@ for n in names:
         cap = 64 * 500 / sync if sync > 0 else 0
         extra = f"; {100 * rps / cap:.1f}% of the fsync cap {cap:.0f} req/s = 64 x {500 / sync:.0f} flushes/s" if cap else ""
     print(f"  {labels[n]:40s} {rps:10.0f} req/s  p99 {p99:>8s}  ({100 * share:.1f}% of /healthz{extra})")
+print("the network threads' shares of their CPU, per round (uneven: one thread's core caps the rate):")
+for n in names:
+    print(f"  {n:12s} " + "  ".join(rows[r][n][5] for r in sorted(rows, key=int)))
 print("CPU per request (µs, medians; machine = both cores, wrk included):")
 for n in names:
     print(f"  {n:12s} machine {med([rows[r][n][2] for r in rows]):6.1f}  gateway {med([rows[r][n][3] for r in rows]):6.1f}"

@@ -17,8 +17,13 @@ final class PostgresWorkerThread: Sendable {
     private let signal = DispatchSemaphore(value: 0)
 
     init(name: String) {
-        let thread = Thread { [self] in self.loop() }
-        thread.name = name
+        // Named from inside: on Linux a name set before `start()` does not reach the OS thread,
+        // which would keep its creator's name (a network thread's, when a request opened the
+        // connection) and mislead `top -H` and profiles.
+        let thread = Thread { [self] in
+            Thread.current.name = name
+            self.loop()
+        }
         thread.stackSize = 1 << 20
         thread.start()
     }
