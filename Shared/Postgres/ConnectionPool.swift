@@ -9,7 +9,8 @@ import Synchronization
 final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     private struct Waiter {
         var id: Int
-        var continuation: CheckedContinuation<Connection, any Error>
+        /// Resumes an awaiting `lease()` or calls a `lease(_:)` handler.
+        var deliver: @Sendable (Result<Connection, any Error>) -> Void
     }
 
     private struct State {
@@ -34,18 +35,20 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
 
     private enum Step { case ready(Connection), make(Int), wait(Int), closed }
 
-    func lease() async throws -> Connection {
-        let step = state.withLock { state -> Step in
-            if state.closed { return .closed }
-            if let connection = state.idle.popLast() { return .ready(connection) }
-            if state.created < capacity {
-                state.created += 1
-                return .make(state.created)
-            }
-            state.nextWaiterID += 1
-            return .wait(state.nextWaiterID)
+    /// An idle connection, a new one while under capacity, or a place in the queue.
+    private func step(_ state: inout State) -> Step {
+        if state.closed { return .closed }
+        if let connection = state.idle.popLast() { return .ready(connection) }
+        if state.created < capacity {
+            state.created += 1
+            return .make(state.created)
         }
-        switch step {
+        state.nextWaiterID += 1
+        return .wait(state.nextWaiterID)
+    }
+
+    func lease() async throws -> Connection {
+        switch state.withLock({ step(&$0) }) {
         case .ready(let connection): return connection
         case .make(let number): return makeConnection(number)
         case .closed: throw closedError()
@@ -57,7 +60,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
                         if state.closed { return .failure(closedError()) }
                         if state.cancelled.contains(id) { return .failure(CancellationError()) }
                         if let connection = state.idle.popLast() { return .success(connection) }
-                        state.waiters.append(Waiter(id: id, continuation: continuation))
+                        state.waiters.append(Waiter(id: id) { continuation.resume(with: $0) })
                         return nil
                     }
                     if let immediate { continuation.resume(with: immediate) }
@@ -68,8 +71,24 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
                     state.cancelled.insert(id)
                     return nil
                 }
-                waiter?.continuation.resume(throwing: CancellationError())
+                waiter?.deliver(.failure(CancellationError()))
             }
+        }
+    }
+
+    /// The same for a caller without a task: `handler` gets the connection at once (on this
+    /// thread) or, when all are lent, on the thread that gives one back. Not cancellable.
+    func lease(_ handler: @escaping @Sendable (Result<Connection, any Error>) -> Void) {
+        let next = state.withLock { state -> Step in
+            let next = step(&state)
+            if case .wait(let id) = next { state.waiters.append(Waiter(id: id, deliver: handler)) }
+            return next
+        }
+        switch next {
+        case .ready(let connection): handler(.success(connection))
+        case .make(let number): handler(.success(makeConnection(number)))
+        case .closed: handler(.failure(closedError()))
+        case .wait: break
         }
     }
 
@@ -81,7 +100,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
             state.idle.append(connection)
             return (nil, false)
         }
-        waiter?.continuation.resume(returning: connection)
+        waiter?.deliver(.success(connection))
         return mustClose
     }
 
@@ -93,7 +112,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
             defer { state.idle = []; state.waiters = [] }
             return (state.idle, state.waiters)
         }
-        for waiter in waiters { waiter.continuation.resume(throwing: closedError()) }
+        for waiter in waiters { waiter.deliver(.failure(closedError())) }
         return idle
     }
 

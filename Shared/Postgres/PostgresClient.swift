@@ -41,6 +41,33 @@ public final class PostgresClient: Sendable {
         try await withConnection { try await $0.query(sql, parameters) }
     }
 
+    /// The same, answering through `completion` instead of a task: the statement runs on a pooled
+    /// connection's thread and `completion` is called there, with no hop to or from the Swift
+    /// pool (for hot paths that batch requests and answer each through a callback). `completion`
+    /// must be short and never block: the connection goes back to the pool just before it runs,
+    /// but the thread is held until it returns.
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable],
+                      completion: @escaping @Sendable (Result<PostgresRows, any Error>) -> Void) {
+        let values = parameters.map(\.postgresValue)
+        pool.lease { [pool] leased in
+            let connection: PostgresConnection
+            switch leased {
+            case .success(let lent): connection = lent
+            case .failure(let error): return completion(.failure(error))
+            }
+            let submitted = connection.submit { handle in
+                let result = Result { PostgresRows(storage: try handle.execute(sql, values)) }
+                if handle.needsCleanup.load(ordering: .relaxed) { handle.resetAfterUse() }
+                if pool.release(connection) { connection.closeOnOwnThread() }
+                completion(result)
+            }
+            if !submitted {
+                _ = pool.release(connection)
+                completion(.failure(PostgresError.connectionClosed("the connection is closed")))
+            }
+        }
+    }
+
     /// Runs one statement and returns the number of rows it affected.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> Int {

@@ -95,6 +95,19 @@ public final class PostgresConnection: Sendable {
 
     var needsCleanup: Bool { handle.needsCleanup.load(ordering: .relaxed) }
 
+    /// Runs `job` with the handle on this connection's thread; false (nothing run) when the
+    /// connection is closed. For callers answering through callbacks (`PostgresClient.query(_:_:completion:)`).
+    func submit(_ job: @escaping @Sendable (PostgresConnectionHandle) -> Void) -> Bool {
+        let handle = handle
+        return worker.submit { job(handle) }
+    }
+
+    /// `close()` for code already running on this connection's thread (a `submit` job).
+    func closeOnOwnThread() {
+        handle.close()
+        worker.stop()
+    }
+
     func resetAfterUse() async {
         let handle = handle
         _ = try? await worker.run { handle.resetAfterUse() }

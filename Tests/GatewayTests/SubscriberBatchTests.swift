@@ -178,7 +178,10 @@ struct SubscriberBatchTests {
                 #expect(answer["timezone"] == expected.timezone, "\(id)")
                 #expect(answer["locale"] == expected.locale, "\(id)")
                 #expect(written.inserted == expected.inserted, "\(id)")
-                let stored = try #require(try await SubscriberBatches.read([patch.key], h.postgres).first?.get())
+                let read = await withCheckedContinuation { continuation in
+                    SubscriberBatches.read([patch.key], h.postgres) { continuation.resume(returning: $0) }
+                }
+                let stored = try #require(try read.first?.get())
                 #expect(try JSONValue.parse(stored) == answer, "\(id): the stored row is the answer")
             }
         }

@@ -83,6 +83,55 @@ struct PostgresClientTests {
         }
     }
 
+    /// The callback form shares the pool with tasks: every call answers once with its own rows,
+    /// calls beyond the pool wait their turn, errors arrive through the callback, and a
+    /// connection left inside a transaction is cleaned up before the next lease.
+    @Test func callbackQueriesShareThePoolWithTasks() async throws {
+        let schema = TestEnvironment.uniqueName("callback")
+        try await withClient(schema: schema, poolSize: 2) { (client: PostgresClient) async throws in
+            @Sendable func viaCallback(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresRows {
+                try await withCheckedThrowingContinuation { continuation in
+                    client.query(sql, parameters) { continuation.resume(with: $0) }
+                }
+            }
+            let results = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        let sql = "SELECT pg_sleep(0.01), $1::int8, pg_backend_pid()"
+                        let rows = i % 2 == 0 ? try await viaCallback(sql, [i]) : try await client.query(sql, [i])
+                        return (try rows[0].decode(Int.self, at: 1), try rows[0].decode(Int.self, at: 2))
+                    }
+                }
+                var all: [(Int, Int)] = []
+                for try await result in group { all.append(result) }
+                return all
+            }
+            #expect(results.map(\.0).sorted() == Array(0..<40))
+            #expect(Set(results.map(\.1)).count <= 2)
+
+            let syntax = await #expect(throws: PostgresError.self) { try await viaCallback("SELEC 1") }
+            #expect(syntax?.code == .syntaxError)
+
+            // BEGIN through a callback leaves its connection in a transaction: it must be rolled
+            // back on release, so the INSERT after it commits on its own.
+            try await client.execute("CREATE TABLE t (v int)")
+            _ = try await viaCallback("BEGIN")
+            _ = try await viaCallback("INSERT INTO t VALUES (1)")
+            _ = try await viaCallback("INSERT INTO t VALUES (2)")
+            let other = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
+            #expect(try await other.query("SELECT count(*) FROM t")[0].decode(Int.self, at: 0) == 2)
+            await other.shutdown()
+        }
+        let closed = try PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
+        await closed.shutdown()
+        let error = await #expect(throws: PostgresError.self) {
+            try await withCheckedThrowingContinuation { continuation in
+                closed.query("SELECT 1", []) { continuation.resume(with: $0) }
+            }
+        }
+        #expect(error?.code == .connectionDoesNotExist)
+    }
+
     @Test func copyWritesRows() async throws {
         try await withClient(schema: TestEnvironment.uniqueName("copy")) { (client: PostgresClient) async throws in
             try await client.execute("CREATE TABLE t (id int8, name text, doc jsonb, tags text[], raw bytea, at timestamptz)")

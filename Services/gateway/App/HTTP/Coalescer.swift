@@ -9,8 +9,21 @@ import Synchronization
 /// row only once per statement, and two concurrent batches locking the same rows in different
 /// orders could deadlock); later items of a key wait for a later batch, in arrival order.
 /// `run` answers one result per input, in order, so every caller gets its own value or error.
+///
+/// `run` is either async (a task drains the queue) or answers through a callback: then the first
+/// batch starts on the submitting thread and each next one on the thread that answered the last
+/// (a database connection's), so a request that answers through a callback never touches the
+/// Swift pool.
 final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendable>: Sendable {
     typealias Run = @Sendable ([Input]) async -> [Result<Output, any Error>]
+    typealias Results = [Result<Output, any Error>]
+    /// Must call its second argument exactly once, on any thread, and never block the caller.
+    typealias RunWithCallback = @Sendable ([Input], @escaping @Sendable (Results) -> Void) -> Void
+
+    private enum Runner: Sendable {
+        case async(Run)
+        case callback(RunWithCallback)
+    }
 
     typealias Completion = @Sendable (Result<Output, any Error>) -> Void
 
@@ -30,7 +43,7 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
     let maxBatch: Int
     let maxConcurrent: Int
     let distinctKeys: Bool
-    private let run: Run
+    private let runner: Runner
     private let observeBatch: @Sendable (Int) -> Void
     private let state = Mutex(State())
 
@@ -38,13 +51,26 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
     ///   - maxBatch: the largest batch (default 256).
     ///   - maxConcurrent: batches in flight at once (default 2; keep it below the database pool size).
     ///   - observeBatch: told each batch's size (metrics).
-    init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
-         observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, run: @escaping Run) {
+    convenience init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
+                     observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, run: @escaping Run) {
+        self.init(maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
+                  observeBatch: observeBatch, runner: .async(run))
+    }
+
+    /// A coalescer whose batches answer through a callback (see the type's comment).
+    convenience init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
+                     observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, runWithCallback: @escaping RunWithCallback) {
+        self.init(maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
+                  observeBatch: observeBatch, runner: .callback(runWithCallback))
+    }
+
+    private init(maxBatch: Int, maxConcurrent: Int, distinctKeys: Bool,
+                 observeBatch: @escaping @Sendable (Int) -> Void, runner: Runner) {
         self.maxBatch = max(1, maxBatch)
         self.maxConcurrent = max(1, maxConcurrent)
         self.distinctKeys = distinctKeys
         self.observeBatch = observeBatch
-        self.run = run
+        self.runner = runner
     }
 
     func submit(key: Key, _ input: Input) async throws -> Output {
@@ -53,8 +79,9 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
         }
     }
 
-    /// Queues `input`; `completion` gets its result, once, on the task that ran its batch. No task
-    /// per request: callers that answer through a callback (a deferred HTTP answer) skip the hop.
+    /// Queues `input`; `completion` gets its result, once, on the task or thread that ran its
+    /// batch. No task per request: callers that answer through a callback (a deferred HTTP
+    /// answer) skip the hop.
     func submit(key: Key, _ input: Input, completion: @escaping Completion) {
         let lead = state.withLock { state -> Bool in
             state.queue.append(Pending(key: key, input: input, completion: completion))
@@ -62,26 +89,49 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
             state.running += 1
             return true
         }
-        if lead { Task { await self.drain() } }
+        guard lead else { return }
+        switch runner {
+        case .async(let run): Task { await self.drain(run) }
+        case .callback(let run): runNext(run, after: [])
+        }
     }
 
     /// Runs batches until the queue is empty.
-    private func drain() async {
+    private func drain(_ run: Run) async {
         var finished: [Pending] = []
         while true {
-            let batch = state.withLock { state -> [Pending] in
-                if distinctKeys { for pending in finished { state.inFlight.remove(pending.key) } }
-                let batch = take(&state)
-                if batch.isEmpty { state.running -= 1 }
-                return batch
-            }
+            let batch = nextBatch(after: finished)
             if batch.isEmpty { return }
             observeBatch(batch.count)
-            let results = await run(batch.map(\.input))
-            for (index, pending) in batch.enumerated() {
-                pending.completion(index < results.count ? results[index] : .failure(CoalescerError.missingResult))
-            }
+            Self.deliver(await run(batch.map(\.input)), to: batch)
             finished = batch
+        }
+    }
+
+    /// Starts the next batch, if any; its callback delivers the results and starts the one after.
+    private func runNext(_ run: @escaping RunWithCallback, after finished: [Pending]) {
+        let batch = nextBatch(after: finished)
+        if batch.isEmpty { return }
+        observeBatch(batch.count)
+        run(batch.map(\.input)) { [self] results in
+            Self.deliver(results, to: batch)
+            runNext(run, after: batch)
+        }
+    }
+
+    /// Frees the finished batch's keys and takes the next batch; none left ends this runner.
+    private func nextBatch(after finished: [Pending]) -> [Pending] {
+        state.withLock { state -> [Pending] in
+            if distinctKeys { for pending in finished { state.inFlight.remove(pending.key) } }
+            let batch = take(&state)
+            if batch.isEmpty { state.running -= 1 }
+            return batch
+        }
+    }
+
+    private static func deliver(_ results: Results, to batch: [Pending]) {
+        for (index, pending) in batch.enumerated() {
+            pending.completion(index < results.count ? results[index] : .failure(CoalescerError.missingResult))
         }
     }
 
