@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
                 path: "Shared/HTTPServer"),
         .target(name: "BuzzKitHTTPClient", dependencies: ["BuzzKitCore", "CCurl"], path: "Shared/HTTPClient"),
-        .target(name: "BuzzKitCrypto", dependencies: ["COpenSSL"], path: "Shared/Crypto"),
+        .target(name: "BuzzKitCrypto", dependencies: ["BuzzKitWire", "COpenSSL"], path: "Shared/Crypto"),
         // APNs without a socket: requests, payload bytes, provider tokens, reasons, retry policy;
         // plus the HTTP/2 transport over BuzzKitHTTPClient.
         .target(name: "BuzzKitAPNs", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitHTTPClient"],

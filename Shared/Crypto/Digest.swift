@@ -1,4 +1,5 @@
 internal import COpenSSL
+import BuzzKitWire
 
 /// SHA-256 and HMAC-SHA-256, for API key hashes and request fingerprints.
 public enum Digest {
@@ -24,15 +25,8 @@ public enum Digest {
         return output
     }
 
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    /// Lower-case hex text of a digest or MAC (`Hex.string`).
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.string(bytes) }
 
     /// Compares two byte strings in time independent of where they differ.
     public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {

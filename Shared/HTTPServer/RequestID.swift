@@ -1,4 +1,5 @@
 import Synchronization
+import BuzzKitWire
 
 /// Request ids: the client's own when it sent a usable one, a random one otherwise.
 enum RequestID {
@@ -27,8 +28,8 @@ enum RequestID {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         z ^= z >> 31
         return String(unsafeUninitializedCapacity: 24) { buffer in
-            for i in 0..<8 { buffer[i] = hex[Int((processTag >> (28 - 4 * UInt32(i))) & 0xF)] }
-            for i in 0..<16 { buffer[8 + i] = hex[Int((z >> (60 - 4 * UInt64(i))) & 0xF)] }
+            for i in 0..<8 { buffer[i] = Hex.digit(processTag >> (28 - 4 * UInt32(i))) }
+            for i in 0..<16 { buffer[8 + i] = Hex.digit(z >> (60 - 4 * UInt64(i))) }
             return 24
         }
     }
@@ -36,6 +37,4 @@ enum RequestID {
     private static let seed: UInt64 = UInt64.random(in: .min ... .max)
     private static let processTag: UInt32 = UInt32.random(in: .min ... .max)
     private static let counter = Atomic<UInt64>(0)
-
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 }

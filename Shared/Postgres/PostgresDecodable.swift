@@ -149,7 +149,7 @@ extension Data: PostgresDecodable {
         var out = Data(capacity: (bytes.count - 2) / 2)
         var i = 2
         while i < bytes.count {
-            guard let hi = PostgresHex.nibble(bytes[i]), let lo = PostgresHex.nibble(bytes[i + 1]) else {
+            guard let hi = Hex.value(of: bytes[i]), let lo = Hex.value(of: bytes[i + 1]) else {
                 throw PostgresDecodingError.typeMismatch(Data.self)
             }
             out.append(hi << 4 | lo)

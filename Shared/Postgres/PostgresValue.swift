@@ -1,3 +1,5 @@
+import BuzzKitWire
+
 /// One bound statement parameter, already encoded: bytes in PostgreSQL's text format (or binary,
 /// for `bytea`), or SQL NULL.
 ///
@@ -60,28 +62,15 @@ public enum PostgresTypeOID {
     public static let int8Array: UInt32 = 1016
 }
 
+/// `bytea` in text form.
 enum PostgresHex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
     /// `bytea` hex text form: `\x0a1b`.
     static func byteaText(_ bytes: some Collection<UInt8>) -> String {
         var out = [UInt8]()
         out.reserveCapacity(2 + bytes.count * 2)
         out.append(UInt8(ascii: "\\"))
         out.append(UInt8(ascii: "x"))
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
+        Hex.append(bytes, to: &out)
         return String(decoding: out, as: UTF8.self)
-    }
-
-    static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -13,6 +13,9 @@ public struct JSONWriter: Sendable {
 
     public var string: String { String(decoding: bytes, as: UTF8.self) }
 
+    /// Empties the writer and keeps its storage, for writing many small documents in a row.
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     public mutating func raw(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
@@ -46,8 +49,8 @@ public struct JSONWriter: Sendable {
         case 0x09: raw("\\t")
         default:
             raw("\\u00")
-            bytes.append(Self.hex[Int(unit >> 4)])
-            bytes.append(Self.hex[Int(unit & 0xF)])
+            bytes.append(Hex.digit(unit >> 4))
+            bytes.append(Hex.digit(unit))
         }
     }
 
@@ -106,8 +109,6 @@ public struct JSONWriter: Sendable {
         }
         bytes.append(UInt8(ascii: "}"))
     }
-
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 }
 
 extension JSONValue {

@@ -18,7 +18,7 @@ extension UUID {
                     guard byte == UInt8(ascii: "-") else { return false }
                     continue
                 }
-                guard let nibble = Self.nibble(byte) else { return false }
+                guard let nibble = Hex.value(of: byte) else { return false }
                 if let first = high {
                     out[index] = first << 4 | nibble
                     index += 1
@@ -58,26 +58,17 @@ extension UUID {
     /// Writes the 36 bytes of the text form at the start of `out`.
     private func writeLowercasedText(into out: UnsafeMutableBufferPointer<UInt8>) {
         withUnsafeBytes(of: uuid) { raw in
-            let digits: StaticString = "0123456789abcdef"
             var position = 0
             for (index, byte) in raw.enumerated() {
                 if index == 4 || index == 6 || index == 8 || index == 10 {
                     out[position] = UInt8(ascii: "-")
                     position += 1
                 }
-                out[position] = digits.utf8Start[Int(byte >> 4)]
-                out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                out[position] = Hex.digit(byte >> 4)
+                out[position + 1] = Hex.digit(byte)
                 position += 2
             }
         }
     }
 
-    private static func nibble(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }

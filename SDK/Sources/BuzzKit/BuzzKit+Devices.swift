@@ -11,7 +11,7 @@ extension BuzzKit {
     /// current identity, with the environment, bundle id, app version, locale and timezone.
     /// Kept and retried on every flush until the API answers; sent again after `identify`.
     public func registerDeviceToken(_ token: [UInt8], permission: NotificationPermission? = nil) async {
-        let hex = token.map { String(format: "%02x", $0) }.joined()
+        let hex = Hex.string(token)
         var values: [String: String?] = [StateKey.deviceToken: hex, StateKey.deviceRegistrationPending: "1"]
         if let permission { values[StateKey.devicePermission] = permission.rawValue }
         await jobs.run { [self, values] in

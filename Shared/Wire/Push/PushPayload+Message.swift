@@ -51,9 +51,8 @@ extension PushPayload {
             if let placeholder = button.placeholder { mix(0x31); mix(placeholder) } else { mix(0x30) }
             mix(0x1E)
         }
-        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = Array("bk.".utf8)
-        for shift in stride(from: 60, through: 0, by: -4) { text.append(digits[Int((hash >> UInt64(shift)) & 0xF)]) }
+        for shift in stride(from: 60, through: 0, by: -4) { text.append(Hex.digit(hash >> UInt64(shift))) }
         return String(decoding: text, as: UTF8.self)
     }
 }

@@ -231,7 +231,7 @@ public final class Activities: Sendable {
         }
     }
 
-    static func hex(_ token: Data) -> String { token.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ token: Data) -> String { Hex.string(token) }
 }
 
 extension BuzzKit {

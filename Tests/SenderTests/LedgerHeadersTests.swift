@@ -1,0 +1,23 @@
+import Testing
+import BuzzKitHTTPClient
+import BuzzKitWire
+@testable import APNsSenderApp
+
+/// The ledger's `headers` document, written straight to bytes, is valid JSON with every header
+/// intact, however its value is spelled, and the reused writer never leaks one call into the next.
+@Suite("LedgerHeaders")
+struct LedgerHeadersTests {
+    @Test func everyHeaderSurvivesAsJSON() throws {
+        var ledger = LedgerHeaders()
+        let tricky: HTTPHeaders = [
+            "apns-topic": "com.example.app",
+            "apns-collapse-id": "quote \" backslash \\ tab \t newline \n bell \u{07} é 🚀",
+            "authorization": "bearer eyJ.abc.def",
+        ]
+        let first = try JSONValue.parse(ledger.json(tricky))
+        #expect(first == .object(Dictionary(uniqueKeysWithValues: tricky.map { ($0.name, JSONValue.string($0.value)) })))
+        let second = try JSONValue.parse(ledger.json(["apns-priority": "10"]))
+        #expect(second == .object(["apns-priority": .string("10")]))
+        #expect(try JSONValue.parse(ledger.json(HTTPHeaders())) == .object([:]))
+    }
+}
