@@ -48,6 +48,19 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.makeIterator()
     }
 
+    /// `value` without the optional whitespace around it (spaces and tabs: RFC 9110's OWS, which
+    /// is all a field value may be padded with). Byte-level, and `value` itself when there is
+    /// nothing to trim: it runs on every request.
+    public static func trimmingWhitespace(_ value: String) -> String {
+        let utf8 = value.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        guard let first = utf8.first, let last = utf8.last, isSpace(first) || isSpace(last) else { return value }
+        guard let start = utf8.firstIndex(where: { !isSpace($0) }), let end = utf8.lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(Substring(utf8[start...end]))
+    }
+
     static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
         let x = a.utf8, y = b.utf8
         guard x.count == y.count else { return false }

@@ -1,3 +1,4 @@
+import BuzzKitHTTPServer
 import BuzzKitPostgres
 import BuzzKitWire
 import Foundation
@@ -43,7 +44,7 @@ final class TenantResolver: Sendable {
 
     /// The decision without I/O when the key and the cache suffice (runs on the network thread).
     func resolveCached(key: APIKeyRecord, header: String?) -> Cached {
-        let named = header.map(Self.trimmed)
+        let named = header.map(HTTPHeaders.trimmingWhitespace)
         if let own = key.tenantID {
             guard let named, !named.isEmpty else { return .tenant(own) }
             guard UUID(uuidText: named) == own else { return .refused(Self.forbidden) }
@@ -60,19 +61,6 @@ final class TenantResolver: Sendable {
 
     static let forbidden = APIError(.forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
     static let required = APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
-
-    /// Whitespace around the value removed, as `trimmingCharacters(in: .whitespaces)` does; an
-    /// ASCII value (the usual case) without Foundation.
-    static func trimmed(_ value: String) -> String {
-        let utf8 = value.utf8
-        guard utf8.allSatisfy({ $0 < 0x80 }) else { return value.trimmingCharacters(in: .whitespaces) }
-        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-        guard let first = utf8.first, let last = utf8.last, isSpace(first) || isSpace(last) else { return value }
-        guard let start = utf8.firstIndex(where: { !isSpace($0) }), let end = utf8.lastIndex(where: { !isSpace($0) }) else {
-            return ""
-        }
-        return String(Substring(utf8[start...end]))
-    }
 
     static let notFound = APIError(.tenantNotFound, "no such tenant in this workspace")
 

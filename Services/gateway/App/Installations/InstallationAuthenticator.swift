@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitHTTPServer
 import BuzzKitWire
 import Foundation
 
@@ -23,7 +24,7 @@ final class InstallationAuthenticator: Sendable {
     static let forbidden = APIError(.forbiddenInstallation, "a client key may only act for its own installation's identities")
 
     func authenticate(header: String?, tenantID: UUID) async throws -> InstallationRecord {
-        guard let token = header?.trimmingCharacters(in: .whitespaces), !token.isEmpty else { throw Self.required }
+        guard let token = header.map(HTTPHeaders.trimmingWhitespace), !token.isEmpty else { throw Self.required }
         guard InstallationToken.isWellFormed(token) else { throw Self.unknown }
         let hash = InstallationToken.hash(token)
         let record: InstallationRecord
