@@ -12,10 +12,9 @@ struct RawJSON: PostgresDecodable {
 }
 
 extension SubscriberRoutes {
-    /// A subscriber row (`columns`) as the encoded JSON object `representation` describes, written
-    /// straight from the row's text: the hot `GET`/`PUT /v1/subscribers/{id}` answers with it. Keys
-    /// are sorted as `JSONWriter` sorts them, so the bytes match `representation` apart from the
-    /// whitespace PostgreSQL puts inside `attributes`.
+    /// A subscriber row (`columns`) as its JSON object, written straight from the row's text: the
+    /// hot `GET`/`PUT /v1/subscribers/{id}` answer with it, and lists parse it back
+    /// (`representation`). Keys are sorted as `JSONWriter` sorts them.
     static func encodedRepresentation(_ row: PostgresRow) throws -> [UInt8] {
         var writer = JSONWriter(capacity: 256)
         writer.raw("{\"anonymous\":")

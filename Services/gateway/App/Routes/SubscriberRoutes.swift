@@ -46,12 +46,11 @@ enum SubscriberRoutes {
         id, attributes, timezone, locale, anonymous, \(isoColumn("created_at")), \(isoColumn("updated_at"))
         """
 
+    /// A subscriber row as a JSON object, for lists: the very document `GET`/`PUT` answer
+    /// (`encodedRepresentation`), parsed back, so the two can never disagree on a field.
     static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
-        [
-            "id": try row.text("id"), "attributes": try row.json("attributes"), "timezone": try row.text("timezone"),
-            "locale": try row.text("locale"), "anonymous": try row.bool("anonymous"),
-            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
-        ]
+        guard case .object(let object) = try JSONValue.parse(encodedRepresentation(row)) else { throw APIError.internalError }
+        return object
     }
 
     static func subscriberID(_ context: RequestContext, _ name: String = "id") throws(APIError) -> String {
