@@ -58,11 +58,7 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Starts the engine thread. Called once, by `HTTPClient.init`.
     func start() {
-        let thread = Thread { [self] in
-            CurlMultiLoop(engine: self).run()
-        }
-        thread.name = "bk-http-client"
-        thread.start()
+        NamedThread.start("bk-http-client") { [self] in CurlMultiLoop(engine: self).run() }
     }
 
     func makeID() -> UInt64 {

@@ -26,9 +26,7 @@ final class PostgresListener: @unchecked Sendable {
 
     /// Starts the thread; `ready` resumes once `LISTEN` is in place (or failed).
     func start(ready: CheckedContinuation<Void, any Error>) {
-        let thread = Thread { [self] in run(ready: ready) }
-        thread.name = "postgres-listen"
-        thread.start()
+        NamedThread.start("postgres-listen") { [self] in run(ready: ready) }
     }
 
     func stop() { stopped.store(true, ordering: .releasing) }

@@ -1,3 +1,4 @@
+import BuzzKitCore
 import Foundation
 import Synchronization
 
@@ -17,15 +18,7 @@ final class PostgresWorkerThread: Sendable {
     private let signal = DispatchSemaphore(value: 0)
 
     init(name: String) {
-        // Named from inside: on Linux a name set before `start()` does not reach the OS thread,
-        // which would keep its creator's name (a network thread's, when a request opened the
-        // connection) and mislead `top -H` and profiles.
-        let thread = Thread { [self] in
-            Thread.current.name = name
-            self.loop()
-        }
-        thread.stackSize = 1 << 20
-        thread.start()
+        NamedThread.start(name, stackSize: 1 << 20) { [self] in loop() }
     }
 
     /// Queues `job`; returns false (and drops it) when the thread was stopped.

@@ -1,3 +1,4 @@
+import BuzzKitCore
 import Foundation
 import Synchronization
 
@@ -17,9 +18,7 @@ final class RedisThread: Sendable {
     private let wake = DispatchSemaphore(value: 0)
 
     init(name: String) {
-        let thread = Thread { [self] in self.loop() }
-        thread.name = name
-        thread.start()
+        NamedThread.start(name) { [self] in loop() }
     }
 
     /// Queues `job`; false when the thread was stopped (the job will never run).
