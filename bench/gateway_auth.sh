@@ -91,11 +91,11 @@ measure() {
       >/dev/null 2>&1 </dev/null & perf_pid=$!
   fi
   local threads_before threads_after
-  threads_before="$(bench_thread_ticks "$GATEWAY_PID" MHD-worker)"
+  threads_before="$(bench_thread_ticks "$GATEWAY_PID" MHD-)"
   before="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
   out="$(wrk -t2 -c64 -d"$DURATION" --latency "${args[@]}" "$url")"
   after="$(bench_machine_ticks) $(bench_ticks "$GATEWAY_PID") $(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
-  threads_after="$(bench_thread_ticks "$GATEWAY_PID" MHD-worker)"
+  threads_after="$(bench_thread_ticks "$GATEWAY_PID" MHD-)"
   [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
   echo "$out" >"$WORK/wrk-$name.txt"
   if grep -q "Non-2xx" <<<"$out"; then bk_log "$name: non-2xx responses!"; grep "Non-2xx" <<<"$out" >&2; fi

@@ -49,13 +49,13 @@ bench_stop_pids() {
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
 
-# bench_thread_ticks PID NAME: the CPU ticks of each of PID's threads named NAME, comma-separated
-# (e.g. libmicrohttpd's "MHD-worker"); read before and after a run, it shows how evenly the
-# threads shared the work.
+# bench_thread_ticks PID PREFIX: the CPU ticks of each of PID's threads whose name starts with
+# PREFIX, comma-separated (e.g. libmicrohttpd's "MHD-"); read before and after a run, it shows how
+# evenly the threads shared the work.
 bench_thread_ticks() {
-  local pid="$1" name="$2" task out=""
+  local pid="$1" prefix="$2" task out=""
   for task in /proc/"$pid"/task/*; do
-    [ "$(cat "$task/comm" 2>/dev/null)" = "$name" ] || continue
+    [[ "$(cat "$task/comm" 2>/dev/null)" == "$prefix"* ]] || continue
     out="$out,$(awk '{print $14 + $15}' "$task/stat" 2>/dev/null || echo 0)"
   done
   echo "${out#,}"

@@ -7,12 +7,15 @@ import Synchronization
 
 /// An HTTP/1.1 server over libmicrohttpd, answering through a `Router`.
 ///
-/// libmicrohttpd's own threads (`Configuration.workerThreads`, epoll) read requests and write
-/// responses; the Swift cooperative pool never blocks on a socket. Async handlers run as tasks
-/// while their connection is suspended in MHD (suspend/resume), so a slow handler holds no network
-/// thread; synchronous routes without middleware are answered on the network thread directly, and
-/// `answering:` routes decide there whether to answer now, run a task, or answer later through a
-/// `Responder` (no task per request: hot routes hand requests to batches this way).
+/// One libmicrohttpd daemon per network thread (`Configuration.workerThreads`, epoll) reads
+/// requests and writes responses; an accept thread hands new connections to the daemons in turn,
+/// so each thread serves an equal share (MHD's own thread pool lets its threads race to accept,
+/// and one of two threads often took most of a client's connections). The Swift cooperative pool
+/// never blocks on a socket. Async handlers run as tasks while their connection is suspended in
+/// MHD (suspend/resume), so a slow handler holds no network thread; synchronous routes without
+/// middleware are answered on the network thread directly, and `answering:` routes decide there
+/// whether to answer now, run a task, or answer later through a `Responder` (no task per request:
+/// hot routes hand requests to batches this way).
 /// Keep-alive works for every response except a refusal of an oversized `Content-Length`.
 ///
 /// Every response carries `X-Request-Id`; every JSON response is the `Envelope` with
@@ -25,15 +28,38 @@ import Synchronization
 /// in-flight requests finish within `Configuration.shutdownGracePeriod`, then stops. `run()` does
 /// both around the caller's task, for service groups that cancel on SIGTERM.
 public final class HTTPServer: Sendable {
-    /// The MHD daemon pointer. `@unchecked Sendable`: MHD daemon functions used here (quiesce,
-    /// info, stop) are safe from any thread; `stop` is called exactly once, by `shutdown()`.
-    private struct Daemon: @unchecked Sendable {
-        let pointer: OpaquePointer
+    /// The listening socket, the daemons (one per network thread) and the accept thread's end.
+    ///
+    /// `@unchecked Sendable`: the daemon pointers only reach MHD functions that are safe from any
+    /// thread (`MHD_add_connection` on the accept thread, `MHD_stop_daemon` once, by `shutdown()`
+    /// after the accept thread has returned); the array holding them is written before the accept
+    /// thread starts and freed after it has returned and the daemons have stopped.
+    private final class Network: @unchecked Sendable {
+        let listenSocket: Int32
+        let daemons: UnsafeMutablePointer<OpaquePointer?>
+        let count: Int
+        /// Signalled by the accept thread when `bk_accept_loop` returns.
+        let acceptReturned = DispatchSemaphore(value: 0)
+
+        init(listenSocket: Int32, daemons: UnsafeMutablePointer<OpaquePointer?>, count: Int) {
+            self.listenSocket = listenSocket
+            self.daemons = daemons
+            self.count = count
+        }
+
+        /// Stops every daemon that started (joins their threads: never on the cooperative pool),
+        /// closes the socket and frees the array. Call once the accept thread has returned (or
+        /// never started).
+        func stopDaemons() {
+            for index in 0..<count { if let daemon = daemons[index] { MHD_stop_daemon(daemon) } }
+            bk_close_socket(listenSocket)
+            daemons.deallocate()
+        }
     }
 
     private enum State {
         case idle
-        case running(Daemon, port: Int)
+        case running(Network, port: Int)
         case stopping
         case stopped
     }
@@ -78,19 +104,31 @@ public final class HTTPServer: Sendable {
         }
         guard claimed else { throw HTTPServerError(.invalidState, "the server was already started") }
 
-        let context = Unmanaged.passRetained(core).toOpaque()
-        let daemon = bk_mhd_start(UInt16(c.port), c.host, bkAccessHandler, context, bkRequestCompleted, context,
-                                  UInt32(c.workerThreads), UInt32(clamping: timeoutSeconds))
-        guard let daemon else {
-            Unmanaged<ServerCore>.fromOpaque(context).release()
+        let listenSocket = bk_listen_ipv4(c.host, UInt16(c.port))
+        guard listenSocket >= 0 else {
             state.withLock { $0 = .idle }
-            if !Self.isIPv4(c.host) {
-                throw HTTPServerError(.invalidConfiguration, "host \(c.host) is not an IPv4 address")
-            }
+            if listenSocket == -2 { throw HTTPServerError(.invalidConfiguration, "host \(c.host) is not an IPv4 address") }
             throw HTTPServerError(.startFailed, "cannot listen on \(c.host):\(c.port) (port in use?)")
         }
-        let port = Int(bk_mhd_bind_port(daemon))
-        state.withLock { $0 = .running(Daemon(pointer: daemon), port: port) }
+        let daemons = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: c.workerThreads)
+        daemons.initialize(repeating: nil, count: c.workerThreads)
+        let network = Network(listenSocket: listenSocket, daemons: daemons, count: c.workerThreads)
+        let context = Unmanaged.passRetained(core).toOpaque()
+        for index in 0..<c.workerThreads {
+            daemons[index] = bk_mhd_start(bkAccessHandler, context, bkRequestCompleted, context, UInt32(clamping: timeoutSeconds))
+            if daemons[index] == nil {
+                network.stopDaemons()
+                Unmanaged<ServerCore>.fromOpaque(context).release()
+                state.withLock { $0 = .idle }
+                throw HTTPServerError(.startFailed, "libmicrohttpd could not start network thread \(index + 1)")
+            }
+        }
+        NamedThread.start("bk-http-accept") {
+            bk_accept_loop(network.listenSocket, network.daemons, UInt32(network.count))
+            network.acceptReturned.signal()
+        }
+        let port = Int(bk_socket_port(listenSocket))
+        state.withLock { $0 = .running(network, port: port) }
         core.logger.info("http server listening", metadata: ["http.host": c.host, "http.port": String(port)])
     }
 
@@ -99,14 +137,14 @@ public final class HTTPServer: Sendable {
     /// libmicrohttpd and close the listening socket. Responses sent meanwhile carry
     /// `Connection: close`. Calling it again, or before `start()`, does nothing.
     public func shutdown() async {
-        let daemon = state.withLock { state -> Daemon? in
-            guard case .running(let daemon, _) = state else { return nil }
+        let network = state.withLock { state -> Network? in
+            guard case .running(let network, _) = state else { return nil }
             state = .stopping
-            return daemon
+            return network
         }
-        guard let daemon else { return }
+        guard let network else { return }
         core.draining.store(true, ordering: .relaxed)
-        let listenSocket = MHD_quiesce_daemon(daemon.pointer)
+        bk_listen_stop(network.listenSocket)
 
         let clock = ContinuousClock()
         if await !waitForInFlight(until: clock.now + configuration.shutdownGracePeriod) {
@@ -118,15 +156,14 @@ public final class HTTPServer: Sendable {
             core.forceCompleteSuspended(with: .error(APIError(.notReady, "the server is shutting down")))
         }
 
-        // MHD_stop_daemon joins MHD's threads: keep that off the cooperative pool.
+        // Waiting for the accept thread and MHD_stop_daemon (which joins MHD's threads) block:
+        // keep them off the cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                MHD_stop_daemon(daemon.pointer)
-                bk_mhd_close_socket(listenSocket)
+            NamedThread.start("bk-http-stop") {
+                network.acceptReturned.wait()
+                network.stopDaemons()
                 continuation.resume()
             }
-            thread.name = "bk-http-stop"
-            thread.start()
         }
         Unmanaged<ServerCore>.passUnretained(core).release()  // the reference start() handed to MHD
         state.withLock { $0 = .stopped }
@@ -154,10 +191,5 @@ public final class HTTPServer: Sendable {
             }
         }
         return true
-    }
-
-    private static func isIPv4(_ host: String) -> Bool {
-        var address = in_addr()
-        return inet_pton(AF_INET, host, &address) == 1
     }
 }
