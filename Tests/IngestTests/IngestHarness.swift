@@ -54,7 +54,9 @@ final class IngestHarness: Sendable {
         configuration.eventsStream = StreamName(TestEnvironment.uniqueName("bk:events"))
         configuration.consumers = consumers
         configuration.readBatchSize = 20
-        configuration.claimIdleTime = .seconds(2)
+        // Longer than any write takes even on a CI machine busy with the whole suite: a sibling
+        // consumer reclaiming an entry still being written made a batch land after one sent later.
+        configuration.claimIdleTime = .seconds(10)
         configuration.writeAttempts = 20
         if let retention {
             configuration.retentionDays = retention.days
