@@ -112,6 +112,22 @@ extension RedisCommandRunner {
         return StreamAutoClaim(nextStart: cursor, entries: entries, deletedIDs: deleted)
     }
 
+    /// `XCLAIM stream group consumer 0 id ... JUSTID`: makes `consumer` the owner of the pending
+    /// `ids` and resets their idle time, without counting a delivery (a consumer still working on
+    /// its entries says so). Returns the ids still pending (acked ones are skipped).
+    @discardableResult
+    public func keepClaimed(_ stream: String, group: String, consumer: String,
+                            ids: [StreamEntryID]) async throws(RedisError) -> [StreamEntryID] {
+        guard !ids.isEmpty else { return [] }
+        var args: [RedisArgument] = ["XCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer), "0"]
+        args.reserveCapacity(args.count + ids.count + 1)
+        for id in ids { args.append(id.redisArgument) }
+        args.append("JUSTID")
+        let reply = try await command(args)
+        guard let kept = reply.array else { throw .unexpected("XCLAIM", reply) }
+        return kept.compactMap { $0.string.flatMap(StreamEntryID.init) }
+    }
+
     /// Extended `XPENDING stream group [IDLE ms] start end count [consumer]`.
     public func pending(_ stream: String, group: String, idle: Duration? = nil, start: String = "-", end: String = "+",
                         count: Int = 100, consumer: String? = nil) async throws(RedisError) -> [StreamPendingEntry] {

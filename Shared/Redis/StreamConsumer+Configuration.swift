@@ -14,7 +14,9 @@ extension StreamConsumer {
         /// `CLIENT UNBLOCK` missed. Default 2 s.
         public var blockTime: Duration = .seconds(2)
         /// Entries pending this long with any consumer are taken over (XAUTOCLAIM) and reprocessed.
-        /// Must exceed the slowest handler. Default 60 s.
+        /// A consumer renews its claim on the entries its handlers are working on every third of
+        /// this time, so a slow handler keeps its entries; only a stopped or hung consumer loses
+        /// them. Default 60 s.
         public var claimIdleTime: Duration = .seconds(60)
         /// How often to look for such entries (also done once at startup). Default 15 s.
         public var reclaimInterval: Duration = .seconds(15)

@@ -24,6 +24,8 @@ extension StreamConsumer {
     /// Runs the handlers for `entries`, then acks/records/dead-letters in one pipeline.
     /// `deliveries` holds known delivery counts (reclaimed entries); fresh entries count 1.
     func process(_ entries: [StreamEntry], deliveries: [StreamEntryID: Int]) async throws(RedisError) {
+        state.withLock { $0.held.formUnion(entries.map(\.id)) }
+        defer { state.withLock { $0.held.subtract(entries.map(\.id)) } }
         let failures = await runHandlers(entries)
         var acked: [StreamEntryID] = []
         var failed: [(StreamEntryID, String)] = []
@@ -138,6 +140,25 @@ extension StreamConsumer {
                  "dead.id", entry.id.redisArgument, "dead.consumer", RedisArgument(configuration.consumer),
                  "dead.deliveries", RedisArgument(deliveries)]
         return args
+    }
+
+    /// Every third of `claimIdleTime`, tells Redis this consumer still holds the entries it has
+    /// read and not yet settled (`keepClaimed`: their idle time restarts, no delivery is counted),
+    /// so handlers slower than `claimIdleTime`, and the batch read ahead behind them, keep their
+    /// entries: siblings take over only the entries of a consumer that stopped or hung.
+    /// Runs until cancelled.
+    func renewClaims() async {
+        let every = configuration.claimIdleTime / 3
+        while (try? await Task.sleep(for: every)) != nil {
+            let held = state.withLock { Array($0.held) }
+            guard !held.isEmpty else { continue }
+            do throws(RedisError) {
+                try await client.keepClaimed(configuration.stream, group: configuration.group,
+                                             consumer: configuration.consumer, ids: held)
+            } catch {
+                logger.warning("stream consumer could not renew its claim", metadata: ["error": error.message])
+            }
+        }
     }
 
     /// Runs the handler(s); returns the failed entries with their error text.

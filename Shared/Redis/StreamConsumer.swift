@@ -12,6 +12,8 @@ public import BuzzKitCore
 /// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
 /// - Entries pending longer than `claimIdleTime` with any consumer (a dead one, or this one after a
 ///   failure) are reclaimed with `XAUTOCLAIM` at startup and every `reclaimInterval`, then retried.
+///   While handlers run, their consumer renews its claim (`XCLAIM … JUSTID`) every third of
+///   `claimIdleTime`, so a slow handler is not taken over and run twice.
 /// - An entry that failed on its `maxDeliveries`-th delivery (or was delivered more often than that)
 ///   is moved to the dead-letter stream with its fields plus `dead.stream`, `dead.group`, `dead.id`,
 ///   `dead.consumer`, `dead.deliveries`, `dead.error`; the XADD and XACK are one Lua script.
@@ -45,6 +47,9 @@ public final class StreamConsumer: Sendable {
 
     struct State {
         var stopping = false
+        /// Entries read by this consumer and not yet settled (acked, left pending after a failure,
+        /// or dead-lettered): `renewClaims` keeps them claimed.
+        var held = Set<StreamEntryID>()
         var statistics = Statistics()
     }
 
@@ -86,8 +91,10 @@ public final class StreamConsumer: Sendable {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.unblockReaderOnStop() }
+                group.addTask { await self.renewClaims() }
                 await self.loop()
                 self.stop()
+                group.cancelAll()
             }
         } onCancel: {
             self.stop()
@@ -164,8 +171,10 @@ public final class StreamConsumer: Sendable {
     /// One `XREADGROUP ... BLOCK` on the reader connection, blocking at most until the next reclaim.
     private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError) -> [StreamEntry] {
         let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
-        return try await reader.readGroup(configuration.stream, group: configuration.group,
-                                          consumer: configuration.consumer, count: configuration.batchSize, block: block)
+        let entries = try await reader.readGroup(configuration.stream, group: configuration.group,
+                                                 consumer: configuration.consumer, count: configuration.batchSize, block: block)
+        if !entries.isEmpty { state.withLock { $0.held.formUnion(entries.map(\.id)) } }
+        return entries
     }
 
     private func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<[StreamEntry], RedisError> {

@@ -133,6 +133,37 @@ struct Poison: Error, CustomStringConvertible {
         _ = id
     }
 
+    /// A handler slower than `claimIdleTime` keeps its entry: its consumer renews the claim, so
+    /// the sibling's reclaim rounds (every 100 ms) never take it over and run it a second time.
+    @Test func aSlowHandlerKeepsItsEntryFromASibling() async throws {
+        try await client.createGroup(stream, group: "workers")
+        let ids = try await client.xaddBatch(stream, entries: (0..<5).map { [("n", Array(String($0).utf8))] })
+        let seen = Seen()
+        func configuration(_ name: String) -> StreamConsumer.Configuration {
+            var configuration = fastConfiguration(name)
+            configuration.claimIdleTime = .milliseconds(1500)  // renewed every 500 ms
+            return configuration
+        }
+        let handler: StreamConsumer.Handler = { entry in
+            seen.record(entry.id)
+            if entry.id == ids[0] { try await Task.sleep(for: .seconds(4)) }
+        }
+        let first = StreamConsumer(client: client, configuration: configuration("a"), logger: .silent(), handler: handler)
+        let second = StreamConsumer(client: client, configuration: configuration("b"), logger: .silent(), handler: handler)
+        let running = [Task { await first.run() }, Task { await second.run() }]
+        let done = try await RedisTestSupport.eventually {
+            guard seen.snapshot.count == ids.count else { return false }
+            return try await client.pending(stream, group: "workers", count: 10).isEmpty
+        }
+        first.stop()
+        second.stop()
+        for task in running { await task.value }
+        #expect(done)
+        #expect(seen.snapshot.values.allSatisfy { $0 == 1 }, "\(seen.snapshot)")
+        #expect(first.statistics.reclaimed + second.statistics.reclaimed == 0)
+        #expect(first.statistics.processed + second.statistics.processed == ids.count)
+    }
+
     @Test func batchHandlerAcksAllButItsFailures() async throws {
         let ids = try await client.xaddBatch(stream, entries: (0..<10).map { [("n", Array(String($0).utf8))] })
         let seen = Seen()
