@@ -66,9 +66,8 @@ final class SubscriberBatches: Sendable {
         // up to 256), and every statement saved is CPU saved; measured better than 2 on 2 cores
         // (GET 0.40-0.42 of /healthz against 0.34-0.38). Batches answer on the connection's thread:
         // a GET never waits for a Swift task.
-        reads = Coalescer(maxBatch: 256, maxConcurrent: 1, observeBatch: { readSizes.observe(Double($0)) }) { [postgres] keys, done in
-            Self.read(keys, postgres, completion: done)
-        }
+        reads = Coalescer(maxBatch: 256, maxConcurrent: 1, observeBatch: { readSizes.observe(Double($0)) },
+                          runWithCallback: { [postgres] keys, done in Self.read(keys, postgres, completion: done) })
         // Several write batches at once, so their commits share WAL flushes; a subscriber is in one
         // batch at a time (no lock-order deadlock between this replica's batches).
         writes = Coalescer(maxBatch: 256, maxConcurrent: 3, distinctKeys: true, observeBatch: { writeSizes.observe(Double($0)) }) {
