@@ -5,8 +5,9 @@ extension HTTPServer {
         public var host: String
         /// The TCP port. Default 0: the kernel picks a free port, read it from `HTTPServer.port`.
         public var port: Int
-        /// libmicrohttpd's network threads (a pool, each with its own epoll). Default 2. These
-        /// threads parse requests and write responses; async handlers run on the Swift pool.
+        /// Network threads: one libmicrohttpd daemon each (epoll), new connections dealt to them
+        /// in turn by the accept thread. Default 2. These threads parse requests and write
+        /// responses; async handlers run on the Swift pool.
         public var workerThreads: Int
         /// The largest accepted request body. Default 1 MiB. Larger bodies are answered
         /// `413 payload_too_large`: at once when `Content-Length` says so (the connection is then
