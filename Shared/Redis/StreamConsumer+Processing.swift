@@ -24,8 +24,9 @@ extension StreamConsumer {
     /// Runs the handlers for `entries`, then acks/records/dead-letters in one pipeline.
     /// `deliveries` holds known delivery counts (reclaimed entries); fresh entries count 1.
     func process(_ entries: [StreamEntry], deliveries: [StreamEntryID: Int]) async throws(RedisError) {
-        state.withLock { $0.held.formUnion(entries.map(\.id)) }
-        defer { state.withLock { $0.held.subtract(entries.map(\.id)) } }
+        let ids = entries.map(\.id)
+        state.withLock { $0.held.formUnion(ids) }
+        defer { state.withLock { $0.held.subtract(ids) } }
         let failures = await runHandlers(entries)
         var acked: [StreamEntryID] = []
         var failed: [(StreamEntryID, String)] = []
