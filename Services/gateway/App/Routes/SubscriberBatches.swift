@@ -11,10 +11,10 @@ import Foundation
 /// A batch never holds the same subscriber twice (the next batch takes the later write). Its
 /// writes go by shape: writes that set the same fields and remove no attribute share one plain
 /// `INSERT … ON CONFLICT DO UPDATE` (`sameShapeWriteSQL`, half the database's CPU per write);
-/// writes that remove an attribute share the general `writeSQL`. When a batch statement fails, its writes run one by one with the
-/// single-row upsert, so one bad item cannot fail the others and each caller sees its own error.
-/// A write that lost an insert race with another transaction (no row returned) is retried the
-/// same way.
+/// writes that remove an attribute share the general `writeSQL`. When a batch statement fails,
+/// its writes run one by one with the single-row upsert, so one bad item cannot fail the others
+/// and each caller sees its own error. A write that lost an insert race with another transaction
+/// (no row returned) is retried the same way.
 final class SubscriberBatches: Sendable {
     struct Key: Hashable, Sendable {
         var tenant: UUID
@@ -118,8 +118,7 @@ final class SubscriberBatches: Sendable {
             do {
                 var found: [Key: [UInt8]] = [:]
                 for row in try outcome.get() {
-                    let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
-                    found[key] = try SubscriberRoutes.encodedRepresentation(row)
+                    found[try Key(row: row)] = try SubscriberRoutes.encodedRepresentation(row)
                 }
                 completion(keys.map { .success(found[$0]) })
             } catch {
@@ -241,8 +240,7 @@ final class SubscriberBatches: Sendable {
         do {
             var written: [Key: Written] = [:]
             for row in try await postgres.query(sql, parameters(batch)) {
-                let key = Key(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
-                written[key] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+                written[try Key(row: row)] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
             }
             for index in indices {
                 if let done = written[patches[index].key] { results[index] = .success(done) }
@@ -266,5 +264,13 @@ final class SubscriberBatches: Sendable {
             """, [patch.key.tenant, patch.key.id, patch.attributes, patch.timezone, patch.locale, patch.hasTimezone, patch.hasLocale])
         guard let row = rows.first else { throw APIError.internalError }
         return Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+    }
+}
+
+extension SubscriberBatches.Key {
+    /// The subscriber a returned row is about (its `tenant_id` and `id` columns): how a batch's
+    /// rows are matched back to the requests.
+    init(row: PostgresRow) throws {
+        self.init(tenant: try row.decode(UUID.self, named: "tenant_id"), id: try row.decode(String.self, named: "id"))
     }
 }
