@@ -57,8 +57,7 @@ public final class PostgresClient: Sendable {
             }
             let submitted = connection.submit { handle in
                 let result = Result { PostgresRows(storage: try handle.execute(sql, values)) }
-                if handle.needsCleanup.load(ordering: .relaxed) { handle.resetAfterUse() }
-                if pool.release(connection) { connection.closeOnOwnThread() }
+                Self.giveBackOnItsThread(connection, handle, to: pool)
                 completion(result)
             }
             if !submitted {
@@ -138,6 +137,13 @@ public final class PostgresClient: Sendable {
     private func giveBack(_ connection: PostgresConnection) async {
         if connection.needsCleanup { await connection.resetAfterUse() }
         if pool.release(connection) { await connection.close() }
+    }
+
+    /// `giveBack` for a job already running on the connection's own thread (the callback `query`).
+    private static func giveBackOnItsThread(_ connection: PostgresConnection, _ handle: PostgresConnectionHandle,
+                                            to pool: ConnectionPool<PostgresConnection>) {
+        if handle.needsCleanup.load(ordering: .relaxed) { handle.resetAfterUse() }
+        if pool.release(connection) { connection.closeOnOwnThread() }
     }
 
     func register(_ listener: PostgresListener) throws {
