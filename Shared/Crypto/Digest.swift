@@ -10,7 +10,7 @@ public enum Digest {
         return output
     }
 
-    public static func sha256Hex(_ text: String) -> String { hex(sha256(Array(text.utf8))) }
+    public static func sha256Hex(_ text: String) -> String { Hex.string(sha256(Array(text.utf8))) }
 
     public static func hmacSHA256(key: [UInt8], message: some Collection<UInt8>) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
@@ -24,9 +24,6 @@ public enum Digest {
         }
         return output
     }
-
-    /// Lower-case hex text of a digest or MAC (`Hex.string`).
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.string(bytes) }
 
     /// Compares two byte strings in time independent of where they differ.
     public static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {

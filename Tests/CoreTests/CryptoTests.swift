@@ -1,4 +1,5 @@
 import BuzzKitCrypto
+import BuzzKitWire
 import Testing
 
 @Suite struct CryptoTests {
@@ -8,7 +9,7 @@ import Testing
 
     @Test func hmacMatchesRFC4231Case2() {
         let mac = Digest.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8))
-        #expect(Digest.hex(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(Hex.string(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
     @Test func base64URLRoundTripsWithoutPadding() {

@@ -160,5 +160,5 @@ func withGateway<T>(rateLimit: RateLimitConfiguration? = nil, _ body: (GatewayHa
 
 /// A device token for tests: 64 hex characters derived from `seed`.
 func deviceToken(_ seed: String) -> String {
-    Digest.hex(Digest.sha256(Array(seed.utf8)))
+    Hex.string(Digest.sha256(Array(seed.utf8)))
 }

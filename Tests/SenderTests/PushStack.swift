@@ -204,7 +204,7 @@ final class PushStack: Sendable {
         return all
     }
 
-    static func token() -> String { Digest.hex(SecureRandom.bytes(32)) }
+    static func token() -> String { Hex.string(SecureRandom.bytes(32)) }
 }
 
 /// Runs `body` with a fresh stack and always closes it.
