@@ -72,21 +72,12 @@ import Testing
                 return .deferred { responder in gate.arrive(id, responder) }
             })
         }) { server, base in
-            let answers = try await withThrowingTaskGroup(of: (String, Int, JSONValue?).self) { group in
-                for n in 0..<4 {
-                    group.addTask {
-                        let (status, _, body) = try await send("GET", "\(base)/held/r\(n)")
-                        return ("r\(n)", status, try Envelope.from(body).data)
-                    }
-                }
-                var all: [(String, Int, JSONValue?)] = []
-                for try await answer in group { all.append(answer) }
-                return all
-            }
+            let ids = (0..<4).map { "r\($0)" }
+            let answers = try await getConcurrently(ids.map { "\(base)/held/\($0)" })
             #expect(answers.count == 4)
-            for (id, status, data) in answers {
-                #expect(status == 200)
-                #expect(data == ["id": .string(id)])
+            for (id, answer) in zip(ids, answers) {
+                #expect(answer.status == 200)
+                #expect(answer.data == ["id": .string(id)])
             }
             #expect(server.inFlightRequests == 0)
         }

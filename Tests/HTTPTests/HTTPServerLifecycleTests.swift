@@ -78,22 +78,13 @@ import Testing
             }
             router.get("/sync/:n", sync: { request in .json(.string(request.pathParameters["n"] ?? "")) })
         }) { _, base in
-            let results = try await withThrowingTaskGroup(of: (Int, Int, JSONValue?).self) { group in
-                for n in 0..<200 {
-                    group.addTask {
-                        let path = n.isMultiple(of: 2) ? "item" : "sync"
-                        let (status, _, body) = try await send("GET", "\(base)/\(path)/\(n)")
-                        return (n, status, try Envelope.from(body).data)
-                    }
-                }
-                var all: [(Int, Int, JSONValue?)] = []
-                for try await result in group { all.append(result) }
-                return all
-            }
+            let results = try await getConcurrently((0..<200).map { n in
+                "\(base)/\(n.isMultiple(of: 2) ? "item" : "sync")/\(n)"
+            })
             #expect(results.count == 200)
-            for (n, status, data) in results {
-                #expect(status == 200)
-                #expect(data == .string(String(n)))
+            for (n, result) in results.enumerated() {
+                #expect(result.status == 200)
+                #expect(result.data == .string(String(n)))
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import BuzzKitWire
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -45,5 +46,20 @@ func curl(_ arguments: [String]) async throws -> (exitCode: Int32, output: Strin
         } catch {
             continuation.resume(throwing: error)
         }
+    }
+}
+
+/// GETs every URL at once; each answer's status and envelope `data`, in the order of `urls`.
+func getConcurrently(_ urls: [String]) async throws -> [(status: Int, data: JSONValue?)] {
+    try await withThrowingTaskGroup(of: (Int, Int, JSONValue?).self) { group in
+        for (index, url) in urls.enumerated() {
+            group.addTask {
+                let (status, _, body) = try await send("GET", url)
+                return (index, status, try Envelope.from(body).data)
+            }
+        }
+        var answers = [(status: Int, data: JSONValue?)](repeating: (0, nil), count: urls.count)
+        for try await (index, status, data) in group { answers[index] = (status, data) }
+        return answers
     }
 }
