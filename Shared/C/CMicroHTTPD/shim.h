@@ -95,12 +95,6 @@ static inline void bk_listen_stop(int fd) {
   if (fd >= 0) shutdown(fd, SHUT_RDWR);
 }
 
-/* Number of open connections (active, idle keep-alive and suspended). */
-static inline unsigned int bk_mhd_current_connections(struct MHD_Daemon *daemon) {
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-  return info == NULL ? 0 : info->num_connections;
-}
-
 /* Writes the client's IP address as text into `buf`; returns 0 on success, -1 when unknown. */
 static inline int bk_mhd_client_address(struct MHD_Connection *connection, char *buf, socklen_t len) {
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
