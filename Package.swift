@@ -71,7 +71,7 @@ let package = Package(
         // MARK: - Services and tools (executables only read the environment and run)
         .target(name: "GatewayApp",
                 dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
-                               "BuzzKitAudience"],
+                               "BuzzKitAudience", "BuzzKitAPNs"],
                 path: "Services/gateway/App"),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
         .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),

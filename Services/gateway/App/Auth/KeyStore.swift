@@ -66,6 +66,13 @@ public struct KeyStore: Sendable {
         return try rows.map(Self.representation)
     }
 
+    /// One key of the workspace by id (revoked or not); nil when there is none.
+    func get(workspaceID: UUID, id: UUID) async throws -> [String: JSONValue]? {
+        let rows = try await postgres.query("SELECT \(Self.columns) FROM api_keys WHERE workspace_id = $1::uuid AND id = $2::uuid",
+                                            [workspaceID, id])
+        return try rows.first.map(Self.representation)
+    }
+
     /// Marks the key revoked (idempotent), with the installations it registered (which frees their
     /// anonymous ids for a new registration); nil when the workspace has no key with this id.
     func revoke(workspaceID: UUID, id: UUID) async throws -> [String: JSONValue]? {

@@ -12,6 +12,8 @@ public struct GatewayRoute: Sendable {
         case infrastructure
         /// No key needed (`/openapi.json`).
         case open
+        /// Any valid key, of any kind, with no scope: the key describes itself (`GET /v1/key`).
+        case anyKey
         /// Workspace administration: the key's workspace; the scope is only ever held by workspace keys.
         case workspace(Scope)
         /// Acts on one tenant (see `TenantResolver`). `clientKeys`: client (SDK) keys may call it
@@ -34,6 +36,8 @@ public struct GatewayRoute: Sendable {
     public var requestBody: JSONValue?
     /// Whether the body may be omitted entirely.
     public var requestBodyOptional: Bool
+    /// The route's own query parameters (pagination's `cursor` and `limit` are added by `paginated`).
+    public var query: [QueryParameter]
     /// JSON schema of the envelope's `data` on success (the item schema for lists).
     public var response: JSONValue
     public var successStatus: Int
@@ -50,8 +54,9 @@ public struct GatewayRoute: Sendable {
     var deferred: DeferredHandler?
 
     init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
-         body: JSONValue? = nil, bodyOptional: Bool = false, response: JSONValue, status: Int = 200,
-         paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil) {
+         body: JSONValue? = nil, bodyOptional: Bool = false, query: [QueryParameter] = [], response: JSONValue,
+         status: Int = 200, paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?,
+         deferred: DeferredHandler? = nil) {
         self.method = method
         self.path = path
         self.operationID = operationID
@@ -59,6 +64,7 @@ public struct GatewayRoute: Sendable {
         self.access = access
         self.requestBody = body
         self.requestBodyOptional = bodyOptional
+        self.query = query
         self.response = response
         self.successStatus = status
         self.paginated = paginated
@@ -82,11 +88,11 @@ public struct GatewayRoute: Sendable {
     public var scope: Scope? {
         switch access {
         case .workspace(let scope), .tenant(let scope, _): scope
-        case .infrastructure, .open: nil
+        case .infrastructure, .open, .anyKey: nil
         }
     }
 
-    public var needsKey: Bool { scope != nil }
+    public var needsKey: Bool { scope != nil || access == .anyKey }
     /// Client (SDK) keys may call it.
     public var allowsClientKeys: Bool { if case .tenant(_, clientKeys: true) = access { true } else { false } }
     /// A client key must name its installation (`BuzzKit-Installation`) on this route.
@@ -96,16 +102,30 @@ public struct GatewayRoute: Sendable {
     /// Every error code the route can answer, with what the pipeline adds.
     public var errorCodes: [ErrorCode] {
         var codes: [ErrorCode] = []
-        if needsKey { codes += [.unauthorized, .forbiddenScope, .rateLimited] }
+        if needsKey { codes += scope == nil ? [.unauthorized, .rateLimited] : [.unauthorized, .forbiddenScope, .rateLimited] }
         if actsOnTenant { codes += [.tenantRequired, .forbiddenTenant, .tenantNotFound] }
         if needsInstallation { codes += [.installationRequired, .forbiddenInstallation] }
         if requestBody != nil { codes += [.invalidJSON, .payloadTooLarge] }
-        if requestBody != nil || paginated || !pathParameters.isEmpty { codes.append(.validationFailed) }
+        if requestBody != nil || paginated || !pathParameters.isEmpty || !query.isEmpty { codes.append(.validationFailed) }
         if method == "POST" && needsKey { codes += [.idempotencyKeyReused, .conflict] }
         codes += errors
         if access == .infrastructure && path == "/readyz" { codes.append(.notReady) }
         codes.append(.internalError)
         var seen = Set<String>()
         return codes.filter { seen.insert($0.rawValue).inserted }
+    }
+}
+
+/// A query parameter of a route, as the OpenAPI document describes it.
+public struct QueryParameter: Sendable {
+    public var name: String
+    public var description: String
+    /// JSON schema of the value (a string, an enum, an integer with bounds).
+    public var schema: JSONValue
+
+    init(_ name: String, _ description: String, schema: JSONValue) {
+        self.name = name
+        self.description = description
+        self.schema = schema
     }
 }

@@ -80,6 +80,10 @@ public enum OpenAPIDocument {
                                "description": "page size, default 50, at most 200",
                                "schema": ["type": "integer", "minimum": 1, "maximum": 200, "default": 50]])
         }
+        for parameter in route.query {
+            parameters.append(["name": .string(parameter.name), "in": "query", "required": false,
+                               "description": .string(parameter.description), "schema": parameter.schema])
+        }
         if route.actsOnTenant {
             parameters.append(["name": "BuzzKit-Tenant", "in": "header", "required": false,
                                "description": "The tenant id; required with a workspace key, optional (must match) with a tenant key",
@@ -131,7 +135,11 @@ public enum OpenAPIDocument {
             operation["requestBody"] = ["required": .bool(!route.requestBodyOptional),
                                         "content": ["application/json": ["schema": body]]]
         }
-        if let scope = route.scope {
+        if route.access == .anyKey {
+            operation["security"] = [["bearer": []]]
+            operation["x-scopes"] = []
+            operation["description"] = "Any valid key (workspace, tenant or client) may call it; no scope is needed."
+        } else if let scope = route.scope {
             operation["security"] = [["bearer": []]]
             operation["x-scopes"] = [.string(scope.rawValue)]
             var description = "Requires the scope `\(scope.rawValue)`."

@@ -33,6 +33,9 @@ enum APIKeyRoutes {
             GatewayRoute("GET", "/v1/api-keys", id: "listAPIKeys", "List the workspace's keys (never their secrets)",
                          access: .workspace(.keysWrite), response: key, paginated: true,
                          handler: { g, c in try await g.listKeys(c) }),
+            GatewayRoute("GET", "/v1/key", id: "getCallingKey",
+                         "The key making the request: its kind, scopes, workspace and tenant (never its secret); what a dashboard signs in with",
+                         access: .anyKey, response: key, handler: { g, c in try await g.callingKey(c) }),
             GatewayRoute("DELETE", "/v1/api-keys/{id}", id: "revokeAPIKey", "Revoke a key; it stops working at once",
                          access: .workspace(.keysWrite), response: key, errors: [.notFound],
                          handler: { g, c in try await g.revokeKey(c) }),
@@ -103,6 +106,14 @@ extension Gateway {
         let rows = try await keys.list(workspaceID: try context.workspaceID, after: page.after.flatMap { UUID(uuidString: $0)?.uuidString },
                                        limit: page.limit + 1)
         return page.response(rows) { $0["id"]?.stringValue ?? "" }
+    }
+
+    func callingKey(_ context: RequestContext) async throws -> Response {
+        guard let caller = context.key else { throw APIErrorShortcuts.unauthorized }
+        guard let row = try await keys.get(workspaceID: caller.workspaceID, id: caller.id) else {
+            throw APIErrorShortcuts.unauthorized
+        }
+        return .json(.object(row))
     }
 
     func revokeKey(_ context: RequestContext) async throws -> Response {

@@ -24,4 +24,5 @@ extension GatewayRoute {
     public static let table: [GatewayRoute] =
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
         + DeviceRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
+        + StatsRoutes.routes
 }

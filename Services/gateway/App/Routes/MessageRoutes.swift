@@ -15,7 +15,8 @@ enum MessageRoutes {
     static let message = Schema.object([
         "id": Schema.uuid, "status": Schema.string(), "target": Schema.anyObject, "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
-        "counts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
+        "counts": Schema.anyObject, "receipts": Schema.anyObject,
+        "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
     static let delivery = Schema.object([
@@ -34,16 +35,21 @@ enum MessageRoutes {
     static var routes: [GatewayRoute] {
         [
             GatewayRoute("POST", "/v1/messages", id: "sendMessage",
-                         "Send a push to subscribers (to) or a topic; 202 with the message id (segment and where are not supported yet)",
+                         "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
                          access: .tenant(.messagesSend, clientKeys: false), body: Schema.anyObject,
                          response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
+            listRoute,
+            previewRoute,
             GatewayRoute("GET", "/v1/messages/{id}", id: "getMessage",
                          "A message with its audience size and delivery counts by status",
                          access: .tenant(.messagesRead, clientKeys: false), response: message, errors: [.notFound],
                          handler: { g, c in try await g.getMessage(c) }),
             GatewayRoute("GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
-                         "A message's deliveries (filter with ?status=)",
-                         access: .tenant(.messagesRead, clientKeys: false), response: delivery, paginated: true,
+                         "A message's deliveries in id order (filter with ?status=)",
+                         access: .tenant(.messagesRead, clientKeys: false),
+                         query: [QueryParameter("status", "Only deliveries in this status",
+                                                schema: Schema.string(enumeration: deliveryStatuses))],
+                         response: delivery, paginated: true,
                          errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
             GatewayRoute("GET", "/v1/deliveries/{id}", id: "getDelivery",
                          "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
@@ -100,21 +106,10 @@ extension Gateway {
             try (0..<r.columnCount).map { try r.decode(String?.self, at: $0) }
         }).values.first ?? ReceiptCounts()
         let sentSubscribers = try row.decode(Int.self, named: "sent_subscribers")
-        var counts: [String: JSONValue] = [:]
-        let found = try row.json("counts")
-        for status in MessageRoutes.deliveryStatuses { counts[status] = found[status] ?? .int(0) }
-        let errorCode = try row.text("error_code")
-        let json: JSONValue = [
-            "id": try row.uuid("id"), "status": try row.text("status"), "target": try row.json("target"),
-            "content": try row.json("content"), "environment": try row.text("environment"),
-            "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
-            "counts": .object(counts),
-            "receipts": receipts.jsonValue,
-            "openRate": receipts.openRate(audience: sentSubscribers).map(JSONValue.double) ?? .null,
-            "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
-            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
-        ]
-        return .json(json)
+        var json = try MessageRoutes.messageJSON(row)
+        json["receipts"] = receipts.jsonValue
+        json["openRate"] = receipts.openRate(audience: sentSubscribers).map(JSONValue.double) ?? .null
+        return .json(.object(json))
     }
 
     func listMessageDeliveries(_ context: RequestContext) async throws -> Response {

@@ -16,8 +16,12 @@ enum SubscriberRoutes {
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("GET", "/v1/subscribers", id: "listSubscribers", "List subscribers in id order",
-                         access: .tenant(.subscribersRead, clientKeys: false), response: subscriber, paginated: true,
+            GatewayRoute("GET", "/v1/subscribers", id: "listSubscribers",
+                         "List subscribers in id order (search with ?prefix=: the ids starting with it)",
+                         access: .tenant(.subscribersRead, clientKeys: false),
+                         query: [QueryParameter("prefix", "Only subscribers whose id starts with this text",
+                                                schema: Schema.string(maxLength: 256))],
+                         response: subscriber, paginated: true,
                          handler: { g, c in try await g.listSubscribers(c) }),
             GatewayRoute("PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
                          "Create or update a subscriber by your own id (201 when created)",
@@ -39,6 +43,12 @@ enum SubscriberRoutes {
                          access: .tenant(.subscribersWrite, clientKeys: false),
                          response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
                          handler: { g, c in try await g.deleteSubscriber(c) }),
+            GatewayRoute("GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
+                         "The topics a subscriber is subscribed to, in key order",
+                         access: .tenant(.subscribersRead, clientKeys: false),
+                         response: Schema.object(["key": Schema.string(), "name": Schema.nullable(Schema.string()),
+                                                  "subscribedAt": Schema.timestamp]),
+                         paginated: true, errors: [.notFound], handler: { g, c in try await g.listSubscriberTopics(c) }),
         ]
     }
 
@@ -126,10 +136,41 @@ extension Gateway {
 
     func listSubscribers(_ context: RequestContext) async throws -> Response {
         let page = try Page(context.request)
+        var prefix: String?
+        if let raw = context.request.query["prefix"], !raw.isEmpty {
+            if let problem = raw.count > 256 ? "must be at most 256 characters" : FieldRules.identifier(raw) {
+                try Validator.throwIfAny([FieldIssue(path: "prefix", message: problem)])
+            }
+            prefix = raw
+        }
+        // Ids are COLLATE "C" (code point order): the ids starting with the prefix are one range
+        // of the primary key, from the prefix up to the prefix followed by the last code point.
         let rows = try await postgres.query("""
             SELECT \(SubscriberRoutes.columns) FROM subscribers
-            WHERE tenant_id = $1::uuid AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3
-            """, [try context.tenant, page.after, page.limit + 1])
+            WHERE tenant_id = $1::uuid AND ($2::text IS NULL OR id > $2)
+              AND ($4::text IS NULL OR (id >= $4 AND id < $4 || chr(1114111) AND starts_with(id, $4)))
+            ORDER BY id LIMIT $3
+            """, [try context.tenant, page.after, page.limit + 1, prefix])
         return page.response(try rows.map(SubscriberRoutes.representation)) { $0["id"]?.stringValue ?? "" }
+    }
+}
+
+extension Gateway {
+    func listSubscriberTopics(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let id = try SubscriberRoutes.subscriberID(context)
+        let page = try Page(context.request)
+        let exists = try await postgres.query("SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
+        guard !exists.isEmpty else { throw APIError.notFound("subscriber") }
+        let rows = try await postgres.query("""
+            SELECT s.topic_key, t.name, \(isoColumn("s.created_at", as: "created_at")) FROM topic_subscriptions s
+            JOIN topics t ON t.tenant_id = s.tenant_id AND t.key = s.topic_key
+            WHERE s.tenant_id = $1::uuid AND s.subscriber_id = $2 AND ($3::text IS NULL OR s.topic_key > $3)
+            ORDER BY s.topic_key LIMIT $4
+            """, [tenant, id, page.after, page.limit + 1])
+        let items = try rows.map { row -> [String: JSONValue] in
+            ["key": try row.text("topic_key"), "name": try row.text("name"), "subscribedAt": try row.text("created_at")]
+        }
+        return page.response(items) { $0["key"]?.stringValue ?? "" }
     }
 }

@@ -1,0 +1,115 @@
+import BuzzKitContracts
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// `GET /v1/messages`: a tenant's messages newest first, keyset-paged on `(createdAt, id)`
+/// (`messages_tenant_recent`), each with its delivery counts by status and its receipts, so a
+/// list shows where every send stands without one call per message.
+extension MessageRoutes {
+    static let listItem = Schema.object([
+        "id": Schema.uuid, "status": Schema.string(), "target": Schema.anyObject, "content": Schema.anyObject,
+        "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
+        "counts": Schema.anyObject, "receipts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
+        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+
+    static let statusParameter = QueryParameter(
+        "status", "Only messages in this status", schema: Schema.string(enumeration: ["queued", "fanning_out", "fanned_out", "failed"]))
+
+    static var listRoute: GatewayRoute {
+        GatewayRoute("GET", "/v1/messages", id: "listMessages",
+                     "List messages newest first, each with its delivery counts by status and receipts",
+                     access: .tenant(.messagesRead, clientKeys: false), query: [statusParameter],
+                     response: listItem, paginated: true, handler: { g, c in try await g.listMessages(c) })
+    }
+
+    /// The cursor's key: the last row's `created_at` (ISO 8601 text as Postgres wrote it) and id.
+    static func listKey(_ item: [String: JSONValue]) -> String {
+        (item["createdAt"]?.stringValue ?? "") + "|" + (item["id"]?.stringValue ?? "")
+    }
+
+    /// Parses `listKey` back; nil when the cursor is not one this route made.
+    static func parseListKey(_ key: String) -> (createdAt: String, id: UUID)? {
+        guard let bar = key.lastIndex(of: "|"), let id = UUID(uuidText: String(key[key.index(after: bar)...])) else { return nil }
+        let createdAt = String(key[..<bar])
+        // Only a timestamp Postgres will read back (a bad one would fail the cast: a 500).
+        guard createdAt.utf8.count <= 40, isTimestamp(createdAt) else { return nil }
+        return (createdAt, id)
+    }
+}
+
+extension MessageRoutes {
+    /// Whether `text` is an ISO 8601 date-time with an offset, as `to_json(timestamptz)` writes it.
+    static func isTimestamp(_ text: String) -> Bool {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if formatter.date(from: text) != nil { return true }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text) != nil
+    }
+}
+
+extension Gateway {
+    func listMessages(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let page = try Page(context.request)
+        var issues: [FieldIssue] = []
+        var after: (createdAt: String, id: UUID)?
+        if let key = page.after {
+            after = MessageRoutes.parseListKey(key)
+            if after == nil { issues.append(FieldIssue(path: "cursor", message: "is not a cursor this API returned")) }
+        }
+        var status: String?
+        if let raw = context.request.query["status"], !raw.isEmpty {
+            let allowed = ["queued", "fanning_out", "fanned_out", "failed"]
+            if allowed.contains(raw) { status = raw } else {
+                issues.append(FieldIssue(path: "status", message: "must be one of: " + allowed.joined(separator: ", ")))
+            }
+        }
+        try Validator.throwIfAny(issues)
+        let rows = try await postgres.query("""
+            SELECT m.id, m.status, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
+                   \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
+                   (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb)
+                      FROM (SELECT d.status, count(*) AS n FROM deliveries d WHERE d.message_id = m.id GROUP BY d.status) c) AS counts,
+                   coalesce(r.delivered, 0) AS delivered, coalesce(r.opened, 0) AS opened, coalesce(r.dismissed, 0) AS dismissed
+            FROM messages m
+            LEFT JOIN message_receipt_counts r ON r.tenant_id = m.tenant_id AND r.message_id = m.id::text
+            WHERE m.tenant_id = $1::uuid AND ($2::text IS NULL OR m.status = $2)
+              AND ($3::timestamptz IS NULL OR m.created_at < $3::timestamptz
+                   OR (m.created_at = $3::timestamptz AND m.id < $4::uuid))
+              AND ($3::timestamptz IS NULL OR m.created_at <= $3::timestamptz)
+            ORDER BY m.created_at DESC, m.id DESC LIMIT $5
+            """, [tenant, status, after?.createdAt, after?.id, page.limit + 1])
+        let items = try rows.map { row -> [String: JSONValue] in
+            var json = try MessageRoutes.messageJSON(row)
+            json["receipts"] = [
+                "delivered": .int(try row.decode(Int64.self, named: "delivered")),
+                "opened": .int(try row.decode(Int64.self, named: "opened")),
+                "dismissed": .int(try row.decode(Int64.self, named: "dismissed")),
+            ]
+            return json
+        }
+        return page.response(items, key: MessageRoutes.listKey)
+    }
+}
+
+extension MessageRoutes {
+    /// The members a message and a list item share; `counts` has every delivery status (0 when none).
+    static func messageJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
+        var counts: [String: JSONValue] = [:]
+        let found = try row.json("counts")
+        for status in deliveryStatuses { counts[status] = found[status] ?? .int(0) }
+        let errorCode = try row.text("error_code")
+        return [
+            "id": try row.uuid("id"), "status": try row.text("status"), "target": try row.json("target"),
+            "content": try row.json("content"), "environment": try row.text("environment"),
+            "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
+            "counts": .object(counts),
+            "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
+            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+        ]
+    }
+}
