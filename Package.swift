@@ -69,10 +69,11 @@ let package = Package(
                 path: "Shared/Runtime"),
 
         // MARK: - Services and tools (executables only read the environment and run)
+        // The dashboard's static files (Services/gateway/App/Dashboard) ship as the target's resources.
         .target(name: "GatewayApp",
                 dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
                                "BuzzKitAudience", "BuzzKitAPNs"],
-                path: "Services/gateway/App"),
+                path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
         .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),

@@ -36,6 +36,8 @@ public final class Gateway: Sendable {
     /// The OpenAPI document, built once from the route table.
     public let openAPIDocument: JSONValue
     private let openAPIBytes: [UInt8]
+    /// The dashboard's static files, served at `/dashboard`.
+    public let dashboard: DashboardSite
 
     public init(configuration: GatewayConfiguration, postgres: PostgresClient, redis: RedisClient, logger: Logger,
                 metrics: MetricsRegistry) throws {
@@ -59,6 +61,8 @@ public final class Gateway: Sendable {
         idempotency = Idempotency(postgres: postgres, sealer: sealer, logger: logger)
         openAPIDocument = OpenAPIDocument.build(routes: GatewayRoute.table)
         openAPIBytes = openAPIDocument.jsonBytes
+        dashboard = try DashboardSite(directory: configuration.dashboardDirectory.map { URL(fileURLWithPath: $0) }
+                                      ?? DashboardSite.bundledDirectory)
     }
 
     /// The background services to run next to the HTTP server.
@@ -68,8 +72,9 @@ public final class Gateway: Sendable {
     public func waitUntilListening() async { await revocations.listening.value }
 
     /// Registers every route of the table that the gateway serves (the infrastructure routes come
-    /// from `ServiceRuntime.makeRouter()`).
+    /// from `ServiceRuntime.makeRouter()`), and the dashboard's files.
     public func register(on router: inout Router) {
+        dashboard.register(on: &router)
         let bytes = openAPIBytes
         for route in GatewayRoute.table {
             switch route.access {
@@ -79,7 +84,7 @@ public final class Gateway: Sendable {
                 router.on(route.method, route.routerPattern, sync: { _ in
                     Response(status: 200, headers: ["Content-Type": Response.jsonContentType], body: bytes)
                 })
-            case .workspace, .tenant:
+            case .workspace, .tenant, .anyKey:
                 let box = RouteBox(route)
                 router.on(route.method, route.routerPattern, answering: { [self] request in answer(box, request) })
             }

@@ -12,6 +12,7 @@ import Foundation
 /// | `BUZZKIT_RATE_LIMIT_ENABLED` | `true` | `false` turns rate limiting off |
 /// | `BUZZKIT_AUTH_CACHE_TTL` | `60s` | how long a key stays cached (revocation evicts at once) |
 /// | `BUZZKIT_KEY_LAST_USED_INTERVAL` | `10s` | how often `lastUsedAt` is written, in one batch |
+/// | `BUZZKIT_DASHBOARD_DIR` | the bundled files | a folder to serve at `/dashboard` instead (edit the pages without a rebuild) |
 public struct GatewayConfiguration: Sendable {
     /// The AES-256-GCM key for secrets at rest (32 bytes).
     public var secretKey: [UInt8]
@@ -23,6 +24,8 @@ public struct GatewayConfiguration: Sendable {
     public var revocationChannel: String
     /// Where accepted event batches go (`bk:ingest`; tests use their own stream).
     public var ingestStream: StreamName = .ingest
+    /// The folder served at `/dashboard`; nil: the files bundled with the gateway.
+    public var dashboardDirectory: String?
 
     public init(secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
                 authCacheTTL: Duration = .seconds(60), lastUsedInterval: Duration = .seconds(10),
@@ -52,8 +55,13 @@ public struct GatewayConfiguration: Sendable {
         let enabled = reader.bool("BUZZKIT_RATE_LIMIT_ENABLED", default: true)
         let ttl = reader.duration("BUZZKIT_AUTH_CACHE_TTL", default: .seconds(60))
         let interval = reader.duration("BUZZKIT_KEY_LAST_USED_INTERVAL", default: .seconds(10))
+        let dashboard = reader.raw("BUZZKIT_DASHBOARD_DIR").flatMap { $0.isEmpty ? nil : $0 }
+        if let dashboard, !FileManager.default.fileExists(atPath: dashboard + "/index.html") {
+            reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
+        }
         try reader.validate()
         self.init(secretKey: key, rateLimit: RateLimitConfiguration(requestsPerSecond: rps, burst: burst, enabled: enabled),
                   authCacheTTL: ttl, lastUsedInterval: interval)
+        dashboardDirectory = dashboard
     }
 }

@@ -1,0 +1,72 @@
+// One message: counts, receipts, content, and its deliveries (filtered by status, 100 a page).
+import { api } from '../lib/api.js';
+import { h, put } from '../lib/dom.js';
+import { dateTime, json, number, percent, relative, shortToken, target } from '../lib/format.js';
+import { badge, card, code, empty, pageHeader, pager, segmented, stat, table } from '../lib/ui.js';
+import { messageTitle } from './messages.js';
+
+const STATUSES = ['queued', 'sending', 'sent', 'failed', 'expired', 'invalid_token'];
+const PAGE = 100;
+
+export async function render(main, params, ctx) {
+  let { data: message } = await api('GET', `/v1/messages/${encodeURIComponent(params.id)}`, { signal: ctx.signal });
+  let filter = '';
+  const header = h('div');
+  const stats = h('div', { class: 'stats' });
+  const tabs = h('div');
+  const deliveries = h('div');
+  const paging = pager({
+    pageSize: PAGE,
+    load: (cursor) => api('GET', `/v1/messages/${message.id}/deliveries`, { query: { cursor, limit: PAGE, status: filter }, signal: ctx.signal }),
+    render: (rows) => put(deliveries, rows.length ? table([
+      { label: 'Device', cell: (d) => h('code', { title: d.deviceToken }, shortToken(d.deviceToken)) },
+      { label: 'Subscriber', cell: (d) => h('a', { href: `#/subscribers/${encodeURIComponent(d.subscriberId)}` }, d.subscriberId) },
+      { label: 'Status', cell: (d) => h('span', { 'data-testid': 'delivery-status' }, badge(d.status)) },
+      { label: 'APNs', cell: (d) => (d.lastStatus ? `${d.lastStatus}${d.lastReason ? ` ${d.lastReason}` : ''}` : '—') },
+      { label: 'Attempts', class: 'num', cell: (d) => number(d.attemptCount) },
+      { label: 'Sent', cell: (d) => (d.sentAt ? relative(d.sentAt) : '—') },
+    ], rows, { href: (d) => `#/deliveries/${d.id}`, rowTestid: 'delivery-row' })
+      : empty(filter ? `No ${filter} deliveries` : 'No deliveries yet', message.status === 'fanned_out' ? null : 'The audience is being resolved.')),
+  });
+
+  function draw() {
+    const c = message.counts;
+    const failed = c.failed + c.invalid_token + c.expired;
+    const content = message.content || {};
+    put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}`,
+      h('span', { 'data-testid': 'message-status' }, badge(message.status))));
+    put(stats,
+      stat('Audience', message.audienceSize === null ? '…' : number(message.audienceSize), 'devices', 'stat-audience'),
+      stat('Sent', number(c.sent), percent(c.sent, message.audienceSize), 'stat-sent'),
+      stat('In flight', number(c.queued + c.sending), null, 'stat-pending'),
+      stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
+      stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
+      stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? null : `${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
+    put(tabs, segmented([['', `All ${number(STATUSES.reduce((sum, s) => sum + c[s], 0))}`],
+      ...STATUSES.map((s) => [s, `${s.replace('_', ' ')} ${number(c[s])}`])], filter, (value) => {
+      filter = value;
+      paging.go(0);
+    }, 'delivery-filter'));
+    if (message.error) header.append(h('div', { class: 'notice notice-bad' }, `${message.error.code}: ${message.error.message}`));
+    contentBox.replaceChildren(code(json(content)));
+  }
+  const contentBox = h('div');
+  main.append(h('a', { href: '#/messages', class: 'back' }, 'Messages'), header, stats,
+    h('div', { class: 'grid-2 wide-left' },
+      card('Deliveries', h('div', {}, tabs, deliveries, paging.bar), { class: 'flush' }),
+      h('div', { class: 'stack' }, card('Content', contentBox), card('Target', code(json(message.target))))));
+  draw();
+  await paging.go(0);
+
+  // While anything is in flight, counts and the shown page follow along.
+  const timer = setInterval(async () => {
+    const c = message.counts;
+    if (message.status === 'fanned_out' && c.queued + c.sending === 0 && message.status !== 'failed') return;
+    try {
+      ({ data: message } = await api('GET', `/v1/messages/${message.id}`, { signal: ctx.signal }));
+      draw();
+      await paging.refresh();
+    } catch { /* shown on the next navigation */ }
+  }, 1500);
+  return () => clearInterval(timer);
+}

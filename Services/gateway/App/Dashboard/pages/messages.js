@@ -1,0 +1,46 @@
+// Every message, newest first, with where it stands.
+import { api } from '../lib/api.js';
+import { h, put } from '../lib/dom.js';
+import { number, relative, target } from '../lib/format.js';
+import { badge, button, card, empty, icons, loading, pageHeader, pager, table } from '../lib/ui.js';
+
+export function messageTitle(m) {
+  const c = m.content || {};
+  return c.title || c.body || (c.action?.name ? `action ${c.action.name}` : 'silent push');
+}
+
+export async function render(main, params, ctx) {
+  const body = h('div', {}, loading());
+  const paging = pager({
+    pageSize: 25,
+    labels: ['Newer', 'Older'],
+    load: (cursor) => api('GET', '/v1/messages', { query: { cursor, limit: 25 }, signal: ctx.signal }),
+    render: (rows) => {
+      if (!rows.length && paging.page === 0) {
+        put(body, empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
+          button('Send a message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })));
+        return;
+      }
+      put(body, table([
+        { label: 'Message', class: 'wide', cell: (m) => h('div', {},
+          h('div', { class: 'strong clip', 'data-testid': 'message-title' }, messageTitle(m)),
+          m.content?.body && m.content?.title ? h('div', { class: 'muted small clip' }, m.content.body) : null) },
+        { label: 'Audience', cell: (m) => h('div', {}, h('div', { class: 'clip' }, target(m.target)),
+          h('div', { class: 'muted small' }, m.audienceSize === null ? 'resolving…' : `${number(m.audienceSize)} devices`)) },
+        { label: 'Status', cell: (m) => badge(m.status) },
+        { label: 'Sent', class: 'num', cell: (m) => number(m.counts.sent) },
+        { label: 'Failed', class: 'num', cell: (m) => number(m.counts.failed + m.counts.invalid_token + m.counts.expired) },
+        { label: 'Delivered', class: 'num', cell: (m) => number(m.receipts.delivered) },
+        { label: 'Opened', class: 'num', cell: (m) => number(m.receipts.opened) },
+        { label: 'Created', cell: (m) => relative(m.createdAt) },
+      ], rows, { href: (m) => `#/messages/${m.id}`, rowTestid: 'message-row' }));
+    },
+  });
+  main.append(pageHeader('Messages', 'Every push sent, newest first.',
+    button('New message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })),
+  card(null, h('div', {}, body, paging.bar), { class: 'flush' }));
+  await paging.go(0);
+  // The first page follows new sends and progress while it is shown.
+  const timer = setInterval(() => { if (paging.page === 0) paging.refresh().catch(() => {}); }, 5000);
+  return () => clearInterval(timer);
+}

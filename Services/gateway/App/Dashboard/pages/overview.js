@@ -1,0 +1,70 @@
+// The overview: sends over the last 24 hours and 7 days with the sent → delivered → opened funnel,
+// sends over time, events per hour, and delivery failures by reason.
+import { api, session } from '../lib/api.js';
+import { h, put } from '../lib/dom.js';
+import { bars, funnel, ranking } from '../lib/chart.js';
+import { number, percent } from '../lib/format.js';
+import { badge, card, empty, errorBox, loading, pageHeader, segmented, stat } from '../lib/ui.js';
+
+const hourTick = (at, long) => {
+  const d = new Date(at);
+  return long ? d.toLocaleString('en-GB', { weekday: 'short', hour: '2-digit', minute: '2-digit' }) : `${String(d.getHours()).padStart(2, '0')}:00`;
+};
+const dayTick = (at) => new Date(at).toLocaleDateString('en-GB', { weekday: 'short', day: '2-digit' });
+
+export async function render(main, params, ctx) {
+  main.append(pageHeader('Overview', 'How your pushes are doing.'));
+  const canMessages = session.has('messages:read');
+  const canEvents = session.has('subscribers:read');
+  const windows = h('div', { class: 'grid-2' });
+  const sends = h('div');
+  const events = h('div');
+  const failures = h('div');
+  main.append(windows);
+  if (canMessages) main.append(h('div', { class: 'grid-2 wide-left' }, sends, failures));
+  if (canEvents) main.append(events);
+  if (!canMessages && !canEvents) main.append(empty('Nothing to show', 'This key can read neither messages nor subscribers.'));
+
+  const load = (window) => api('GET', '/v1/stats/messages', { query: { window }, signal: ctx.signal });
+  const tasks = [];
+  if (canMessages) {
+    put(windows, loading());
+    tasks.push(Promise.all([load('24h'), load('7d')]).then(([day, week]) => {
+      put(windows, windowCard('Last 24 hours', day.data, 'funnel-24h'), windowCard('Last 7 days', week.data, 'funnel-7d'));
+      const series = { '24h': day.data, '7d': week.data };
+      const drawSeries = (key) => put(chartBox, bars(series[key].series.map((p) => ({ at: p.at, value: p.sent, value2: p.failed })), {
+        label: 'sent deliveries over time', tick: key === '24h' ? hourTick : dayTick, every: key === '24h' ? 3 : 1, testid: 'sends-chart',
+      }));
+      const chartBox = h('div');
+      put(sends, card('Sends', chartBox, { aside: segmented([['24h', '24 h'], ['7d', '7 days']], '24h', drawSeries, 'sends-window') }));
+      drawSeries('24h');
+      const rows = week.data.failures.map((f) => ({ label: f.reason, value: f.count, note: badge(f.status) }));
+      put(failures, card('Delivery failures by reason', rows.length ? ranking(rows, { tone: 'bad', testid: 'failures' })
+        : h('p', { class: 'muted', 'data-testid': 'failures' }, 'No failed deliveries in the last 7 days.'), { aside: h('span', { class: 'muted small' }, 'last 7 days') }));
+    }).catch((error) => { if (error.name !== 'AbortError') put(windows, errorBox(error)); }));
+  }
+  if (canEvents) {
+    put(events, loading());
+    tasks.push(api('GET', '/v1/stats/events', { signal: ctx.signal }).then(({ data }) => {
+      const names = data.names.slice(0, 8).map((n) => ({ label: n.name, value: n.count, note: n.reserved ? badge('reserved', 'info') : null }));
+      put(events, h('div', { class: 'grid-2 wide-left' },
+        card('Events per hour', bars(data.hours.map((p) => ({ at: p.at, value: p.count })), { label: 'events per hour', tick: hourTick, every: 3, testid: 'events-chart' }),
+          { aside: h('span', { class: 'muted small', 'data-testid': 'events-total' }, `${number(data.total)} in 24 h`) }),
+        card('Top events', names.length ? ranking(names, { testid: 'event-names' }) : h('p', { class: 'muted' }, 'No events in the last 24 hours.'))));
+    }).catch((error) => { if (error.name !== 'AbortError') put(events, errorBox(error)); }));
+  }
+  await Promise.all(tasks);
+}
+
+function windowCard(title, stats, testid) {
+  const f = stats.funnel;
+  const failed = stats.deliveries.failed + stats.deliveries.invalid_token + stats.deliveries.expired;
+  return card(title, h('div', { class: 'stack' },
+    h('div', { class: 'stats compact' },
+      stat('Messages', number(stats.messages)),
+      stat('Deliveries sent', number(stats.deliveries.sent)),
+      stat('Failed', number(failed)),
+      stat('Open rate', percent(f.opened, f.sent))),
+    funnel([{ label: 'Sent', value: f.sent }, { label: 'Delivered', value: f.delivered }, { label: 'Opened', value: f.opened }], { testid })),
+  { aside: h('span', { class: 'muted small' }, 'subscribers') });
+}
