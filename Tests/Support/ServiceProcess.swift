@@ -12,13 +12,19 @@ public final class ServiceProcess: Sendable {
 
     /// Starts `executable` (a product name in the build's bin folder) with `environment` added to
     /// the test's own environment.
-    public init(executable: String, environment: [String: String], arguments: [String] = []) throws {
-        name = executable
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(TestEnvironment.uniqueName(executable)).log")
+    public convenience init(executable: String, environment: [String: String], arguments: [String] = []) throws {
+        try self.init(path: URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(executable).path,
+                      name: executable, environment: environment, arguments: arguments)
+    }
+
+    /// Starts any program (e.g. the Python of a browser test), recorded for cleanup like a service.
+    public init(path: String, name: String, environment: [String: String], arguments: [String] = []) throws {
+        self.name = name
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(TestEnvironment.uniqueName(name)).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         logPath = log.path
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(executable)
+        process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let handle = try FileHandle(forWritingTo: log)

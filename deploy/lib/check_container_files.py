@@ -73,6 +73,13 @@ for command in sorted(commands):
     if command not in copied_binaries:
         problems.append(f"the Dockerfile does not copy the executable '{command}' into the image")
 
+# Targets with resources (the migrations' SQL, the gateway's dashboard files) are read at run time
+# from <Package>_<Target>.resources next to the executable: the image must ship those bundles.
+if re.search(r"resources: \[", package):
+    runs = " ".join(i["value"] for i in parser.structure if i["instruction"] == "RUN")
+    if ".resources" not in runs:
+        problems.append("the Dockerfile does not copy the *.resources bundles (migrations, dashboard) next to the executables")
+
 for problem in problems:
     print(f"container files: {problem}", file=sys.stderr)
 if problems:

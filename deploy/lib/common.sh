@@ -12,7 +12,7 @@ bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
   libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
-  nghttp2-server nghttp2-client
+  nghttp2-server nghttp2-client chromium
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
@@ -113,13 +113,14 @@ bk_stop_redis() {
 
 # A Python virtualenv under .buzzkit/venv with the packages the offline checks use.
 BK_VENV="$BK_ROOT/.buzzkit/venv"
-BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest)
+# playwright drives Debian's chromium (its own browser download cannot run here) in the dashboard's browser tests.
+BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright)
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
     python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
   fi
-  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest' 2>/dev/null \
+  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }

@@ -1,0 +1,314 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Playwright, against a running stack.
+
+Started by DashboardBrowserTests (Tests/SenderTests), which runs the gateway, ingest, apns-sender
+and the APNs simulator on the test Postgres and Redis, seeds a workspace, and passes:
+
+  BK_URL            the gateway, e.g. http://127.0.0.1:54321
+  BK_WORKSPACE_KEY  a workspace key holding every scope
+  BK_TENANT_ID      the demo tenant's id (its name is "demo")
+  BK_OUTPUT_DIR     where the screenshots go (one PNG per page)
+  BK_CHROMIUM       the browser (default /usr/bin/chromium)
+
+Every step prints "ok: ..."; the first failed check prints "FAILED: ..." (with a screenshot
+failure.png) and the exit status is 1.
+"""
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import sync_playwright, expect
+
+URL = os.environ["BK_URL"].rstrip("/")
+WORKSPACE_KEY = os.environ["BK_WORKSPACE_KEY"]
+TENANT = os.environ["BK_TENANT_ID"]
+OUT = os.environ.get("BK_OUTPUT_DIR", "/tmp/buzzkit-dashboard")
+CHROMIUM = os.environ.get("BK_CHROMIUM", "/usr/bin/chromium")
+XSS = "<img src=x onerror=alert(1)>"
+TIMEOUT = 60_000  # ms: generous, the machine is shared with builds
+
+os.makedirs(OUT, exist_ok=True)
+
+
+def api(method, path, body=None, key=WORKSPACE_KEY, tenant=TENANT):
+    """The public API, as the test's own client (to compare what the pages show)."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    if tenant:
+        headers["BuzzKit-Tenant"] = tenant
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(URL + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def step(name):
+    print(f"ok: {name}", flush=True)
+
+
+def shot(page, name):
+    page.wait_for_timeout(300)  # let charts and fonts settle
+    page.screenshot(path=os.path.join(OUT, f"{name}.png"), full_page=True)
+
+
+def no_xss(page, where):
+    """No dialog opened and no element was made from the XSS strings."""
+    check(not dialogs, f"{where}: a dialog opened: {dialogs}")
+    count = page.evaluate("document.querySelectorAll('img[src=\"x\"], img[onerror]').length")
+    check(count == 0, f"{where}: an <img> was created from API data")
+
+
+dialogs = []
+
+
+def sign_in_with_workspace_key(page):
+    page.goto(URL + "/")
+    expect(page.get_by_test_id("signin-key")).to_be_visible(timeout=TIMEOUT)
+    check(page.url.startswith(URL + "/dashboard"), f"/ did not redirect to /dashboard: {page.url}")
+    shot(page, "signin")
+    page.get_by_test_id("signin-key").fill(WORKSPACE_KEY)
+    page.get_by_test_id("signin-submit").click()
+    row = page.get_by_test_id("tenant-row").filter(has_text="demo")
+    expect(row).to_be_visible(timeout=TIMEOUT)
+    shot(page, "tenant-picker")
+    row.get_by_test_id("tenant-open").click()
+    expect(page.get_by_role("heading", name="Overview", level=1)).to_be_visible(timeout=TIMEOUT)
+    stored = page.evaluate("JSON.stringify(Object.assign({}, sessionStorage))")
+    check(WORKSPACE_KEY in stored and TENANT in stored, "the key and tenant are not in sessionStorage")
+    check(WORKSPACE_KEY not in page.url, "the key is in the URL")
+    check(not page.context.cookies(), "the dashboard set a cookie")
+    check(page.evaluate("localStorage.length") == 0, "the dashboard wrote localStorage")
+    step("signed in with a workspace key and picked the tenant")
+
+
+def segments(page):
+    page.get_by_test_id("nav-segments").click()
+    expect(page.get_by_role("heading", name="Segments", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("segment-new").click()
+    page.get_by_test_id("segment-key").fill("pro-users")
+    page.get_by_test_id("segment-name-input").fill("Pro users " + XSS)
+    broken = 'plan == "pro" and'
+    page.get_by_test_id("segment-where").fill(broken)
+    error = page.get_by_test_id("expression-error")
+    expect(error).to_be_visible(timeout=TIMEOUT)
+    status, answer = api("POST", "/v1/audience/preview", {"where": broken})
+    check(status == 422, f"the API took {broken!r}: {status}")
+    issue = answer["error"]["details"][0]
+    expected = f"Line {issue['line']}, column {issue['column']}"
+    expect(page.get_by_test_id("expression-position")).to_have_text(expected, timeout=TIMEOUT)
+    caret = error.locator("pre").inner_text().split("\n")[1]
+    check(caret == " " * (issue["column"] - 1) + "^", f"the caret is not under column {issue['column']}: {caret!r}")
+    shot(page, "segment-error")
+    page.get_by_test_id("segment-where").fill('plan == "pro"')
+    status, answer = api("POST", "/v1/audience/preview", {"where": 'plan == "pro"'})
+    expect(page.get_by_test_id("audience-count")).to_have_text(str(answer["data"]["count"]), timeout=TIMEOUT)
+    page.get_by_test_id("segment-save").click()
+    page.wait_for_url("**/dashboard#/segments/pro-users", timeout=TIMEOUT)
+    status, counted = api("GET", "/v1/segments/pro-users/count")
+    check(status == 200, f"segment count: {status} {counted}")
+    expect(page.get_by_test_id("audience-count")).to_have_text(str(counted["data"]["count"]), timeout=TIMEOUT)
+    check(counted["data"]["count"] == 3, f"expected 3 pro subscribers, the API counts {counted['data']['count']}")
+    shot(page, "segment")
+    page.get_by_test_id("nav-segments").click()
+    row = page.get_by_test_id("segment-row").filter(has_text="pro-users")
+    expect(row.get_by_test_id("segment-name")).to_have_text("Pro users " + XSS, timeout=TIMEOUT)
+    shot(page, "segments")
+    no_xss(page, "segments")
+    step("a segment with a syntax error shows it at its column; the valid one counts what the API counts")
+
+
+def send_to_segment(page):
+    page.get_by_test_id("nav-send").click()
+    expect(page.get_by_role("heading", name="Send a message", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("send-mode").locator("button[data-value=segment]").click()
+    page.get_by_test_id("send-segment").select_option("pro-users")
+    expect(page.get_by_test_id("audience-count")).to_have_text("3", timeout=TIMEOUT)
+    page.get_by_test_id("send-title").fill("Spring sale")
+    page.get_by_test_id("send-body").fill("Pro plans are 30% off until Sunday.")
+    page.get_by_test_id("send-deeplink").fill("demo://sale")
+    page.get_by_test_id("send-data").fill('{"campaign": "spring"')
+    expect(page.get_by_test_id("json-error")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("send-data").fill('{"campaign": "spring"}')
+    page.get_by_test_id("add-button").click()
+    page.get_by_test_id("button-title").fill("Shop now")
+    preview = page.get_by_test_id("payload-preview")
+    expect(preview).to_contain_text('"Shop now"', timeout=TIMEOUT)
+    expect(preview).to_contain_text('"campaign":"spring"', timeout=TIMEOUT)
+    shown = preview.inner_text()
+    status, built = api("POST", "/v1/messages/preview", {
+        "title": "Spring sale", "body": "Pro plans are 30% off until Sunday.", "deepLink": "demo://sale",
+        "data": {"campaign": "spring"},
+        "actions": [{"id": "b1", "title": "Shop now", "foreground": True}]})
+    check(status == 200 and shown == built["data"]["payload"], f"the preview is not the server's payload:\n{shown}\n{built}")
+    shot(page, "send")
+    page.get_by_test_id("send-submit").dblclick()
+    page.wait_for_url("**/dashboard#/messages/*", timeout=TIMEOUT)
+    message_id = page.url.rsplit("/", 1)[1]
+    expect(page.get_by_test_id("message-status")).to_have_text("fanned_out", timeout=TIMEOUT)
+    rows = page.get_by_test_id("delivery-row")
+    expect(rows).to_have_count(4, timeout=TIMEOUT)  # 3 pro subscribers, one of them with two devices
+    for i in range(4):
+        expect(rows.nth(i).get_by_test_id("delivery-status")).to_have_text("sent", timeout=TIMEOUT)
+    expect(page.get_by_test_id("stat-sent")).to_contain_text("4", timeout=TIMEOUT)
+    status, listed = api("GET", "/v1/messages?limit=200")
+    sales = [m for m in listed["data"] if m["content"].get("title") == "Spring sale"]
+    check(len(sales) == 1, f"a double click sent {len(sales)} messages")
+    shot(page, "message")
+    step("sent to a segment from the Send page (once, on a double click); its deliveries reached sent")
+    return message_id
+
+
+def delivery(page, message_id):
+    page.get_by_test_id("delivery-row").first.locator("td").first.click()  # the device cell (the subscriber is a link)
+    expect(page.get_by_role("heading", name="Delivery", level=1)).to_be_visible(timeout=TIMEOUT)
+    delivery_id = page.url.rsplit("/", 1)[1]
+    status, answer = api("GET", f"/v1/deliveries/{delivery_id}")
+    check(status == 200, f"delivery: {status}")
+    payload = answer["data"]["attempts"][0]["payload"]
+    expect(page.get_by_test_id("attempt-payload")).to_have_text(payload, timeout=TIMEOUT)
+    check(page.get_by_test_id("attempt-payload").inner_text() == payload, "the payload shown is not the exact bytes")
+    expect(page.get_by_test_id("attempt-apns-id")).to_have_text(answer["data"]["attempts"][0]["apnsId"], timeout=TIMEOUT)
+    check(message_id in payload, "the payload does not carry the message id")
+    shot(page, "delivery")
+    step("a delivery shows the exact payload bytes, headers, status and apns-id")
+
+
+def messages_list(page):
+    page.get_by_test_id("nav-messages").click()
+    expect(page.get_by_role("heading", name="Messages", level=1)).to_be_visible(timeout=TIMEOUT)
+    titles = page.get_by_test_id("message-title")
+    expect(titles.first).to_have_text("Spring sale", timeout=TIMEOUT)  # newest first
+    expect(titles.filter(has_text=XSS)).to_have_count(1, timeout=TIMEOUT)
+    shot(page, "messages")
+    no_xss(page, "messages")
+    step("messages newest first; a title of an <img onerror> is shown as text")
+
+
+def subscribers(page):
+    page.get_by_test_id("nav-subscribers").click()
+    expect(page.get_by_role("heading", name="Subscribers", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("subscriber-search").fill("pro-")
+    expect(page.get_by_test_id("subscriber-row")).to_have_count(3, timeout=TIMEOUT)
+    shot(page, "subscribers")
+    page.get_by_test_id("subscriber-search").fill("xss")
+    expect(page.get_by_test_id("subscriber-row")).to_have_count(1, timeout=TIMEOUT)
+    page.get_by_test_id("subscriber-row").click()
+    values = page.get_by_test_id("attribute-value")
+    expect(values.filter(has_text=XSS)).to_have_count(1, timeout=TIMEOUT)
+    expect(page.get_by_test_id("device-row")).to_have_count(2, timeout=TIMEOUT)
+    expect(page.get_by_test_id("device-state").filter(has_text="inactive")).to_have_count(1, timeout=TIMEOUT)
+    expect(page.get_by_test_id("topics")).to_contain_text("news", timeout=TIMEOUT)
+    names = page.get_by_test_id("event-name")
+    expect(names).to_have_count(4, timeout=TIMEOUT)
+    shown = [names.nth(i).inner_text() for i in range(4)]
+    check(shown == ["$notification.opened", "$notification.delivered", "checkout.completed", "$app.opened"],
+          f"the events are not newest first: {shown}")
+    expect(page.locator(".timeline-item.reserved")).to_have_count(3, timeout=TIMEOUT)
+    shot(page, "subscriber")
+    no_xss(page, "subscriber")
+    step("subscribers by id prefix; attributes as text, devices active/inactive, topics, events newest first")
+
+
+def overview(page):
+    page.get_by_test_id("nav-overview").click()
+    expect(page.get_by_test_id("funnel-24h")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_test_id("events-chart")).to_be_visible(timeout=TIMEOUT)
+    label = page.get_by_test_id("funnel-24h").get_attribute("aria-label")
+    status, stats = api("GET", "/v1/stats/messages?window=24h")
+    funnel = stats["data"]["funnel"]
+    check(label == f"Sent {funnel['sent']}, Delivered {funnel['delivered']}, Opened {funnel['opened']}", f"funnel {label} vs {funnel}")
+    check(funnel["sent"] >= 3, f"the funnel has no sends: {funnel}")
+    shot(page, "overview")
+    no_xss(page, "overview")
+    step("the overview draws the funnel the API counts")
+
+
+def keys(browser, page):
+    page.get_by_test_id("nav-keys").click()
+    expect(page.get_by_role("heading", name="Keys", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("key-create-name").fill("Browser test key")
+    page.get_by_test_id("key-create-kind").select_option("tenant")
+    page.get_by_test_id("key-create").click()
+    secret_el = page.get_by_test_id("key-secret")
+    expect(secret_el).to_be_visible(timeout=TIMEOUT)
+    secret = secret_el.inner_text()
+    check(secret.startswith("bk_tk_"), f"not a tenant key secret: {secret!r}")
+    shot(page, "key-created")
+    page.get_by_test_id("key-secret-done").click()
+    expect(page.get_by_test_id("key-secret-panel")).to_have_count(0, timeout=TIMEOUT)
+    check(secret not in page.content(), "the secret is still in the page")
+    page.reload()
+    expect(page.get_by_test_id("key-row").filter(has_text="Browser test key")).to_be_visible(timeout=TIMEOUT)
+    check(secret not in page.content(), "the secret is shown again")
+    shot(page, "keys")
+
+    # A second tab signed in with the new key.
+    other = browser.new_context(viewport={"width": 1440, "height": 900})
+    second = other.new_page()
+    second.on("dialog", lambda d: dialogs.append(d.message))
+    second.goto(URL + "/dashboard")
+    second.get_by_test_id("signin-key").fill(secret)
+    second.get_by_test_id("signin-submit").click()
+    expect(second.get_by_role("heading", name="Overview", level=1)).to_be_visible(timeout=TIMEOUT)
+
+    row = page.get_by_test_id("key-row").filter(has_text="Browser test key")
+    row.get_by_test_id("key-revoke").click()
+    row.get_by_test_id("key-revoke").click()  # confirm
+    expect(row).to_contain_text("revoked", timeout=TIMEOUT)
+
+    second.get_by_test_id("nav-messages").click()
+    notice = second.get_by_test_id("signin-notice")
+    expect(notice).to_contain_text("revoked", timeout=TIMEOUT)
+    expect(second.get_by_test_id("signin-key")).to_be_visible(timeout=TIMEOUT)
+    check(second.evaluate("sessionStorage.getItem('bk.key')") is None, "the revoked key is still stored")
+    shot(second, "signed-out")
+    other.close()
+    step("a key's secret is shown once; revoking it signs out the page that used it")
+
+
+def main():
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        page = context.new_page()
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "401" not in m.text and "422" not in m.text else None)
+        try:
+            sign_in_with_workspace_key(page)
+            segments(page)
+            message_id = send_to_segment(page)
+            delivery(page, message_id)
+            messages_list(page)
+            subscribers(page)
+            overview(page)
+            keys(browser, page)
+            check(not errors, f"the pages logged errors: {errors}")
+        except Exception as error:  # noqa: BLE001 - report any failure with a screenshot
+            try:
+                page.screenshot(path=os.path.join(OUT, "failure.png"), full_page=True)
+            except Exception:  # noqa: BLE001
+                pass
+            print(f"FAILED: {type(error).__name__}: {error}", flush=True)
+            if errors:
+                print(f"page errors: {errors}", flush=True)
+            browser.close()
+            return 1
+        browser.close()
+    print(f"screenshots in {OUT}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
