@@ -56,6 +56,7 @@ def step(name):
 
 
 def shot(page, name):
+    page.evaluate("window.scrollTo(0, 0)")  # fixed and sticky parts are drawn where the page is scrolled to
     page.wait_for_timeout(300)  # let charts and fonts settle
     page.screenshot(path=os.path.join(OUT, f"{name}.png"), full_page=True)
 

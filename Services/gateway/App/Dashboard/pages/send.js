@@ -88,9 +88,10 @@ export async function render(main, params, ctx) {
       input: h('input', { type: 'checkbox' }),
     };
     row.el = h('div', { class: 'button-row' }, row.id, row.title,
-      h('label', { class: 'check' }, row.foreground, 'opens app'), h('label', { class: 'check' }, row.destructive, 'destructive'),
-      h('label', { class: 'check' }, row.input, 'text input'),
-      button('Remove', () => { buttons.splice(buttons.indexOf(row), 1); row.el.remove(); drawButtonsAdd(); update(); }, { kind: 'ghost' }));
+      button('Remove', () => { buttons.splice(buttons.indexOf(row), 1); row.el.remove(); drawButtonsAdd(); update(); }, { kind: 'ghost' }),
+      h('div', { class: 'button-flags' },
+        h('label', { class: 'check' }, row.foreground, 'opens the app'), h('label', { class: 'check' }, row.destructive, 'destructive'),
+        h('label', { class: 'check' }, row.input, 'text input')));
     buttons.push(row);
     buttonsBox.insertBefore(row.el, addBox);
     drawButtonsAdd();
@@ -235,10 +236,11 @@ export async function render(main, params, ctx) {
         card('Data and options', h('div', { class: 'stack' },
           field('Custom data (JSON)', f.data, 'Delivered as is under bk.data.'), jsonProblems.data,
           h('div', { class: 'row' }, field('Sound', f.sound), field('Badge', f.badge), field('Category', f.category), field('Interruption level', f.level)))),
-        result,
-        h('div', { class: 'actions sticky-bottom' }, sendButton)),
+      ),
       h('div', { class: 'stack sticky' },
-        card('Preview', h('div', { class: 'stack' }, notification, previewOut)))));
+        card('Preview', h('div', { class: 'stack' }, notification, previewOut)),
+        h('div', { class: 'send-bar' }, h('span', { class: 'muted small' }, 'Sent once, even on a double click.'), sendButton),
+        result)));
   drawTarget();
   drawNotification();
   preview();
