@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitHTTPClient
 import BuzzKitWire
 import Foundation

@@ -35,14 +35,15 @@ public struct AudienceError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public var description: String { "line \(line), column \(column): \(message)" }
 
+    /// The issue at `path` (the request member that held the expression): `message`, `code`,
+    /// `line`, `column` and `expected` when known.
+    public func issue(path: String = "where") -> ValidationIssue {
+        ValidationIssue(path: path, message: message, line: line, column: column, code: code.rawValue, expected: expected)
+    }
+
     /// `validation_failed` with `details: [{path, message, code, line, column, expected?}]` (the
-    /// gateway's `{path, message}` shape plus the position).
+    /// gateway's `{path, message}` shape plus the position): `issue(path: field)`.
     public func apiError(field: String = "where") -> APIError {
-        var detail: [String: JSONValue] = [
-            "path": .string(field), "code": .string(code.rawValue), "message": .string(message),
-            "line": .int(Int64(line)), "column": .int(Int64(column)),
-        ]
-        if let expected { detail["expected"] = .string(expected) }
-        return APIError(.validationFailed, "\(field): \(description)", details: .array([.object(detail)]))
+        ValidationIssue.apiError([issue(path: field)], message: "\(field): \(description)")
     }
 }

@@ -24,27 +24,27 @@ public enum EventQueries {
     ///   - limit: text as it came in the query string (nil: 50).
     public static func list(tenantId: UUID, subscriberId: String, name: String? = nil, since: String? = nil,
                             cursor: String? = nil, limit: String? = nil) throws(APIError) -> EventListQuery {
-        var issues: [EventValidationIssue] = []
+        var issues: [ValidationIssue] = []
         var pageSize = defaultLimit
         if let limit {
             if let n = Int(limit), (1...maxLimit).contains(n) { pageSize = n } else {
-                issues.append(.init(index: nil, field: "limit", message: "limit must be an integer from 1 to \(maxLimit)"))
+                issues.append(ValidationIssue(path: "limit", message: "limit must be an integer from 1 to \(maxLimit)"))
             }
         }
         var sinceMicros: Int64?
         if let since, !since.isEmpty {
             sinceMicros = EventTimestamp.parseMicroseconds(since)
             if sinceMicros == nil {
-                issues.append(.init(index: nil, field: "since", message: "since must be an ISO 8601 date-time with an offset"))
+                issues.append(ValidationIssue(path: "since", message: "since must be an ISO 8601 date-time with an offset"))
             }
         }
         var position: EventCursor?
         if let cursor, !cursor.isEmpty {
             position = EventCursor(encoded: cursor)
-            if position == nil { issues.append(.init(index: nil, field: "cursor", message: "cursor is not one this API returned")) }
+            if position == nil { issues.append(ValidationIssue(path: "cursor", message: "cursor is not one this API returned")) }
         }
         guard issues.isEmpty else {
-            throw APIError(.validationFailed, "invalid query parameters", details: .array(issues.map(\.jsonValue)))
+            throw APIError(.validationFailed, "invalid query parameters", details: .array(issues.map(\.eventJSONValue)))
         }
         var parameters: [String?] = [tenantId.lowercasedText, subscriberId]
         var sql = """

@@ -116,60 +116,61 @@ public struct MessageIntake: Sendable {
     /// The validation alone (no I/O): every problem of target and content at once.
     public static func validate(_ json: JSONValue, now: Date = Date()) throws(APIError) -> MessageRequest {
         guard case .object(let object) = json else {
-            throw APIError(.validationFailed, "the request is invalid: the body must be a JSON object",
-                           details: [["path": "body", "message": "must be a JSON object"]])
+            throw ValidationIssue.apiError([ValidationIssue(path: "body", message: "must be a JSON object")],
+                                           message: "the request is invalid: the body must be a JSON object")
         }
-        var issues: [(String, String)] = []
+        var issues: [ValidationIssue] = []
+        func add(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
         for name in object.keys.sorted()
         where !contentMembers.contains(name) && !targetMembers.contains(name) && name != "environment" {
-            issues.append((name, "is not a known field"))
+            add(name, "is not a known field")
         }
         let given = targetMembers.filter { object[$0].map { !$0.isNull } ?? false }.sorted()
         var target: MessageTarget?
         if given.count > 1 {
-            issues.append((given[1], "give exactly one target: to, topic, segment or where (got \(given.joined(separator: ", ")))"))
+            add(given[1], "give exactly one target: to, topic, segment or where (got \(given.joined(separator: ", ")))")
         }
-        if given.isEmpty { issues.append(("to", "a target is required: to, topic, segment or where")) }
+        if given.isEmpty { add("to", "a target is required: to, topic, segment or where") }
         if let raw = object["where"], !raw.isNull {
             if let text = raw.stringValue {
                 do {
                     _ = try AudienceExpression.parse(text)
                     target = .expression(text, segment: nil)
                 } catch {
-                    issues.append(("where", error.description))
+                    add("where", error.description)
                 }
             } else {
-                issues.append(("where", "must be an audience expression string, e.g. plan == \"pro\""))
+                add("where", "must be an audience expression string, e.g. plan == \"pro\"")
             }
         }
         if let raw = object["segment"], !raw.isNull {
             if let key = raw.stringValue, !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy(isKeyCharacter) {
                 target = .expression("", segment: key)  // the expression is read when the message is accepted
             } else {
-                issues.append(("segment", "must be a segment key (1 to 128 of letters, digits, _ - . :)"))
+                add("segment", "must be a segment key (1 to 128 of letters, digits, _ - . :)")
             }
         }
         if let raw = object["to"], !raw.isNull {
             if let id = raw.stringValue {
-                if let problem = subscriberIdProblem(id) { issues.append(("to", problem)) } else { target = .subscribers([id]) }
+                if let problem = subscriberIdProblem(id) { add("to", problem) } else { target = .subscribers([id]) }
             } else if let list = raw.arrayValue, !list.isEmpty, list.count <= maxSubscribersPerMessage {
                 var ids: [String] = []
                 var seen = Set<String>()
                 for (index, item) in list.enumerated() {
-                    guard let id = item.stringValue else { issues.append(("to[\(index)]", "must be a subscriber id string")); continue }
-                    if let problem = subscriberIdProblem(id) { issues.append(("to[\(index)]", problem)); continue }
+                    guard let id = item.stringValue else { add("to[\(index)]", "must be a subscriber id string"); continue }
+                    if let problem = subscriberIdProblem(id) { add("to[\(index)]", problem); continue }
                     if seen.insert(id).inserted { ids.append(id) }
                 }
                 target = .subscribers(ids)
             } else {
-                issues.append(("to", "must be a subscriber id or an array of 1 to \(maxSubscribersPerMessage) subscriber ids"))
+                add("to", "must be a subscriber id or an array of 1 to \(maxSubscribersPerMessage) subscriber ids")
             }
         }
         if let raw = object["topic"], !raw.isNull {
             if let key = raw.stringValue, !key.isEmpty, key.utf8.count <= 128, key.utf8.allSatisfy(isKeyCharacter) {
                 target = .topic(key)
             } else {
-                issues.append(("topic", "must be a topic key (1 to 128 of letters, digits, _ - . :)"))
+                add("topic", "must be a topic key (1 to 128 of letters, digits, _ - . :)")
             }
         }
         var environment: String?
@@ -177,7 +178,7 @@ public struct MessageIntake: Sendable {
             if let value = raw.stringValue, value == "sandbox" || value == "production" {
                 environment = value
             } else {
-                issues.append(("environment", "must be one of: sandbox, production"))
+                add("environment", "must be one of: sandbox, production")
             }
         }
         var contentObject: [String: JSONValue] = [:]
@@ -186,12 +187,11 @@ public struct MessageIntake: Sendable {
         var content: MessageContent?
         switch MessageContent.validate(contentJSON, now: now) {
         case .success(let value): content = value
-        case .failure(let rejection): issues += rejection.issues.map { ($0.path, $0.message) }
+        case .failure(let rejection): issues += rejection.issues
         }
         guard issues.isEmpty, let target, let content else {
-            let details: [JSONValue] = issues.map { ["path": .string($0.0), "message": .string($0.1)] }
-            let summary = issues.prefix(3).map { "\($0.0) \($0.1)" }.joined(separator: "; ")
-            throw APIError(.validationFailed, "the message is invalid: \(summary)", details: .array(details))
+            let summary = issues.prefix(3).map { "\($0.path) \($0.message)" }.joined(separator: "; ")
+            throw ValidationIssue.apiError(issues, message: "the message is invalid: \(summary)")
         }
         return MessageRequest(target: target, content: content, contentJSON: contentJSON, environment: environment)
     }

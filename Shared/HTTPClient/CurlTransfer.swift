@@ -1,4 +1,5 @@
 internal import CCurl
+import BuzzKitCore
 
 /// One request in flight: the easy handle it runs on and what has arrived so far.
 ///

@@ -1,3 +1,5 @@
+import BuzzKitCore
+
 /// One request for `HTTPClient.execute(_:)`.
 ///
 /// The body is sent as is (curl copies it when the request starts, so the array may be reused at

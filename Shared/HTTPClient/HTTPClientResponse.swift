@@ -1,3 +1,5 @@
+import BuzzKitCore
+
 /// What came back for one request: any status counts as a response (a 500 is not an error here).
 public struct HTTPClientResponse: Sendable {
     public var status: Int

@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+import BuzzKitCore
 
 // C callbacks for libmicrohttpd: non-capturing closures in global constants (a capturing closure
 // for a C function pointer crashes the 6.3.1 compiler). Context arrives through the `void *`.
@@ -20,8 +21,8 @@ let bkRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
 /// MHD_KeyValueIterator for headers: `cls` points to a `[(name: String, value: String)]`.
 let bkCollectHeader: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
-    let fields = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
-    fields.pointee.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    let fields = cls.assumingMemoryBound(to: [HTTPHeaders.Field].self)
+    fields.pointee.append(HTTPHeaders.Field(name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 

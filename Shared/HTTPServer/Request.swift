@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitWire
 
 /// One HTTP request as a handler sees it: fully received (body included), immutable, `Sendable`.

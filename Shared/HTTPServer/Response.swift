@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitWire
 
 /// What a handler answers: a status, headers and a body.

@@ -228,7 +228,7 @@ final class ServerCore: @unchecked Sendable {
 
     private func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
                              state: RequestState) -> Request {
-        var fields: [(name: String, value: String)] = []
+        var fields: [HTTPHeaders.Field] = []
         withUnsafeMutablePointer(to: &fields) { pointer in
             _ = MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, bkCollectHeader, pointer)
         }
@@ -245,7 +245,7 @@ final class ServerCore: @unchecked Sendable {
         let body = state.body
         state.body = []
         return Request(method: String(cString: method), path: String(cString: url),
-                       rawQuery: Self.rawQuery(arguments), headers: HTTPHeaders(fields), body: body,
+                       rawQuery: Self.rawQuery(arguments), headers: HTTPHeaders(fields: fields), body: body,
                        remoteAddress: address)
     }
 
@@ -283,8 +283,8 @@ final class ServerCore: @unchecked Sendable {
         var hasContentType = false
         var hasRequestId = false
         for field in response.headers {
-            if HTTPHeaders.equalIgnoringCase(field.name, "Content-Type") { hasContentType = true }
-            if HTTPHeaders.equalIgnoringCase(field.name, "X-Request-Id") { hasRequestId = true }
+            if HTTPHeaders.equalNames(field.name, "Content-Type") { hasContentType = true }
+            if HTTPHeaders.equalNames(field.name, "X-Request-Id") { hasRequestId = true }
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         if !hasContentType, response.isEnvelope {

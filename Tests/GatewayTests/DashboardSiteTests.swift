@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitHTTPClient
 import BuzzKitTestSupport
 import BuzzKitWire
@@ -12,7 +13,7 @@ import Testing
 struct DashboardSiteTests {
     func get(_ h: GatewayHarness, _ path: String, method: HTTPMethod = .GET,
              headers: [String: String] = [:]) async throws -> HTTPClientResponse {
-        var fields = BuzzKitHTTPClient.HTTPHeaders()
+        var fields = HTTPHeaders()
         for (name, value) in headers { fields.add(name: name, value: value) }
         return try await h.client.execute(HTTPClientRequest(method: method, url: h.baseURL + path, headers: fields))
     }

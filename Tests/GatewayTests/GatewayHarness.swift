@@ -15,7 +15,7 @@ import GatewayApp
 /// One answer as a test sees it.
 struct Reply: Sendable {
     var status: Int
-    var headers: BuzzKitHTTPClient.HTTPHeaders
+    var headers: HTTPHeaders
     var envelope: Envelope
     var data: JSONValue? { envelope.data }
     var code: String? { envelope.error?.code.rawValue }
@@ -93,7 +93,7 @@ final class GatewayHarness: Sendable {
 
     func send(_ method: String, _ path: String, key: String? = nil, tenant: String? = nil, body: JSONValue? = nil,
               installation: String? = nil, headers extra: [String: String] = [:]) async throws -> Reply {
-        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        var headers = HTTPHeaders()
         if let installation { headers.add(name: "BuzzKit-Installation", value: installation) }
         if let key { headers.add(name: "Authorization", value: "Bearer \(key)") }
         if let tenant { headers.add(name: "BuzzKit-Tenant", value: tenant) }

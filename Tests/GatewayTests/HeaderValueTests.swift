@@ -1,5 +1,5 @@
+import BuzzKitCore
 import Testing
-import BuzzKitHTTPServer
 @testable import GatewayApp
 
 /// The byte-level header helpers every request goes through.

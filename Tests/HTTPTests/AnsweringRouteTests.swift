@@ -87,7 +87,7 @@ import Testing
         try await withServer(routes: { router in
             router.use { request, next in
                 var response = try await next(request)
-                response.headers.set("X-Middleware", "yes")
+                response.headers.replaceOrAdd(name: "X-Middleware", value: "yes")
                 return response
             }
             router.on("GET", "/deferred", answering: { _ in

@@ -190,7 +190,7 @@ struct Boom: Error, CustomStringConvertible {
                     throw APIError(.unauthorized, "missing or invalid key")
                 }
                 var response = try await next(request)
-                response.headers.set("X-Middleware", "yes")
+                response.headers.replaceOrAdd(name: "X-Middleware", value: "yes")
                 return response
             }
             router.get("/private") { _ in .json("secret") }

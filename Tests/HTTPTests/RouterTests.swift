@@ -1,4 +1,5 @@
 @testable import BuzzKitHTTPServer
+import BuzzKitCore
 import BuzzKitWire
 import Testing
 
@@ -85,10 +86,10 @@ import Testing
 
     @Test func headersAreCaseInsensitive() {
         var headers: HTTPHeaders = ["Content-Type": "application/json", "X-A": "1"]
-        headers.add("x-a", "2")
+        headers.add(name: "x-a", value: "2")
         #expect(headers["content-type"] == "application/json")
         #expect(headers["X-a"] == "1, 2")
-        headers.set("X-A", "3")
+        headers.replaceOrAdd(name: "X-A", value: "3")
         #expect(headers["x-a"] == "3")
         #expect(headers["missing"] == nil)
     }

@@ -1,3 +1,4 @@
+import BuzzKitCore
 import Testing
 import BuzzKitHTTPClient
 import BuzzKitWire

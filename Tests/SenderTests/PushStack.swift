@@ -150,7 +150,7 @@ final class PushStack: Sendable {
 
     func api(_ method: String, _ path: String, body: JSONValue? = nil, key: String? = nil,
              headers extra: [String: String] = [:]) async throws -> Reply {
-        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(key ?? tenantKey)")
         for (name, value) in extra { headers.add(name: name, value: value) }
         var bytes: [UInt8] = []

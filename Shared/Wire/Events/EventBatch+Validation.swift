@@ -1,30 +1,11 @@
 import Foundation
 
-/// One thing wrong with a batch: the event's index in `events` (nil for the batch itself), the
-/// field (`name`, `data.messageId`, `subscriberId`, ...) and why, in words.
-public struct EventValidationIssue: Sendable, Hashable {
-    public var index: Int?
-    public var field: String
-    public var message: String
-
-    public init(index: Int?, field: String, message: String) {
-        self.index = index
-        self.field = field
-        self.message = message
-    }
-
-    /// `{"index": 3, "field": "name", "message": "..."}` (`index` is null for batch-level issues).
-    public var jsonValue: JSONValue {
-        ["index": index.map { .int(Int64($0)) } ?? .null, "field": .string(field), "message": .string(message)]
-    }
-}
-
 /// Why a batch was refused as a whole.
 public enum EventBatchRejection: Error, Sendable, Hashable {
     /// More than `EventBatch.maxEvents` events; nothing else was checked.
     case tooManyEvents(count: Int)
     /// Every problem found, in event order.
-    case invalid([EventValidationIssue])
+    case invalid([ValidationIssue])
 }
 
 extension EventBatch {
@@ -38,9 +19,9 @@ extension EventBatch {
     /// unique within the batch. Unknown top-level or event members are ignored.
     public static func validate(_ body: JSONValue, now: Date = Date()) -> Result<EventBatch, EventBatchRejection> {
         guard case .object(let object) = body else {
-            return .failure(.invalid([EventValidationIssue(index: nil, field: "body", message: "the body must be a JSON object")]))
+            return .failure(.invalid([ValidationIssue(path: "body", message: "the body must be a JSON object")]))
         }
-        var issues: [EventValidationIssue] = []
+        var issues: [ValidationIssue] = []
         var identity: EventIdentity?
         let subscriber = object["subscriberId"].flatMap { $0.isNull ? nil : $0 }
         let anonymous = object["anonymousId"].flatMap { $0.isNull ? nil : $0 }
@@ -91,7 +72,7 @@ extension EventBatch {
 
     // MARK: - Internals
 
-    private static func identityValue(_ value: JSONValue, field: String, into issues: inout [EventValidationIssue]) -> String? {
+    private static func identityValue(_ value: JSONValue, field: String, into issues: inout [ValidationIssue]) -> String? {
         guard case .string(let id) = value, !id.isEmpty else {
             issues.append(.init(index: nil, field: field, message: "\(field) must be a non-empty string"))
             return nil
@@ -104,7 +85,7 @@ extension EventBatch {
     }
 
     private static func validateEvent(_ item: JSONValue, index: Int, latest: Int64,
-                                      into issues: inout [EventValidationIssue]) -> TrackedEvent? {
+                                      into issues: inout [ValidationIssue]) -> TrackedEvent? {
         guard case .object(let event) = item else {
             issues.append(.init(index: index, field: "event", message: "each event must be a JSON object"))
             return nil
@@ -163,11 +144,28 @@ extension EventBatch {
 }
 
 extension EventBatchRejection {
-    /// `details` for the API error: one `{index, field, message}` per issue, or `{limit, count}`.
+    /// `details` for the API error: one `ValidationIssue.eventJSONValue` per issue, or `{limit, count}`.
     public var details: JSONValue {
         switch self {
         case .tooManyEvents(let count): return ["limit": .int(Int64(EventBatch.maxEvents)), "count": .int(Int64(count))]
-        case .invalid(let issues): return .array(issues.map(\.jsonValue))
+        case .invalid(let issues): return .array(issues.map(\.eventJSONValue))
         }
+    }
+}
+
+extension ValidationIssue {
+    /// An issue of a batch (`index` nil) or of its event at `index`, about its member `field`.
+    init(index: Int?, field: String, message: String) {
+        self.init(path: field, message: message, index: index)
+    }
+
+    /// `jsonValue` (`path`, `message`, `index`) with two members the event routes answered before
+    /// the shape was shared, kept so clients that read them go on working: `field` (the same as
+    /// `path`) and `index` null for an issue of the batch or query as a whole.
+    public var eventJSONValue: JSONValue {
+        guard case .object(var object) = jsonValue else { return jsonValue }
+        object["field"] = .string(path)
+        if index == nil { object["index"] = .null }
+        return .object(object)
     }
 }

@@ -15,7 +15,7 @@ extension MessageContent {
     {
         guard case .object(let object) = body else {
             return .failure(MessageContentRejection(issues: [
-                PushValidationIssue(path: "body", message: "the message must be a JSON object"),
+                ValidationIssue(path: "body", message: "the message must be a JSON object"),
             ]))
         }
         var reader = MemberReader(object: object)
@@ -57,10 +57,10 @@ extension MessageContent {
     /// - the encoded payload (with a message id as long as `messageIdForSizeCheck`) fits in
     ///   `PushPayload.maxBytes` (4096).
     public func issues(now: Date = Date(),
-                       messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId) -> [PushValidationIssue]
+                       messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId) -> [ValidationIssue]
     {
-        var issues: [PushValidationIssue] = []
-        func add(_ path: String, _ message: String) { issues.append(PushValidationIssue(path: path, message: message)) }
+        var issues: [ValidationIssue] = []
+        func add(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
         let strings: [(String, String?)] = [
             ("title", title), ("subtitle", subtitle), ("body", body), ("deepLink", deepLink),
             ("category", category), ("image", image), ("sound", sound), ("threadId", threadId),
@@ -133,7 +133,7 @@ extension MessageContent {
 
     /// Issues in member order (as `validate` lists the members), then button index, then the
     /// order they were found in.
-    private static func ordered(_ issues: [PushValidationIssue]) -> [PushValidationIssue] {
+    private static func ordered(_ issues: [ValidationIssue]) -> [ValidationIssue] {
         let order = ["body", "title", "subtitle", "data", "deepLink", "action", "actions", "category", "image",
                      "sound", "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId",
                      "payload"]
@@ -155,7 +155,7 @@ extension MessageContent {
 /// Reads typed members of a request object, noting each type problem.
 private struct MemberReader {
     let object: [String: JSONValue]
-    var issues: [PushValidationIssue] = []
+    var issues: [ValidationIssue] = []
 
     init(object: [String: JSONValue]) { self.object = object }
 
@@ -165,7 +165,7 @@ private struct MemberReader {
     }
 
     mutating func fail(_ path: String, _ message: String) {
-        issues.append(PushValidationIssue(path: path, message: message))
+        issues.append(ValidationIssue(path: path, message: message))
     }
 
     mutating func string(_ key: String) -> String? {

@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitHTTPServer
 import BuzzKitWire
 import Foundation
@@ -123,13 +124,13 @@ extension Gateway {
     /// `RateLimit-Limit`, `-Remaining`, `-Reset`, and `Retry-After` on a denial.
     static func rateLimitHeaders(_ decision: RateLimiter.Decision) -> HTTPHeaders {
         // One array of the right size (appending one by one reallocated it twice per request).
-        var fields: [(name: String, value: String)] = []
+        var fields: [HTTPHeaders.Field] = []
         fields.reserveCapacity(4)
-        fields.append((name: "RateLimit-Limit", value: String(decision.limit)))
-        fields.append((name: "RateLimit-Remaining", value: String(decision.remaining)))
-        fields.append((name: "RateLimit-Reset", value: String(decision.resetSeconds)))
-        if !decision.allowed { fields.append((name: "Retry-After", value: String(decision.retryAfterSeconds))) }
-        return HTTPHeaders(fields)
+        fields.append(HTTPHeaders.Field(name: "RateLimit-Limit", value: String(decision.limit)))
+        fields.append(HTTPHeaders.Field(name: "RateLimit-Remaining", value: String(decision.remaining)))
+        fields.append(HTTPHeaders.Field(name: "RateLimit-Reset", value: String(decision.resetSeconds)))
+        if !decision.allowed { fields.append(HTTPHeaders.Field(name: "Retry-After", value: String(decision.retryAfterSeconds))) }
+        return HTTPHeaders(fields: fields)
     }
 
     /// The handler's outcome as the response: its own headers plus the rate-limit headers; an
@@ -141,7 +142,7 @@ extension Gateway {
             if response.headers.count == 0 {
                 response.headers = rateHeaders
             } else {
-                for field in rateHeaders { response.headers.set(field.name, field.value) }
+                for field in rateHeaders { response.headers.replaceOrAdd(name: field.name, value: field.value) }
             }
             return response
         case .failure(let error as APIError):

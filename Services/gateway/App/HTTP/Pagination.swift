@@ -16,13 +16,13 @@ struct Page {
 
     /// Reads `cursor` and `limit`; both problems reported at once.
     init(_ request: Request) throws(APIError) {
-        var issues: [FieldIssue] = []
+        var issues: [ValidationIssue] = []
         limit = Self.defaultLimit
         if let raw = request.query["limit"] {
             if let value = Int(raw), (1...Self.maxLimit).contains(value) {
                 limit = value
             } else {
-                issues.append(FieldIssue(path: "limit", message: "must be an integer from 1 to \(Self.maxLimit)"))
+                issues.append(ValidationIssue(path: "limit", message: "must be an integer from 1 to \(Self.maxLimit)"))
             }
         }
         if let raw = request.query["cursor"], !raw.isEmpty {
@@ -30,7 +30,7 @@ struct Page {
                text.hasPrefix("k:") {
                 after = String(text.dropFirst(2))
             } else {
-                issues.append(FieldIssue(path: "cursor", message: "is not a cursor this API returned"))
+                issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned"))
             }
         }
         try Validator.throwIfAny(issues)

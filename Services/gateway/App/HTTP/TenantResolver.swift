@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitHTTPServer
 import BuzzKitPostgres
 import BuzzKitWire

@@ -1,19 +1,12 @@
 import BuzzKitWire
 import Foundation
 
-/// One problem with a request: the field's path (`apns.teamId`, `ids[3]`, `limit`) and what is
-/// wrong with it.
-public struct FieldIssue: Sendable, Hashable {
-    public var path: String
-    public var message: String
-}
-
 /// Reads a JSON object field by field and collects EVERY problem, so a `422 validation_failed`
 /// lists all of them at once in `details` (`[{path, message}]`), not the first one only.
 ///
 /// Unknown fields are problems too (a typo is better refused than silently ignored).
 struct Validator {
-    private(set) var issues: [FieldIssue] = []
+    private(set) var issues: [ValidationIssue] = []
     let object: [String: JSONValue]
     let prefix: String
 
@@ -26,19 +19,19 @@ struct Validator {
         case .object(let object):
             self.object = object
             for name in object.keys.sorted() where !allowed.contains(name) {
-                issues.append(FieldIssue(path: prefix + name, message: "is not a known field"))
+                issues.append(ValidationIssue(path: prefix + name, message: "is not a known field"))
             }
         case nil:
             self.object = [:]
-            if requireBody { issues.append(FieldIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "is required")) }
+            if requireBody { issues.append(ValidationIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "is required")) }
         default:
             self.object = [:]
-            issues.append(FieldIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "must be a JSON object"))
+            issues.append(ValidationIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "must be a JSON object"))
         }
     }
 
     mutating func add(_ path: String, _ message: String) {
-        issues.append(FieldIssue(path: prefix + path, message: message))
+        issues.append(ValidationIssue(path: prefix + path, message: message))
     }
 
     mutating func merge(_ other: Validator) { issues += other.issues }
@@ -105,11 +98,10 @@ struct Validator {
         try Self.throwIfAny(issues)
     }
 
-    static func throwIfAny(_ issues: [FieldIssue]) throws(APIError) {
+    static func throwIfAny(_ issues: [ValidationIssue]) throws(APIError) {
         guard !issues.isEmpty else { return }
-        let details: [JSONValue] = issues.map { ["path": .string($0.path), "message": .string($0.message)] }
         let summary = issues.count == 1 ? "1 field is invalid" : "\(issues.count) fields are invalid"
-        throw APIError(.validationFailed, "the request is invalid: \(summary)", details: .array(details))
+        throw ValidationIssue.apiError(issues, message: "the request is invalid: \(summary)")
     }
 }
 

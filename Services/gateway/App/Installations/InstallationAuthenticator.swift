@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitCore
 import BuzzKitHTTPServer
 import BuzzKitWire
 import Foundation

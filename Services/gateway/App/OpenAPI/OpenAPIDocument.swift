@@ -53,10 +53,17 @@ public enum OpenAPIDocument {
                 ],
                 "Error": Schema.object([
                     "code": Schema.ref("ErrorCode"), "message": Schema.string(),
-                    "details": ["description": "Specifics; for validation_failed a list of {path, message}"],
+                    "details": ["description": "Specifics; for validation_failed a list of ValidationIssue"],
                 ], required: ["code", "message"]),
-                "FieldIssue": Schema.object(["path": Schema.string(), "message": Schema.string()],
-                                            required: ["path", "message"]),
+                "ValidationIssue": Schema.object([
+                    "path": Schema.string(), "message": Schema.string(),
+                    "index": ["type": ["integer", "null"], "description": "the event's position in the batch (events; null: the batch)"],
+                    "field": ["type": "string", "description": "events only: the same as path, kept for older clients"],
+                    "line": ["type": "integer", "description": "1-based line in an expression"],
+                    "column": ["type": "integer", "description": "1-based column in an expression"],
+                    "code": ["type": "string", "description": "a finer reason (expressions: syntax_error, ...)"],
+                    "expected": ["type": "string", "description": "what an expression's parser expected there"],
+                ], required: ["path", "message"], additional: true),
                 "Metadata": Schema.object([
                     "requestId": Schema.string(), "cursor": Schema.nullable(Schema.string()),
                     "hasMore": Schema.boolean, "replayed": Schema.boolean,

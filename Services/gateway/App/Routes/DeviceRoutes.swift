@@ -70,7 +70,7 @@ enum DeviceRoutes {
 extension Gateway {
     func registerDevice(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        var issues: [FieldIssue] = []
+        var issues: [ValidationIssue] = []
         var subscriber = "", token = ""
         do { subscriber = try SubscriberRoutes.subscriberID(context) } catch { issues += Self.issues(of: error) }
         do { token = try DeviceRoutes.token(context) } catch { issues += Self.issues(of: error) }
@@ -139,10 +139,10 @@ extension Gateway {
     }
 
     /// The field issues inside a `validation_failed` error (to merge several checks into one answer).
-    static func issues(of error: APIError) -> [FieldIssue] {
+    static func issues(of error: APIError) -> [ValidationIssue] {
         guard error.code == .validationFailed, let details = error.details?.arrayValue else {
-            return [FieldIssue(path: "", message: error.message)]
+            return [ValidationIssue(path: "", message: error.message)]
         }
-        return details.map { FieldIssue(path: $0["path"]?.stringValue ?? "", message: $0["message"]?.stringValue ?? "") }
+        return details.map { ValidationIssue(path: $0["path"]?.stringValue ?? "", message: $0["message"]?.stringValue ?? "") }
     }
 }

@@ -55,17 +55,17 @@ extension Gateway {
     func listMessages(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let page = try Page(context.request)
-        var issues: [FieldIssue] = []
+        var issues: [ValidationIssue] = []
         var after: (createdAt: String, id: UUID)?
         if let key = page.after {
             after = MessageRoutes.parseListKey(key)
-            if after == nil { issues.append(FieldIssue(path: "cursor", message: "is not a cursor this API returned")) }
+            if after == nil { issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned")) }
         }
         var status: String?
         if let raw = context.request.query["status"], !raw.isEmpty {
             let allowed = ["queued", "fanning_out", "fanned_out", "failed"]
             if allowed.contains(raw) { status = raw } else {
-                issues.append(FieldIssue(path: "status", message: "must be one of: " + allowed.joined(separator: ", ")))
+                issues.append(ValidationIssue(path: "status", message: "must be one of: " + allowed.joined(separator: ", ")))
             }
         }
         try Validator.throwIfAny(issues)

@@ -119,7 +119,7 @@ extension Gateway {
         var status: String?
         if let raw = context.request.query["status"], !raw.isEmpty {
             guard MessageRoutes.deliveryStatuses.contains(raw) else {
-                try Validator.throwIfAny([FieldIssue(path: "status", message: "must be one of: "
+                try Validator.throwIfAny([ValidationIssue(path: "status", message: "must be one of: "
                                                      + MessageRoutes.deliveryStatuses.joined(separator: ", "))])
                 return .json(nil)
             }
@@ -128,7 +128,7 @@ extension Gateway {
         var after: UUID?
         if let text = page.after {
             guard let value = UUID(uuidString: text) else {
-                try Validator.throwIfAny([FieldIssue(path: "cursor", message: "is not a cursor this API returned")])
+                try Validator.throwIfAny([ValidationIssue(path: "cursor", message: "is not a cursor this API returned")])
                 return .json(nil)
             }
             after = value

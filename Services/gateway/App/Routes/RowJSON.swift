@@ -38,7 +38,7 @@ extension Gateway {
         if value.isEmpty { problem = "must not be empty" }
         else if value.count > maxLength { problem = "must be at most \(maxLength) characters" }
         else { problem = rule(value) }
-        if let problem { try Validator.throwIfAny([FieldIssue(path: "path.\(name)", message: problem)]) }
+        if let problem { try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem)]) }
         return value
     }
 }

@@ -57,7 +57,7 @@ extension Gateway {
         let tenant = try context.tenant
         let name = context.request.query["window"].flatMap { $0.isEmpty ? nil : $0 } ?? "24h"
         guard let window = StatsRoutes.windows[name] else {
-            try Validator.throwIfAny([FieldIssue(path: "window", message: "must be one of: 24h, 7d")])
+            try Validator.throwIfAny([ValidationIssue(path: "window", message: "must be one of: 24h, 7d")])
             return .json(nil)
         }
         let bounds = try await postgres.query("""

@@ -139,7 +139,7 @@ extension Gateway {
         var prefix: String?
         if let raw = context.request.query["prefix"], !raw.isEmpty {
             if let problem = raw.count > 256 ? "must be at most 256 characters" : FieldRules.identifier(raw) {
-                try Validator.throwIfAny([FieldIssue(path: "prefix", message: problem)])
+                try Validator.throwIfAny([ValidationIssue(path: "prefix", message: problem)])
             }
             prefix = raw
         }

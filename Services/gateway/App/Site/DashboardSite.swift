@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitHTTPServer
 import BuzzKitWire
@@ -112,7 +113,7 @@ public struct DashboardSite: Sendable {
         if let tags = request.headers["If-None-Match"], matches(tags, file.etag) {
             return Response(status: 304, headers: headers, body: [])
         }
-        headers.add("Content-Type", file.contentType)
+        headers.add(name: "Content-Type", value: file.contentType)
         return Response(status: 200, headers: headers, body: file.bytes)
     }
 
