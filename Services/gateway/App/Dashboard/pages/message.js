@@ -61,7 +61,7 @@ export async function render(main, params, ctx) {
   // While anything is in flight, counts and the shown page follow along.
   const timer = setInterval(async () => {
     const c = message.counts;
-    if (message.status === 'fanned_out' && c.queued + c.sending === 0 && message.status !== 'failed') return;
+    if (message.status === 'failed' || (message.status === 'fanned_out' && c.queued + c.sending === 0)) return;
     try {
       ({ data: message } = await api('GET', `/v1/messages/${message.id}`, { signal: ctx.signal }));
       draw();

@@ -9,13 +9,17 @@ export function messageTitle(m) {
   return c.title || c.body || (c.action?.name ? `action ${c.action.name}` : 'silent push');
 }
 
+const unsettled = (m) => m.status === 'queued' || m.status === 'fanning_out' || m.counts.queued + m.counts.sending > 0;
+
 export async function render(main, params, ctx) {
   const body = h('div', {}, loading());
+  let shown = [];
   const paging = pager({
     pageSize: 25,
     labels: ['Newer', 'Older'],
     load: (cursor) => api('GET', '/v1/messages', { query: { cursor, limit: 25 }, signal: ctx.signal }),
     render: (rows) => {
+      shown = rows;
       if (!rows.length && paging.page === 0) {
         put(body, empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
           button('Send a message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })));
@@ -40,7 +44,9 @@ export async function render(main, params, ctx) {
     button('New message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })),
   card(null, h('div', {}, body, paging.bar), { class: 'flush' }));
   await paging.go(0);
-  // The first page follows new sends and progress while it is shown.
-  const timer = setInterval(() => { if (paging.page === 0) paging.refresh().catch(() => {}); }, 5000);
+  // The first page follows the progress of sends still in flight (nothing is re-read once all settled).
+  const timer = setInterval(() => {
+    if (paging.page === 0 && shown.some(unsettled)) paging.refresh().catch(() => {});
+  }, 3000);
   return () => clearInterval(timer);
 }
