@@ -70,7 +70,7 @@ public struct MessageIntake: Sendable {
         public var id: UUID
         /// `{"id", "status": "queued", "audienceSize": null}`.
         public var jsonValue: JSONValue {
-            ["id": .string(id.lowercasedText), "status": "queued", "audienceSize": .null]
+            ["id": .string(id.lowercasedText), "status": .string(MessageStatus.queued.rawValue), "audienceSize": .null]
         }
     }
 

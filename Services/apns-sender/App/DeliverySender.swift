@@ -45,7 +45,7 @@ struct DeliverySender: Sendable {
     /// A delivery's end: final status and the attempts that led there.
     struct Outcome: Sendable {
         var claimed: Claimed
-        var status: String
+        var status: DeliveryStatus
         var lastStatus: Int?
         var lastReason: String?
         var errorCode: String?
@@ -73,16 +73,16 @@ struct DeliverySender: Sendable {
         let now = Date()
         var outcomes: [Outcome]
         if let problem = tenant.problem {
-            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", lastReason: problem.message, errorCode: problem.code, attempts: []) }
+            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: []) }
         } else if let unsendable {
-            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", lastReason: unsendable, errorCode: "message_invalid", attempts: []) }
+            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: []) }
         } else if let message, message.isExpired(now: now) {
-            outcomes = claimed.map { Outcome(claimed: $0, status: "expired", errorCode: "message_expired", attempts: []) }
+            outcomes = claimed.map { Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: []) }
         } else if let message, let apns = tenant.credentials {
             outcomes = await send(claimed, message: message, credentials: apns, tenant: chunk.tenantId)
             metrics.send.observe(ContinuousClock.now - claimedAt)
         } else {
-            outcomes = claimed.map { Outcome(claimed: $0, status: "failed", errorCode: "apns_credentials_missing", attempts: []) }
+            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: []) }
         }
         let recording = ContinuousClock.now
         try await record(outcomes, tenant: chunk.tenantId, claimID: claimID)
@@ -156,7 +156,7 @@ struct DeliverySender: Sendable {
             } catch {
                 logger.error("apns client could not be made", metadata: ["error": "\(error)"])
                 outcomes += deliveries.map {
-                    Outcome(claimed: $0, status: "failed", lastReason: "\(error)", errorCode: "apns_client_unavailable", attempts: [])
+                    Outcome(claimed: $0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable", attempts: [])
                 }
                 continue
             }
@@ -175,13 +175,13 @@ struct DeliverySender: Sendable {
 
     static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult) -> Outcome {
         let last = result.attempts.last
-        var outcome = Outcome(claimed: delivery, status: "failed", lastStatus: last.map(\.status),
+        var outcome = Outcome(claimed: delivery, status: .failed, lastStatus: last.map(\.status),
                               lastReason: last?.reason?.rawValue, attempts: result.attempts)
         switch result.outcome {
         case .delivered:
-            outcome.status = "sent"
+            outcome.status = .sent
         case .invalidToken(let reason, let timestamp):
-            outcome.status = "invalid_token"
+            outcome.status = .invalidToken
             outcome.lastReason = reason.rawValue
             outcome.invalidation = (delivery.token, timestamp ?? Date(), reason.rawValue)
         case .failed(let reason):
@@ -243,7 +243,7 @@ struct DeliverySender: Sendable {
                 aError.append(attempt.transportError?.description)
             }
             uId.append(outcome.claimed.id)
-            uStatus.append(outcome.status)
+            uStatus.append(outcome.status.rawValue)
             uAttempts.append(outcome.claimed.attemptCount + outcome.attempts.count)
             uLast.append(outcome.lastStatus)
             uReason.append(outcome.lastReason)

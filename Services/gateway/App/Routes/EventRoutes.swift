@@ -28,7 +28,7 @@ enum EventRoutes {
                              "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents),
                          ], required: ["events"]),
                          response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
-                         status: 202, errors: ErrorCode.eventCodes,
+                         status: 202, errors: [.batchTooLarge, .ingestUnavailable],
                          handler: { g, c in try await g.trackEvents(c) }),
             GatewayRoute("GET", "/v1/subscribers/{id}/events", id: "listSubscriberEvents",
                          "A subscriber's events, newest first (filter by name and since)",

@@ -9,14 +9,14 @@ import Foundation
 /// list shows where every send stands without one call per message.
 extension MessageRoutes {
     static let listItem = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(), "target": Schema.anyObject, "content": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject, "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
 
     static let statusParameter = QueryParameter(
-        "status", "Only messages in this status", schema: Schema.string(enumeration: ["queued", "fanning_out", "fanned_out", "failed"]))
+        "status", "Only messages in this status", schema: Schema.string(enumeration: messageStatuses))
 
     static var listRoute: GatewayRoute {
         GatewayRoute("GET", "/v1/messages", id: "listMessages",
@@ -61,11 +61,12 @@ extension Gateway {
             after = MessageRoutes.parseListKey(key)
             if after == nil { issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned")) }
         }
-        var status: String?
+        var status: MessageStatus?
         if let raw = context.request.query["status"], !raw.isEmpty {
-            let allowed = ["queued", "fanning_out", "fanned_out", "failed"]
-            if allowed.contains(raw) { status = raw } else {
-                issues.append(ValidationIssue(path: "status", message: "must be one of: " + allowed.joined(separator: ", ")))
+            status = MessageStatus(rawValue: raw)
+            if status == nil {
+                issues.append(ValidationIssue(path: "status", message: "must be one of: "
+                                              + MessageRoutes.messageStatuses.joined(separator: ", ")))
             }
         }
         try Validator.throwIfAny(issues)
@@ -82,7 +83,7 @@ extension Gateway {
                    OR (m.created_at = $3::timestamptz AND m.id < $4::uuid))
               AND ($3::timestamptz IS NULL OR m.created_at <= $3::timestamptz)
             ORDER BY m.created_at DESC, m.id DESC LIMIT $5
-            """, [tenant, status, after?.createdAt, after?.id, page.limit + 1])
+            """, [tenant, status?.rawValue, after?.createdAt, after?.id, page.limit + 1])
         let items = try rows.map { row -> [String: JSONValue] in
             var json = try MessageRoutes.messageJSON(row)
             json["receipts"] = [

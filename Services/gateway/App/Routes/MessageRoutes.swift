@@ -7,13 +7,14 @@ import Foundation
 /// Sending push: `POST /v1/messages` stores and queues a message (`MessageIntake`); apns-sender
 /// fans it out and writes the delivery ledger, which the GET routes read.
 enum MessageRoutes {
-    static let deliveryStatuses = ["queued", "sending", "sent", "failed", "expired", "invalid_token"]
+    static let deliveryStatuses = DeliveryStatus.allCases.map(\.rawValue)
+    static let messageStatuses = MessageStatus.allCases.map(\.rawValue)
 
     static let accepted = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(), "audienceSize": Schema.nullable(Schema.integer),
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "audienceSize": Schema.nullable(Schema.integer),
     ])
     static let message = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(), "target": Schema.anyObject, "content": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject, "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject,
         "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
@@ -21,7 +22,7 @@ enum MessageRoutes {
     ])
     static let delivery = Schema.object([
         "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(), "deviceToken": Schema.string(),
-        "environment": Schema.string(), "status": Schema.string(), "attemptCount": Schema.integer,
+        "environment": Schema.string(), "status": Schema.string(enumeration: deliveryStatuses), "attemptCount": Schema.integer,
         "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
         "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),
         "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
@@ -116,14 +117,14 @@ extension Gateway {
         let tenant = try context.tenant
         let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("message"))
         let page = try Page(context.request)
-        var status: String?
+        var status: DeliveryStatus?
         if let raw = context.request.query["status"], !raw.isEmpty {
-            guard MessageRoutes.deliveryStatuses.contains(raw) else {
+            guard let known = DeliveryStatus(rawValue: raw) else {
                 try Validator.throwIfAny([ValidationIssue(path: "status", message: "must be one of: "
                                                      + MessageRoutes.deliveryStatuses.joined(separator: ", "))])
                 return .json(nil)
             }
-            status = raw
+            status = known
         }
         var after: UUID?
         if let text = page.after {
@@ -140,7 +141,7 @@ extension Gateway {
             WHERE message_id = $1::uuid AND tenant_id = $2::uuid AND ($3::text IS NULL OR status = $3)
               AND ($4::uuid IS NULL OR id > $4::uuid)
             ORDER BY id LIMIT $5
-            """, [id, tenant, status, after, page.limit + 1])
+            """, [id, tenant, status?.rawValue, after, page.limit + 1])
         let items = try rows.map(MessageRoutes.deliveryJSON)
         return page.response(items) { $0["id"]?.stringValue ?? "" }
     }

@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitHTTPServer
 import BuzzKitPostgres
 import BuzzKitWire
@@ -99,8 +100,11 @@ extension Gateway {
             let at = try row.decode(String.self, named: "at"), status = try row.decode(String.self, named: "status")
             let n = try row.decode(Int64.self, named: "n")
             byStatus[status, default: 0] += n
-            if status == "sent" { sent[at, default: 0] += n }
-            if ["failed", "expired", "invalid_token"].contains(status) { failed[at, default: 0] += n }
+            switch DeliveryStatus(rawValue: status) {
+            case .sent?: sent[at, default: 0] += n
+            case .failed?, .expired?, .invalidToken?: failed[at, default: 0] += n
+            case .queued?, .sending?, nil: break
+            }
         }
         var deliveries: [String: JSONValue] = [:]
         for status in MessageRoutes.deliveryStatuses { deliveries[status] = .int(byStatus[status] ?? 0) }

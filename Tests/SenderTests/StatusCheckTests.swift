@@ -1,0 +1,65 @@
+import BuzzKitContracts
+import BuzzKitMigrations
+import BuzzKitPostgres
+import BuzzKitTestSupport
+import Testing
+
+/// `MessageStatus` and `DeliveryStatus` are the SQL `CHECK` lists of `messages.status` and
+/// `deliveries.status`, as the migrated database holds them (read from `pg_constraint`, so a
+/// later migration that changes a list must change the enum too, and the other way round).
+@Suite("Statuses: the enums are the CHECK lists")
+struct StatusCheckTests {
+    @Test func messageAndDeliveryStatusesEqualTheirCheckConstraints() async throws {
+        let schema = TestEnvironment.uniqueName("statuses")
+        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
+        let outcome: Result<(messages: Set<String>, deliveries: Set<String>), any Error>
+        do {
+            // Parallel tests race on the baseline's database-wide `CREATE EXTENSION IF NOT EXISTS
+            // pgcrypto`; a file that fails leaves nothing behind, so trying again is safe.
+            for attempt in 1...5 {
+                do {
+                    _ = try await Migrator(client: postgres, logger: .silent()).migrate()
+                    break
+                } catch where attempt < 5 {
+                    try await Task.sleep(for: .milliseconds(100 * attempt))
+                }
+            }
+            outcome = .success((try await Self.checkList(postgres, schema: schema, table: "messages", column: "status"),
+                                try await Self.checkList(postgres, schema: schema, table: "deliveries", column: "status")))
+        } catch {
+            outcome = .failure(error)
+        }
+        await postgres.shutdown()
+        let admin = try PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
+        _ = try? await admin.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+        await admin.shutdown()
+        let lists = try outcome.get()
+        #expect(lists.messages == Set(MessageStatus.allCases.map(\.rawValue)))
+        #expect(lists.deliveries == Set(DeliveryStatus.allCases.map(\.rawValue)))
+    }
+
+    /// The values of the one `CHECK (column IN (...))` constraint on `table.column`: Postgres keeps
+    /// it as `CHECK ((column = ANY (ARRAY['a'::text, 'b'::text])))`.
+    static func checkList(_ postgres: PostgresClient, schema: String, table: String, column: String) async throws -> Set<String> {
+        let rows = try await postgres.query("""
+            SELECT pg_get_constraintdef(c.oid)
+            FROM pg_constraint c
+            JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attname = $3
+            WHERE n.nspname = $1 AND t.relname = $2 AND c.contype = 'c' AND c.conkey = ARRAY[a.attnum]
+            """, [schema, table, column])
+        #expect(rows.count == 1, "\(table).\(column) should have exactly one CHECK constraint of its own")
+        let definition = try #require(rows.first).decode(String.self, at: 0)
+        var values: Set<String> = []
+        var rest = Substring(definition)
+        while let open = rest.firstIndex(of: "'") {
+            let afterOpen = rest.index(after: open)
+            guard let close = rest[afterOpen...].firstIndex(of: "'") else { break }
+            values.insert(String(rest[afterOpen..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        #expect(!values.isEmpty, "no values in \(definition)")
+        return values
+    }
+}
