@@ -55,13 +55,21 @@ let package = Package(
         .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
                 path: "Shared/Migrations", resources: [.copy("SQL")]),
 
-        // Stream names and entry encodings between services: the contracts on the wire of Redis.
-        .target(name: "BuzzKitContracts",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience"],
-                path: "Shared/Contracts"),
+        // Stream names and entry encodings between services, and the statuses of the ledger: the
+        // contracts on the wire of Redis and in the shared tables. No I/O.
+        .target(name: "BuzzKitContracts", dependencies: ["BuzzKitWire", "BuzzKitRedis"], path: "Shared/Contracts"),
 
         // The expression language of audiences: parse, evaluate in memory, compile to SQL. No I/O.
         .target(name: "BuzzKitAudience", dependencies: ["BuzzKitWire"], path: "Shared/Audience"),
+
+        // What comes in: message and event intake (validation, the message row, XADD on the streams).
+        .target(name: "BuzzKitIntake",
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
+                               "BuzzKitContracts"],
+                path: "Shared/Intake"),
+        // Read queries over tables one service writes and another reads (events and receipts:
+        // written by ingest, read by the gateway's routes), each with its row decoding.
+        .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
 
         // MARK: - What every service process shares
         .target(name: "BuzzKitRuntime",
@@ -72,10 +80,11 @@ let package = Package(
         // The dashboard's static files (Services/gateway/App/Dashboard) ship as the target's resources.
         .target(name: "GatewayApp",
                 dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
-                               "BuzzKitAudience", "BuzzKitAPNs"],
+                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitAudience", "BuzzKitAPNs"],
                 path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
-        .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts"], path: "Services/ingest/App"),
+        .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitIntake"],
+                path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
         .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
         .target(name: "APNsSenderApp",
@@ -125,7 +134,8 @@ let package = Package(
                                    "BuzzKitMigrations"],
                     path: "Tests/GatewayTests"),
         .testTarget(name: "IngestTests",
-                    dependencies: ["IngestApp", "BuzzKitContracts", "BuzzKitTestSupport", "BuzzKitMigrations"],
+                    dependencies: ["IngestApp", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries", "BuzzKitTestSupport",
+                                   "BuzzKitMigrations"],
                     path: "Tests/IngestTests"),
         .testTarget(name: "SenderTests",
                     dependencies: ["APNsSenderApp", "GatewayApp", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitTestSupport",

@@ -3,6 +3,7 @@ import Testing
 import BuzzKitWire
 import BuzzKitRedis
 import BuzzKitContracts
+import BuzzKitIntake
 
 /// The batch rules, without I/O.
 @Suite struct EventValidationTests {

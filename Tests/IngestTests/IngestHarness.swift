@@ -4,6 +4,7 @@ import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitMigrations
 import BuzzKitContracts
+import BuzzKitIntake
 import BuzzKitTestSupport
 import BuzzKitWire
 import IngestApp

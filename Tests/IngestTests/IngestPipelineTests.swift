@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import BuzzKitWire
 import BuzzKitContracts
+import BuzzKitIntake
+import BuzzKitQueries
 import BuzzKitTestSupport
 import IngestApp
 

@@ -1,3 +1,4 @@
+import BuzzKitIntake
 import Foundation
 import BuzzKitCore
 import BuzzKitPostgres

@@ -1,5 +1,6 @@
-import BuzzKitContracts
 import BuzzKitHTTPServer
+import BuzzKitIntake
+import BuzzKitQueries
 import BuzzKitWire
 import Foundation
 
@@ -65,12 +66,9 @@ extension Gateway {
                                               [tenant, subscriber])
         guard !exists.isEmpty else { throw APIError.notFound("subscriber \(subscriber)") }
         let query = context.request.query
-        let list = try EventQueries.list(tenantId: tenant, subscriberId: subscriber, name: query["name"],
-                                         since: query["since"], cursor: query["cursor"], limit: query["limit"])
-        let rows = try await postgres.query(list.sql, list.parameters)
-        let page = try list.page(rows: try rows.map { row in
-            try (0..<row.columnCount).map { try row.decode(String?.self, at: $0) }
-        })
+        let page = try await EventQueries.list(postgres: postgres, tenantId: tenant, subscriberId: subscriber,
+                                               name: query["name"], since: query["since"], cursor: query["cursor"],
+                                               limit: query["limit"])
         return .json(page.jsonValue, metadata: page.metadata)
     }
 }

@@ -1,6 +1,7 @@
 import BuzzKitContracts
 import BuzzKitHTTPServer
 import BuzzKitPostgres
+import BuzzKitQueries
 import BuzzKitWire
 import Foundation
 
@@ -86,11 +87,9 @@ extension Gateway {
             """, [tenant, status?.rawValue, after?.createdAt, after?.id, page.limit + 1])
         let items = try rows.map { row -> [String: JSONValue] in
             var json = try MessageRoutes.messageJSON(row)
-            json["receipts"] = [
-                "delivered": .int(try row.decode(Int64.self, named: "delivered")),
-                "opened": .int(try row.decode(Int64.self, named: "opened")),
-                "dismissed": .int(try row.decode(Int64.self, named: "dismissed")),
-            ]
+            json["receipts"] = ReceiptCounts(delivered: try row.decode(Int.self, named: "delivered"),
+                                             opened: try row.decode(Int.self, named: "opened"),
+                                             dismissed: try row.decode(Int.self, named: "dismissed")).jsonValue
             return json
         }
         return page.response(items, key: MessageRoutes.listKey)

@@ -1,6 +1,7 @@
 import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitHTTPServer
+import BuzzKitIntake
 import BuzzKitWire
 import Foundation
 

@@ -1,6 +1,8 @@
 import BuzzKitContracts
 import BuzzKitHTTPServer
+import BuzzKitIntake
 import BuzzKitPostgres
+import BuzzKitQueries
 import BuzzKitWire
 import Foundation
 
@@ -101,11 +103,7 @@ extension Gateway {
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
         // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
-        let receiptQuery = ReceiptQueries.counts(tenantId: tenant, messageIds: [id.lowercasedText])
-        let receiptRows = try await postgres.query(receiptQuery.sql, [receiptQuery.tenantId, receiptQuery.messageIds])
-        let receipts = receiptQuery.counts(rows: try receiptRows.map { r in
-            try (0..<r.columnCount).map { try r.decode(String?.self, at: $0) }
-        }).values.first ?? ReceiptCounts()
+        let receipts = try await ReceiptQueries.counts(postgres: postgres, tenantId: tenant, messageId: id.lowercasedText)
         let sentSubscribers = try row.decode(Int.self, named: "sent_subscribers")
         var json = try MessageRoutes.messageJSON(row)
         json["receipts"] = receipts.jsonValue

@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitRedis
 
 /// Puts validated event batches on `bk:ingest` (what `POST /v1/events` calls before it answers 202).

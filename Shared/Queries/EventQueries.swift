@@ -1,18 +1,18 @@
 import Foundation
 import BuzzKitWire
 
-/// `GET /v1/subscribers/{id}/events?name=&since=&cursor=&limit=` as SQL plus its row decoding, so
-/// the gateway runs it on its own Postgres client (this module has no Postgres dependency):
+/// `GET /v1/subscribers/{id}/events?name=&since=&cursor=&limit=`: the events the ingest service
+/// stored, read back for the gateway's route.
 ///
 /// ```swift
-/// let query = try EventQueries.list(tenantId: tenant, subscriberId: id, name: q["name"], since: q["since"],
-///                                   cursor: q["cursor"], limit: q["limit"])          // throws APIError (422)
-/// let rows = try await postgres.query(query.sql, query.parameters)
-/// let page = try query.page(rows: try rows.map { row in try (0..<row.columnCount).map { try row.decode(String?.self, at: $0) } })
-/// return .success(page.jsonValue, metadata: page.metadata)                          // data: [event], cursor, hasMore
+/// let page = try await EventQueries.list(postgres: postgres, tenantId: tenant, subscriberId: id, name: q["name"],
+///                                        since: q["since"], cursor: q["cursor"], limit: q["limit"])
+/// return .json(page.jsonValue, metadata: page.metadata)          // data: [event], cursor, hasMore
 /// ```
-/// Newest first, keyset-paginated on (occurred_at, event_id). The subscriber's events include those
-/// sent under any anonymous id aliased to it (before and after identify).
+/// `list(tenantId:...)` builds the SQL alone (it throws `validation_failed` for a bad `since`,
+/// `cursor` or `limit`) and `EventListQuery.page(rows:)` decodes its rows; `list(postgres:...)`
+/// runs both. Newest first, keyset-paginated on (occurred_at, event_id). The subscriber's events
+/// include those sent under any anonymous id aliased to it (before and after identify).
 public enum EventQueries {
     /// Page size when `limit` is absent: 50. Largest accepted: 200.
     public static let defaultLimit = 50

@@ -1,4 +1,5 @@
 import Foundation
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitWire
 import BuzzKitRedis

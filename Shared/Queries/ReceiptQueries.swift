@@ -2,8 +2,8 @@ import Foundation
 import BuzzKitWire
 
 /// Receipt counts of distinct subscribers per message, as the ingest service keeps them
-/// (`message_receipt_counts`), for `GET /v1/messages/{id}`. Same pattern as `EventQueries`: the
-/// caller runs `sql` with `parameters` and decodes the text rows.
+/// (`message_receipt_counts`), for `GET /v1/messages/{id}`. Same pattern as `EventQueries`:
+/// `counts(postgres:...)` runs the query `counts(tenantId:messageIds:)` builds and decodes its rows.
 public enum ReceiptQueries {
     /// Counts for `messageIds` of one tenant; messages without receipts are absent from the result.
     public static func counts(tenantId: UUID, messageIds: [String]) -> ReceiptCountsQuery {
