@@ -2,7 +2,7 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { number, relative, target } from '../lib/format.js';
-import { badge, button, card, empty, icons, loading, pageHeader, pager, table } from '../lib/ui.js';
+import { badge, button, card, empty, icons, loading, pageHeader, pager, segmented, table } from '../lib/ui.js';
 
 export function messageTitle(m) {
   const c = m.content || {};
@@ -14,14 +14,15 @@ const unsettled = (m) => m.status === 'queued' || m.status === 'fanning_out' || 
 export async function render(main, params, ctx) {
   const body = h('div', {}, loading());
   let shown = [];
+  let status = '';
   const paging = pager({
     pageSize: 25,
     labels: ['Newer', 'Older'],
-    load: (cursor) => api('GET', '/v1/messages', { query: { cursor, limit: 25 }, signal: ctx.signal }),
+    load: (cursor) => api('GET', '/v1/messages', { query: { cursor, limit: 25, status }, signal: ctx.signal }),
     render: (rows) => {
       shown = rows;
       if (!rows.length && paging.page === 0) {
-        put(body, empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
+        put(body, status ? empty(`No ${status.replace('_', ' ')} messages`) : empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
           button('Send a message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })));
         return;
       }
@@ -42,7 +43,8 @@ export async function render(main, params, ctx) {
   });
   main.append(pageHeader('Messages', 'Every push sent, newest first.',
     button('New message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })),
-  card(null, h('div', {}, body, paging.bar), { class: 'flush' }));
+  card(null, h('div', {}, segmented([['', 'All'], ['queued', 'Queued'], ['fanning_out', 'Fanning out'], ['fanned_out', 'Fanned out'],
+    ['failed', 'Failed']], '', (value) => { status = value; paging.go(0); }, 'message-filter'), body, paging.bar), { class: 'flush' }));
   await paging.go(0);
   // The first page follows the progress of sends still in flight (nothing is re-read once all settled).
   const timer = setInterval(() => {
