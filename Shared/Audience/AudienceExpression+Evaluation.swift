@@ -21,6 +21,8 @@ extension AudienceExpression {
         case .count(let clause, let op, let n):
             let count = Int64(subject.events.lazy.filter { clause.includes($0, nowMicroseconds: now) }.count)
             return op.holds(count < n ? -1 : count == n ? 0 : 1)
+        case .comparePaths(let left, let op, let right):
+            return Self.comparePaths(left, op, right, in: subject.attributes)
         default:
             return matchesLeaf { operand in
                 switch operand {
@@ -42,12 +44,38 @@ extension AudienceExpression {
         case .or(let items): return items.contains { $0.matches(eventData: data) }
         case .not(let inner): return !inner.matches(eventData: data)
         case .inTopic, .hasDevice, .did, .count: return false
+        case .comparePaths(let left, let op, let right): return Self.comparePaths(left, op, right, in: data)
         default:
             return matchesLeaf { operand in
                 guard case .attribute(let path) = operand else { return nil }
                 return AudienceValue.lookup(path, in: data).map(AudienceValue.json)
             }
         }
+    }
+
+    /// Evaluates an expression parsed in the `.document` context on its document (a workflow's
+    /// `{"event": ..., "trigger": ..., "subscriber": ..., "steps": ...}`): paths are read from the
+    /// document's root, two paths compare under the typed rules.
+    public func matches(document: JSONValue) -> Bool { matches(eventData: document) }
+
+    /// `left op right` on two values of `root`: both present, same JSON type (string, number,
+    /// boolean; booleans only with == and !=), else false.
+    static func comparePaths(_ left: [String], _ op: AudienceComparison, _ right: [String], in root: JSONValue) -> Bool {
+        guard let a = AudienceValue.lookup(left, in: root), let b = AudienceValue.lookup(right, in: root) else { return false }
+        let literal: AudienceLiteral
+        switch b {
+        case .string(let s): literal = .string(s)
+        case .bool(let flag):
+            guard op == .equal || op == .notEqual else { return false }
+            literal = .bool(flag)
+        case .int(let i): literal = .number(AudienceNumber(integer: i))
+        case .double(let d):
+            guard let number = AudienceNumber(double: d) else { return false }
+            literal = .number(number)
+        default: return false
+        }
+        guard let order = AudienceValue.json(a).compare(to: literal) else { return false }
+        return op.holds(order)
     }
 
     /// compare / isIn / startsWith / exists on a value read by `read` (nil: missing).

@@ -28,6 +28,10 @@ public indirect enum AudienceExpression: Sendable, Hashable {
     case did(AudienceEventClause)
     /// `count("name", within: "30d", where: ...) >= n`.
     case count(AudienceEventClause, AudienceComparison, Int64)
+    /// `path op path` (`event.data.workoutId == trigger.data.workoutId`): only in the `.document`
+    /// context. Both values must exist and have the same JSON type (string, number or boolean;
+    /// booleans only with `==`/`!=`), else it is false, as with a literal.
+    case comparePaths([String], AudienceComparison, [String])
 }
 
 /// What a comparison reads.
@@ -80,6 +84,21 @@ public struct AudienceNumber: Sendable, Hashable {
         self.value = value
         self.integer = Int64(text)
     }
+
+    /// An integer value (a path compared with another path).
+    public init(integer: Int64) {
+        text = String(integer)
+        value = Double(integer)
+        self.integer = integer
+    }
+
+    /// A finite double (a path compared with another path); nil for NaN and infinities.
+    public init?(double: Double) {
+        guard double.isFinite else { return nil }
+        text = "\(double)"
+        value = double
+        integer = nil
+    }
 }
 
 /// The event part of `did(...)` and `count(...)`.
@@ -97,10 +116,18 @@ public struct AudienceEventClause: Sendable, Hashable {
     }
 }
 
-/// Where an expression is evaluated: on a subscriber (audiences, segments) or on one event
-/// (`trigger.where`, `cancelOn.where`), where paths are keys of the event's `data` and subscriber
-/// fields, topics, devices and event clauses are not available.
+/// Where an expression is evaluated: on a subscriber (audiences, segments), on one event's `data`
+/// (`did(..., where:)`), or on one JSON document (workflow conditions: `trigger.where`,
+/// `cancelOn.where`, `waitFor.where`, `branch.if`).
 public enum AudienceContext: Sendable, Hashable {
     case subscriber
+    /// Paths are keys of the event's `data`; subscriber fields, topics, devices and event clauses
+    /// are not available.
     case event
+    /// Paths are read from one JSON document whose top-level members are `roots` (a workflow's
+    /// `event`, `trigger`, `subscriber`, `steps`): every path starts with one of them (anything else
+    /// is refused with its line and column), two paths may be compared with each other, and only
+    /// `exists(...)` of the functions is available. Evaluated in memory only
+    /// (`matches(document:)`); such an expression has no SQL form.
+    case document(roots: Set<String>)
 }

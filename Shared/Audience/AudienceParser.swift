@@ -22,6 +22,8 @@ extension AudienceExpression {
     /// In the subscriber context the one-segment names `timezone`, `locale` and `createdAt` are the
     /// subscriber's fields (an attribute of that name is written `` `timezone` ``); every other path
     /// is an attribute. Inside `where:` (and in the event context) paths are keys of the event's data.
+    /// In the document context a path starts with one of the context's roots and the right side of
+    /// a comparison may be another path (`tail := op (literal | operand)`).
     public static func parse(_ text: String, context: AudienceContext = .subscriber,
                              limits: AudienceLimits = .default) throws(AudienceError) -> AudienceExpression {
         let scalars = Array(text.unicodeScalars)
@@ -154,6 +156,7 @@ struct AudienceParser {
     // MARK: - Operands and comparisons
 
     private mutating func parseOperand() throws(AudienceError) -> AudienceOperand {
+        let segmentStart = current
         var segments: [String] = []
         var quotedFirst = false
         while true {
@@ -174,6 +177,12 @@ struct AudienceParser {
             advance()
             guard current.kind == .dot else { break }
             advance()
+        }
+        if case .document(let roots) = context, let first = segments.first, !roots.contains(first) {
+            let token = segmentStart
+            throw AudienceError(.invalidValue,
+                                "unknown name '\(first)': a path starts with " + roots.sorted().joined(separator: ", "),
+                                line: token.line, column: token.column, expected: roots.sorted().joined(separator: ", "))
         }
         if context == .subscriber, segments.count == 1, !quotedFirst {
             switch segments[0] {
@@ -203,6 +212,13 @@ struct AudienceParser {
         case .comparison(let op):
             advance()
             let literalToken = current
+            if case .document = context, case .attribute(let left) = operand, startsOperand(literalToken) {
+                guard case .attribute(let right) = try parseOperand() else { throw syntax("a path", at: literalToken) }
+                if op != .equal && op != .notEqual, left == right {
+                    throw invalid("a path compared with itself", at: literalToken)
+                }
+                return .comparePaths(left, op, right)
+            }
             let literal = try parseLiteral()
             return .compare(operand, op, try typed(literal, for: operand, op: op, at: literalToken))
         case .identifier("in"):
@@ -232,6 +248,15 @@ struct AudienceParser {
             return .startsWith(operand, prefix)
         default:
             throw syntax("a comparison operator, 'in' or 'startsWith'")
+        }
+    }
+
+    /// Whether `token` begins a path (in the document context, the right side of a comparison).
+    private func startsOperand(_ token: AudienceToken) -> Bool {
+        switch token.kind {
+        case .quotedIdentifier: return true
+        case .identifier(let name): return name != "true" && name != "false"
+        default: return false
         }
     }
 
@@ -284,7 +309,7 @@ struct AudienceParser {
             throw AudienceError(.syntaxError, "unknown function '\(name)'", line: token.line, column: token.column,
                                 expected: "one of " + Self.functions.joined(separator: ", "))
         }
-        if context == .event && name != "exists" {
+        if context != .subscriber && name != "exists" {
             throw invalid("\(name)(...) is not available in a condition on an event", at: token)
         }
         try countCondition(token)

@@ -87,6 +87,10 @@ struct AudienceSQLCompiler {
             var sql = "EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = \(Self.tenant) AND d.subscriber_id = s.id AND d.active"
             if let environment { sql += " AND d.environment = \(bind(environment, "text"))" }
             return sql + ")"
+        case .comparePaths:
+            // Only the document context (workflow conditions, evaluated in memory) parses it; an
+            // expression of that context is never compiled. Should one be, it selects nothing.
+            return "false"
         case .did(let clause):
             return "s.id IN (\(owners(clause)))"
         case .count(let clause, let op, let n):
