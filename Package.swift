@@ -61,6 +61,10 @@ let package = Package(
 
         // The expression language of audiences: parse, evaluate in memory, compile to SQL. No I/O.
         .target(name: "BuzzKitAudience", dependencies: ["BuzzKitWire"], path: "Shared/Audience"),
+        // Workflows without I/O: definitions (parse, validate, canonical JSON), wall-clock time and
+        // quiet hours, templates, the run state machine and the dry run. The workflow service runs it.
+        .target(name: "BuzzKitWorkflows", dependencies: ["BuzzKitWire", "BuzzKitAudience"], path: "Shared/Workflows",
+                exclude: ["README.md"]),
 
         // What comes in: message and event intake (validation, the message row, XADD on the streams).
         .target(name: "BuzzKitIntake",
@@ -146,7 +150,7 @@ let package = Package(
                                    "BuzzKitHTTPClient"],
                     path: "Tests/SDKTests"),
         .testTarget(name: "AudienceTests",
-                    dependencies: ["BuzzKitAudience", "BuzzKitTestSupport", "BuzzKitMigrations", "BuzzKitPostgres"],
+                    dependencies: ["BuzzKitAudience", "BuzzKitWorkflows", "BuzzKitTestSupport", "BuzzKitMigrations", "BuzzKitPostgres"],
                     path: "Tests/AudienceTests"),
         .testTarget(name: "ServiceTests",
                     dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient", "BuzzKitRedis"],

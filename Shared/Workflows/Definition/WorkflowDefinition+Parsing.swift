@@ -1,0 +1,447 @@
+import BuzzKitAudience
+import BuzzKitWire
+
+/// Bounds that keep one definition small enough to validate, store and walk cheaply.
+public enum WorkflowLimits {
+    /// Steps in the whole definition, branches included.
+    public static let maxSteps = 100
+    /// Branches nested in branches.
+    public static let maxBranchDepth = 8
+    public static let maxCancelRules = 20
+    /// Step names: 1 to 64 of `A-Z a-z 0-9 _ - .`.
+    public static let maxNameLength = 64
+    /// Event names, in UTF-8 bytes (as events are named).
+    public static let maxEventNameBytes = 128
+    /// Conditions nested in `all`/`any`/`not`.
+    public static let maxConditionDepth = 8
+}
+
+extension WorkflowDefinition {
+    /// Roots of each kind of condition (see `WorkflowPaths`).
+    public static let triggerRoots: Set<String> = ["event", "trigger", "subscriber"]
+    public static let cancelRoots: Set<String> = ["event", "trigger", "subscriber", "steps"]
+    public static let waitForRoots: Set<String> = ["event", "trigger", "subscriber", "steps"]
+    public static let branchRoots: Set<String> = ["trigger", "subscriber", "steps"]
+
+    /// Reads and validates a definition (`{trigger, cancelOn?, steps, enabled?}`), collecting every
+    /// problem with its JSON path:
+    /// - unknown members, unknown step kinds, a step with no kind or two;
+    /// - step names missing, malformed or used twice;
+    /// - durations (`"30s"`, `"90m"`, `"36h"`, `"7d"`, at most 365 d), times (`"HH:MM"`), IANA zones;
+    /// - expressions that do not parse (with line and column), paths that are not fields, a
+    ///   condition naming an unknown step, a later one, or one of the wrong kind;
+    /// - send content over APNs's rules and limits (`MessageContent`'s validation), templates that
+    ///   do not parse, a `deliver: "local"` send that does not directly follow a `waitUntil`.
+    public static func parse(_ json: JSONValue) -> Result<WorkflowDefinition, WorkflowDefinitionRejection> {
+        var reader = DefinitionReader()
+        let definition = reader.definition(json)
+        // What conditions name is checked on the whole tree: only when no step was dropped for
+        // its own problems (the tree's paths would be off).
+        if let definition, !reader.droppedSteps {
+            reader.checkReferences(definition)
+        }
+        if let definition, reader.issues.isEmpty { return .success(definition) }
+        return .failure(WorkflowDefinitionRejection(issues: reader.issues))
+    }
+}
+
+/// Reads the JSON, noting each problem; `checkReferences` then checks what needs the whole tree.
+struct DefinitionReader {
+    var issues: [WorkflowIssue] = []
+    /// Whether a step was left out of the tree for its own problems.
+    private(set) var droppedSteps = false
+    private var stepCount = 0
+    /// The path of the first step of each name, for duplicates.
+    private var namePaths: [String: String] = [:]
+
+    mutating func add(_ path: String, _ message: String, line: Int? = nil, column: Int? = nil) {
+        issues.append(WorkflowIssue(path: path, message: message, line: line, column: column))
+    }
+
+    /// The members of an object, noting unknown ones; nil (and an issue) when not an object.
+    private mutating func members(_ value: JSONValue?, _ path: String, allowed: Set<String>,
+                                  what: String = "an object") -> [String: JSONValue]? {
+        guard let value, !value.isNull else { add(path, "is required"); return nil }
+        guard case .object(let o) = value else { add(path, "must be \(what)"); return nil }
+        for key in o.keys.sorted() where !allowed.contains(key) { add(join(path, key), "is not a known field") }
+        return o
+    }
+
+    private func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    private mutating func string(_ o: [String: JSONValue], _ key: String, _ path: String, required: Bool = true) -> String? {
+        let p = join(path, key)
+        guard let value = o[key], !value.isNull else {
+            if required { add(p, "is required") }
+            return nil
+        }
+        guard case .string(let s) = value else { add(p, "must be a string"); return nil }
+        guard !s.isEmpty else { add(p, "must not be empty"); return nil }
+        return s
+    }
+
+    private mutating func eventName(_ o: [String: JSONValue], _ key: String, _ path: String) -> String? {
+        guard let name = string(o, key, path) else { return nil }
+        guard name.utf8.count <= WorkflowLimits.maxEventNameBytes else {
+            add(join(path, key), "must be at most \(WorkflowLimits.maxEventNameBytes) bytes")
+            return nil
+        }
+        return name
+    }
+
+    mutating func expression(_ text: String, _ path: String, roots: Set<String>) -> WorkflowExpression? {
+        do {
+            let expression = try AudienceExpression.parse(text, context: .document(roots: roots))
+            var ok = true
+            for p in Self.paths(of: expression) {
+                if let problem = WorkflowPaths.problem(p, roots: roots) { add(path, problem); ok = false }
+            }
+            return ok ? WorkflowExpression(text: text, expression: expression) : nil
+        } catch {
+            add(path, error.message, line: error.line, column: error.column)
+            return nil
+        }
+    }
+
+    /// Every path an expression reads.
+    static func paths(of expression: AudienceExpression) -> [[String]] {
+        switch expression {
+        case .and(let items), .or(let items): return items.flatMap { paths(of: $0) }
+        case .not(let inner): return paths(of: inner)
+        case .compare(let operand, _, _), .isIn(let operand, _), .startsWith(let operand, _), .exists(let operand):
+            if case .attribute(let p) = operand { return [p] }
+            return []
+        case .comparePaths(let a, _, let b): return [a, b]
+        case .did(let clause), .count(let clause, _, _): return clause.condition.map { paths(of: $0) } ?? []
+        case .inTopic, .hasDevice: return []
+        }
+    }
+
+    // MARK: - The document
+
+    mutating func definition(_ json: JSONValue) -> WorkflowDefinition? {
+        guard let o = members(json, "", allowed: ["trigger", "cancelOn", "steps", "enabled"], what: "a JSON object") else {
+            if issues.last?.path == "" { issues[issues.count - 1].path = "body" }
+            return nil
+        }
+        let trigger = rule(o["trigger"], "trigger", roots: WorkflowDefinition.triggerRoots)
+        var cancelOn: [WorkflowEventRule] = []
+        if let value = o["cancelOn"], !value.isNull {
+            if case .array(let items) = value {
+                if items.count > WorkflowLimits.maxCancelRules {
+                    add("cancelOn", "at most \(WorkflowLimits.maxCancelRules) rules, got \(items.count)")
+                }
+                for (i, item) in items.enumerated() {
+                    if let r = rule(item, "cancelOn[\(i)]", roots: WorkflowDefinition.cancelRoots) { cancelOn.append(r) }
+                }
+            } else {
+                add("cancelOn", "must be an array of {event, where?}")
+            }
+        }
+        var enabled: Bool?
+        if let value = o["enabled"], !value.isNull {
+            if case .bool(let b) = value { enabled = b } else { add("enabled", "must be true or false") }
+        }
+        var steps: [WorkflowStep] = []
+        switch o["steps"] {
+        case nil, .null?:
+            add("steps", "is required")
+        case .array(let items)?:
+            if items.isEmpty { add("steps", "must have at least one step") }
+            steps = self.steps(items, "steps", depth: 0)
+        default:
+            add("steps", "must be an array of steps")
+        }
+        if stepCount > WorkflowLimits.maxSteps {
+            add("steps", "at most \(WorkflowLimits.maxSteps) steps in a workflow (branches included), got \(stepCount)")
+        }
+        // An invalid trigger is reported; the rest is still checked against a placeholder.
+        return WorkflowDefinition(trigger: trigger ?? WorkflowEventRule(event: ""), cancelOn: cancelOn, steps: steps,
+                                  enabled: enabled)
+    }
+
+    private mutating func rule(_ value: JSONValue?, _ path: String, roots: Set<String>) -> WorkflowEventRule? {
+        guard let o = members(value, path, allowed: ["event", "where"], what: "an object {event, where?}") else { return nil }
+        let event = eventName(o, "event", path)
+        var condition: WorkflowExpression?
+        var ok = true
+        if let text = string(o, "where", path, required: false) {
+            condition = expression(text, join(path, "where"), roots: roots)
+            ok = condition != nil
+        } else if o["where"].map({ !$0.isNull }) ?? false {
+            ok = false
+        }
+        guard let event, ok else { return nil }
+        return WorkflowEventRule(event: event, condition: condition)
+    }
+
+    // MARK: - Steps
+
+    private mutating func steps(_ items: [JSONValue], _ path: String, depth: Int) -> [WorkflowStep] {
+        var steps: [WorkflowStep] = []
+        var previousKind: String?
+        for (i, item) in items.enumerated() {
+            stepCount += 1
+            let stepPath = "\(path)[\(i)]"
+            if let s = step(item, stepPath, depth: depth) { steps.append(s) } else { droppedSteps = true }
+            // A local send ends a local window: the step before it (in the same list) is a waitUntil.
+            if case .object(let o) = item, case .object(let send)? = o["send"], send["deliver"] == "local",
+               previousKind != "waitUntil" {
+                add(stepPath + ".send.deliver", "a local send must come directly after a waitUntil step "
+                    + "(the wait is the local window: the plan goes to the device when it begins)")
+            }
+            previousKind = item.objectValue.flatMap { o in WorkflowStepKind.names.first { o[$0] != nil } }
+        }
+        return steps
+    }
+
+    private mutating func step(_ value: JSONValue, _ path: String, depth: Int) -> WorkflowStep? {
+        guard case .object(let o) = value else {
+            add(path, "must be an object {name, <kind>: {...}} with a kind of " + WorkflowStepKind.names.joined(separator: ", "))
+            return nil
+        }
+        let name = string(o, "name", path)
+        if let name, !Self.isValidName(name) {
+            add(join(path, "name"), "must be 1 to \(WorkflowLimits.maxNameLength) of letters, digits, _ - .")
+        }
+        if let name {
+            if let earlier = namePaths[name] {
+                add(join(path, "name"), "'\(name)' is also the name of \(earlier): step names are unique in a workflow")
+            } else {
+                namePaths[name] = path
+            }
+        }
+        let kinds = o.keys.filter { WorkflowStepKind.names.contains($0) }.sorted()
+        for key in o.keys.sorted() where key != "name" && !WorkflowStepKind.names.contains(key) {
+            add(join(path, key), "is not a known step kind or field (a step has a name and one of "
+                + WorkflowStepKind.names.joined(separator: ", ") + ")")
+        }
+        guard kinds.count == 1, let kindName = kinds.first else {
+            if kinds.isEmpty {
+                add(path, "needs one kind: " + WorkflowStepKind.names.joined(separator: ", "))
+            } else {
+                add(path, "has \(kinds.joined(separator: " and ")): a step has exactly one kind")
+            }
+            return nil
+        }
+        let kindPath = join(path, kindName)
+        let body = o[kindName] ?? .null
+        let kind: WorkflowStepKind?
+        switch kindName {
+        case "wait": kind = wait(body, kindPath)
+        case "waitUntil": kind = waitUntil(body, kindPath)
+        case "waitFor": kind = waitFor(body, kindPath)
+        case "branch": kind = branch(body, kindPath, depth: depth)
+        case "send": kind = send(body, kindPath)
+        default: kind = exit(body, kindPath)
+        }
+        guard let name, let kind else { return nil }
+        return WorkflowStep(name: name, kind: kind)
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        name.utf8.count <= WorkflowLimits.maxNameLength && !name.isEmpty && name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
+        }
+    }
+
+    private mutating func duration(_ o: [String: JSONValue], _ key: String, _ path: String) -> WorkflowDuration? {
+        guard let text = string(o, key, path) else { return nil }
+        guard let duration = WorkflowDuration(text) else { add(join(path, key), WorkflowDuration.rule); return nil }
+        return duration
+    }
+
+    private mutating func wait(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard let o = members(value, path, allowed: ["duration"], what: "an object {duration}") else { return nil }
+        return duration(o, "duration", path).map(WorkflowStepKind.wait)
+    }
+
+    private mutating func waitUntil(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard let o = members(value, path, allowed: ["time", "timezone"], what: "an object {time, timezone}") else { return nil }
+        var time: WallClockTime?
+        if let text = string(o, "time", path) {
+            time = WallClockTime(text)
+            if time == nil { add(join(path, "time"), WallClockTime.rule) }
+        }
+        var zone: WorkflowTimeZoneChoice? = .subscriber
+        if let text = string(o, "timezone", path, required: false) {
+            if text == "subscriber" {
+                zone = .subscriber
+            } else if WorkflowZones.isKnown(text) {
+                zone = .named(text)
+            } else {
+                add(join(path, "timezone"), "must be \"subscriber\" or an IANA time zone such as Europe/Berlin")
+                zone = nil
+            }
+        } else if o["timezone"].map({ !$0.isNull }) ?? false {
+            zone = nil
+        }
+        guard let time, let zone else { return nil }
+        return .waitUntil(time, zone)
+    }
+
+    private mutating func waitFor(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard let o = members(value, path, allowed: ["event", "where", "timeout"], what: "an object {event, where?, timeout}")
+        else { return nil }
+        let event = eventName(o, "event", path)
+        let timeout = duration(o, "timeout", path)
+        var condition: WorkflowExpression?
+        var ok = true
+        if let text = string(o, "where", path, required: false) {
+            condition = expression(text, join(path, "where"), roots: WorkflowDefinition.waitForRoots)
+            ok = condition != nil
+        } else if o["where"].map({ !$0.isNull }) ?? false {
+            ok = false
+        }
+        guard let event, let timeout, ok else { return nil }
+        return .waitFor(WorkflowWaitFor(event: event, condition: condition, timeout: timeout))
+    }
+
+    private mutating func branch(_ value: JSONValue, _ path: String, depth: Int) -> WorkflowStepKind? {
+        guard let o = members(value, path, allowed: ["if", "then", "else"], what: "an object {if, then, else?}") else {
+            return nil
+        }
+        if depth + 1 > WorkflowLimits.maxBranchDepth {
+            add(path, "branches nested deeper than \(WorkflowLimits.maxBranchDepth) levels")
+            return nil
+        }
+        let condition = self.condition(o["if"], join(path, "if"), depth: 0)
+        func arm(_ key: String, required: Bool) -> [WorkflowStep]? {
+            switch o[key] {
+            case nil, .null?:
+                if required { add(join(path, key), "is required (an array of steps, possibly empty)"); return nil }
+                return []
+            case .array(let items)?:
+                return steps(items, join(path, key), depth: depth + 1)
+            default:
+                add(join(path, key), "must be an array of steps")
+                return nil
+            }
+        }
+        let then = arm("then", required: true)
+        let otherwise = arm("else", required: false)
+        guard let condition, let then, let otherwise else { return nil }
+        return .branch(WorkflowBranch(condition: condition, then: then, otherwise: otherwise))
+    }
+
+    private mutating func condition(_ value: JSONValue?, _ path: String, depth: Int) -> WorkflowCondition? {
+        let forms = "an expression string or one of {opened}, {delivered}, {matched}, {all}, {any}, {not}"
+        guard depth <= WorkflowLimits.maxConditionDepth else {
+            add(path, "conditions nested deeper than \(WorkflowLimits.maxConditionDepth) levels")
+            return nil
+        }
+        switch value {
+        case nil, .null?:
+            add(path, "is required: \(forms)")
+            return nil
+        case .string(let text)?:
+            guard !text.isEmpty else { add(path, "must not be empty"); return nil }
+            return expression(text, path, roots: WorkflowDefinition.branchRoots).map(WorkflowCondition.expression)
+        case .object(let o)? where o.count == 1:
+            let (key, inner) = o.first!
+            let p = join(path, key)
+            switch key {
+            case "opened", "delivered", "matched":
+                guard case .string(let step) = inner, !step.isEmpty else { add(p, "must be the name of a step"); return nil }
+                return key == "opened" ? .opened(step) : key == "delivered" ? .delivered(step) : .matched(step)
+            case "all", "any":
+                guard case .array(let items) = inner, !items.isEmpty else { add(p, "must be a non-empty array of conditions"); return nil }
+                var parts: [WorkflowCondition] = []
+                var ok = true
+                for (i, item) in items.enumerated() {
+                    if let c = condition(item, "\(p)[\(i)]", depth: depth + 1) { parts.append(c) } else { ok = false }
+                }
+                guard ok else { return nil }
+                return key == "all" ? .all(parts) : .any(parts)
+            case "not":
+                return condition(inner, p, depth: depth + 1).map(WorkflowCondition.not)
+            default:
+                add(p, "is not a known condition: \(forms)")
+                return nil
+            }
+        default:
+            add(path, "must be \(forms)")
+            return nil
+        }
+    }
+
+    private mutating func exit(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard members(value, path, allowed: [], what: "an empty object {}") != nil else { return nil }
+        return .exit
+    }
+
+    private mutating func send(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard let o = members(value, path, allowed: WorkflowSend.contentMembers.union(["deliver", "policy"]),
+                              what: "an object {deliver?, policy?, title, body, ...}") else { return nil }
+        var deliver: WorkflowDelivery? = .push
+        if let text = string(o, "deliver", path, required: false) {
+            deliver = WorkflowDelivery(rawValue: text)
+            if deliver == nil { add(join(path, "deliver"), "must be \"push\" or \"local\"") }
+        } else if o["deliver"].map({ !$0.isNull }) ?? false {
+            deliver = nil
+        }
+        var policy: QuietHoursPolicy? = .respect
+        if let text = string(o, "policy", path, required: false) {
+            policy = QuietHoursPolicy(rawValue: text)
+            if policy == nil { add(join(path, "policy"), "must be \"respect\" or \"ignore\"") }
+        } else if o["policy"].map({ !$0.isNull }) ?? false {
+            policy = nil
+        }
+        var content: [String: JSONValue] = [:]
+        for (key, member) in o where WorkflowSend.contentMembers.contains(key) && !member.isNull { content[key] = member }
+        let before = issues.count
+        checkTemplates(.object(content), path)
+        checkContent(content, path)
+        guard let deliver, let policy, issues.count == before else { return nil }
+        return .send(WorkflowSend(deliver: deliver, policy: policy, content: content))
+    }
+
+    /// Every string in the content that holds a placeholder must parse.
+    private mutating func checkTemplates(_ value: JSONValue, _ path: String) {
+        switch value {
+        case .string(let s) where WorkflowTemplate.hasPlaceholder(s):
+            if case .failure(let error) = WorkflowTemplate.parse(s) {
+                add(path, "template: " + error.message, line: 1, column: error.column)
+            }
+        case .array(let items):
+            for (i, item) in items.enumerated() { checkTemplates(item, "\(path)[\(i)]") }
+        case .object(let members):
+            for key in members.keys.sorted() { checkTemplates(members[key]!, join(path, key)) }
+        default:
+            break
+        }
+    }
+
+    /// The message content rules (`MessageContent.validate`) on the content as written. A rule
+    /// about a string that holds a placeholder is left to the run (it depends on the rendered
+    /// value), except the payload size, which is checked on the text as written.
+    private mutating func checkContent(_ content: [String: JSONValue], _ path: String) {
+        guard case .failure(let rejection) = MessageContent.validate(.object(content)) else { return }
+        for issue in rejection.issues {
+            if issue.path != "payload", let member = Self.value(at: issue.path, in: .object(content)),
+               case .string(let s) = member, WorkflowTemplate.hasPlaceholder(s) {
+                continue
+            }
+            add(join(path, issue.path), issue.message)
+        }
+    }
+
+    /// The member at a content issue path (`title`, `action.name`, `actions[1].title`).
+    static func value(at path: String, in root: JSONValue) -> JSONValue? {
+        var value: JSONValue? = root
+        for segment in path.split(separator: ".") {
+            var name = Substring(segment)
+            var index: Int?
+            if let open = name.firstIndex(of: "["), name.hasSuffix("]") {
+                index = Int(name[name.index(after: open)..<name.index(before: name.endIndex)])
+                name = name[..<open]
+            }
+            value = value?[String(name)]
+            if let index {
+                guard case .array(let items)? = value, index < items.count else { return nil }
+                value = items[index]
+            }
+        }
+        return value
+    }
+}

@@ -1,0 +1,138 @@
+import BuzzKitWire
+import Foundation
+
+/// A dry run: the definition walked for a sample (or real) subscriber and trigger event on a
+/// simulated clock, through the same `WorkflowEngine` a live run uses. It sends nothing and
+/// stores nothing: every send, timer and wait becomes an entry of the timeline.
+///
+/// Timers fire at their due time; a `waitFor` matches when `arrivals` has an event for that step
+/// (delivered at the wait's start plus `after`), else it times out; a branch on receipts reads
+/// `receipts` by send step name. Message ids are `dry-run:<step>`.
+public enum WorkflowDryRun {
+    /// An event the simulation delivers to a `waitFor`.
+    public struct Arrival: Sendable, Hashable {
+        public var event: WorkflowEvent
+        /// How long after the wait begins it arrives (0: at once; past the timeout: the wait times out first).
+        public var after: TimeInterval
+
+        public init(event: WorkflowEvent, after: TimeInterval = 0) {
+            self.event = event
+            self.after = after
+        }
+    }
+
+    public struct Entry: Sendable, Hashable {
+        /// The simulated moment.
+        public var at: Date
+        public var step: String?
+        /// `step` (a step's outcome), `send` (what would be sent), `timer`, `await`, `receipts`,
+        /// `event`, `end`.
+        public var kind: String
+        public var detail: JSONValue
+    }
+
+    public struct Timeline: Sendable, Hashable {
+        /// Whether the trigger's `where` holds for the sample (a live run starts only then; the
+        /// walk goes on either way, to show the steps).
+        public var triggerMatches: Bool
+        public var entries: [Entry]
+        /// The run state at the end of the walk.
+        public var state: WorkflowRunState
+
+        public var jsonValue: JSONValue {
+            [
+                "triggerMatches": .bool(triggerMatches),
+                "status": .string(state.status.rawValue),
+                "failure": state.failure.map { ["code": .string($0.code), "message": .string($0.message)] } ?? .null,
+                "startedAt": .string(WorkflowTime.text(state.startedAt)),
+                "endedAt": state.endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
+                "timeline": .array(entries.map { e in
+                    ["at": .string(WorkflowTime.text(e.at)), "step": e.step.map(JSONValue.string) ?? .null,
+                     "kind": .string(e.kind), "detail": e.detail]
+                }),
+                "steps": .array(state.outcomes.map(\.jsonValue)),
+            ]
+        }
+    }
+
+    /// Most inputs one walk applies (a definition has at most 100 steps, each a few inputs).
+    static let maxInputs = 1000
+
+    public static func walk(_ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
+                            receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
+                            start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil) -> Timeline {
+        func environment(_ now: Date) -> WorkflowEnvironment {
+            WorkflowEnvironment(now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
+                                messageId: { _, step, purpose in purpose == "send" ? "dry-run:\(step)" : "dry-run:\(step):\(purpose)" })
+        }
+        var entries: [Entry] = []
+        func record(_ advance: WorkflowAdvance, at now: Date, previous: WorkflowRunState?) {
+            let before = Set((previous?.outcomes ?? []).map(\.jsonValue))
+            for outcome in advance.state.outcomes where !before.contains(outcome.jsonValue) && outcome.status != .running {
+                entries.append(Entry(at: outcome.endedAt ?? now, step: outcome.step, kind: "step", detail: outcome.jsonValue))
+            }
+            for action in advance.actions {
+                switch action {
+                case .send(let send):
+                    var detail: [String: JSONValue] = ["messageId": .string(send.messageId), "content": send.contentJSON,
+                                                       "idempotencyKey": .string(send.idempotencyKey)]
+                    if !send.missing.isEmpty { detail["missing"] = .array(send.missing.map(JSONValue.string)) }
+                    entries.append(Entry(at: now, step: send.step, kind: "send", detail: .object(detail)))
+                case .scheduleTimer(let timer):
+                    entries.append(Entry(at: now, step: advance.state.current, kind: "timer",
+                                         detail: ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))]))
+                case .awaitEvent(let wait):
+                    entries.append(Entry(at: now, step: wait.step, kind: "await",
+                                         detail: ["event": .string(wait.event), "timeoutAt": .string(WorkflowTime.text(wait.timeoutAt))]))
+                case .askReceipts(let step, let ids):
+                    entries.append(Entry(at: now, step: step, kind: "receipts", detail: ["messageIds": .array(ids.map(JSONValue.string))]))
+                case .finished(let status):
+                    var detail: [String: JSONValue] = ["status": .string(status.rawValue)]
+                    if let failure = advance.state.failure { detail["failure"] = .string("\(failure.code): \(failure.message)") }
+                    entries.append(Entry(at: now, step: nil, kind: "end", detail: .object(detail)))
+                case .clearTimer, .stopAwaitingEvent:
+                    break
+                }
+            }
+        }
+
+        let triggerMatches = WorkflowEngine.triggers(definition, event: event, subscriber: subscriber)
+        var now = WorkflowTime.quantized(start)
+        var advance = WorkflowEngine.start(runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
+                                           trigger: event, subscriber: subscriber, environment: environment(now))
+        record(advance, at: now, previous: nil)
+        var inputs = 0
+        var delivered = Set<String>()
+        while advance.state.status == .running, inputs < maxInputs {
+            inputs += 1
+            let state = advance.state
+            let input: WorkflowInput
+            if let ids = state.receiptsFor {
+                // The branch's receipts: the sample's, by send step, for each message of that step.
+                var answer: [String: WorkflowReceipts] = [:]
+                for outcome in state.outcomes where ids.contains(where: outcome.messageIds.contains) {
+                    if let r = receipts[outcome.step] { for id in outcome.messageIds { answer[id] = r } }
+                }
+                input = .receipts(answer)
+            } else if let wait = state.awaiting, let arrival = arrivals[wait.step], !delivered.contains(wait.step),
+                      wait.since.addingTimeInterval(max(0, arrival.after)) < wait.timeoutAt {
+                now = max(now, WorkflowTime.quantized(wait.since.addingTimeInterval(max(0, arrival.after))))
+                var event = arrival.event
+                if event.id == state.trigger.id { event.id += ":arrival" }
+                entries.append(Entry(at: now, step: wait.step, kind: "event", detail: event.stateJSON))
+                delivered.insert(wait.step)
+                input = .event(event)
+            } else if let timer = state.timer {
+                now = max(now, timer.dueAt)
+                input = .timerFired(token: timer.token)
+            } else {
+                break
+            }
+            let next = WorkflowEngine.advance(state, definition: definition, input: input, environment: environment(now))
+            if !next.changed { continue }  // an arrival its `where` refused: the timeout comes next
+            record(next, at: now, previous: state)
+            advance = next
+        }
+        return Timeline(triggerMatches: triggerMatches, entries: entries, state: advance.state)
+    }
+}

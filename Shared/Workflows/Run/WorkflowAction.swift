@@ -1,0 +1,51 @@
+import BuzzKitWire
+import Foundation
+
+/// What `WorkflowEngine.advance` asks the runtime to carry out, in order. Commit the new state,
+/// its timer and the sends' message rows in one transaction, then publish (an outbox): a crash
+/// before the commit redoes the advance from the old state (same message ids, so nothing is sent
+/// twice), a crash after it loses nothing.
+public enum WorkflowAction: Sendable, Hashable {
+    /// Set the run's one timer (replacing any earlier one); fire `.timerFired(token:)` at `dueAt`.
+    case scheduleTimer(WorkflowTimer)
+    /// The run has no timer any more (drop the earlier one).
+    case clearTimer
+    /// Send a message to the run's subscriber through the message path and ledger.
+    case send(WorkflowSendAction)
+    /// Route the subscriber's events named `event` (from `since` on) to the run as `.event`.
+    case awaitEvent(WorkflowEventWait)
+    /// The run no longer waits for an event.
+    case stopAwaitingEvent(step: String)
+    /// Look up the receipts of these messages from the run's subscriber and answer `.receipts`.
+    case askReceipts(step: String, messageIds: [String])
+    /// The run ended: `completed`, `cancelled` or `failed` (the state has the reason or failure).
+    case finished(WorkflowRunStatus)
+}
+
+/// A message to send: the rendered content for the run's subscriber.
+public struct WorkflowSendAction: Sendable, Hashable {
+    public var step: String
+    /// From `WorkflowEnvironment.messageId(runId, step, "send")`.
+    public var messageId: String
+    /// `<run id>:<step>` (`:fallback` for issue 16's fallback push): unique per run and step, so
+    /// a step executed again never sends twice.
+    public var idempotencyKey: String
+    public var subscriberId: String
+    public var delivery: WorkflowDelivery
+    /// The rendered content members (what `POST /v1/messages` takes, without a target): store it
+    /// as the message's content.
+    public var contentJSON: JSONValue
+    /// The same, validated.
+    public var content: MessageContent
+    /// Template paths that rendered empty.
+    public var missing: [String]
+}
+
+/// The new state and what to do.
+public struct WorkflowAdvance: Sendable, Hashable {
+    public var state: WorkflowRunState
+    public var actions: [WorkflowAction]
+
+    /// Whether anything changed (a stale timer or a non-matching event changes nothing: no write needed).
+    public var changed: Bool
+}

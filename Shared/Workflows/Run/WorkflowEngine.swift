@@ -1,0 +1,364 @@
+import BuzzKitAudience
+import BuzzKitWire
+import Foundation
+
+/// The run state machine: pure, no I/O, time from `WorkflowEnvironment.now`.
+///
+/// ```swift
+/// // an event arrived on bk:events
+/// guard WorkflowEngine.triggers(definition, event: event, subscriber: subscriber) else { return }
+/// var step = WorkflowEngine.start(runId: id, workflowKey: key, version: v, definition: definition,
+///                                 trigger: event, subscriber: subscriber, environment: env)
+/// // in one transaction: insert the run with step.state.jsonValue and step.state.dueAt,
+/// // and the messages of step.actions' sends; then publish them.
+/// // later, a timer fired (the run row locked FOR UPDATE, its definition version loaded):
+/// step = WorkflowEngine.advance(state, definition: definition, input: .timerFired(token: t), environment: env)
+/// ```
+///
+/// Each step runs at most once per run (step names are unique; the language has no loops), so
+/// one advance walks at most the whole definition. A branch whose condition reads receipts asks
+/// for them (`askReceipts`) and goes on when `.receipts` answers.
+public enum WorkflowEngine {
+    /// Whether `event` starts a run of `definition` for `subscriber`: the trigger's name and its
+    /// `where` (over `event`/`trigger`, the same event, and `subscriber`).
+    public static func triggers(_ definition: WorkflowDefinition, event: WorkflowEvent, subscriber: WorkflowSubscriber) -> Bool {
+        guard event.name == definition.trigger.event else { return false }
+        guard let condition = definition.trigger.condition else { return true }
+        let document: JSONValue = [
+            "event": event.documentJSON, "trigger": event.documentJSON, "subscriber": subscriber.documentJSON,
+        ]
+        return condition.expression.matches(document: document)
+    }
+
+    /// A new run, walked to its first wait (or its end).
+    public static func start(runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
+                             trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
+                             environment: WorkflowEnvironment) -> WorkflowAdvance {
+        let state = WorkflowRunState(runId: runId, workflowKey: workflowKey, version: version, trigger: trigger,
+                                     subscriber: subscriber, startedAt: environment.now)
+        var machine = RunMachine(state: state, definition: definition, environment: environment)
+        machine.run(from: definition.index.first)
+        return machine.finish(from: nil)
+    }
+
+    /// Applies one input to a run. `definition` is the run's own version.
+    public static func advance(_ state: WorkflowRunState, definition: WorkflowDefinition, input: WorkflowInput,
+                               environment: WorkflowEnvironment) -> WorkflowAdvance {
+        var machine = RunMachine(state: state, definition: definition, environment: environment)
+        guard state.status == .running else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+        switch input {
+        case .timerFired(let token):
+            guard state.timer?.token == token else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+            machine.timerFired(token)
+        case .event(let event):
+            guard machine.event(event) else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+        case .receipts(let receipts):
+            guard state.receiptsFor != nil else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+            machine.receipts(receipts)
+        case .cancel(let reason):
+            machine.cancel(reason)
+        }
+        return machine.finish(from: state)
+    }
+}
+
+/// One advance: the state being changed and the actions gathered.
+struct RunMachine {
+    var state: WorkflowRunState
+    let definition: WorkflowDefinition
+    let environment: WorkflowEnvironment
+    var actions: [WorkflowAction] = []
+    private var now: Date { environment.now }
+
+    init(state: WorkflowRunState, definition: WorkflowDefinition, environment: WorkflowEnvironment) {
+        self.state = state
+        self.definition = definition
+        self.environment = environment
+    }
+
+    /// Adds the timer and event-wait changes (compared with `old`) and the end of the run.
+    func finish(from old: WorkflowRunState?) -> WorkflowAdvance {
+        var actions = self.actions
+        if state.timer != old?.timer {
+            actions.append(state.timer.map(WorkflowAction.scheduleTimer) ?? .clearTimer)
+        }
+        if state.awaiting != old?.awaiting {
+            if let wait = state.awaiting { actions.append(.awaitEvent(wait)) }
+            else if let wait = old?.awaiting { actions.append(.stopAwaitingEvent(step: wait.step)) }
+        }
+        if state.status != .running { actions.append(.finished(state.status)) }
+        return WorkflowAdvance(state: state, actions: actions, changed: true)
+    }
+
+    // MARK: - Walking steps
+
+    /// Runs steps from `name` until one waits or the run ends.
+    mutating func run(from name: String?) {
+        var next = name
+        var budget = definition.index.names.count + 1
+        while let stepName = next {
+            budget -= 1
+            guard budget >= 0 else { return fail("loop_limit", "more steps than the definition has in one advance") }
+            guard let entry = definition.index[stepName] else {
+                return fail("definition_mismatch", "the definition has no step '\(stepName)'")
+            }
+            state.current = stepName
+            var outcome = WorkflowStepOutcome(step: stepName, kind: entry.step.kind.name, startedAt: now)
+            switch entry.step.kind {
+            case .wait(let duration):
+                let due = now.addingTimeInterval(Double(duration.seconds))
+                outcome.dueAt = WorkflowTime.quantized(due)
+                outcome.reason = "waits \(duration.text)"
+                state.outcomes.append(outcome)
+                state.timer = WorkflowTimer(token: "\(stepName):wait", dueAt: due)
+                return
+            case .waitUntil(let time, let choice):
+                let (zone, zoneName, source) = self.zone(choice)
+                let due = WorkflowZones.next(time, after: now, in: zone)
+                outcome.dueAt = WorkflowTime.quantized(due)
+                outcome.reason = "the next \(time) in \(zoneName) (\(source))"
+                state.outcomes.append(outcome)
+                state.timer = WorkflowTimer(token: "\(stepName):until", dueAt: due)
+                return
+            case .waitFor(let waitFor):
+                let timeout = now.addingTimeInterval(Double(waitFor.timeout.seconds))
+                outcome.dueAt = WorkflowTime.quantized(timeout)
+                outcome.reason = "waits for \(waitFor.event) up to \(waitFor.timeout.text)"
+                state.outcomes.append(outcome)
+                state.awaiting = WorkflowEventWait(step: stepName, event: waitFor.event, since: now, timeoutAt: timeout)
+                state.timer = WorkflowTimer(token: "\(stepName):timeout", dueAt: timeout)
+                return
+            case .branch(let branch):
+                state.outcomes.append(outcome)
+                let needed = receiptMessageIds(branch.condition)
+                if !needed.isEmpty {
+                    state.receiptsFor = needed
+                    actions.append(.askReceipts(step: stepName, messageIds: needed))
+                    return
+                }
+                next = decide(stepName, branch, receipts: [:])
+            case .send(let send):
+                if send.policy == .respect, let quiet = environment.quietHours {
+                    let (zone, zoneName, _) = WorkflowZones.subscriberZone(state.subscriber.timezone,
+                                                                           tenantDefault: environment.defaultTimeZone)
+                    if let end = quiet.shift(now, in: zone) {
+                        outcome.dueAt = WorkflowTime.quantized(end)
+                        outcome.shiftedFrom = now
+                        outcome.reason = "quiet hours \(quiet) in \(zoneName): moved from \(WorkflowTime.text(now)) to \(WorkflowTime.text(end))"
+                        state.outcomes.append(outcome)
+                        state.timer = WorkflowTimer(token: "\(stepName):quiet", dueAt: end)
+                        return
+                    }
+                }
+                state.outcomes.append(outcome)
+                guard perform(send, step: stepName) else { return }
+                next = entry.successor
+            case .exit:
+                outcome.status = .done
+                outcome.endedAt = now
+                outcome.decision = "exited"
+                state.outcomes.append(outcome)
+                return end(.completed)
+            }
+        }
+        end(.completed)
+    }
+
+    private func zone(_ choice: WorkflowTimeZoneChoice) -> (TimeZone, String, String) {
+        switch choice {
+        case .named(let name):
+            if let zone = WorkflowZones.zone(named: name) { return (zone, name, "fixed") }
+            return (WorkflowZones.utc, "UTC", "UTC: \(name) is unknown")
+        case .subscriber:
+            let z = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone)
+            return (z.zone, z.name, z.source)
+        }
+    }
+
+    /// Marks the current step's outcome.
+    private mutating func endCurrent(_ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done) {
+        guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
+        state.outcomes[i].status = status
+        state.outcomes[i].endedAt = now
+        state.outcomes[i].decision = decision
+        if let reason { state.outcomes[i].reason = reason }
+    }
+
+    private mutating func end(_ status: WorkflowRunStatus) {
+        state.status = status
+        state.endedAt = now
+        state.current = nil
+        state.timer = nil
+        state.awaiting = nil
+        state.receiptsFor = nil
+    }
+
+    private mutating func fail(_ code: String, _ message: String) {
+        if state.current != nil { endCurrent("failed", reason: message, status: .interrupted) }
+        state.failure = WorkflowRunFailure(code: code, message: message)
+        end(.failed)
+    }
+
+    // MARK: - Inputs
+
+    mutating func timerFired(_ token: String) {
+        state.timer = nil
+        guard let step = state.current, let entry = definition.index[step] else {
+            return fail("definition_mismatch", "the run's timer names no current step")
+        }
+        switch entry.step.kind {
+        case .wait, .waitUntil:
+            endCurrent("waited")
+            run(from: entry.successor)
+        case .waitFor:
+            state.awaiting = nil
+            endCurrent("timed_out")
+            run(from: entry.successor)
+        case .send(let send):
+            guard perform(send, step: step) else { return }
+            run(from: entry.successor)
+        default:
+            fail("definition_mismatch", "a timer fired in step '\(step)', which has none")
+        }
+    }
+
+    /// Whether the event changed the run (a cancellation or the awaited event).
+    mutating func event(_ event: WorkflowEvent) -> Bool {
+        guard event.id != state.trigger.id else { return false }
+        let document = self.document(event: event)
+        for (i, rule) in definition.cancelOn.enumerated() where rule.event == event.name {
+            if rule.condition?.expression.matches(document: document) ?? true {
+                cancel("cancelOn[\(i)]: \(event.name)" + (rule.condition.map { " where \($0.text)" } ?? ""))
+                return true
+            }
+        }
+        guard let wait = state.awaiting, wait.event == event.name, let entry = definition.index[wait.step],
+              case .waitFor(let waitFor) = entry.step.kind else { return false }
+        if let condition = waitFor.condition, !condition.expression.matches(document: document) { return false }
+        state.awaiting = nil
+        state.timer = nil
+        if let i = state.outcomes.lastIndex(where: { $0.step == wait.step }) { state.outcomes[i].event = event }
+        endCurrent("matched", reason: "\(event.name) arrived (event \(event.id))")
+        run(from: entry.successor)
+        return true
+    }
+
+    mutating func receipts(_ receipts: [String: WorkflowReceipts]) {
+        state.receiptsFor = nil
+        guard let step = state.current, let entry = definition.index[step], case .branch(let branch) = entry.step.kind else {
+            return fail("definition_mismatch", "receipts arrived while the run is in no branch")
+        }
+        run(from: decide(step, branch, receipts: receipts))
+    }
+
+    mutating func cancel(_ reason: String) {
+        if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }
+        state.cancelReason = reason
+        end(.cancelled)
+    }
+
+    // MARK: - Branches
+
+    /// Decides the branch, records why, and returns the step to go to.
+    private mutating func decide(_ step: String, _ branch: WorkflowBranch, receipts: [String: WorkflowReceipts]) -> String? {
+        let document = self.document(event: nil)
+        let value = evaluate(branch.condition, document, receipts)
+        if let i = state.outcomes.lastIndex(where: { $0.step == step }), !receipts.isEmpty || !receiptMessageIds(branch.condition).isEmpty {
+            state.outcomes[i].receipts = receipts
+        }
+        endCurrent(value ? "then" : "else", reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
+        return definition.index.entry(of: step, then: value)
+    }
+
+    private func evaluate(_ condition: WorkflowCondition, _ document: JSONValue, _ receipts: [String: WorkflowReceipts]) -> Bool {
+        switch condition {
+        case .expression(let e): return e.expression.matches(document: document)
+        case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
+        case .delivered(let step): return messages(of: step).contains { receipts[$0]?.delivered == true }
+        case .matched(let step): return state.outcome(step)?.decision == "matched"
+        case .all(let items): return items.allSatisfy { evaluate($0, document, receipts) }
+        case .any(let items): return items.contains { evaluate($0, document, receipts) }
+        case .not(let inner): return !evaluate(inner, document, receipts)
+        }
+    }
+
+    private func messages(of step: String) -> [String] { state.outcome(step)?.messageIds ?? [] }
+
+    /// The message ids whose receipts the condition reads (those of sends that ran).
+    func receiptMessageIds(_ condition: WorkflowCondition) -> [String] {
+        var ids: [String] = []
+        func collect(_ c: WorkflowCondition) {
+            switch c {
+            case .opened(let step), .delivered(let step):
+                for id in messages(of: step) where !ids.contains(id) { ids.append(id) }
+            case .all(let items), .any(let items): items.forEach(collect)
+            case .not(let inner): collect(inner)
+            case .expression, .matched: break
+            }
+        }
+        collect(condition)
+        return ids
+    }
+
+    // MARK: - Sends
+
+    /// Renders and validates the content and queues the send; false when the run failed.
+    private mutating func perform(_ send: WorkflowSend, step: String) -> Bool {
+        var missing: [String] = []
+        let rendered = WorkflowTemplate.render(.object(send.content), document(event: nil), missing: &missing)
+        switch MessageContent.validate(rendered) {
+        case .failure(let rejection):
+            if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].missing = missing }
+            fail("content_invalid", "the rendered content is invalid: "
+                 + rejection.issues.map(\.description).joined(separator: "; "))
+            return false
+        case .success(let content):
+            let messageId = environment.messageId(state.runId, step, "send")
+            actions.append(.send(WorkflowSendAction(
+                step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step)",
+                subscriberId: state.subscriber.id, delivery: .push, contentJSON: rendered, content: content,
+                missing: missing)))
+            var reason = send.deliver == .local
+                ? "sent as a push: local delivery (the plan handed to the device) is not built yet" : "sent"
+            if !missing.isEmpty { reason += "; rendered empty: " + missing.joined(separator: ", ") }
+            if let i = state.outcomes.lastIndex(where: { $0.step == step }) {
+                state.outcomes[i].messageIds.append(messageId)
+                state.outcomes[i].missing = missing
+            }
+            endCurrent("sent", reason: reason)
+            return true
+        }
+    }
+
+    // MARK: - The document conditions and templates read
+
+    func document(event: WorkflowEvent?) -> JSONValue {
+        var steps: [String: JSONValue] = [:]
+        for outcome in state.outcomes {
+            var o: [String: JSONValue] = [:]
+            if let decision = outcome.decision { o["outcome"] = .string(decision) }
+            if let event = outcome.event { o["event"] = event.documentJSON }
+            steps[outcome.step] = .object(o)
+        }
+        var document: [String: JSONValue] = [
+            "trigger": state.trigger.documentJSON, "subscriber": state.subscriber.documentJSON, "steps": .object(steps),
+        ]
+        if let event { document["event"] = event.documentJSON }
+        return .object(document)
+    }
+}
+
+extension WorkflowEvent {
+    /// `{id, name, data}` as conditions and templates read it.
+    var documentJSON: JSONValue { ["id": .string(id), "name": .string(name), "data": data] }
+}
+
+extension WorkflowSubscriber {
+    /// `{id, attributes, timezone?, locale?}`.
+    var documentJSON: JSONValue {
+        var o: [String: JSONValue] = ["id": .string(id), "attributes": attributes]
+        if let timezone { o["timezone"] = .string(timezone) }
+        if let locale { o["locale"] = .string(locale) }
+        return .object(o)
+    }
+}

@@ -1,0 +1,175 @@
+import BuzzKitWire
+import Foundation
+
+/// Why a stored run state could not be read back.
+public struct WorkflowStateError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension WorkflowRunState {
+    /// The state as a JSON object (for a jsonb column); `init(json:)` reads it back equal.
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "format": .int(Int64(Self.format)), "runId": .string(runId), "workflowKey": .string(workflowKey),
+            "version": .int(Int64(version)), "status": .string(status.rawValue), "trigger": trigger.stateJSON,
+            "subscriber": subscriber.documentJSON, "startedAt": .string(WorkflowTime.text(startedAt)),
+            "outcomes": .array(outcomes.map(\.jsonValue)),
+        ]
+        if let failure { o["failure"] = ["code": .string(failure.code), "message": .string(failure.message)] }
+        if let cancelReason { o["cancelReason"] = .string(cancelReason) }
+        if let endedAt { o["endedAt"] = .string(WorkflowTime.text(endedAt)) }
+        if let current { o["current"] = .string(current) }
+        if let timer { o["timer"] = ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))] }
+        if let awaiting {
+            o["awaiting"] = ["step": .string(awaiting.step), "event": .string(awaiting.event),
+                             "since": .string(WorkflowTime.text(awaiting.since)),
+                             "timeoutAt": .string(WorkflowTime.text(awaiting.timeoutAt))]
+        }
+        if let receiptsFor { o["receiptsFor"] = .array(receiptsFor.map(JSONValue.string)) }
+        return .object(o)
+    }
+
+    public init(json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "state")
+        guard try r.int("format") == Int64(Self.format) else { throw WorkflowStateError("state: unknown format") }
+        guard let status = WorkflowRunStatus(rawValue: try r.string("status")) else { throw WorkflowStateError("state.status: unknown") }
+        self.init(runId: try r.string("runId"), workflowKey: try r.string("workflowKey"), version: Int(try r.int("version")),
+                  trigger: try WorkflowEvent(stateJSON: try r.value("trigger")),
+                  subscriber: try WorkflowSubscriber(stateJSON: try r.value("subscriber")),
+                  startedAt: try r.date("startedAt"))
+        self.status = status
+        if let f = r.optional("failure") {
+            let fr = StateReader(f, "state.failure")
+            failure = WorkflowRunFailure(code: try fr.string("code"), message: try fr.string("message"))
+        }
+        cancelReason = try r.optionalString("cancelReason")
+        endedAt = try r.optionalDate("endedAt")
+        current = try r.optionalString("current")
+        if let t = r.optional("timer") {
+            let tr = StateReader(t, "state.timer")
+            timer = WorkflowTimer(token: try tr.string("token"), dueAt: try tr.date("dueAt"))
+        }
+        if let a = r.optional("awaiting") {
+            let ar = StateReader(a, "state.awaiting")
+            awaiting = WorkflowEventWait(step: try ar.string("step"), event: try ar.string("event"), since: try ar.date("since"),
+                                         timeoutAt: try ar.date("timeoutAt"))
+        }
+        if let ids = r.optional("receiptsFor") {
+            guard case .array(let items) = ids else { throw WorkflowStateError("state.receiptsFor: not an array") }
+            receiptsFor = items.compactMap(\.stringValue)
+        }
+        guard case .array(let items) = try r.value("outcomes") else { throw WorkflowStateError("state.outcomes: not an array") }
+        var outcomes: [WorkflowStepOutcome] = []
+        for item in items {
+            let outcome: WorkflowStepOutcome = try WorkflowStepOutcome(json: item)
+            outcomes.append(outcome)
+        }
+        self.outcomes = outcomes
+    }
+}
+
+extension WorkflowStepOutcome {
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "step": .string(step), "kind": .string(kind), "status": .string(status.rawValue),
+            "startedAt": .string(WorkflowTime.text(startedAt)), "messageIds": .array(messageIds.map(JSONValue.string)),
+        ]
+        if let dueAt { o["dueAt"] = .string(WorkflowTime.text(dueAt)) }
+        if let endedAt { o["endedAt"] = .string(WorkflowTime.text(endedAt)) }
+        if let decision { o["decision"] = .string(decision) }
+        if let reason { o["reason"] = .string(reason) }
+        if !missing.isEmpty { o["missing"] = .array(missing.map(JSONValue.string)) }
+        if let event { o["event"] = event.stateJSON }
+        if let shiftedFrom { o["shiftedFrom"] = .string(WorkflowTime.text(shiftedFrom)) }
+        if let receipts {
+            o["receipts"] = .object(receipts.mapValues { ["delivered": .bool($0.delivered), "opened": .bool($0.opened)] })
+        }
+        return .object(o)
+    }
+
+    init(json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "outcome")
+        self.init(step: try r.string("step"), kind: try r.string("kind"), startedAt: try r.date("startedAt"))
+        guard let status = Status(rawValue: try r.string("status")) else { throw WorkflowStateError("outcome.status: unknown") }
+        self.status = status
+        dueAt = try r.optionalDate("dueAt")
+        endedAt = try r.optionalDate("endedAt")
+        decision = try r.optionalString("decision")
+        reason = try r.optionalString("reason")
+        messageIds = r.optional("messageIds")?.arrayValue?.compactMap(\.stringValue) ?? []
+        missing = r.optional("missing")?.arrayValue?.compactMap(\.stringValue) ?? []
+        if let e = r.optional("event") { event = try WorkflowEvent(stateJSON: e) }
+        shiftedFrom = try r.optionalDate("shiftedFrom")
+        if let rc = r.optional("receipts")?.objectValue {
+            receipts = rc.mapValues { WorkflowReceipts(delivered: $0["delivered"]?.boolValue ?? false, opened: $0["opened"]?.boolValue ?? false) }
+        }
+    }
+}
+
+extension WorkflowEvent {
+    var stateJSON: JSONValue {
+        ["id": .string(id), "name": .string(name), "data": data, "occurredAt": .string(WorkflowTime.text(occurredAt))]
+    }
+
+    init(stateJSON json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "event")
+        self.init(id: try r.string("id"), name: try r.string("name"), data: r.optional("data") ?? [:],
+                  occurredAt: try r.date("occurredAt"))
+    }
+}
+
+extension WorkflowSubscriber {
+    init(stateJSON json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "subscriber")
+        self.init(id: try r.string("id"), attributes: r.optional("attributes") ?? [:],
+                  timezone: try r.optionalString("timezone"), locale: try r.optionalString("locale"))
+    }
+}
+
+/// Typed member access with errors that name the member.
+private struct StateReader {
+    let object: [String: JSONValue]
+    let path: String
+
+    init(_ value: JSONValue, _ path: String) {
+        object = value.objectValue ?? [:]
+        self.path = path
+    }
+
+    func value(_ key: String) throws(WorkflowStateError) -> JSONValue {
+        guard let v = object[key], !v.isNull else { throw WorkflowStateError("\(path).\(key): missing") }
+        return v
+    }
+
+    func optional(_ key: String) -> JSONValue? {
+        guard let v = object[key], !v.isNull else { return nil }
+        return v
+    }
+
+    func string(_ key: String) throws(WorkflowStateError) -> String {
+        guard let s = try value(key).stringValue else { throw WorkflowStateError("\(path).\(key): not a string") }
+        return s
+    }
+
+    func optionalString(_ key: String) throws(WorkflowStateError) -> String? {
+        guard let v = optional(key) else { return nil }
+        guard let s = v.stringValue else { throw WorkflowStateError("\(path).\(key): not a string") }
+        return s
+    }
+
+    func int(_ key: String) throws(WorkflowStateError) -> Int64 {
+        guard let i = try value(key).intValue else { throw WorkflowStateError("\(path).\(key): not an integer") }
+        return i
+    }
+
+    func date(_ key: String) throws(WorkflowStateError) -> Date {
+        guard let d = EventTimestamp.parse(try string(key)) else { throw WorkflowStateError("\(path).\(key): not a date-time") }
+        return d
+    }
+
+    func optionalDate(_ key: String) throws(WorkflowStateError) -> Date? {
+        guard optional(key) != nil else { return nil }
+        return try date(key)
+    }
+}

@@ -1,0 +1,149 @@
+import BuzzKitWire
+import Foundation
+
+/// Where a run stands: the value the runtime keeps in a jsonb column (`jsonValue` /
+/// `init(json:)`), written in the same transaction as the run's timer, so a step's effects and
+/// the state that says it happened commit together.
+///
+/// A run waits on at most one timer at a time (`timer`), plus possibly an event (`awaiting`,
+/// with the timer as its timeout) or receipts (`receiptsFor`). Its position is `current`, the
+/// name of the step it is in (step names are unique in a definition).
+public struct WorkflowRunState: Sendable, Hashable {
+    /// The JSON layout's version (`"format": 1`).
+    public static let format = 1
+
+    public var runId: String
+    public var workflowKey: String
+    /// The definition version the run started with and keeps.
+    public var version: Int
+    public var status: WorkflowRunStatus
+    /// Set when `status` is `failed`.
+    public var failure: WorkflowRunFailure?
+    /// Why the run was cancelled (`cancelOn[0]: workout.completed`, the route's reason).
+    public var cancelReason: String?
+    public var trigger: WorkflowEvent
+    public var subscriber: WorkflowSubscriber
+    public var startedAt: Date
+    public var endedAt: Date?
+    /// The step the run is in; nil once it ended.
+    public var current: String?
+    /// One per step begun, in the order they began.
+    public var outcomes: [WorkflowStepOutcome]
+    /// The run's one timer; nil when none is due.
+    public var timer: WorkflowTimer?
+    /// The event a `waitFor` waits for.
+    public var awaiting: WorkflowEventWait?
+    /// Message ids whose receipts a branch asked for and waits on.
+    public var receiptsFor: [String]?
+
+    public init(runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
+                startedAt: Date) {
+        self.runId = runId
+        self.workflowKey = workflowKey
+        self.version = version
+        status = .running
+        self.trigger = trigger
+        self.subscriber = subscriber
+        self.startedAt = WorkflowTime.quantized(startedAt)
+        outcomes = []
+    }
+
+    /// The outcome of a step, if it began.
+    public func outcome(_ step: String) -> WorkflowStepOutcome? { outcomes.last { $0.step == step } }
+
+    /// When the run's timer is due (the runtime's timers column).
+    public var dueAt: Date? { timer?.dueAt }
+
+    /// Every message id the run's sends used.
+    public var messageIds: [String] { outcomes.flatMap(\.messageIds) }
+}
+
+public enum WorkflowRunStatus: String, Sendable, Hashable, CaseIterable {
+    case running, completed, cancelled, failed
+}
+
+/// Why a run failed: a stable code and a message.
+public struct WorkflowRunFailure: Sendable, Hashable {
+    /// `content_invalid` (a rendered send broke the content rules), `definition_mismatch` (the
+    /// state names a step the definition lacks), `loop_limit` (more steps in one advance than
+    /// the definition has: a bug).
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// The run's one timer. `token` (`<step>:<purpose>`, purposes `wait`, `until`, `timeout`, `quiet`)
+/// comes back in `.timerFired`; a stale token is ignored, which makes a timer firing twice harmless.
+public struct WorkflowTimer: Sendable, Hashable {
+    public var token: String
+    public var dueAt: Date
+
+    public init(token: String, dueAt: Date) {
+        self.token = token
+        self.dueAt = WorkflowTime.quantized(dueAt)
+    }
+}
+
+/// A `waitFor`'s wait: route the subscriber's events named `event` to the run. The runtime also
+/// hands over those that arrived from `since` on (the wait's start), so an event arriving while
+/// the wait was being set up is not missed; the `where` is the engine's to decide.
+public struct WorkflowEventWait: Sendable, Hashable {
+    public var step: String
+    public var event: String
+    public var since: Date
+    public var timeoutAt: Date
+
+    public init(step: String, event: String, since: Date, timeoutAt: Date) {
+        self.step = step
+        self.event = event
+        self.since = WorkflowTime.quantized(since)
+        self.timeoutAt = WorkflowTime.quantized(timeoutAt)
+    }
+}
+
+/// What happened in one step: times, the decision and why, the messages it sent.
+public struct WorkflowStepOutcome: Sendable, Hashable {
+    public enum Status: String, Sendable, Hashable {
+        /// Begun and not yet over (waiting).
+        case running
+        case done
+        /// Ended by the run's cancellation or failure.
+        case interrupted
+    }
+
+    public var step: String
+    /// `wait`, `waitUntil`, `waitFor`, `branch`, `send`, `exit`.
+    public var kind: String
+    public var status: Status
+    public var startedAt: Date
+    /// When the step is due to go on (a wait's end, a waitFor's timeout, a send moved out of quiet hours).
+    public var dueAt: Date?
+    public var endedAt: Date?
+    /// `waited`; `matched` / `timed_out`; `then` / `else`; `sent`; `exited`; `cancelled`; `failed`.
+    public var decision: String?
+    /// Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift.
+    public var reason: String?
+    /// The messages the step sent.
+    public var messageIds: [String]
+    /// Template paths that had no value and rendered empty.
+    public var missing: [String]
+    /// The event a `waitFor` matched.
+    public var event: WorkflowEvent?
+    /// A send moved out of quiet hours: the moment it was due before the shift.
+    public var shiftedFrom: Date?
+    /// The receipts a branch decided on, by message id.
+    public var receipts: [String: WorkflowReceipts]?
+
+    public init(step: String, kind: String, startedAt: Date) {
+        self.step = step
+        self.kind = kind
+        status = .running
+        self.startedAt = startedAt
+        messageIds = []
+        missing = []
+    }
+}
