@@ -84,7 +84,7 @@ let package = Package(
         // The dashboard's static files (Services/gateway/App/Dashboard) ship as the target's resources.
         .target(name: "GatewayApp",
                 dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
-                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitAudience", "BuzzKitAPNs"],
+                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitAudience", "BuzzKitAPNs", "BuzzKitWorkflows"],
                 path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
         .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitIntake"],

@@ -17,6 +17,7 @@ enum RouteSamples {
         let tenantLike = route.path.hasPrefix("/v1/tenants") ? values.tenant : values.apiKey
         path = path.replacingOccurrences(of: "{token}", with: values.token)
         path = path.replacingOccurrences(of: "{key}", with: values.topic)
+        path = path.replacingOccurrences(of: "{n}", with: "1")
         if route.path.hasPrefix("/v1/subscribers") || route.path.hasPrefix("/v1/topics") {
             path = path.replacingOccurrences(of: "{id}", with: values.subscriber)
         } else {
@@ -36,6 +37,9 @@ enum RouteSamples {
         case "createInstallation": ["anonymousId": .string(values.subscriber)]
         case "upsertTopic": ["name": "renamed"]
         case "addTopicSubscribers": ["ids": [.string(values.subscriber), "other"]]
+        case "saveWorkflow": ["trigger": ["event": "signed.up"], "steps": [["name": "hello", "send": ["title": "Hi {{ subscriber.id }}"]]]]
+        case "dryRunWorkflow": ["subscriber": .string(values.subscriber), "event": ["data": [:]]]
+        case "updateSettings": ["quietHours": ["start": "22:00", "end": "08:00"]]
         default: nil
         }
     }

@@ -41,6 +41,16 @@ public enum OpenAPIDocument {
     }
 
     static func components(_ codes: [ErrorCode]) -> JSONValue {
+        guard case .object(var members) = baseComponents(codes), case .object(var schemas)? = members["schemas"] else {
+            return baseComponents(codes)
+        }
+        // Schemas that nest (workflow steps and conditions) are named components.
+        for (name, schema) in WorkflowSchemas.components { schemas[name] = schema }
+        members["schemas"] = .object(schemas)
+        return .object(members)
+    }
+
+    static func baseComponents(_ codes: [ErrorCode]) -> JSONValue {
         [
             "securitySchemes": [
                 "bearer": ["type": "http", "scheme": "bearer",

@@ -25,4 +25,5 @@ extension GatewayRoute {
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
         + DeviceRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
         + StatsRoutes.routes
+        + WorkflowRoutes.routes
 }

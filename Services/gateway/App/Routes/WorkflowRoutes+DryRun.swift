@@ -1,0 +1,145 @@
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import BuzzKitWorkflows
+import Foundation
+
+extension Gateway {
+    /// `POST /v1/workflows/{key}/dry-run {subscriber, event, receipts?, arrivals?, start?, version?}`:
+    /// `WorkflowDryRun.walk` on the current (or given) version with the tenant's quiet hours and
+    /// default zone. `subscriber` is a subscriber id (read from the tenant's subscribers) or a
+    /// sample `{id?, attributes?, timezone?, locale?}`. Nothing is stored and nothing is sent.
+    func dryRunWorkflow(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let key = try WorkflowRoutes.key(context)
+        var v = Validator(try context.request.jsonBody(),
+                          allowed: ["subscriber", "event", "receipts", "arrivals", "start", "version"])
+        var issues: [FieldIssue] = []
+        func issue(_ path: String, _ message: String) { issues.append(FieldIssue(path: path, message: message)) }
+
+        var start = Date()
+        if v.has("start"), !v.isNull("start") {
+            if let text = v.object["start"]?.stringValue, let date = EventTimestamp.parse(text) { start = date }
+            else { issue("start", "must be an ISO 8601 date-time with an offset, such as 2025-01-31T18:00:00Z") }
+        }
+        var versionNumber: Int?
+        if let value = v.object["version"], !value.isNull {
+            if let n = value.intValue, n >= 1, n <= Int64(Int32.max) { versionNumber = Int(n) } else { issue("version", "must be a version number (1 or more)") }
+        }
+        // The subscriber: an id to read, or a sample.
+        var subscriber: WorkflowSubscriber?
+        var subscriberId: String?
+        switch v.object["subscriber"] {
+        case nil, .null?:
+            issue("subscriber", "is required: a subscriber id or a sample {id, attributes, timezone, locale}")
+        case .string(let id)?:
+            if let problem = FieldRules.identifier(id) ?? (id.isEmpty || id.count > 256 ? "must be 1 to 256 characters" : nil) {
+                issue("subscriber", problem)
+            } else {
+                subscriberId = id
+            }
+        case .object?:
+            var s = Validator(v.object["subscriber"], allowed: ["id", "attributes", "timezone", "locale"], prefix: "subscriber.")
+            let id = s.string("id", check: FieldRules.identifier) ?? "dry-run-subscriber"
+            let attributes = s.object("attributes") ?? [:]
+            let timezone = s.string("timezone", maxLength: 64, check: FieldRules.timezone)
+            let locale = s.string("locale", maxLength: 35, check: FieldRules.locale)
+            issues += s.issues
+            subscriber = WorkflowSubscriber(id: id, attributes: attributes, timezone: timezone, locale: locale)
+        default:
+            issue("subscriber", "must be a subscriber id or a sample {id, attributes, timezone, locale}")
+        }
+        var eventReader = Validator(v.object["event"], allowed: ["name", "id", "data", "occurredAt"], prefix: "event.")
+        let eventName = eventReader.string("name", maxLength: 128)
+        let eventId = eventReader.string("id", check: FieldRules.identifier) ?? "dry-run-event"
+        let eventData = eventReader.object("data") ?? [:]
+        var occurredAt: Date?
+        if let text = eventReader.string("occurredAt", maxLength: 64) {
+            occurredAt = EventTimestamp.parse(text)
+            if occurredAt == nil { issue("event.occurredAt", "must be an ISO 8601 date-time with an offset") }
+        }
+        issues += eventReader.issues
+        var receipts: [String: WorkflowReceipts] = [:]
+        if let value = v.object["receipts"], !value.isNull {
+            if case .object(let byStep) = value {
+                for (step, r) in byStep.sorted(by: { $0.key < $1.key }) {
+                    var rr = Validator(r, allowed: ["delivered", "opened"], prefix: "receipts.\(step).")
+                    receipts[step] = WorkflowReceipts(delivered: rr.bool("delivered") ?? false, opened: rr.bool("opened") ?? false)
+                    issues += rr.issues
+                }
+            } else {
+                issue("receipts", "must be an object: receipts by send step name, {\"nudge\": {\"opened\": true}}")
+            }
+        }
+        var arrivalSamples: [String: (name: String?, data: JSONValue, after: TimeInterval)] = [:]
+        if let value = v.object["arrivals"], !value.isNull {
+            if case .object(let byStep) = value {
+                for (step, a) in byStep.sorted(by: { $0.key < $1.key }) {
+                    var ar = Validator(a, allowed: ["name", "data", "after"], prefix: "arrivals.\(step).")
+                    let name = ar.string("name", maxLength: 128)
+                    let data = ar.object("data") ?? [:]
+                    var after: TimeInterval = 0
+                    if let text = ar.string("after", maxLength: 16) {
+                        if let d = WorkflowDuration(text) { after = TimeInterval(d.seconds) }
+                        else { ar.add("after", "must be a duration such as 30s, 90m, 36h, 7d") }
+                    }
+                    issues += ar.issues
+                    arrivalSamples[step] = (name, data, after)
+                }
+            } else {
+                issue("arrivals", "must be an object: events by waitFor step name, {\"review\": {\"data\": {...}, \"after\": \"2h\"}}")
+            }
+        }
+        try Validator.throwIfAny(v.issues + issues)
+
+        // The version to walk.
+        let rows: PostgresRows
+        if let versionNumber {
+            rows = try await postgres.query("""
+                SELECT v.version, v.definition FROM workflow_versions v JOIN workflows w ON w.tenant_id = v.tenant_id AND w.key = v.workflow_key
+                WHERE v.tenant_id = $1::uuid AND v.workflow_key = $2 AND v.version = $3 AND w.deleted_at IS NULL
+                """, [tenant, key, versionNumber])
+        } else {
+            rows = try await postgres.query("""
+                SELECT v.version, v.definition FROM workflows w JOIN workflow_versions v
+                  ON v.tenant_id = w.tenant_id AND v.workflow_key = w.key AND v.version = w.current_version
+                WHERE w.tenant_id = $1::uuid AND w.key = $2 AND w.deleted_at IS NULL
+                """, [tenant, key])
+        }
+        guard let row = rows.first else { throw APIError.notFound(versionNumber == nil ? "workflow" : "workflow version") }
+        let version = try row.decode(Int.self, named: "version")
+        guard case .success(let definition) = WorkflowDefinition.parse(try WorkflowRoutes.definitionJSON(try row.decode(String.self, named: "definition")))
+        else { throw APIError.internalError }
+
+        if let subscriberId {
+            let found = try await postgres.query(
+                "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, subscriberId])
+            guard let s = found.first else {
+                throw APIError(.validationFailed, "the request is invalid: subscriber \(subscriberId) does not exist",
+                               details: [["path": "subscriber", "message": .string("no subscriber with the id \(subscriberId)")]])
+            }
+            subscriber = WorkflowSubscriber(id: subscriberId, attributes: try s.decode(JSONValue.self, named: "attributes"),
+                                            timezone: try s.decode(String?.self, named: "timezone"),
+                                            locale: try s.decode(String?.self, named: "locale"))
+        }
+        guard let subscriber else { throw APIError.internalError }
+        let settings = try await workflowSettings(tenant)
+        let trigger = WorkflowEvent(id: eventId, name: eventName ?? definition.trigger.event, data: eventData,
+                                    occurredAt: occurredAt ?? start)
+        var arrivals: [String: WorkflowDryRun.Arrival] = [:]
+        for (step, sample) in arrivalSamples {
+            var name = sample.name
+            if name == nil, case .waitFor(let w)? = definition.index[step]?.step.kind { name = w.event }
+            arrivals[step] = WorkflowDryRun.Arrival(
+                event: WorkflowEvent(id: "dry-run-arrival-\(step)", name: name ?? step, data: sample.data, occurredAt: start),
+                after: sample.after)
+        }
+        let timeline = WorkflowDryRun.walk(definition, subscriber: subscriber, event: trigger, receipts: receipts,
+                                           arrivals: arrivals, start: start, quietHours: settings.quietHours,
+                                           defaultTimeZone: settings.defaultTimeZone)
+        guard case .object(var body) = timeline.jsonValue else { throw APIError.internalError }
+        body["key"] = .string(key)
+        body["version"] = .int(Int64(version))
+        return .json(.object(body))
+    }
+}

@@ -1,0 +1,154 @@
+import BuzzKitWire
+import BuzzKitWorkflows
+
+/// JSON schemas of workflow definitions and their answers, for the OpenAPI document. They accept
+/// at least what `WorkflowDefinition.parse` accepts (the parser's rules are the stricter ones:
+/// a definition the schema allows may still be refused with 422 and every problem's path).
+enum WorkflowSchemas {
+    static let durationPattern = "^[1-9][0-9]{0,10}[smhd]$"
+    static let timePattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+    static let expression = Schema.string("An expression of the audience language over rooted paths (event., trigger., subscriber., steps.)",
+                                          maxLength: 4096)
+    static let eventName = Schema.string(maxLength: WorkflowLimits.maxEventNameBytes)
+
+    /// Named component schemas (`#/components/schemas/...`): steps and conditions nest.
+    static var components: [String: JSONValue] {
+        [
+            "WorkflowEventRule": Schema.object(["event": eventName, "where": expression], required: ["event"]),
+            "WorkflowDefinition": Schema.object([
+                "trigger": Schema.ref("WorkflowEventRule"),
+                "cancelOn": Schema.array(Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
+                "steps": Schema.array(Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
+                "enabled": Schema.boolean,
+            ], required: ["trigger", "steps"], description: "A workflow: what starts a run, what cancels it, its named steps"),
+            "WorkflowStep": step,
+            "WorkflowCondition": condition,
+        ]
+    }
+
+    static var step: JSONValue {
+        var o = Schema.object([
+            "name": Schema.string("Unique in the workflow", pattern: "^[A-Za-z0-9_.-]{1,64}$"),
+            "wait": Schema.object(["duration": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)],
+                                  required: ["duration"]),
+            "waitUntil": Schema.object([
+                "time": Schema.string("Local wall-clock time HH:MM", pattern: timePattern),
+                "timezone": Schema.string("\"subscriber\" (their zone, else the tenant's default, else UTC) or an IANA zone",
+                                          maxLength: 64),
+            ], required: ["time"]),
+            "waitFor": Schema.object([
+                "event": eventName, "where": expression,
+                "timeout": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern),
+            ], required: ["event", "timeout"]),
+            "branch": Schema.object([
+                "if": Schema.ref("WorkflowCondition"),
+                "then": Schema.array(Schema.ref("WorkflowStep")), "else": Schema.array(Schema.ref("WorkflowStep")),
+            ], required: ["if", "then"]),
+            "send": send,
+            "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false],
+        ], required: ["name"], description: "A named step with exactly one kind")
+        if case .object(var members) = o {
+            members["minProperties"] = 2
+            members["maxProperties"] = 2
+            o = .object(members)
+        }
+        return o
+    }
+
+    static var send: JSONValue {
+        let text = Schema.string("Text; {{ trigger.data.x }}, {{ subscriber.attributes.y }}, {{ subscriber.id }} are filled in per run",
+                                 maxLength: 4096)
+        return Schema.object([
+            "deliver": Schema.string("push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
+            "policy": Schema.string("Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
+            "title": text, "subtitle": text, "body": text, "deepLink": text, "image": text, "sound": text,
+            "category": text, "threadId": text,
+            "data": Schema.anyObject,
+            "action": Schema.object(["name": Schema.string(maxLength: 128), "data": Schema.anyObject], required: ["name"]),
+            "actions": Schema.array(Schema.object([
+                "id": Schema.string(maxLength: 64), "title": Schema.string(maxLength: 4096), "destructive": Schema.boolean,
+                "foreground": Schema.boolean, "input": Schema.boolean, "placeholder": Schema.string(maxLength: 4096),
+            ], required: ["id", "title"]), maxItems: 4),
+            "badge": ["type": "integer", "minimum": 0, "maximum": 2_147_483_647],
+            "interruptionLevel": Schema.string(enumeration: ["passive", "active", "time-sensitive", "critical"]),
+            "priority": ["oneOf": [Schema.string(enumeration: ["high", "normal"]), ["type": "integer", "enum": [10, 5]]]],
+        ])
+    }
+
+    static var condition: JSONValue {
+        func single(_ key: String, _ value: JSONValue) -> JSONValue { Schema.object([key: value], required: [key]) }
+        let stepName = Schema.string(pattern: "^[A-Za-z0-9_.-]{1,64}$")
+        return [
+            "description": "An expression string, or {opened|delivered: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
+            "oneOf": [
+                expression, single("opened", stepName), single("delivered", stepName), single("matched", stepName),
+                single("all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
+                single("any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
+                single("not", Schema.ref("WorkflowCondition")),
+            ],
+        ]
+    }
+
+    /// A workflow as lists and enable/disable answer it.
+    static let summary = Schema.object([
+        "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean, "triggerEvent": Schema.string(),
+        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ], required: ["key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt"])
+
+    /// A workflow with its current version's definition (`changed` on PUT: whether a version was made).
+    static let workflow = Schema.object([
+        "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean, "triggerEvent": Schema.string(),
+        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp, "versionCreatedAt": Schema.timestamp,
+        "digest": Schema.string("SHA-256 of the canonical definition, hex"),
+        "definition": Schema.ref("WorkflowDefinition"),
+        "changed": Schema.boolean,
+    ], required: ["key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt", "versionCreatedAt", "digest", "definition"])
+
+    static let version = Schema.object([
+        "key": Schema.string(), "version": Schema.integer, "digest": Schema.string(), "createdAt": Schema.timestamp,
+        "definition": Schema.ref("WorkflowDefinition"),
+    ], required: ["key", "version", "digest", "createdAt", "definition"])
+
+    static let dryRunRequest = Schema.object([
+        "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
+                       "oneOf": [Schema.string(maxLength: 256), Schema.object([
+                           "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
+                           "timezone": Schema.string(maxLength: 64), "locale": Schema.string(maxLength: 35),
+                       ])]],
+        "event": Schema.object([
+            "name": eventName, "id": Schema.string(maxLength: 256), "data": Schema.anyObject, "occurredAt": Schema.timestamp,
+        ], description: "The trigger event (name defaults to the trigger's)"),
+        "receipts": ["type": "object", "description": "Receipts by send step name",
+                     "additionalProperties": Schema.object(["delivered": Schema.boolean, "opened": Schema.boolean])],
+        "arrivals": ["type": "object", "description": "Events that arrive during a waitFor, by its step name",
+                     "additionalProperties": Schema.object([
+                         "name": eventName, "data": Schema.anyObject,
+                         "after": Schema.string("When after the wait begins, e.g. 2h (default at once)", pattern: durationPattern),
+                     ])],
+        "start": Schema.timestamp,
+        "version": ["type": "integer", "minimum": 1],
+    ], required: ["subscriber", "event"])
+
+    static let dryRunResponse = Schema.object([
+        "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
+        "status": Schema.string(enumeration: ["running", "completed", "cancelled", "failed"]),
+        "failure": Schema.nullable(Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+        "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
+        "timeline": Schema.array(Schema.object([
+            "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
+            "kind": Schema.string(enumeration: ["step", "send", "timer", "await", "receipts", "event", "end"]),
+            "detail": Schema.anyObject,
+        ], required: ["at", "step", "kind", "detail"])),
+        "steps": Schema.array(Schema.anyObject),
+    ], required: ["key", "version", "triggerMatches", "status", "failure", "startedAt", "endedAt", "timeline", "steps"])
+
+    static let settings = Schema.object([
+        "quietHours": Schema.nullable(TenantRoutes.quietHours),
+        "defaultTimezone": Schema.nullable(Schema.string("IANA zone for subscribers without one (else UTC)", maxLength: 64)),
+    ], required: ["quietHours", "defaultTimezone"])
+
+    static let settingsPatch = Schema.object([
+        "quietHours": Schema.nullable(TenantRoutes.quietHours),
+        "defaultTimezone": Schema.nullable(Schema.string("IANA zone", maxLength: 64)),
+    ])
+}
