@@ -301,3 +301,119 @@ struct WorkflowDryRunTests {
         #expect(timeline.jsonValue["triggerMatches"] == false)
     }
 }
+
+@Suite("Workflow engine: local windows (the plan, the acknowledgement, the fallback, central cancel)")
+struct WorkflowLocalWindowTests {
+    static let maya = WorkflowSubscriber(id: "maya", attributes: ["name": "Maya"], timezone: "Europe/Berlin")
+
+    var plans: (RunDriver) -> [WorkflowLocalPlanAction] = { run in
+        run.actions.compactMap { if case .sendLocalPlan(let p) = $0 { p } else { nil } }
+    }
+
+    @Test func thePlanGoesOutWhenTheWaitBegins() {
+        let run = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        let plan = plans(run).first
+        #expect(plan?.plan.id == "run-1:nudge" && plan?.messageId == "run-1/nudge/plan" && plan?.idempotencyKey == "run-1:nudge:plan")
+        #expect(plan?.plan.fireAt == LocalPlan.FireDate(year: 2024, month: 6, day: 2, hour: 7, minute: 0))
+        #expect(plan?.plan.title == "Leg day" && plan?.plan.deepLink == "gym://workouts/legs" && plan?.plan.cancelOn == ["workout.completed"])
+        #expect(plan?.plan.messageId == "run-1/nudge/plan" && plan?.fireAt == utc("2024-06-02T05:00:00Z"))
+        #expect(run.due == "2024-06-02T05:00:00.000Z" && run.state.localPlan?.localId == "run-1:nudge")
+        #expect(run.sends.isEmpty)
+        #expect(parsedDefinition(seedLocalExample).reactsToEvents == ["workout.completed", "$local.scheduled"])
+    }
+
+    @Test func notAcknowledgedTheFallbackGoesOnceAtTheMoment() {
+        var run = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        run.fire()
+        #expect(run.actions.contains(.askAcknowledgement(step: "nudge", localId: "run-1:nudge")) && run.sends.isEmpty)
+        #expect(run.state.acknowledgementFor == "run-1:nudge")
+        run.apply(.acknowledgement(localId: "run-1:nudge", acknowledged: false), at: "2024-06-02T05:00:01Z")
+        #expect(run.sends.count == 1)
+        let fallback = run.sends[0]
+        #expect(fallback.idempotencyKey == "run-1:nudge:fallback" && fallback.messageId == "run-1/nudge/fallback")
+        #expect(fallback.content.title == "Leg day" && fallback.content.deepLink == "gym://workouts/legs")
+        #expect(run.decision("nudge") == "fallback_sent" && run.state.outcome("nudge")?.reason?.contains("no device confirmed") == true)
+        #expect(run.state.outcome("nudge")?.messageIds == ["run-1/nudge/plan", "run-1/nudge/fallback"])
+        #expect(run.state.status == .completed)
+        // The answer again changes nothing.
+        run.apply(.acknowledgement(localId: "run-1:nudge", acknowledged: false), at: "2024-06-02T05:00:02Z")
+        #expect(!run.changed)
+    }
+
+    @Test func acknowledgedNothingIsSent() {
+        var asked = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        asked.fire()
+        asked.apply(.acknowledgement(localId: "run-1:nudge", acknowledged: true), at: "2024-06-02T05:00:01Z")
+        #expect(asked.sends.isEmpty && asked.decision("nudge") == "scheduled_on_device" && asked.state.status == .completed)
+
+        // The acknowledgement event during the window: at the moment nothing is asked or sent.
+        var early = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        early.apply(.event(WorkflowEvent(id: "ack", name: "$local.scheduled", data: ["localId": "other"], occurredAt: utc("2024-06-01T12:00:05Z"))),
+                    at: "2024-06-01T12:00:05Z")
+        #expect(!early.changed)
+        early.apply(.event(WorkflowEvent(id: "ack", name: "$local.scheduled", data: ["localId": "run-1:nudge", "messageId": "run-1/nudge/plan"],
+                                         occurredAt: utc("2024-06-01T12:00:05Z"))), at: "2024-06-01T12:00:05Z")
+        #expect(early.changed && early.state.localPlan?.acknowledged == true && early.actions.isEmpty)
+        early.fire()
+        #expect(early.sends.isEmpty && early.decision("nudge") == "scheduled_on_device" && early.state.status == .completed)
+        #expect(!early.actions.contains { if case .askAcknowledgement = $0 { true } else { false } })
+    }
+
+    @Test func quietHoursAndDSTMoveThePlansMoment() {
+        let quiet = QuietHours(start: WallClockTime("22:00")!, end: WallClockTime("07:30")!)
+        let shifted = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z", quietHours: quiet)
+        #expect(plans(shifted).first?.plan.fireAt == LocalPlan.FireDate(year: 2024, month: 6, day: 2, hour: 7, minute: 30))
+        #expect(shifted.due == "2024-06-02T05:30:00.000Z")
+        #expect(shifted.state.outcome("morning-of")?.shiftedFrom == utc("2024-06-02T05:00:00Z"))
+        // Across spring forward in Berlin: 07:00 CEST is 05:00Z; the wall clock says 07:00.
+        let dst = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-03-30T12:00:00Z")
+        #expect(plans(dst).first?.plan.fireAt == LocalPlan.FireDate(year: 2024, month: 3, day: 31, hour: 7, minute: 0))
+        #expect(dst.due == "2024-03-31T05:00:00.000Z")
+        let ignored = RunDriver(seedLocalExample.replacingOccurrences(of: #""deliver": "local","#, with: #""deliver": "local", "policy": "ignore","#),
+                                subscriber: Self.maya, at: "2024-06-01T12:00:00Z", quietHours: quiet)
+        #expect(ignored.due == "2024-06-02T05:00:00.000Z")
+    }
+
+    @Test func centralCancelSendsBkCancelOnceAndADeviceCancelDoesNot() {
+        var run = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        run.apply(.cancel(reason: "cancelled through the API"), at: "2024-06-01T13:00:00Z")
+        let cancels = run.actions.compactMap { if case .sendCancelPlan(let c) = $0 { c } else { nil } }
+        #expect(cancels.count == 1 && cancels.first?.runId == "run-1" && cancels.first?.messageId == "run-1/nudge/cancel")
+        #expect(cancels.first?.idempotencyKey == "run-1:cancel" && cancels.first?.subscriberId == "maya")
+        #expect(run.state.status == .cancelled && run.state.localPlan == nil)
+        run.apply(.cancel(reason: "again"), at: "2024-06-01T13:00:01Z")
+        #expect(!run.changed)
+
+        // cancelOn without a where: the device removed it itself; the server stops the run, no bk.cancel, no fallback.
+        var device = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        device.apply(.event(WorkflowEvent(id: "done", name: "workout.completed", occurredAt: utc("2024-06-01T18:00:00Z"))), at: "2024-06-01T18:00:00Z")
+        #expect(device.state.status == .cancelled && !device.actions.contains { if case .sendCancelPlan = $0 { true } else { false } })
+
+        // cancelOn with a where is decided on the server: bk.cancel.
+        let withWhere = seedLocalExample.replacingOccurrences(of: #"[{ "event": "workout.completed" }]"#,
+                                                              with: #"[{ "event": "workout.completed", "where": "event.data.id == trigger.data.id" }]"#)
+        var server = RunDriver(withWhere, subscriber: Self.maya,
+                               trigger: WorkflowEvent(id: "t", name: "workout.scheduled", data: ["id": 7], occurredAt: utc("2024-06-01T12:00:00Z")),
+                               at: "2024-06-01T12:00:00Z")
+        #expect(plans(server).first?.plan.cancelOn == [])
+        server.apply(.event(WorkflowEvent(id: "done", name: "workout.completed", data: ["id": 7], occurredAt: utc("2024-06-01T18:00:00Z"))), at: "2024-06-01T18:00:00Z")
+        #expect(server.actions.contains { if case .sendCancelPlan = $0 { true } else { false } })
+
+        // After the moment the notification has fired: a cancel sends no bk.cancel.
+        var late = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
+        late.fire()
+        late.apply(.cancel(reason: "late"), at: "2024-06-02T05:00:01Z")
+        #expect(late.state.status == .cancelled && !late.actions.contains { if case .sendCancelPlan = $0 { true } else { false } })
+    }
+
+    @Test func aDryRunShowsThePlanAndTheFallback() {
+        let d = parsedDefinition(seedLocalExample)
+        let event = WorkflowEvent(id: "e", name: "workout.scheduled", occurredAt: utc("2024-06-01T12:00:00Z"))
+        let fallback = WorkflowDryRun.walk(d, subscriber: Self.maya, event: event, start: utc("2024-06-01T12:00:00Z"))
+        #expect(fallback.entries.map(\.kind).contains("plan") && fallback.state.outcome("nudge")?.decision == "fallback_sent")
+        #expect(fallback.entries.first { $0.kind == "plan" }?.detail["wallClock"] == "2024-06-02T07:00")
+        let acknowledged = WorkflowDryRun.walk(d, subscriber: Self.maya, event: event, acknowledged: ["nudge"], start: utc("2024-06-01T12:00:00Z"))
+        #expect(acknowledged.state.outcome("nudge")?.decision == "scheduled_on_device")
+        #expect(!acknowledged.entries.contains { $0.kind == "send" })
+    }
+}

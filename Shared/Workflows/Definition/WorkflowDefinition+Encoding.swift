@@ -26,11 +26,16 @@ extension WorkflowDefinition {
     }
 
     /// Every event name a running run of this definition may react to: `cancelOn` and `waitFor`
-    /// events (the runtime routes a subscriber's events with these names to their runs).
+    /// events, and `$local.scheduled` when it has a local send (the runtime routes a subscriber's
+    /// events with these names to their runs).
     public var reactsToEvents: Set<String> {
         var names = Set(cancelOn.map(\.event))
         for name in index.names {
-            if case .waitFor(let w)? = index[name]?.step.kind { names.insert(w.event) }
+            switch index[name]?.step.kind {
+            case .waitFor(let w)?: names.insert(w.event)
+            case .send(let s)? where s.deliver == .local: names.insert(WorkflowEngine.localScheduledEvent)
+            default: break
+            }
         }
         return names
     }

@@ -390,6 +390,18 @@ struct DefinitionReader {
         var content: [String: JSONValue] = [:]
         for (key, member) in o where WorkflowSend.contentMembers.contains(key) && !member.isNull { content[key] = member }
         let before = issues.count
+        // The message rules read the members they know; a step stores what it is given, so
+        // anything else inside `action` or a button is refused here.
+        if case .object(let action)? = content["action"] {
+            for key in action.keys.sorted() where key != "name" && key != "data" { add(join(path, "action.\(key)"), "is not a known field") }
+        }
+        if case .array(let buttons)? = content["actions"] {
+            let known: Set<String> = ["id", "title", "destructive", "foreground", "input", "placeholder"]
+            for (i, button) in buttons.enumerated() {
+                guard case .object(let b) = button else { continue }
+                for key in b.keys.sorted() where !known.contains(key) { add(join(path, "actions[\(i)].\(key)"), "is not a known field") }
+            }
+        }
         checkTemplates(.object(content), path)
         checkContent(content, path)
         guard let deliver, let policy, issues.count == before else { return nil }

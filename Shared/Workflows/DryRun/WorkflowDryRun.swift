@@ -7,7 +7,8 @@ import Foundation
 ///
 /// Timers fire at their due time; a `waitFor` matches when `arrivals` has an event for that step
 /// (delivered at the wait's start plus `after`), else it times out; a branch on receipts reads
-/// `receipts` by send step name. Message ids are `dry-run:<step>`.
+/// `receipts` by send step name; a local window's plan counts as acknowledged when its send step is
+/// in `acknowledged` (else the fallback push is shown). Message ids are `dry-run:<step>`.
 public enum WorkflowDryRun {
     /// An event the simulation delivers to a `waitFor`.
     public struct Arrival: Sendable, Hashable {
@@ -25,8 +26,8 @@ public enum WorkflowDryRun {
         /// The simulated moment.
         public var at: Date
         public var step: String?
-        /// `step` (a step's outcome), `send` (what would be sent), `timer`, `await`, `receipts`,
-        /// `event`, `end`.
+        /// `step` (a step's outcome), `send` (what would be sent), `plan` (a local window's plan),
+        /// `acknowledgement`, `cancel`, `timer`, `await`, `receipts`, `event`, `end`.
         public var kind: String
         public var detail: JSONValue
     }
@@ -60,6 +61,7 @@ public enum WorkflowDryRun {
 
     public static func walk(_ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
                             receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
+                            acknowledged: Set<String> = [],
                             start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil) -> Timeline {
         func environment(_ now: Date) -> WorkflowEnvironment {
             WorkflowEnvironment(now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
@@ -90,6 +92,24 @@ public enum WorkflowDryRun {
                     var detail: [String: JSONValue] = ["status": .string(status.rawValue)]
                     if let failure = advance.state.failure { detail["failure"] = .string("\(failure.code): \(failure.message)") }
                     entries.append(Entry(at: now, step: nil, kind: "end", detail: .object(detail)))
+                case .sendLocalPlan(let plan):
+                    let f = plan.plan.fireAt
+                    let wall = "\(f.year)-\(CivilCalendar.padded(f.month, 2))-\(CivilCalendar.padded(f.day, 2))T\(CivilCalendar.padded(f.hour, 2)):\(CivilCalendar.padded(f.minute, 2))"
+                    var detail: [String: JSONValue] = [
+                        "messageId": .string(plan.messageId), "localId": .string(plan.plan.id), "fireAt": .string(WorkflowTime.text(plan.fireAt)),
+                        "wallClock": .string(wall), "cancelOn": .array(plan.plan.cancelOn.map(JSONValue.string)),
+                        "idempotencyKey": .string(plan.idempotencyKey),
+                    ]
+                    if let title = plan.plan.title { detail["title"] = .string(title) }
+                    if let body = plan.plan.body { detail["body"] = .string(body) }
+                    if let link = plan.plan.deepLink { detail["deepLink"] = .string(link) }
+                    if !plan.missing.isEmpty { detail["missing"] = .array(plan.missing.map(JSONValue.string)) }
+                    entries.append(Entry(at: now, step: plan.step, kind: "plan", detail: .object(detail)))
+                case .askAcknowledgement(let step, let localId):
+                    entries.append(Entry(at: now, step: step, kind: "acknowledgement", detail: ["localId": .string(localId),
+                                                                                                 "acknowledged": .bool(acknowledged.contains(step))]))
+                case .sendCancelPlan(let cancel):
+                    entries.append(Entry(at: now, step: nil, kind: "cancel", detail: ["runId": .string(cancel.runId)]))
                 case .clearTimer, .stopAwaitingEvent:
                     break
                 }
@@ -107,7 +127,9 @@ public enum WorkflowDryRun {
             inputs += 1
             let state = advance.state
             let input: WorkflowInput
-            if let ids = state.receiptsFor {
+            if let localId = state.acknowledgementFor, let step = state.localPlan?.step {
+                input = .acknowledgement(localId: localId, acknowledged: acknowledged.contains(step))
+            } else if let ids = state.receiptsFor {
                 // The branch's receipts: the sample's, by send step, for each message of that step.
                 var answer: [String: WorkflowReceipts] = [:]
                 for outcome in state.outcomes where ids.contains(where: outcome.messageIds.contains) {

@@ -18,6 +18,15 @@ public enum WorkflowAction: Sendable, Hashable {
     case stopAwaitingEvent(step: String)
     /// Look up the receipts of these messages from the run's subscriber and answer `.receipts`.
     case askReceipts(step: String, messageIds: [String])
+    /// Issue 16: hand the plan to every active device of the subscriber as a silent push
+    /// (`bk.local`, through the sender pool and the ledger, message `messageId`, key `idempotencyKey`).
+    case sendLocalPlan(WorkflowLocalPlanAction)
+    /// Issue 16: look up whether the subscriber tracked `$local.scheduled` with this `localId`
+    /// (from any device) and answer `.acknowledgement`.
+    case askAcknowledgement(step: String, localId: String)
+    /// Issue 16: a run whose plan had not fired was cancelled centrally: send `bk.cancel` with the
+    /// run id to the subscriber's devices (silent), once (`idempotencyKey`).
+    case sendCancelPlan(WorkflowCancelPlanAction)
     /// The run ended: `completed`, `cancelled` or `failed` (the state has the reason or failure).
     case finished(WorkflowRunStatus)
 }
@@ -39,6 +48,31 @@ public struct WorkflowSendAction: Sendable, Hashable {
     public var content: MessageContent
     /// Template paths that rendered empty.
     public var missing: [String]
+}
+
+/// The plan of a local window, to send as a silent push.
+public struct WorkflowLocalPlanAction: Sendable, Hashable {
+    public var step: String
+    public var messageId: String
+    /// `<run id>:<step>:plan`.
+    public var idempotencyKey: String
+    public var subscriberId: String
+    /// `bk.local`: id, wall-clock `fireAt` in the subscriber's zone, title, body, data, deep link,
+    /// the device-decidable `cancelOn` names, the message id.
+    public var plan: LocalPlan
+    /// The moment as an instant (the run's timer is due then too).
+    public var fireAt: Date
+    /// Template paths that rendered empty.
+    public var missing: [String]
+}
+
+/// `bk.cancel` for a run's local notifications.
+public struct WorkflowCancelPlanAction: Sendable, Hashable {
+    public var runId: String
+    public var messageId: String
+    /// `<run id>:cancel`.
+    public var idempotencyKey: String
+    public var subscriberId: String
 }
 
 /// The new state and what to do.

@@ -19,6 +19,9 @@ import Foundation
 /// one advance walks at most the whole definition. A branch whose condition reads receipts asks
 /// for them (`askReceipts`) and goes on when `.receipts` answers.
 public enum WorkflowEngine {
+    /// The SDK's acknowledgement of a local plan (`data.localId`).
+    public static let localScheduledEvent = "$local.scheduled"
+
     /// Whether `event` starts a run of `definition` for `subscriber`: the trigger's name and its
     /// `where` (over `event`/`trigger`, the same event, and `subscriber`).
     public static func triggers(_ definition: WorkflowDefinition, event: WorkflowEvent, subscriber: WorkflowSubscriber) -> Bool {
@@ -57,6 +60,8 @@ public enum WorkflowEngine {
             machine.receipts(receipts)
         case .cancel(let reason):
             machine.cancel(reason)
+        case .acknowledgement(let localId, let acknowledged):
+            guard machine.acknowledgement(localId, acknowledged) else { return WorkflowAdvance(state: state, actions: [], changed: false) }
         }
         return machine.finish(from: state)
     }
@@ -114,10 +119,24 @@ struct RunMachine {
                 return
             case .waitUntil(let time, let choice):
                 let (zone, zoneName, source) = self.zone(choice)
-                let due = WorkflowZones.next(time, after: now, in: zone)
-                outcome.dueAt = WorkflowTime.quantized(due)
+                var due = WorkflowZones.next(time, after: now, in: zone)
                 outcome.reason = "the next \(time) in \(zoneName) (\(source))"
                 state.outcomes.append(outcome)
+                // A local window: the plan goes to the devices now, for the moment (out of quiet hours).
+                if let sendStep = entry.successor, case .send(let send)? = definition.index[sendStep]?.step.kind,
+                   send.deliver == .local {
+                    if send.policy == .respect, let quiet = environment.quietHours {
+                        let (quietZone, quietZoneName, _) = WorkflowZones.subscriberZone(state.subscriber.timezone,
+                                                                                          tenantDefault: environment.defaultTimeZone)
+                        if let end = quiet.shift(due, in: quietZone) {
+                            setReason(stepName, "the next \(time) in \(zoneName) (\(source)); quiet hours \(quiet) in \(quietZoneName): moved from \(WorkflowTime.text(due)) to \(WorkflowTime.text(end))")
+                            setShift(stepName, from: due)
+                            due = end
+                        }
+                    }
+                    guard plan(send, step: sendStep, fireAt: due) else { return }
+                }
+                if let i = state.outcomes.lastIndex(where: { $0.step == stepName }) { state.outcomes[i].dueAt = WorkflowTime.quantized(due) }
                 state.timer = WorkflowTimer(token: "\(stepName):until", dueAt: due)
                 return
             case .waitFor(let waitFor):
@@ -137,6 +156,18 @@ struct RunMachine {
                     return
                 }
                 next = decide(stepName, branch, receipts: [:])
+            case .send(let send) where send.deliver == .local && state.localPlan?.step == stepName:
+                // The moment of a local window: did a device acknowledge the plan?
+                state.outcomes.append(outcome)
+                guard let plan = state.localPlan else { return }
+                if plan.acknowledged {
+                    guard endLocal(acknowledged: true) else { return }
+                    next = entry.successor
+                } else {
+                    state.acknowledgementFor = plan.localId
+                    actions.append(.askAcknowledgement(step: stepName, localId: plan.localId))
+                    return
+                }
             case .send(let send):
                 if send.policy == .respect, let quiet = environment.quietHours {
                     let (zone, zoneName, _) = WorkflowZones.subscriberZone(state.subscriber.timezone,
@@ -175,6 +206,14 @@ struct RunMachine {
         }
     }
 
+    private mutating func setReason(_ step: String, _ reason: String) {
+        if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].reason = reason }
+    }
+
+    private mutating func setShift(_ step: String, from date: Date) {
+        if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].shiftedFrom = WorkflowTime.quantized(date) }
+    }
+
     /// Marks the current step's outcome.
     private mutating func endCurrent(_ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done) {
         guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
@@ -191,6 +230,8 @@ struct RunMachine {
         state.timer = nil
         state.awaiting = nil
         state.receiptsFor = nil
+        state.localPlan = nil
+        state.acknowledgementFor = nil
     }
 
     private mutating func fail(_ code: String, _ message: String) {
@@ -222,15 +263,29 @@ struct RunMachine {
         }
     }
 
-    /// Whether the event changed the run (a cancellation or the awaited event).
+    /// Whether the event changed the run (a cancellation, the awaited event, a plan's acknowledgement).
     mutating func event(_ event: WorkflowEvent) -> Bool {
         guard event.id != state.trigger.id else { return false }
         let document = self.document(event: event)
         for (i, rule) in definition.cancelOn.enumerated() where rule.event == event.name {
             if rule.condition?.expression.matches(document: document) ?? true {
-                cancel("cancelOn[\(i)]: \(event.name)" + (rule.condition.map { " where \($0.text)" } ?? ""))
+                // A rule with a `where` is decided here only: tell the devices. One without is on
+                // the plan too, and the device removed the notification itself.
+                cancel("cancelOn[\(i)]: \(event.name)" + (rule.condition.map { " where \($0.text)" } ?? ""),
+                       central: rule.condition != nil)
                 return true
             }
+        }
+        if event.name == WorkflowEngine.localScheduledEvent, let plan = state.localPlan,
+           event.data["localId"]?.stringValue == plan.localId {
+            guard !plan.acknowledged || state.acknowledgementFor == plan.localId else { return false }
+            state.localPlan?.acknowledged = true
+            if state.acknowledgementFor == plan.localId, let step = state.current, let entry = definition.index[step] {
+                state.acknowledgementFor = nil
+                guard endLocal(acknowledged: true) else { return true }
+                run(from: entry.successor)
+            }
+            return true
         }
         guard let wait = state.awaiting, wait.event == event.name, let entry = definition.index[wait.step],
               case .waitFor(let waitFor) = entry.step.kind else { return false }
@@ -251,10 +306,81 @@ struct RunMachine {
         run(from: decide(step, branch, receipts: receipts))
     }
 
-    mutating func cancel(_ reason: String) {
+    /// `central`: decided on the server (the route, a deleted workflow, a `cancelOn` with a `where`):
+    /// a plan that has not fired yet is cancelled on the devices with `bk.cancel`.
+    mutating func cancel(_ reason: String, central: Bool = true) {
+        if central, let plan = state.localPlan, state.acknowledgementFor == nil, state.current != plan.step {
+            actions.append(.sendCancelPlan(WorkflowCancelPlanAction(
+                runId: state.runId, messageId: environment.messageId(state.runId, plan.step, "cancel"),
+                idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
+        }
         if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }
         state.cancelReason = reason
         end(.cancelled)
+    }
+
+    mutating func acknowledgement(_ localId: String, _ acknowledged: Bool) -> Bool {
+        guard state.acknowledgementFor == localId, let step = state.current, let entry = definition.index[step] else { return false }
+        state.acknowledgementFor = nil
+        guard endLocal(acknowledged: acknowledged || state.localPlan?.acknowledged == true) else { return true }
+        run(from: entry.successor)
+        return true
+    }
+
+    // MARK: - Local windows (issue 16)
+
+    /// Renders the local send's content at the start of its window and hands out the plan; false
+    /// when the run failed.
+    private mutating func plan(_ send: WorkflowSend, step: String, fireAt: Date) -> Bool {
+        var missing: [String] = []
+        let rendered = WorkflowTemplate.render(.object(send.content), document(event: nil), missing: &missing)
+        guard case .success(let content) = MessageContent.validate(rendered) else {
+            if case .failure(let rejection) = MessageContent.validate(rendered) {
+                fail("content_invalid", "the rendered content is invalid: " + rejection.issues.map(\.description).joined(separator: "; "))
+            }
+            return false
+        }
+        let localId = "\(state.runId):\(step)"
+        let messageId = environment.messageId(state.runId, step, "plan")
+        let zone = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone).zone
+        let c = WorkflowZones.components(fireAt, in: zone)
+        let plan = LocalPlan(id: localId, fireAt: LocalPlan.FireDate(year: c.year, month: c.month, day: c.day, hour: c.hour,
+                                                                      minute: c.minute, second: c.second),
+                             title: content.title, body: content.body, data: content.data, deepLink: content.deepLink,
+                             cancelOn: definition.deviceCancelEvents, messageId: messageId)
+        actions.append(.sendLocalPlan(WorkflowLocalPlanAction(
+            step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step):plan", subscriberId: state.subscriber.id,
+            plan: plan, fireAt: WorkflowTime.quantized(fireAt), missing: missing)))
+        state.localPlan = WorkflowLocalPlanState(step: step, localId: localId, messageId: messageId, fireAt: fireAt,
+                                                 content: rendered, missing: missing)
+        return true
+    }
+
+    /// Ends a local send at its moment: acknowledged, nothing is sent; else the same content goes
+    /// as an ordinary push (the fallback). False when the run failed.
+    private mutating func endLocal(acknowledged: Bool) -> Bool {
+        guard let plan = state.localPlan, let i = state.outcomes.lastIndex(where: { $0.step == plan.step }) else {
+            fail("definition_mismatch", "a local send ended without its plan")
+            return false
+        }
+        state.localPlan = nil
+        state.outcomes[i].missing = plan.missing
+        state.outcomes[i].messageIds = [plan.messageId]
+        if acknowledged {
+            endCurrent("scheduled_on_device", reason: "a device acknowledged the plan \(plan.localId): nothing sent at the moment")
+            return true
+        }
+        guard case .success(let content) = MessageContent.validate(plan.content) else {
+            fail("content_invalid", "the plan's content is invalid")
+            return false
+        }
+        let messageId = environment.messageId(state.runId, plan.step, "fallback")
+        actions.append(.send(WorkflowSendAction(
+            step: plan.step, messageId: messageId, idempotencyKey: "\(state.runId):\(plan.step):fallback",
+            subscriberId: state.subscriber.id, delivery: .push, contentJSON: plan.content, content: content, missing: plan.missing)))
+        state.outcomes[i].messageIds.append(messageId)
+        endCurrent("fallback_sent", reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
+        return true
     }
 
     // MARK: - Branches
@@ -318,8 +444,7 @@ struct RunMachine {
                 step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step)",
                 subscriberId: state.subscriber.id, delivery: .push, contentJSON: rendered, content: content,
                 missing: missing)))
-            var reason = send.deliver == .local
-                ? "sent as a push: local delivery (the plan handed to the device) is not built yet" : "sent"
+            var reason = send.deliver == .local ? "sent as a push: the local window had no plan" : "sent"
             if !missing.isEmpty { reason += "; rendered empty: " + missing.joined(separator: ", ") }
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) {
                 state.outcomes[i].messageIds.append(messageId)

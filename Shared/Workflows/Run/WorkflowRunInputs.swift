@@ -61,6 +61,9 @@ public enum WorkflowInput: Sendable, Hashable {
     case receipts([String: WorkflowReceipts])
     /// Cancel the run (the cancel route, a workflow deleted). Nothing once the run has ended.
     case cancel(reason: String)
+    /// The answer to `askAcknowledgement`: whether any device of the subscriber tracked
+    /// `$local.scheduled` with that `localId`.
+    case acknowledgement(localId: String, acknowledged: Bool)
 }
 
 /// The tenant's settings and the clock, given to every `advance` (read fresh: a quiet-hours
@@ -73,7 +76,7 @@ public struct WorkflowEnvironment: Sendable {
     /// The tenant's default IANA zone for subscribers without one (else UTC).
     public var defaultTimeZone: String?
     /// The id of the message a step sends, from the run id, the step name and the purpose
-    /// (`send`; issue 16 adds `plan`, `fallback`, `cancel`). Deterministic is best (e.g. a
+    /// (`send`; a local window adds `plan`, `fallback`, `cancel`). Deterministic is best (e.g. a
     /// name-based UUID): a step executed again then names the same message, and the runtime's
     /// unique key on it refuses the second.
     public var messageId: @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String

@@ -27,6 +27,14 @@ extension WorkflowRunState {
                              "timeoutAt": .string(WorkflowTime.text(awaiting.timeoutAt))]
         }
         if let receiptsFor { o["receiptsFor"] = .array(receiptsFor.map(JSONValue.string)) }
+        if let localPlan {
+            o["localPlan"] = [
+                "step": .string(localPlan.step), "localId": .string(localPlan.localId), "messageId": .string(localPlan.messageId),
+                "fireAt": .string(WorkflowTime.text(localPlan.fireAt)), "content": localPlan.content,
+                "missing": .array(localPlan.missing.map(JSONValue.string)), "acknowledged": .bool(localPlan.acknowledged),
+            ]
+        }
+        if let acknowledgementFor { o["acknowledgementFor"] = .string(acknowledgementFor) }
         return .object(o)
     }
 
@@ -59,6 +67,15 @@ extension WorkflowRunState {
             guard case .array(let items) = ids else { throw WorkflowStateError("state.receiptsFor: not an array") }
             receiptsFor = items.compactMap(\.stringValue)
         }
+        if let p = r.optional("localPlan") {
+            let pr = StateReader(p, "state.localPlan")
+            localPlan = WorkflowLocalPlanState(
+                step: try pr.string("step"), localId: try pr.string("localId"), messageId: try pr.string("messageId"),
+                fireAt: try pr.date("fireAt"), content: try pr.value("content"),
+                missing: pr.optional("missing")?.arrayValue?.compactMap(\.stringValue) ?? [],
+                acknowledged: pr.optional("acknowledged")?.boolValue ?? false)
+        }
+        acknowledgementFor = try r.optionalString("acknowledgementFor")
         guard case .array(let items) = try r.value("outcomes") else { throw WorkflowStateError("state.outcomes: not an array") }
         var outcomes: [WorkflowStepOutcome] = []
         for item in items {

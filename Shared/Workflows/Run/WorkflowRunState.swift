@@ -35,6 +35,10 @@ public struct WorkflowRunState: Sendable, Hashable {
     public var awaiting: WorkflowEventWait?
     /// Message ids whose receipts a branch asked for and waits on.
     public var receiptsFor: [String]?
+    /// The local window's plan, from the start of its `waitUntil` until its send step ends.
+    public var localPlan: WorkflowLocalPlanState?
+    /// The plan id whose acknowledgement the local send asked for and waits on.
+    public var acknowledgementFor: String?
 
     public init(runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
                 startedAt: Date) {
@@ -105,6 +109,36 @@ public struct WorkflowEventWait: Sendable, Hashable {
     }
 }
 
+/// A local window's plan (issue 16): handed to the devices when the `waitUntil` began; at the
+/// moment the send step reads whether a device acknowledged it (`$local.scheduled`).
+public struct WorkflowLocalPlanState: Sendable, Hashable {
+    /// The local send step.
+    public var step: String
+    /// `<run id>:<step>`: the notification's identifier on the device (`bk.cancel` with the run id
+    /// matches it by prefix) and the `localId` of `$local.scheduled`.
+    public var localId: String
+    /// The plan's message (the silent push); opens of the local notification carry it.
+    public var messageId: String
+    /// The moment (already shifted out of quiet hours unless the policy is `ignore`).
+    public var fireAt: Date
+    /// The rendered content members, sent again as the fallback push.
+    public var content: JSONValue
+    public var missing: [String]
+    /// A `$local.scheduled` with `localId` arrived.
+    public var acknowledged: Bool
+
+    public init(step: String, localId: String, messageId: String, fireAt: Date, content: JSONValue, missing: [String],
+                acknowledged: Bool = false) {
+        self.step = step
+        self.localId = localId
+        self.messageId = messageId
+        self.fireAt = WorkflowTime.quantized(fireAt)
+        self.content = content
+        self.missing = missing
+        self.acknowledged = acknowledged
+    }
+}
+
 /// What happened in one step: times, the decision and why, the messages it sent.
 public struct WorkflowStepOutcome: Sendable, Hashable {
     public enum Status: String, Sendable, Hashable {
@@ -123,7 +157,8 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     /// When the step is due to go on (a wait's end, a waitFor's timeout, a send moved out of quiet hours).
     public var dueAt: Date?
     public var endedAt: Date?
-    /// `waited`; `matched` / `timed_out`; `then` / `else`; `sent`; `exited`; `cancelled`; `failed`.
+    /// `waited`; `matched` / `timed_out`; `then` / `else`; `sent`; `scheduled_on_device` /
+    /// `fallback_sent` (a local send); `exited`; `cancelled`; `failed`.
     public var decision: String?
     /// Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift.
     public var reason: String?

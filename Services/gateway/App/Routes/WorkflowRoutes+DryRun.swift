@@ -5,7 +5,7 @@ import BuzzKitWorkflows
 import Foundation
 
 extension Gateway {
-    /// `POST /v1/workflows/{key}/dry-run {subscriber, event, receipts?, arrivals?, start?, version?}`:
+    /// `POST /v1/workflows/{key}/dry-run {subscriber, event, receipts?, arrivals?, acknowledged?, start?, version?}`:
     /// `WorkflowDryRun.walk` on the current (or given) version with the tenant's quiet hours and
     /// default zone. `subscriber` is a subscriber id (read from the tenant's subscribers) or a
     /// sample `{id?, attributes?, timezone?, locale?}`. Nothing is stored and nothing is sent.
@@ -13,7 +13,7 @@ extension Gateway {
         let tenant = try context.tenant
         let key = try WorkflowRoutes.key(context)
         var v = Validator(try context.request.jsonBody(),
-                          allowed: ["subscriber", "event", "receipts", "arrivals", "start", "version"])
+                          allowed: ["subscriber", "event", "receipts", "arrivals", "acknowledged", "start", "version"])
         var issues: [FieldIssue] = []
         func issue(_ path: String, _ message: String) { issues.append(FieldIssue(path: path, message: message)) }
 
@@ -90,6 +90,14 @@ extension Gateway {
                 issue("arrivals", "must be an object: events by waitFor step name, {\"review\": {\"data\": {...}, \"after\": \"2h\"}}")
             }
         }
+        var acknowledged = Set<String>()
+        if let value = v.object["acknowledged"], !value.isNull {
+            if case .array(let items) = value, items.allSatisfy({ $0.stringValue != nil }) {
+                acknowledged = Set(items.compactMap(\.stringValue))
+            } else {
+                issue("acknowledged", "must be an array of local send step names whose plan a device acknowledges")
+            }
+        }
         try Validator.throwIfAny(v.issues + issues)
 
         // The version to walk.
@@ -135,7 +143,7 @@ extension Gateway {
                 after: sample.after)
         }
         let timeline = WorkflowDryRun.walk(definition, subscriber: subscriber, event: trigger, receipts: receipts,
-                                           arrivals: arrivals, start: start, quietHours: settings.quietHours,
+                                           arrivals: arrivals, acknowledged: acknowledged, start: start, quietHours: settings.quietHours,
                                            defaultTimeZone: settings.defaultTimeZone)
         guard case .object(var body) = timeline.jsonValue else { throw APIError.internalError }
         body["key"] = .string(key)

@@ -125,6 +125,7 @@ enum WorkflowSchemas {
                          "name": eventName, "data": Schema.anyObject,
                          "after": Schema.string("When after the wait begins, e.g. 2h (default at once)", pattern: durationPattern),
                      ])],
+        "acknowledged": Schema.array(Schema.string(maxLength: 64), maxItems: 100),
         "start": Schema.timestamp,
         "version": ["type": "integer", "minimum": 1],
     ], required: ["subscriber", "event"])
@@ -136,7 +137,8 @@ enum WorkflowSchemas {
         "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
         "timeline": Schema.array(Schema.object([
             "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
-            "kind": Schema.string(enumeration: ["step", "send", "timer", "await", "receipts", "event", "end"]),
+            "kind": Schema.string(enumeration: ["step", "send", "plan", "acknowledgement", "cancel", "timer", "await", "receipts",
+                                                "event", "end"]),
             "detail": Schema.anyObject,
         ], required: ["at", "step", "kind", "detail"])),
         "steps": Schema.array(Schema.anyObject),
