@@ -47,7 +47,7 @@ extension WorkflowDefinition {
 
 /// Reads the JSON, noting each problem; `checkReferences` then checks what needs the whole tree.
 struct DefinitionReader {
-    var issues: [WorkflowIssue] = []
+    var issues: [ValidationIssue] = []
     /// Whether a step was left out of the tree for its own problems.
     private(set) var droppedSteps = false
     private var stepCount = 0
@@ -55,7 +55,7 @@ struct DefinitionReader {
     private var namePaths: [String: String] = [:]
 
     mutating func add(_ path: String, _ message: String, line: Int? = nil, column: Int? = nil) {
-        issues.append(WorkflowIssue(path: path, message: message, line: line, column: column))
+        issues.append(ValidationIssue(path: path, message: message, line: line, column: column))
     }
 
     /// The members of an object, noting unknown ones; nil (and an issue) when not an object.
@@ -98,7 +98,7 @@ struct DefinitionReader {
             }
             return ok ? WorkflowExpression(text: text, expression: expression) : nil
         } catch {
-            add(path, error.message, line: error.line, column: error.column)
+            issues.append(error.issue(path: path))
             return nil
         }
     }

@@ -14,8 +14,8 @@ extension Gateway {
         let key = try WorkflowRoutes.key(context)
         var v = Validator(try context.request.jsonBody(),
                           allowed: ["subscriber", "event", "receipts", "arrivals", "acknowledged", "start", "version"])
-        var issues: [FieldIssue] = []
-        func issue(_ path: String, _ message: String) { issues.append(FieldIssue(path: path, message: message)) }
+        var issues: [ValidationIssue] = []
+        func issue(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
 
         var start = Date()
         if v.has("start"), !v.isNull("start") {
