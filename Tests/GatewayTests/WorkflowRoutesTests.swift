@@ -97,6 +97,29 @@ struct WorkflowRoutesTests {
         }
     }
 
+    /// The hook the workflow service uses: every change on `bk_workflow_changes`, in order.
+    @Test func changesAreAnnouncedForTheRuntime() async throws {
+        try await withGateway { h in
+            let stream = try await h.postgres.listen("bk_workflow_changes")
+            #expect(try await h.send("PUT", "/v1/workflows/announced", key: h.tenantKey, body: document(nudge)).status == 201)
+            #expect(try await h.send("PUT", "/v1/workflows/announced", key: h.tenantKey, body: document(nudge)).data?["changed"] == false)
+            #expect(try await h.send("POST", "/v1/workflows/announced/disable", key: h.tenantKey).status == 200)
+            #expect(try await h.send("PUT", "/v1/workflows/announced", key: h.tenantKey,
+                                     body: document(nudge.replacingOccurrences(of: "2h", with: "3h"))).data?["version"] == 2)
+            #expect(try await h.send("DELETE", "/v1/workflows/announced", key: h.tenantKey).data?["deleted"] == true)
+            var changes: [String] = []
+            for try await notification in stream {
+                guard let payload = try? JSONValue.parse(notification.payload), payload["tenantId"]?.stringValue == h.tenantID,
+                      payload["key"] == "announced", let change = payload["change"]?.stringValue else { continue }
+                changes.append("\(change):\(payload["version"]?.intValue ?? 0)")
+                if change == "deleted" { break }
+            }
+            #expect(changes == ["saved:1", "disabled:1", "saved:2", "deleted:2"])
+            let row = try await h.postgres.query("SELECT deleted_at IS NOT NULL, enabled FROM workflows WHERE key = 'announced'").first
+            #expect(try row?.decode(Bool.self, at: 0) == true && row?.decode(Bool.self, at: 1) == false)
+        }
+    }
+
     @Test func everyValidationErrorWithItsPath() async throws {
         try await withGateway { h in
             for (note, text, path, fragment) in invalidDefinitions {
