@@ -11,16 +11,38 @@ enum WorkflowSchemas {
                                           maxLength: 4096)
     static let eventName = Schema.string(maxLength: WorkflowLimits.maxEventNameBytes)
 
+    /// The rules a definition must follow that JSON Schema cannot state (`x-rules`); a definition
+    /// breaking one is answered 422 `validation_failed` with the member's path.
+    static let definitionRules = [
+        "step names are unique in the whole workflow (branches included)",
+        "at most \(WorkflowLimits.maxSteps) steps in all, branches nested at most \(WorkflowLimits.maxBranchDepth) deep, conditions at most \(WorkflowLimits.maxConditionDepth)",
+        "durations are at most 365 days",
+        "waitUntil.timezone is \"subscriber\" or an IANA zone name (Europe/Berlin)",
+        "where and if expressions are the audience language over rooted paths: trigger.where reads event., trigger., subscriber.; cancelOn and waitFor where also steps.; branch if reads trigger., subscriber., steps. (event.name, event.data.x, trigger.data.x, subscriber.id|timezone|locale|attributes.y, steps.<name>.outcome, steps.<name>.event.data.x); two paths may be compared",
+        "a condition names only steps before it: opened and delivered a send step, matched a waitFor step, steps.<name>.event a waitFor step",
+        "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
+        "send content follows POST /v1/messages's rules (something to show or carry, buttons need a title or body, unique button ids, URLs with a scheme, at most 4096 bytes of payload) where no template decides it",
+        "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
+        "event names are at most 128 bytes of UTF-8",
+    ]
+
+    static func withRules(_ schema: JSONValue, _ rules: [String]) -> JSONValue {
+        guard case .object(var o) = schema else { return schema }
+        o["x-rules"] = .array(rules.map(JSONValue.string))
+        return .object(o)
+    }
+
     /// Named component schemas (`#/components/schemas/...`): steps and conditions nest.
     static var components: [String: JSONValue] {
         [
             "WorkflowEventRule": Schema.object(["event": eventName, "where": expression], required: ["event"]),
-            "WorkflowDefinition": Schema.object([
+            "WorkflowDefinition": withRules(Schema.object([
                 "trigger": Schema.ref("WorkflowEventRule"),
                 "cancelOn": Schema.array(Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
                 "steps": Schema.array(Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
                 "enabled": Schema.boolean,
             ], required: ["trigger", "steps"], description: "A workflow: what starts a run, what cancels it, its named steps"),
+            definitionRules),
             "WorkflowStep": step,
             "WorkflowCondition": condition,
         ]
@@ -109,7 +131,12 @@ enum WorkflowSchemas {
         "definition": Schema.ref("WorkflowDefinition"),
     ], required: ["key", "version", "digest", "createdAt", "definition"])
 
-    static let dryRunRequest = Schema.object([
+    static let dryRunRules = [
+        "subscriber as a string is the id of one of the tenant's subscribers",
+        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)",
+    ]
+
+    static let dryRunRequest = withRules(Schema.object([
         "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
                        "oneOf": [Schema.string(maxLength: 256), Schema.object([
                            "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
@@ -128,7 +155,7 @@ enum WorkflowSchemas {
         "acknowledged": Schema.array(Schema.string(maxLength: 64), maxItems: 100),
         "start": Schema.timestamp,
         "version": ["type": "integer", "minimum": 1],
-    ], required: ["subscriber", "event"])
+    ], required: ["subscriber", "event"]), dryRunRules)
 
     static let dryRunResponse = Schema.object([
         "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
