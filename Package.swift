@@ -2,8 +2,11 @@
 // BuzzKit: one package, layered bottom-up.
 //   C system libraries (Shared/C/*)  ->  BuzzKitWire (wire types, no I/O, compiles for iOS)
 //   -> BuzzKitCore (logging, config, metrics, lifecycle)  ->  thin wrappers over C
-//   (Postgres, Redis, HTTP server, HTTP client)  ->  BuzzKitRuntime (what every service shares)
+//   (Postgres, Redis, HTTP server, HTTP client, Crypto, APNs)  ->  BuzzKitContracts, BuzzKitAudience
+//   -> BuzzKitIntake, BuzzKitQueries  ->  BuzzKitRuntime (what every service shares)
 //   -> Services/* executables. Services never import each other.
+// Each target declares exactly the package modules its files import: none that arrives only
+// through another dependency, none unused. ./deploy/test checks it (deploy/lib/check_imports.py).
 import PackageDescription
 
 let package = Package(
@@ -42,7 +45,8 @@ let package = Package(
         .target(name: "BuzzKitCore", dependencies: ["BuzzKitWire"], path: "Shared/Core"),
 
         // MARK: - Thin wrappers over C libraries
-        .target(name: "BuzzKitPostgres", dependencies: ["BuzzKitCore", "CLibPQ"], path: "Shared/Postgres"),
+        .target(name: "BuzzKitPostgres", dependencies: ["CLibPQ", "BuzzKitWire", "BuzzKitCore"],
+                path: "Shared/Postgres"),
         .target(name: "BuzzKitRedis", dependencies: ["BuzzKitCore", "CHiredis"], path: "Shared/Redis"),
         .target(name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
                 path: "Shared/HTTPServer"),
@@ -77,31 +81,37 @@ let package = Package(
 
         // MARK: - What every service process shares
         .target(name: "BuzzKitRuntime",
-                dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
                 path: "Shared/Runtime"),
 
         // MARK: - Services and tools (executables only read the environment and run)
         // The dashboard's static files (Services/gateway/App/Dashboard) ship as the target's resources.
         .target(name: "GatewayApp",
-                dependencies: ["BuzzKitRuntime", "BuzzKitCrypto", "BuzzKitMigrations", "BuzzKitContracts",
-                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitAudience", "BuzzKitAPNs", "BuzzKitWorkflows"],
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                               "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
+                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows"],
                 path: "Services/gateway/App", resources: [.copy("Dashboard")]),
-        .executableTarget(name: "Gateway", dependencies: ["GatewayApp", "BuzzKitRuntime"], path: "Services/gateway/Main"),
-        .target(name: "IngestApp", dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitIntake"],
+        .executableTarget(name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
+                          path: "Services/gateway/Main"),
+        .target(name: "IngestApp", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                                                  "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"],
                 path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
         .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime"], path: "Services/workflow"),
         .target(name: "APNsSenderApp",
-                dependencies: ["BuzzKitRuntime", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitCrypto", "BuzzKitAudience"],
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                               "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
+                               "BuzzKitRuntime"],
                 path: "Services/apns-sender/App"),
-        .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp", "BuzzKitRuntime"],
+        .executableTarget(name: "APNsSender", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "APNsSenderApp"],
                           path: "Services/apns-sender/Main"),
         .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitRuntime"], path: "Services/liveactivity"),
-        .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitRuntime", "BuzzKitMigrations", "GatewayApp"],
+        .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
+                                                               "GatewayApp"],
                           path: "Tools/buzzkit-admin"),
         .executableTarget(name: "BuzzKitBench",
-                          dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer",
-                                         "BuzzKitHTTPClient"],
+                          dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                                         "BuzzKitHTTPServer"],
                           path: "Tools/bench"),
 
         // The APNs simulator: a local stand-in for Apple's service (HTTP/2 over TLS), written in C on
@@ -118,42 +128,49 @@ let package = Package(
 
         // MARK: - Tests (SwiftPM links every test target into one test binary)
         .target(name: "BuzzKitTestSupport",
-                dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
+                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
                 path: "Tests/Support"),
-        .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRuntime"],
+        .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRedis", "BuzzKitRuntime"],
                           path: "Tests/Fixtures/stream-worker"),
-        .testTarget(name: "APNsTests", dependencies: ["BuzzKitAPNs", "BuzzKitTestSupport"], path: "Tests/APNsTests"),
+        .testTarget(name: "APNsTests", dependencies: ["BuzzKitWire", "BuzzKitCrypto", "BuzzKitHTTPClient",
+                                                      "BuzzKitAPNs", "BuzzKitTestSupport"], path: "Tests/APNsTests"),
         .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto"],
                     path: "Tests/CoreTests"),
         .testTarget(name: "PostgresTests",
-                    dependencies: ["BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitTestSupport"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
+                                   "BuzzKitTestSupport"],
                     path: "Tests/PostgresTests"),
         .testTarget(name: "RedisTests", dependencies: ["BuzzKitRedis", "BuzzKitTestSupport"],
                     path: "Tests/RedisTests"),
         .testTarget(name: "HTTPTests",
-                    dependencies: ["BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitTestSupport"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitHTTPServer", "BuzzKitTestSupport"],
                     path: "Tests/HTTPTests"),
         .testTarget(name: "GatewayTests",
-                    dependencies: ["GatewayApp", "IngestApp", "BuzzKitTestSupport", "BuzzKitHTTPClient",
-                                   "BuzzKitMigrations"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                                   "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
+                                   "BuzzKitRuntime", "GatewayApp", "IngestApp", "BuzzKitTestSupport"],
                     path: "Tests/GatewayTests"),
         .testTarget(name: "IngestTests",
-                    dependencies: ["IngestApp", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries", "BuzzKitTestSupport",
-                                   "BuzzKitMigrations"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                                   "BuzzKitMigrations", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries",
+                                   "IngestApp", "BuzzKitTestSupport"],
                     path: "Tests/IngestTests"),
         .testTarget(name: "SenderTests",
-                    dependencies: ["APNsSenderApp", "GatewayApp", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitTestSupport",
-                                   "BuzzKitHTTPClient", "BuzzKitMigrations"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
+                                   "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
+                                   "APNsSenderApp", "BuzzKitTestSupport"],
                     path: "Tests/SenderTests"),
         .testTarget(name: "SDKTests",
-                    dependencies: ["BuzzKit", "BuzzKitNotificationServiceExtension", "BuzzKitWire", "BuzzKitTestSupport",
-                                   "BuzzKitHTTPClient"],
+                    dependencies: ["BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",
+                                   "BuzzKitTestSupport"],
                     path: "Tests/SDKTests"),
         .testTarget(name: "AudienceTests",
-                    dependencies: ["BuzzKitAudience", "BuzzKitWorkflows", "BuzzKitTestSupport", "BuzzKitMigrations", "BuzzKitPostgres"],
+                    dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitAudience",
+                                   "BuzzKitWorkflows", "BuzzKitTestSupport"],
                     path: "Tests/AudienceTests"),
         .testTarget(name: "ServiceTests",
-                    dependencies: ["BuzzKitRuntime", "BuzzKitTestSupport", "BuzzKitHTTPClient", "BuzzKitRedis"],
+                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitHTTPClient",
+                                   "BuzzKitTestSupport"],
                     path: "Tests/ServiceTests", exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
