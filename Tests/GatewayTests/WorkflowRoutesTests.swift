@@ -228,6 +228,12 @@ struct WorkflowRoutesTests {
                                            body: ["subscriber": ["timezone": "Nowhere"], "event": ["data": 1], "start": "soon", "receipts": ["nudge": ["seen": true]]])
             let paths = Set((invalid.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue })
             #expect(paths == ["subscriber.timezone", "event.data", "start", "receipts.nudge.seen"], "\(paths)")
+            let tooMany = try await h.send("POST", "/v1/workflows/leg-day/dry-run", key: h.tenantKey,
+                                           body: ["subscriber": "sam", "event": [:], "acknowledged": .array(Array(repeating: "nudge", count: 101))])
+            #expect(tooMany.status == 422 && tooMany.envelope.error?.details?.arrayValue?.first?["path"] == "acknowledged")
+            let acknowledged = try await h.send("POST", "/v1/workflows/leg-day/dry-run", key: h.tenantKey,
+                                                body: ["subscriber": "sam", "event": [:], "acknowledged": ["nudge"]])
+            #expect(acknowledged.status == 200)
             #expect(try await h.send("POST", "/v1/workflows/none/dry-run", key: h.tenantKey, body: ["subscriber": "sam", "event": [:]]).status == 404)
 
             // Nothing was stored or sent.

@@ -64,6 +64,10 @@ struct DefinitionReader {
         guard let value, !value.isNull else { add(path, "is required"); return nil }
         guard case .object(let o) = value else { add(path, "must be \(what)"); return nil }
         for key in o.keys.sorted() where !allowed.contains(key) { add(join(path, key), "is not a known field") }
+        // A definition says what it means: a member is given with a value or left out.
+        for key in o.keys.sorted() where allowed.contains(key) && o[key]?.isNull == true {
+            add(join(path, key), "must not be null (leave the member out)")
+        }
         return o
     }
 
@@ -71,10 +75,11 @@ struct DefinitionReader {
 
     private mutating func string(_ o: [String: JSONValue], _ key: String, _ path: String, required: Bool = true) -> String? {
         let p = join(path, key)
-        guard let value = o[key], !value.isNull else {
+        guard let value = o[key] else {
             if required { add(p, "is required") }
             return nil
         }
+        if value.isNull { return nil }  // reported by `members` (or by `step` for a name)
         guard case .string(let s) = value else { add(p, "must be a string"); return nil }
         guard !s.isEmpty else { add(p, "must not be empty"); return nil }
         return s
@@ -200,6 +205,7 @@ struct DefinitionReader {
             add(path, "must be an object {name, <kind>: {...}} with a kind of " + WorkflowStepKind.names.joined(separator: ", "))
             return nil
         }
+        if o["name"]?.isNull == true { add(join(path, "name"), "is required") }
         let name = string(o, "name", path)
         if let name, !Self.isValidName(name) {
             add(join(path, "name"), "must be 1 to \(WorkflowLimits.maxNameLength) of letters, digits, _ - .")
@@ -308,7 +314,9 @@ struct DefinitionReader {
         let condition = self.condition(o["if"], join(path, "if"), depth: 0)
         func arm(_ key: String, required: Bool) -> [WorkflowStep]? {
             switch o[key] {
-            case nil, .null?:
+            case .null?:
+                return nil  // reported by `members`
+            case nil:
                 if required { add(join(path, key), "is required (an array of steps, possibly empty)"); return nil }
                 return []
             case .array(let items)?:
@@ -395,11 +403,17 @@ struct DefinitionReader {
         if case .object(let action)? = content["action"] {
             for key in action.keys.sorted() where key != "name" && key != "data" { add(join(path, "action.\(key)"), "is not a known field") }
         }
+        if case .object(let action)? = content["action"], action["data"]?.isNull == true {
+            add(join(path, "action.data"), "must not be null (leave the member out)")
+        }
         if case .array(let buttons)? = content["actions"] {
             let known: Set<String> = ["id", "title", "destructive", "foreground", "input", "placeholder"]
             for (i, button) in buttons.enumerated() {
                 guard case .object(let b) = button else { continue }
                 for key in b.keys.sorted() where !known.contains(key) { add(join(path, "actions[\(i)].\(key)"), "is not a known field") }
+                for key in b.keys.sorted() where known.contains(key) && b[key]?.isNull == true {
+                    add(join(path, "actions[\(i)].\(key)"), "must not be null (leave the member out)")
+                }
             }
         }
         checkTemplates(.object(content), path)

@@ -92,10 +92,11 @@ extension Gateway {
         }
         var acknowledged = Set<String>()
         if let value = v.object["acknowledged"], !value.isNull {
-            if case .array(let items) = value, items.allSatisfy({ $0.stringValue != nil }) {
+            if case .array(let items) = value, items.count <= 100,
+               items.allSatisfy({ ($0.stringValue?.count ?? 0) >= 1 && ($0.stringValue?.count ?? 0) <= WorkflowLimits.maxNameLength }) {
                 acknowledged = Set(items.compactMap(\.stringValue))
             } else {
-                issue("acknowledged", "must be an array of local send step names whose plan a device acknowledges")
+                issue("acknowledged", "must be an array of at most 100 local send step names (1 to \(WorkflowLimits.maxNameLength) characters) whose plan a device acknowledges")
             }
         }
         try Validator.throwIfAny(v.issues + issues)

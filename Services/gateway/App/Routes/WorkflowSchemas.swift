@@ -136,25 +136,31 @@ enum WorkflowSchemas {
         "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)",
     ]
 
+    /// The dry run's body. Like every Validator-read body, a JSON null counts as an absent member,
+    /// so the optional members are nullable.
     static let dryRunRequest = withRules(Schema.object([
         "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
                        "oneOf": [Schema.string(maxLength: 256), Schema.object([
-                           "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
-                           "timezone": Schema.string(maxLength: 64), "locale": Schema.string(maxLength: 35),
+                           "id": Schema.nullable(Schema.string(maxLength: 256)), "attributes": Schema.nullable(Schema.anyObject),
+                           "timezone": Schema.nullable(Schema.string(maxLength: 64)),
+                           "locale": Schema.nullable(Schema.string(maxLength: 35)),
                        ])]],
         "event": Schema.object([
-            "name": eventName, "id": Schema.string(maxLength: 256), "data": Schema.anyObject, "occurredAt": Schema.timestamp,
+            "name": Schema.nullable(eventName), "id": Schema.nullable(Schema.string(maxLength: 256)),
+            "data": Schema.nullable(Schema.anyObject), "occurredAt": Schema.nullable(Schema.timestamp),
         ], description: "The trigger event (name defaults to the trigger's)"),
-        "receipts": ["type": "object", "description": "Receipts by send step name",
-                     "additionalProperties": Schema.object(["delivered": Schema.boolean, "opened": Schema.boolean])],
-        "arrivals": ["type": "object", "description": "Events that arrive during a waitFor, by its step name",
-                     "additionalProperties": Schema.object([
-                         "name": eventName, "data": Schema.anyObject,
-                         "after": Schema.string("When after the wait begins, e.g. 2h (default at once)", pattern: durationPattern),
-                     ])],
-        "acknowledged": Schema.array(Schema.string(maxLength: 64), maxItems: 100),
-        "start": Schema.timestamp,
-        "version": ["type": "integer", "minimum": 1],
+        "receipts": Schema.nullable(["type": "object", "description": "Receipts by send step name",
+                                     "additionalProperties": Schema.object(["delivered": Schema.nullable(Schema.boolean),
+                                                                            "opened": Schema.nullable(Schema.boolean)])]),
+        "arrivals": Schema.nullable(["type": "object", "description": "Events that arrive during a waitFor, by its step name",
+                                     "additionalProperties": Schema.object([
+                                         "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
+                                         "after": Schema.nullable(Schema.string("When after the wait begins, e.g. 2h (default at once)",
+                                                                                pattern: durationPattern)),
+                                     ])]),
+        "acknowledged": Schema.nullable(Schema.array(Schema.string(maxLength: WorkflowLimits.maxNameLength), maxItems: 100)),
+        "start": Schema.nullable(Schema.timestamp),
+        "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647]),
     ], required: ["subscriber", "event"]), dryRunRules)
 
     static let dryRunResponse = Schema.object([
