@@ -18,11 +18,12 @@ public enum WorkflowZones {
 
     private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers)
 
-    /// The zone a subscriber's wall-clock times are read in: their own `timezone` when it is a
-    /// known zone, else the tenant's default, else UTC. `source` says which one was used.
+    /// The zone a subscriber's wall-clock times are read in: their own `timezone` when Foundation
+    /// knows it (the subscriber routes checked it when it was saved), else the tenant's default,
+    /// else UTC. `source` says which one was used.
     public static func subscriberZone(_ subscriberTimezone: String?, tenantDefault: String?) -> (zone: TimeZone, name: String, source: String) {
-        if let name = subscriberTimezone, let zone = zone(named: name) { return (zone, name, "subscriber") }
-        if let name = tenantDefault, let zone = zone(named: name) { return (zone, name, "tenant default") }
+        if let name = subscriberTimezone, !name.isEmpty, let zone = TimeZone(identifier: name) { return (zone, name, "subscriber") }
+        if let name = tenantDefault, !name.isEmpty, let zone = TimeZone(identifier: name) { return (zone, name, "tenant default") }
         return (utc, "UTC", "UTC")
     }
 
