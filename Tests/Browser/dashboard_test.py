@@ -219,6 +219,49 @@ def subscribers(page):
     step("subscribers by id prefix; attributes as text, devices active/inactive, topics, events newest first")
 
 
+def workflows(page):
+    page.get_by_test_id("nav-workflows").click()
+    expect(page.get_by_role("heading", name="Workflows", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("workflow-new").click()
+    page.get_by_test_id("workflow-key-input").fill("welcome")
+    broken = {"trigger": {"event": "app.installed"}, "steps": [
+        {"name": "pause", "wait": {"duration": "soon"}},
+        {"name": "hello", "send": {"title": "Welcome!", "body": "Hi {{ subscriber.id }}"}},
+        {"name": "hello", "exit": {}}]}
+    page.get_by_test_id("workflow-definition").fill(json.dumps(broken, indent=2))
+    page.get_by_test_id("workflow-save").click()
+    status, answer = api("PUT", "/v1/workflows/welcome-check", broken)
+    check(status == 422, f"the API took a broken workflow: {status} {answer}")
+    paths = [i.get("path") or "(definition)" for i in answer["error"]["details"]]
+    shown = page.get_by_test_id("workflow-problem-path")
+    expect(shown).to_have_count(len(paths), timeout=TIMEOUT)
+    check([shown.nth(i).inner_text() for i in range(len(paths))] == paths, f"the problems shown are not the API's: {paths}")
+    shot(page, "workflow-problems")
+    valid = {"trigger": {"event": "app.installed"}, "steps": [
+        {"name": "pause", "wait": {"duration": "1h"}},
+        {"name": "hello", "send": {"title": "Welcome!", "body": "Hi {{ subscriber.id }}"}}]}
+    page.get_by_test_id("workflow-definition").fill(json.dumps(valid, indent=2))
+    page.get_by_test_id("workflow-save").click()
+    page.wait_for_url("**/dashboard#/workflows/welcome", timeout=TIMEOUT)
+    expect(page.get_by_test_id("workflow-state")).to_be_visible(timeout=TIMEOUT)
+    status, saved = api("GET", "/v1/workflows/welcome")
+    check(status == 200 and saved["data"]["definition"]["steps"][1]["name"] == "hello", f"not saved: {status} {saved}")
+    expect(page.get_by_test_id("workflow-version")).to_have_count(saved["data"]["version"], timeout=TIMEOUT)
+    page.get_by_test_id("dry-run-subscriber").fill("pro-1")
+    page.get_by_test_id("dry-run").click()
+    status, dry = api("POST", "/v1/workflows/welcome/dry-run", {"subscriber": "pro-1", "event": {"name": "app.installed"}})
+    check(status == 200, f"dry run: {status} {dry}")
+    expect(page.get_by_test_id("dry-run-status")).to_have_text(dry["data"]["status"], timeout=TIMEOUT)
+    expect(page.get_by_test_id("timeline-entry")).to_have_count(len(dry["data"]["timeline"]), timeout=TIMEOUT)
+    expect(page.get_by_test_id("dry-run-timeline")).to_contain_text("hello", timeout=TIMEOUT)
+    shot(page, "workflow")
+    page.get_by_test_id("nav-workflows").click()
+    expect(page.get_by_test_id("workflow-row").filter(has_text="welcome")).to_be_visible(timeout=TIMEOUT)
+    shot(page, "workflows")
+    no_xss(page, "workflows")
+    step("a workflow's problems are shown by path; the valid one saves and its dry run is drawn step by step")
+
+
 def overview(page):
     page.get_by_test_id("nav-overview").click()
     expect(page.get_by_test_id("funnel-24h")).to_be_visible(timeout=TIMEOUT)
@@ -293,6 +336,7 @@ def main():
             delivery(page, message_id)
             messages_list(page)
             subscribers(page)
+            workflows(page)
             overview(page)
             keys(browser, page)
             check(not errors, f"the pages logged errors: {errors}")

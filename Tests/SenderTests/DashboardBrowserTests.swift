@@ -12,7 +12,7 @@ import Testing
 struct DashboardBrowserTests {
     static let xss = "<img src=x onerror=alert(1)>"
 
-    @Test("sign in, segments, send to a segment, deliveries, keys and revocation, XSS as text: in Chromium")
+    @Test("sign in, segments, send to a segment, deliveries, workflows, keys and revocation, XSS as text: in Chromium")
     func dashboardInChromium() async throws {
         let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")
         let chromium = ProcessInfo.processInfo.environment["BK_CHROMIUM"] ?? "/usr/bin/chromium"
@@ -32,7 +32,8 @@ struct DashboardBrowserTests {
             let status = await browser.waitForExit(timeout: .seconds(600))
             #expect(status == 0, "the browser scenarios failed:\n\(browser.output)\ngateway:\n\(stack.gateway.output.suffix(3000))")
             for name in ["signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
-                         "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out"] {
+                         "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
+                         "workflows", "workflow", "workflow-problems"] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }
         }

@@ -13,6 +13,8 @@ import * as subscriber from './pages/subscriber.js';
 import * as segments from './pages/segments.js';
 import * as segment from './pages/segment.js';
 import * as keys from './pages/keys.js';
+import * as workflows from './pages/workflows.js';
+import * as workflow from './pages/workflow.js';
 
 const NAV = [
   { path: 'overview', label: 'Overview', icon: icons.overview },
@@ -20,6 +22,7 @@ const NAV = [
   { path: 'messages', label: 'Messages', icon: icons.messages, scope: 'messages:read' },
   { path: 'subscribers', label: 'Subscribers', icon: icons.subscribers, scope: 'subscribers:read' },
   { path: 'segments', label: 'Segments', icon: icons.segments, scope: 'subscribers:read' },
+  { path: 'workflows', label: 'Workflows', icon: icons.workflows, scope: 'workflows:read' },
   { path: 'keys', label: 'Keys', icon: icons.keys, scope: 'keys:write', workspace: true },
 ];
 
@@ -34,6 +37,9 @@ const ROUTES = [
   [/^segments$/, segments],
   [/^segments\/new$/, segment, []],
   [/^segments\/(.+)$/, segment, ['key']],
+  [/^workflows$/, workflows],
+  [/^workflows\/new$/, workflow, []],
+  [/^workflows\/(.+)$/, workflow, ['key']],
   [/^keys$/, keys],
 ];
 
@@ -69,7 +75,7 @@ async function shell(path) {
   const info = session.info;
   const section = path.split('/')[0];
   const nav = NAV.filter((item) => (!item.scope || info.scopes.includes(item.scope)) && (!item.workspace || session.isWorkspace));
-  const active = { message: 'messages', deliveries: 'messages', subscribers: 'subscribers', segments: 'segments' }[section] || section;
+  const active = { message: 'messages', deliveries: 'messages', subscribers: 'subscribers', segments: 'segments', 'workflow-runs': 'workflows' }[section] || section;
   const main = h('main', { class: 'main', id: 'main' });
   const signOut = h('button', { type: 'button', class: 'nav-item signout', 'data-testid': 'signout', onclick: () => session.signOut() },
     icon(icons.signout), h('span', {}, 'Sign out'));
