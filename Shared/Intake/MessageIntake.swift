@@ -168,7 +168,7 @@ public struct MessageIntake: Sendable {
     }
 
     static func subscriberIdProblem(_ id: String) -> String? {
-        if id.isEmpty || id.count > 256 { return "must be a subscriber id of 1 to 256 characters" }
+        if id.isEmpty || id.unicodeScalars.count > 256 { return "must be a subscriber id of 1 to 256 characters" }
         if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "must not contain control characters"
         }

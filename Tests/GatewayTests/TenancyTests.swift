@@ -179,4 +179,30 @@ struct TenancyTests {
             #expect(try rows[0].decode(Int.self, at: 0) == 1)
         }
     }
+
+    /// A BuzzKit-Tenant header that is present must be a tenant id for every kind of key: empty or
+    /// malformed is 404 tenant_not_found, never ignored. A malformed BuzzKit-Installation header is
+    /// 401 unauthorized for every kind of key on the routes that document it.
+    @Test func malformedTenantAndInstallationHeadersAreRefusedForEveryKey() async throws {
+        try await withGateway { h in
+            for key in [h.workspaceKey, h.tenantKey] {
+                for value in ["", "nope", "0000"] {
+                    let reply = try await h.send("GET", "/v1/subscribers", key: key, tenant: value)
+                    #expect(reply.status == 404 && reply.code == "tenant_not_found", "\(value.debugDescription)")
+                }
+            }
+            let client = try await h.send("POST", "/v1/installations", key: h.clientKey, tenant: "", body: ["anonymousId": "a-1"])
+            #expect(client.status == 404 && client.code == "tenant_not_found")
+            let token = deviceToken("headers")
+            for value in ["", "nope", "bk_inst_short"] {
+                let reply = try await h.send("PUT", "/v1/subscribers/s/devices/\(token)", key: h.tenantKey,
+                                             body: ["environment": "sandbox"], installation: value)
+                #expect(reply.status == 401 && reply.code == "unauthorized", "\(value.debugDescription)")
+            }
+            let wellFormed = try await h.send("PUT", "/v1/subscribers/s/devices/\(token)", key: h.tenantKey,
+                                              body: ["environment": "sandbox"],
+                                              installation: "bk_inst_" + String(repeating: "A", count: 43))
+            #expect(wellFormed.status == 201)
+        }
+    }
 }

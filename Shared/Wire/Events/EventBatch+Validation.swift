@@ -23,8 +23,9 @@ extension EventBatch {
         }
         var issues: [ValidationIssue] = []
         var identity: EventIdentity?
-        let subscriber = object["subscriberId"].flatMap { $0.isNull ? nil : $0 }
-        let anonymous = object["anonymousId"].flatMap { $0.isNull ? nil : $0 }
+        // `JSONValue?.none`, not `nil`: JSONValue is nil-literal expressible, and `nil` would be `.null`.
+        let subscriber = object["subscriberId"].flatMap { $0.isNull ? JSONValue?.none : $0 }
+        let anonymous = object["anonymousId"].flatMap { $0.isNull ? JSONValue?.none : $0 }
         switch (subscriber, anonymous) {
         case (nil, nil):
             issues.append(.init(index: nil, field: "subscriberId", message: "one of subscriberId or anonymousId is required"))

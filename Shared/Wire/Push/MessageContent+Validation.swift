@@ -68,13 +68,10 @@ extension MessageContent {
         ]
         for (path, value) in strings where value?.isEmpty == true { add(path, "must not be empty") }
         if let deepLink, !deepLink.isEmpty, !Self.hasScheme(deepLink) {
-            add("deepLink", "must be a URL with a scheme, such as myapp://orders/42")
+            add("deepLink", Self.deepLinkRule.problem)
         }
-        if let image, !image.isEmpty {
-            let lower = image.lowercased()
-            if !(lower.hasPrefix("https://") || lower.hasPrefix("http://")) || URL(string: image) == nil {
-                add("image", "must be an http or https URL")
-            }
+        if let image, !image.isEmpty, !Self.isImageURL(image) {
+            add("image", Self.imageRule.problem)
         }
         if let collapseId, collapseId.utf8.count > Self.maxCollapseIdBytes {
             add("collapseId", "must be at most \(Self.maxCollapseIdBytes) bytes, it is \(collapseId.utf8.count)")
@@ -119,17 +116,6 @@ extension MessageContent {
     }
 
     static let emptyMessage = "the message is empty"
-
-    /// `scheme:rest` with an RFC 3986 scheme (a letter, then letters, digits, `+`, `-`, `.`).
-    private static func hasScheme(_ text: String) -> Bool {
-        guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else { return false }
-        let scheme = text.utf8[..<colon]
-        guard let first = scheme.first, Self.isLetter(first) else { return false }
-        let valid = scheme.allSatisfy { Self.isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }
-        return valid && text.utf8.index(after: colon) != text.utf8.endIndex
-    }
-
-    private static func isLetter(_ c: UInt8) -> Bool { (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A }
 
     /// Issues in member order (as `validate` lists the members), then button index, then the
     /// order they were found in.

@@ -82,7 +82,11 @@ extension Gateway {
             case .refused(let error): return .answered(.error(error, headers: rateHeaders))
             case .miss: return .slow(key: key, rateHeaders: rateHeaders)
             }
+            if let error = Self.malformedInstallation(route, request, key: key) { return .answered(.error(error, headers: rateHeaders)) }
             if key.kind == .client && route.needsInstallation { return .slow(key: key, rateHeaders: rateHeaders) }
+        }
+        if route.requestBody != nil && JSONText.containsNUL(request.body) {
+            return .answered(.error(JSONText.nulRefused, headers: rateHeaders))
         }
         return .ready(context, rateHeaders: rateHeaders)
     }
@@ -110,15 +114,28 @@ extension Gateway {
             if route.actsOnTenant {
                 let tenant = try await tenants.resolve(key: key, header: request.headers[TenantResolver.header])
                 context.tenantID = tenant
+                if let error = Self.malformedInstallation(route, request, key: key) { throw error }
                 if key.kind == .client && route.needsInstallation {
                     context.installation = try await installations.authenticate(
                         header: request.headers[InstallationToken.header], tenantID: tenant)
                 }
             }
+            if route.requestBody != nil && JSONText.containsNUL(request.body) { throw JSONText.nulRefused }
             return finish(.success(try await run(route, context)), route, requestId: request.requestId, rateHeaders: rateHeaders)
         } catch {
             return finish(.failure(error), route, requestId: request.requestId, rateHeaders: rateHeaders)
         }
+    }
+
+    /// A `BuzzKit-Installation` header that is present must have a token's shape on the routes
+    /// that document it, whatever the key (`401 unauthorized`); server keys' requests never act
+    /// for an installation, so a well-formed token is not looked up for them.
+    static func malformedInstallation(_ route: GatewayRoute, _ request: Request, key: APIKeyRecord) -> APIError? {
+        guard route.needsInstallation, let header = request.headers[InstallationToken.header] else { return nil }
+        let token = HTTPHeaders.trimmingWhitespace(header)
+        // A client key's empty header is installation_required: the authenticator says so.
+        if token.isEmpty && key.kind == .client { return nil }
+        return InstallationToken.isWellFormed(token) ? nil : InstallationAuthenticator.unknown
     }
 
     /// `RateLimit-Limit`, `-Remaining`, `-Reset`, and `Retry-After` on a denial.

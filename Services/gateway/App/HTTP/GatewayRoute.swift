@@ -45,6 +45,9 @@ public struct GatewayRoute: Sendable {
     public var paginated: Bool
     /// Route-specific error codes (the pipeline's own, such as 401 and 429, are added by `errorCodes`).
     public var errors: [ErrorCode]
+    /// The rule of each path parameter (`{id}`, `{token}`, `{key}`): the document states it and the
+    /// handler checks the parameter with it (a test holds every `{name}` of the path to one).
+    public var pathRules: [String: TextRule]
     /// The route that registers an installation (`POST /v1/installations`): client keys call it
     /// without the `BuzzKit-Installation` header every other client-key request must carry.
     public var registersInstallation = false
@@ -54,9 +57,10 @@ public struct GatewayRoute: Sendable {
     var deferred: DeferredHandler?
 
     init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
-         body: JSONValue? = nil, bodyOptional: Bool = false, query: [QueryParameter] = [], response: JSONValue,
-         status: Int = 200, paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?,
-         deferred: DeferredHandler? = nil) {
+         path pathRules: [String: TextRule] = [:], body: JSONValue? = nil, bodyOptional: Bool = false,
+         query: [QueryParameter] = [], response: JSONValue, status: Int = 200, paginated: Bool = false,
+         errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil) {
+        self.pathRules = pathRules
         self.method = method
         self.path = path
         self.operationID = operationID
@@ -107,6 +111,10 @@ public struct GatewayRoute: Sendable {
         if needsInstallation { codes += [.installationRequired, .forbiddenInstallation] }
         if requestBody != nil { codes += [.invalidJSON, .payloadTooLarge] }
         if requestBody != nil || paginated || !pathParameters.isEmpty || !query.isEmpty { codes.append(.validationFailed) }
+        // A path parameter that is an id (a UUID) of something: anything else names nothing.
+        if pathRules.values.contains(where: { $0.format == "uuid" }) && !errors.contains(.tenantNotFound) {
+            codes.append(.notFound)
+        }
         if method == "POST" && needsKey { codes += [.idempotencyKeyReused, .conflict] }
         codes += errors
         if access == .infrastructure && path == "/readyz" { codes.append(.notReady) }

@@ -39,8 +39,12 @@ struct Idempotency: Sendable {
         return Digest.sha256(material)
     }
 
+    /// 1 to 255 visible ASCII characters.
+    static let rule = TextRule.characters(ASCIIClass([0x21...0x7E]), 1, maxKeyLength,
+                                          problem: "must be 1 to 255 visible ASCII characters")
+
     static func validate(_ key: String) throws(APIError) {
-        guard !key.isEmpty, key.utf8.count <= maxKeyLength, key.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+        guard rule.accepts(key) else {
             throw APIError(.validationFailed, "the Idempotency-Key header is invalid",
                            details: [["path": "header.Idempotency-Key",
                                       "message": "must be 1 to 255 visible ASCII characters"]])

@@ -46,3 +46,12 @@ struct Page {
         return .json(.array(page.map(JSONValue.object)), metadata: ["cursor": cursor, "hasMore": .bool(hasMore)])
     }
 }
+
+/// How the document states `cursor`: opaque base64url, valid only as a list returned it.
+enum PageCursor {
+    static let description = """
+        metadata.cursor of the previous page of this list, or empty for the first page. Opaque: any other value is \
+        422 validation_failed (format buzzkit-cursor: only values this API returned)
+        """
+    static let schema = Schema.custom(format: "buzzkit-cursor", description, example: "")
+}

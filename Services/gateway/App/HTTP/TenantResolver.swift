@@ -44,15 +44,21 @@ final class TenantResolver: Sendable {
     }
 
     /// The decision without I/O when the key and the cache suffice (runs on the network thread).
+    ///
+    /// A header that is present must hold a tenant id (a UUID), for every kind of key: an empty or
+    /// malformed value is `404 tenant_not_found` (no tenant has it), never ignored.
     func resolveCached(key: APIKeyRecord, header: String?) -> Cached {
-        let named = header.map(HTTPHeaders.trimmingWhitespace)
+        var named: UUID?
+        if let header {
+            guard let tenant = UUID(uuidText: HTTPHeaders.trimmingWhitespace(header)) else { return .refused(Self.malformed) }
+            named = tenant
+        }
         if let own = key.tenantID {
-            guard let named, !named.isEmpty else { return .tenant(own) }
-            guard UUID(uuidText: named) == own else { return .refused(Self.forbidden) }
+            guard let named else { return .tenant(own) }
+            guard named == own else { return .refused(Self.forbidden) }
             return .tenant(own)
         }
-        guard let named, !named.isEmpty else { return .refused(Self.required) }
-        guard let tenant = UUID(uuidText: named) else { return .refused(Self.notFound) }
+        guard let tenant = named else { return .refused(Self.required) }
         let now = ContinuousClock.now
         if let hit = cache.withLock({ $0[tenant] }), hit.expires > now {
             return hit.workspace == key.workspaceID ? .tenant(tenant) : .refused(Self.notFound)
@@ -64,6 +70,7 @@ final class TenantResolver: Sendable {
     static let required = APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
 
     static let notFound = APIError(.tenantNotFound, "no such tenant in this workspace")
+    static let malformed = APIError(.tenantNotFound, "the BuzzKit-Tenant header must be a tenant id (a UUID)")
 
     /// The tenant's workspace, nil when there is no such tenant.
     func workspace(of tenant: UUID) async throws -> UUID? {

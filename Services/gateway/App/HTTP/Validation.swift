@@ -40,9 +40,9 @@ struct Validator {
     func has(_ name: String) -> Bool { object[name] != nil }
     func isNull(_ name: String) -> Bool { object[name]?.isNull ?? false }
 
-    /// A string field. Absent or null: nil (and an issue when `required`).
-    mutating func string(_ name: String, required: Bool = false, maxLength: Int = 256,
-                         check: ((String) -> String?)? = nil) -> String? {
+    /// A string field checked against `rule` (the rule the OpenAPI document states for it).
+    /// Absent or null: nil (and an issue when `required`).
+    mutating func string(_ name: String, required: Bool = false, rule: TextRule) -> String? {
         guard let value = object[name], !value.isNull else {
             if required { add(name, "is required") }
             return nil
@@ -51,15 +51,7 @@ struct Validator {
             add(name, "must be a string")
             return nil
         }
-        if text.isEmpty {
-            add(name, "must not be empty")
-            return nil
-        }
-        if text.count > maxLength {
-            add(name, "must be at most \(maxLength) characters")
-            return nil
-        }
-        if let check, let problem = check(text) {
+        if let problem = rule.problem(with: text) {
             add(name, problem)
             return nil
         }
@@ -88,9 +80,7 @@ struct Validator {
     }
 
     mutating func oneOf(_ name: String, _ allowed: [String], required: Bool = false) -> String? {
-        string(name, required: required, maxLength: 64) { value in
-            allowed.contains(value) ? nil : "must be one of: " + allowed.joined(separator: ", ")
-        }
+        string(name, required: required, rule: .oneOf(allowed))
     }
 
     /// Throws `422 validation_failed` with every issue when there is any.
@@ -105,23 +95,36 @@ struct Validator {
     }
 }
 
-/// The checks fields share across routes. Each returns nil when the value is fine, else the problem.
+/// The rules fields share across routes, each a `TextRule`: the validators check values with it
+/// and the OpenAPI document's schemas are built from it. The functions return nil when a value
+/// is fine, else the problem.
 enum FieldRules {
-    static func timezone(_ value: String) -> String? {
-        TimeZone(identifier: value) == nil ? "must be an IANA time zone name such as Europe/Berlin" : nil
+    /// IANA time zone names, as the system's time zone database knows them (`Europe/Berlin`, `UTC`).
+    static let timezoneNames: [String] = TimeZone.knownTimeZoneIdentifiers.sorted()
+    private static let timezoneSet = Set(timezoneNames)
+    static let timezoneRule = TextRule(maxLength: timezoneNames.map { $0.unicodeScalars.count }.max() ?? 64, pattern: nil,
+                                       problem: "must be an IANA time zone name such as Europe/Berlin") {
+        timezoneSet.contains($0)
     }
 
+    static func timezone(_ value: String) -> String? { timezoneRule.problem(with: value) }
+
     /// A BCP 47 tag as apps report it: a 2-3 letter language, then 1-8 letter-or-digit subtags,
-    /// separated by `-` (or `_`, as iOS writes them). Checked byte by byte: it runs on every
-    /// subscriber and device write (splitting into substrings and asking Unicode about each
-    /// character took 2 µs).
-    static func locale(_ value: String) -> String? {
+    /// separated by `-` (or `_`, as iOS writes them), at most 35 characters. Checked byte by byte:
+    /// it runs on every subscriber and device write (splitting into substrings and asking
+    /// Unicode about each character took 2 µs).
+    static let localeRule = TextRule(maxLength: 35, pattern: "^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$",
+                                     problem: localeProblem, accepts: isLocale)
+
+    static func locale(_ value: String) -> String? { localeRule.matchesPattern(value) ? nil : localeProblem }
+
+    private static func isLocale(_ value: String) -> Bool {
         var subtags = 0
         var length = 0
         var lettersOnly = true
         for byte in value.utf8 {
             if byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") {
-                guard isLocaleSubtag(subtag: subtags, length: length, lettersOnly: lettersOnly) else { return localeProblem }
+                guard isLocaleSubtag(subtag: subtags, length: length, lettersOnly: lettersOnly) else { return false }
                 subtags += 1
                 length = 0
                 lettersOnly = true
@@ -131,10 +134,10 @@ enum FieldRules {
                 length += 1
                 lettersOnly = false
             } else {
-                return localeProblem
+                return false
             }
         }
-        return isLocaleSubtag(subtag: subtags, length: length, lettersOnly: lettersOnly) ? nil : localeProblem
+        return isLocaleSubtag(subtag: subtags, length: length, lettersOnly: lettersOnly)
     }
 
     private static let localeProblem = "must be a BCP 47 language tag such as en-US"
@@ -145,52 +148,73 @@ enum FieldRules {
 
     static func isASCIILetter(_ c: UInt8) -> Bool { (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) }
 
-    /// Caller-chosen ids (subscribers, anonymous ids): 1-256 characters, no control characters.
-    /// ASCII ids (the usual case) are checked byte by byte; others by Unicode category (Cc).
-    static func identifier(_ value: String) -> String? {
-        var ascii = true
-        for byte in value.utf8 {
-            if byte >= 0x80 { ascii = false; break }
-            if byte < 0x20 || byte == 0x7F { return "must not contain control characters" }
-        }
-        if ascii { return nil }
-        return value.unicodeScalars.contains { $0.properties.generalCategory == .control }
-            ? "must not contain control characters" : nil
+    /// Caller-chosen ids (subscribers, anonymous ids): 1-256 characters, no control characters
+    /// (C0, DEL, C1).
+    static let identifierRule = TextRule.noControlCharacters(1, 256)
+
+    static func identifier(_ value: String) -> String? { identifierRule.problem(with: value) }
+
+    /// An installation's anonymous id: an identifier of at most 128 characters and 128 bytes of
+    /// UTF-8 (what its column holds).
+    static let installationAnonymousIDRule = TextRule.noControlCharacters(1, 128).limited(toUTF8Bytes: 128)
+
+    /// Topic and segment keys: 1-128 of `A-Z a-z 0-9 _ - . :`.
+    static let keyRule = TextRule.characters(ASCIIClass(ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits
+                                                        + ASCIIClass.chars("_-.:")), 1, 128,
+                                             problem: "may only contain letters, digits, _ - . :")
+
+    static func topicKey(_ value: String) -> String? { keyRule.problem(with: value) }
+
+    /// An APNs device token: hex, an even 64 to 200 characters (Apple's tokens are 64 today, may grow).
+    static let deviceTokenRule = TextRule(minLength: 64, maxLength: 200, pattern: "^(?:[0-9A-Fa-f]{2})*$",
+                                          problem: "must be 64 to 200 hexadecimal characters (an APNs device token)") {
+        $0.utf8.count % 2 == 0 && $0.utf8.allSatisfy(isHex)
     }
 
-    /// Topic keys: 1-128 of `A-Z a-z 0-9 _ - . :`.
-    static func topicKey(_ value: String) -> String? {
-        value.utf8.allSatisfy { isKeyCharacter($0) } ? nil : "may only contain letters, digits, _ - . :"
-    }
-
-    /// An APNs device token: hex, 64 to 200 characters (Apple's tokens are 64 today, may grow).
     static func deviceToken(_ value: String) -> String? {
-        guard (64...200).contains(value.utf8.count), value.count % 2 == 0 else {
-            return "must be 64 to 200 hexadecimal characters (an APNs device token)"
-        }
-        return value.utf8.allSatisfy(isHex) ? nil : "must be hexadecimal (an APNs device token)"
+        guard deviceTokenRule.problem(with: value) != nil else { return nil }
+        let lengthFits = (64...200).contains(value.utf8.count) && value.utf8.count % 2 == 0
+        return lengthFits ? "must be hexadecimal (an APNs device token)" : deviceTokenRule.problem
     }
 
-    /// Local wall-clock time `HH:MM`.
+    /// Local wall-clock time `HH:MM`, 00:00 to 23:59.
+    static let wallClockRule = TextRule(minLength: 5, maxLength: 5, pattern: "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$",
+                                        problem: "must be a local time HH:MM (00:00 to 23:59)") { value in
+        let b = Array(value.utf8)
+        func digit(_ c: UInt8) -> Int? { c >= 0x30 && c <= 0x39 ? Int(c - 0x30) : nil }
+        guard b.count == 5, b[2] == UInt8(ascii: ":"), let h1 = digit(b[0]), let h2 = digit(b[1]), let m1 = digit(b[3]),
+              digit(b[4]) != nil
+        else { return false }
+        return h1 * 10 + h2 <= 23 && m1 <= 5
+    }
+
     static func wallClock(_ value: String) -> String? {
-        let parts = value.split(separator: ":")
-        guard value.utf8.count == 5, parts.count == 2, let h = Int(parts[0]), let m = Int(parts[1]),
-              (0...23).contains(h), (0...59).contains(m)
-        else { return "must be a local time HH:MM (00:00 to 23:59)" }
-        return nil
+        wallClockRule.problem(with: value).map { _ in wallClockRule.problem }
     }
 
-    static func bundleID(_ value: String) -> String? {
-        let ok = value.utf8.allSatisfy { isKeyCharacter($0) && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: "_") }
-            && value.contains(".")
-        return ok ? nil : "must be a bundle identifier such as com.example.app"
+    /// A bundle identifier: letters, digits, `-` and `.`, with at least one `.`; 1-255 characters.
+    static let bundleIDRule = TextRule(maxLength: 255, pattern: #"^[A-Za-z0-9-]*\.[A-Za-z0-9.-]*$"#,
+                                       problem: "must be a bundle identifier such as com.example.app") { value in
+        value.utf8.allSatisfy { isKeyCharacter($0) && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: "_") }
+            && value.utf8.contains(UInt8(ascii: "."))
     }
+
+    static func bundleID(_ value: String) -> String? { bundleIDRule.problem(with: value) }
 
     /// Apple team and key ids: 10 upper-case letters or digits.
+    static let appleIDRule = TextRule.characters(ASCIIClass(ASCIIClass.upper + ASCIIClass.digits), 10, 10,
+                                                 problem: "must be 10 upper-case letters or digits")
+
     static func appleID(_ value: String) -> String? {
-        value.utf8.count == 10 && value.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }
-            ? nil : "must be 10 upper-case letters or digits"
+        appleIDRule.problem(with: value).map { _ in appleIDRule.problem }
     }
+
+    /// Names people give things (tenants, keys, topics, segments): 1-200 characters.
+    static let nameRule = TextRule.length(1, 200)
+    /// An app version as the app reports it: 1-64 characters.
+    static let appVersionRule = TextRule.length(1, 64)
+    /// The `.p8` key's PEM text (checked further by parsing it as an EC P-256 private key).
+    static let privateKeyRule = TextRule.length(1, 10_000)
 
     static func isHex(_ c: UInt8) -> Bool {
         (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
@@ -201,4 +225,3 @@ enum FieldRules {
             || c == UInt8(ascii: "_") || c == UInt8(ascii: "-") || c == UInt8(ascii: ".") || c == UInt8(ascii: ":")
     }
 }
-

@@ -1,4 +1,5 @@
 import BuzzKitCrypto
+import BuzzKitWire
 
 /// The text form of installation tokens: `bk_inst_` followed by 32 random bytes in base64url (43
 /// characters). Only the SHA-256 of the whole string is stored; the token is shown once, in the
@@ -7,6 +8,10 @@ public enum InstallationToken {
     public static let prefix = "bk_inst_"
     /// The header every client-key request (but the registration itself) carries.
     public static let header = "BuzzKit-Installation"
+
+    /// The header's rule, as the OpenAPI document states it: the prefix and 43 base64url characters.
+    public static let rule = TextRule(minLength: 51, maxLength: 51, pattern: "^bk_inst_[A-Za-z0-9_-]{43}$",
+                                      problem: "must be an installation token (bk_inst_...)", accepts: isWellFormed)
 
     /// A fresh token; returned to the caller once and never stored.
     static func generate() -> String {

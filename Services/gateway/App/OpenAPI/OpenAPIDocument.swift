@@ -23,6 +23,12 @@ public enum OpenAPIDocument {
                     Authenticate with Authorization: Bearer <key>. Workspace keys name the tenant in the \
                     BuzzKit-Tenant header. \
                     Client keys also send BuzzKit-Installation: <bk_inst_... token of POST /v1/installations>. \
+                    No string of a request body, nor any object key, may hold U+0000 (422 validation_failed: \
+                    PostgreSQL cannot store it). \
+                    Formats of BuzzKit's own: buzzkit-cursor (opaque; only a metadata.cursor this list returned, or \
+                    empty), buzzkit-audience-expression (the audience language), buzzkit-p8-private-key (an APNs .p8 \
+                    key's PEM text); x-max-utf8-bytes limits UTF-8 bytes on top of maxLength; x-rules lists rules \
+                    across fields. \
                     Error codes and their statuses: \
                     \(errorCodes(routes).map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
                     """),
@@ -57,6 +63,10 @@ public enum OpenAPIDocument {
                            "description": "An API key: bk_ws_... (workspace), bk_tk_... (tenant) or bk_ck_... (client)"],
             ],
             "schemas": [
+                "TimeZone": [
+                    "type": "string", "description": "An IANA time zone name, as this server's time zone database knows it",
+                    "enum": .array(FieldRules.timezoneNames.map(JSONValue.string)),
+                ],
                 "ErrorCode": [
                     "type": "string",
                     "enum": .array(codes.map { .string($0.rawValue) }),
@@ -89,11 +99,13 @@ public enum OpenAPIDocument {
 
     static func operation(_ route: GatewayRoute) -> JSONValue {
         var parameters: [JSONValue] = route.pathParameters.map { name in
-            ["name": .string(name), "in": "path", "required": true, "schema": Schema.string()]
+            let schema = route.pathRules[name].map { Schema.string($0) } ?? Schema.string()
+            return ["name": .string(name), "in": "path", "required": true, "schema": schema]
         }
         if route.paginated {
             parameters.append(["name": "cursor", "in": "query", "required": false,
-                               "description": "metadata.cursor of the previous page", "schema": Schema.string()])
+                               "description": .string(PageCursor.description),
+                               "schema": PageCursor.schema])
             parameters.append(["name": "limit", "in": "query", "required": false,
                                "description": "page size, default 50, at most 200",
                                "schema": ["type": "integer", "minimum": 1, "maximum": 200, "default": 50]])
@@ -103,19 +115,27 @@ public enum OpenAPIDocument {
                                "description": .string(parameter.description), "schema": parameter.schema])
         }
         if route.actsOnTenant {
-            parameters.append(["name": "BuzzKit-Tenant", "in": "header", "required": false,
-                               "description": "The tenant id; required with a workspace key, optional (must match) with a tenant key",
+            parameters.append(["name": .string(TenantResolver.header), "in": "header", "required": false,
+                               "description": """
+                                   The tenant id; required with a workspace key, optional (must be the key's own) with a \
+                                   tenant or client key. When present it must be a UUID, for every kind of key: anything \
+                                   else (an empty value too) is 404 tenant_not_found
+                                   """,
                                "schema": Schema.uuid])
         }
         if route.needsInstallation {
-            parameters.append(["name": "BuzzKit-Installation", "in": "header", "required": false,
-                               "description": "The installation token (bk_inst_..., from POST /v1/installations); required with a client key",
-                               "schema": Schema.string()])
+            parameters.append(["name": .string(InstallationToken.header), "in": "header", "required": false,
+                               "description": """
+                                   The installation token (bk_inst_..., from POST /v1/installations); required with a \
+                                   client key, not read for other keys. When present it must have a token's shape, for \
+                                   every kind of key: anything else is 401 unauthorized
+                                   """,
+                               "schema": Schema.string(InstallationToken.rule)])
         }
         if route.method == "POST" && route.needsKey {
-            parameters.append(["name": "Idempotency-Key", "in": "header", "required": false,
+            parameters.append(["name": .string(Idempotency.header), "in": "header", "required": false,
                                "description": "Replays the first response for 24 hours for the same request",
-                               "schema": Schema.string(maxLength: 255)])
+                               "schema": Schema.string(Idempotency.rule)])
         }
         var responses: [String: JSONValue] = [:]
         let data = route.paginated ? Schema.array(route.response) : route.response

@@ -10,24 +10,43 @@ enum APIKeyRoutes {
     static let key = Schema.object([
         "id": Schema.uuid, "workspaceId": Schema.uuid, "tenantId": Schema.nullable(Schema.uuid),
         "kind": Schema.string(enumeration: APIKeyKind.allCases.map(\.rawValue)),
-        "name": Schema.string(), "prefix": Schema.string("The visible start of the key"),
+        "name": Schema.string(FieldRules.nameRule), "prefix": Schema.string("The visible start of the key"),
         "scopes": Schema.array(Schema.string(enumeration: Scope.all.map(\.rawValue))),
         "createdAt": Schema.timestamp, "lastUsedAt": Schema.nullable(Schema.timestamp),
         "revokedAt": Schema.nullable(Schema.timestamp),
         "secret": Schema.string("The key itself: only in the create response, never again"),
     ])
 
+    /// The create body: a workspace key (no tenantId; scopes from every scope), a tenant key
+    /// (tenantId; tenant scopes) or a client key (kind client, tenantId; client scopes, default
+    /// all of them). `kind` absent means tenant with a tenantId, workspace without; null is absent.
+    static var createBody: JSONValue {
+        func scopes(_ list: [Scope]) -> JSONValue {
+            Schema.array(Schema.string(enumeration: list.map(\.rawValue)), minItems: 1)
+        }
+        let body = Schema.object([
+            "name": Schema.string(FieldRules.nameRule),
+            "scopes": Schema.nullable(scopes(Scope.all)),
+            "tenantId": Schema.nullable(Schema.uuid),
+            "kind": Schema.nullable(Schema.string(enumeration: APIKeyKind.allCases.map(\.rawValue))),
+        ], required: ["name"])
+        return Schema.adding(["oneOf": [
+            ["description": "a workspace key", "required": ["scopes"],
+             "properties": ["kind": ["enum": ["workspace", .null]], "tenantId": ["type": "null"], "scopes": scopes(Scope.all)]],
+            ["description": "a tenant key", "required": ["tenantId", "scopes"],
+             "properties": ["kind": ["enum": ["tenant", .null]], "tenantId": Schema.uuid, "scopes": scopes(Scope.tenantScopes)]],
+            ["description": "a client key", "required": ["kind", "tenantId"],
+             "properties": ["kind": ["const": "client"], "tenantId": Schema.uuid,
+                            "scopes": Schema.nullable(scopes(Scope.clientScopes))]],
+        ]], to: body)
+    }
+
     static var routes: [GatewayRoute] {
         [
             GatewayRoute("POST", "/v1/api-keys", id: "createAPIKey",
                          "Create a key: a workspace key (no tenantId), a tenant key or a client key (kind client)",
                          access: .workspace(.keysWrite),
-                         body: Schema.object([
-                             "name": Schema.string(maxLength: 200),
-                             "scopes": Schema.array(Schema.string(enumeration: Scope.all.map(\.rawValue)), minItems: 1),
-                             "tenantId": Schema.uuid,
-                             "kind": Schema.string(enumeration: APIKeyKind.allCases.map(\.rawValue)),
-                         ], required: ["name"]),
+                         body: createBody,
                          response: key, status: 201, errors: [.tenantNotFound],
                          handler: { g, c in try await g.createKey(c) }),
             GatewayRoute("GET", "/v1/api-keys", id: "listAPIKeys", "List the workspace's keys (never their secrets)",
@@ -37,7 +56,7 @@ enum APIKeyRoutes {
                          "The key making the request: its kind, scopes, workspace and tenant (never its secret); what a dashboard signs in with",
                          access: .anyKey, response: key, handler: { g, c in try await g.callingKey(c) }),
             GatewayRoute("DELETE", "/v1/api-keys/{id}", id: "revokeAPIKey", "Revoke a key; it stops working at once",
-                         access: .workspace(.keysWrite), response: key, errors: [.notFound],
+                         access: .workspace(.keysWrite), path: ["id": .uuid], response: key, errors: [.notFound],
                          handler: { g, c in try await g.revokeKey(c) }),
         ]
     }
@@ -48,14 +67,14 @@ extension Gateway {
         guard let caller = context.key else { throw APIErrorShortcuts.unauthorized }
         let body = try context.request.jsonBody()
         var v = Validator(body, allowed: ["name", "scopes", "tenantId", "kind"])
-        let name = v.string("name", required: true, maxLength: 200)
-        let tenantText = v.string("tenantId", maxLength: 64) { UUID(uuidString: $0) == nil ? "must be a UUID" : nil }
+        let name = v.string("name", required: true, rule: FieldRules.nameRule)
+        let tenantText = v.string("tenantId", rule: .uuid)
         let kindText = v.oneOf("kind", APIKeyKind.allCases.map(\.rawValue))
         var kind: APIKeyKind = tenantText == nil ? .workspace : .tenant
         if let kindText, let given = APIKeyKind(rawValue: kindText) {
             kind = given
             if given == .workspace && tenantText != nil { v.add("tenantId", "must be absent for a workspace key") }
-            if given != .workspace && tenantText == nil && !v.has("tenantId") {
+            if given != .workspace && tenantText == nil {
                 v.add("tenantId", "is required for \(given.rawValue) keys")
             }
         }

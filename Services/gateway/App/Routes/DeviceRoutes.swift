@@ -11,35 +11,42 @@ enum DeviceRoutes {
     static let permissions = ["unknown", "authorized", "denied", "provisional", "ephemeral"]
 
     static let device = Schema.object([
-        "token": Schema.string("APNs device token, lowercase hex"), "subscriberId": Schema.string(),
+        "token": Schema.string(FieldRules.deviceTokenRule, "APNs device token, lowercase hex"),
+        "subscriberId": Schema.string(FieldRules.identifierRule),
         "environment": Schema.string(enumeration: ["sandbox", "production"]),
-        "bundleId": Schema.nullable(Schema.string()), "appVersion": Schema.nullable(Schema.string()),
-        "locale": Schema.nullable(Schema.string()), "timezone": Schema.nullable(Schema.string()),
+        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+        "appVersion": Schema.nullable(Schema.string(FieldRules.appVersionRule)),
+        "locale": Schema.nullable(Schema.string(FieldRules.localeRule)), "timezone": Schema.nullable(Schema.timezone),
         "permission": Schema.string(enumeration: permissions),
         "active": Schema.boolean, "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
         "lastRejectedAt": Schema.nullable(Schema.timestamp),
         "lastRejectionReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
     ])
 
+    static let tokenPath: [String: TextRule] = ["id": FieldRules.identifierRule, "token": FieldRules.deviceTokenRule]
+
     static var routes: [GatewayRoute] {
         [
             GatewayRoute("GET", "/v1/subscribers/{id}/devices", id: "listDevices",
                          "List a subscriber's devices with whether each is active and when APNs last rejected it",
-                         access: .tenant(.subscribersRead, clientKeys: false), response: device, paginated: true,
+                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                         response: device, paginated: true,
                          errors: [.notFound], handler: { g, c in try await g.listDevices(c) }),
             GatewayRoute("PUT", "/v1/subscribers/{id}/devices/{token}", id: "registerDevice",
                          "Register or update an APNs device token for a subscriber (201 when new)",
-                         access: .tenant(.subscribersWrite, clientKeys: true),
+                         access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
                          body: Schema.object([
                              "environment": Schema.string(enumeration: ["sandbox", "production"]),
-                             "bundleId": Schema.string(maxLength: 255), "appVersion": Schema.string(maxLength: 64),
-                             "locale": Schema.string(maxLength: 35), "timezone": Schema.string(maxLength: 64),
-                             "permission": Schema.string(enumeration: permissions),
+                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+                             "appVersion": Schema.nullable(Schema.string(FieldRules.appVersionRule)),
+                             "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
+                             "timezone": Schema.nullable(Schema.timezone),
+                             "permission": Schema.nullable(Schema.string(enumeration: permissions)),
                          ], required: ["environment"]),
                          response: device, handler: { g, c in try await g.registerDevice(c) }),
             GatewayRoute("DELETE", "/v1/subscribers/{id}/devices/{token}", id: "deleteDevice",
                          "Remove a device token from a subscriber (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: true),
+                         access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
                          response: Schema.object(["token": Schema.string(), "deleted": Schema.boolean]),
                          handler: { g, c in try await g.deleteDevice(c) }),
         ]
@@ -63,7 +70,7 @@ enum DeviceRoutes {
     }
 
     static func token(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "token", maxLength: 200, rule: FieldRules.deviceToken).lowercased()
+        try Gateway.pathParameter(context, "token", rule: FieldRules.deviceTokenRule, problem: FieldRules.deviceToken).lowercased()
     }
 }
 
@@ -77,10 +84,10 @@ extension Gateway {
         let body = try context.request.jsonBody()
         var v = Validator(body, allowed: ["environment", "bundleId", "appVersion", "locale", "timezone", "permission"])
         let environment = v.oneOf("environment", ["sandbox", "production"], required: true)
-        let bundle = v.string("bundleId", maxLength: 255, check: FieldRules.bundleID)
-        let version = v.string("appVersion", maxLength: 64)
-        let locale = v.string("locale", maxLength: 35, check: FieldRules.locale)
-        let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
+        let bundle = v.string("bundleId", rule: FieldRules.bundleIDRule)
+        let version = v.string("appVersion", rule: FieldRules.appVersionRule)
+        let locale = v.string("locale", rule: FieldRules.localeRule)
+        let timezone = v.string("timezone", rule: FieldRules.timezoneRule)
         let permission = v.oneOf("permission", DeviceRoutes.permissions)
         try Validator.throwIfAny(issues + v.issues)
         try await authorizeInstallation(context, subscriber: subscriber)

@@ -13,8 +13,9 @@ enum IdentifyRoutes {
         [
             GatewayRoute("POST", "/v1/identify", id: "identify", "Link an anonymous installation to a subscriber",
                          access: .tenant(.subscribersWrite, clientKeys: true),
-                         body: Schema.object(["anonymousId": Schema.string(maxLength: 256),
-                                              "subscriberId": Schema.string(maxLength: 256)],
+                         body: Schema.object(["anonymousId": Schema.string(FieldRules.identifierRule),
+                                              "subscriberId": Schema.string(FieldRules.identifierRule,
+                                                                            "Must differ from anonymousId (else 422)")],
                                              required: ["anonymousId", "subscriberId"]),
                          response: Schema.object(["anonymousId": Schema.string(), "subscriberId": Schema.string(),
                                                   "devicesMoved": Schema.integer]),
@@ -28,8 +29,8 @@ extension Gateway {
         let tenant = try context.tenant
         let body = try context.request.jsonBody()
         var v = Validator(body, allowed: ["anonymousId", "subscriberId"])
-        let anonymous = v.string("anonymousId", required: true, check: FieldRules.identifier)
-        let subscriber = v.string("subscriberId", required: true, check: FieldRules.identifier)
+        let anonymous = v.string("anonymousId", required: true, rule: FieldRules.identifierRule)
+        let subscriber = v.string("subscriberId", required: true, rule: FieldRules.identifierRule)
         if let anonymous, anonymous == subscriber { v.add("subscriberId", "must differ from anonymousId") }
         try v.check()
         guard let anonymous, let subscriber else { throw APIError.internalError }

@@ -8,14 +8,12 @@ import Foundation
 /// `subscribers:write`). An anonymous id that already has a live installation in the tenant is
 /// `409 installation_exists`, so nobody can take over another installation's identity.
 enum InstallationRoutes {
-    static let maxAnonymousIDBytes = 128
-
     static var routes: [GatewayRoute] {
         var register = GatewayRoute(
             "POST", "/v1/installations", id: "createInstallation",
             "Register an app installation and receive its BuzzKit-Installation token (shown once)",
             access: .tenant(.subscribersWrite, clientKeys: true),
-            body: Schema.object(["anonymousId": Schema.string(maxLength: maxAnonymousIDBytes)], required: ["anonymousId"]),
+            body: Schema.object(["anonymousId": Schema.string(FieldRules.installationAnonymousIDRule)], required: ["anonymousId"]),
             response: Schema.object([
                 "id": Schema.uuid, "anonymousId": Schema.string(), "subscriberId": Schema.nullable(Schema.string()),
                 "token": Schema.string("bk_inst_...: send it as the BuzzKit-Installation header; shown only here"),
@@ -33,10 +31,7 @@ extension Gateway {
         guard let key = context.key else { throw APIErrorShortcuts.unauthorized }
         let body = try context.request.jsonBody()
         var v = Validator(body, allowed: ["anonymousId"])
-        let anonymous = v.string("anonymousId", required: true, maxLength: InstallationRoutes.maxAnonymousIDBytes) { value in
-            value.utf8.count > InstallationRoutes.maxAnonymousIDBytes
-                ? "must be at most \(InstallationRoutes.maxAnonymousIDBytes) bytes" : FieldRules.identifier(value)
-        }
+        let anonymous = v.string("anonymousId", required: true, rule: FieldRules.installationAnonymousIDRule)
         try v.check()
         guard let anonymous else { throw APIError.internalError }
         guard let created = try await installationStore.create(tenantID: tenant, apiKeyID: key.id, anonymousID: anonymous) else {

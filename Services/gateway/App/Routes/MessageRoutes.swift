@@ -35,29 +35,85 @@ enum MessageRoutes {
         "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()), "at": Schema.timestamp,
     ])
 
+    static let idPath: [String: TextRule] = ["id": .uuid]
+
+    /// Rules of the content that JSON Schema cannot state; the document lists them in words
+    /// (`x-rules`) and `MessageContent.validate` checks them (422 validation_failed).
+    static let contentRules = [
+        "exactly one target: to, topic, segment or where (a null member counts as absent)",
+        "segment names a saved segment of the tenant",
+        "actions (buttons), image and interruptionLevel need a title or body",
+        "a silent push (no title, subtitle, body, sound or badge) has priority normal (or none) and says something: data, action or deepLink",
+        "button ids are unique within actions; placeholder only with input: true",
+        "expiresAt is not in the past",
+        "the APNs payload built from the content is at most 4096 bytes",
+    ]
+
+    /// `POST /v1/messages`: the target and the content (`MessageContent`).
+    static var sendBody: JSONValue {
+        func nonEmpty(_ description: String? = nil) -> JSONValue { Schema.nullable(Schema.string(.length(1, Int.max), description)) }
+        let subscriber = Schema.string(FieldRules.identifierRule)
+        let button = Schema.object([
+            "id": Schema.string(MessageContent.buttonIdRule), "title": Schema.string(.length(1, Int.max)),
+            "destructive": Schema.nullable(Schema.boolean), "foreground": Schema.nullable(Schema.boolean),
+            "input": Schema.nullable(Schema.boolean), "placeholder": Schema.nullable(["type": "string"]),
+        ], required: ["id", "title"], additional: true)
+        let body = Schema.object([
+            "to": Schema.nullable(["oneOf": [subscriber, Schema.array(subscriber, minItems: 1,
+                                                                     maxItems: MessageIntake.maxSubscribersPerMessage)]]),
+            "topic": Schema.nullable(Schema.string(FieldRules.keyRule)),
+            "segment": Schema.nullable(Schema.string(FieldRules.keyRule, "A saved segment's key")),
+            "where": Schema.nullable(SegmentRoutes.whereSchema),
+            "environment": Schema.nullable(Schema.string(enumeration: ["sandbox", "production"])),
+            "title": nonEmpty(), "subtitle": nonEmpty(), "body": nonEmpty(),
+            "data": Schema.nullable(Schema.anyObject),
+            "deepLink": Schema.nullable(Schema.string(MessageContent.deepLinkRule)),
+            "action": Schema.nullable(Schema.object([
+                "name": Schema.string(MessageContent.actionNameRule), "data": Schema.nullable(Schema.anyObject),
+            ], required: ["name"], additional: true)),
+            "actions": Schema.nullable(Schema.array(button, maxItems: MessageContent.maxButtons)),
+            "category": nonEmpty(), "image": Schema.nullable(Schema.string(MessageContent.imageRule)),
+            "sound": nonEmpty(), "badge": Schema.nullable(["type": "integer", "minimum": 0, "maximum": .int(Int64(Int32.max))]),
+            "threadId": nonEmpty(),
+            "interruptionLevel": Schema.nullable(Schema.string(enumeration: InterruptionLevel.allCases.map(\.rawValue))),
+            "priority": Schema.nullable(["enum": ["high", "normal", 10, 5]]),
+            "expiresAt": Schema.nullable(Schema.string("Not in the past (RFC 3339 with an offset)", format: "date-time")),
+            "collapseId": Schema.nullable(Schema.string(MessageContent.collapseIdRule)),
+        ])
+        func only(_ target: String) -> JSONValue {
+            var properties: [String: JSONValue] = [:]
+            for other in ["to", "topic", "segment", "where"] where other != target { properties[other] = ["type": "null"] }
+            properties[target] = ["not": ["type": "null"]]
+            return ["required": [.string(target)], "properties": .object(properties)]
+        }
+        return Schema.adding(["oneOf": [only("to"), only("topic"), only("segment"), only("where")],
+                              "x-rules": .array(contentRules.map(JSONValue.string))], to: body)
+    }
+
     static var routes: [GatewayRoute] {
         [
             GatewayRoute("POST", "/v1/messages", id: "sendMessage",
                          "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
-                         access: .tenant(.messagesSend, clientKeys: false), body: Schema.anyObject,
+                         access: .tenant(.messagesSend, clientKeys: false), body: sendBody,
                          response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
             listRoute,
             previewRoute,
             GatewayRoute("GET", "/v1/messages/{id}", id: "getMessage",
                          "A message with its audience size and delivery counts by status",
-                         access: .tenant(.messagesRead, clientKeys: false), response: message, errors: [.notFound],
+                         access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: message, errors: [.notFound],
                          handler: { g, c in try await g.getMessage(c) }),
             GatewayRoute("GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
                          "A message's deliveries in id order (filter with ?status=)",
-                         access: .tenant(.messagesRead, clientKeys: false),
-                         query: [QueryParameter("status", "Only deliveries in this status",
-                                                schema: Schema.string(enumeration: deliveryStatuses))],
+                         access: .tenant(.messagesRead, clientKeys: false), path: idPath,
+                         query: [QueryParameter("status", "Only deliveries in this status (empty: every status)",
+                                                schema: ["enum": .array(([""] + deliveryStatuses).map(JSONValue.string))])],
                          response: delivery, paginated: true,
                          errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
             GatewayRoute("GET", "/v1/deliveries/{id}", id: "getDelivery",
                          "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
-                         access: .tenant(.messagesRead, clientKeys: false),
-                         response: Schema.object(["delivery": delivery, "attempts": Schema.array(attempt)]),
+                         access: .tenant(.messagesRead, clientKeys: false), path: idPath,
+                         response: Schema.object(["delivery": delivery, "attempts": Schema.array(attempt),
+                                                  "receipts": Schema.anyObject]),
                          errors: [.notFound], handler: { g, c in try await g.getDelivery(c) }),
         ]
     }

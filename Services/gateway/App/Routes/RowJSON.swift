@@ -30,15 +30,14 @@ extension Gateway {
         return id
     }
 
-    /// A path parameter checked like a body field (422 with its path on failure).
-    static func pathParameter(_ context: RequestContext, _ name: String, maxLength: Int = 256,
-                              rule: (String) -> String?) throws(APIError) -> String {
+    /// A path parameter checked like a body field (422 with its path on failure), against the
+    /// rule the OpenAPI document states for it.
+    static func pathParameter(_ context: RequestContext, _ name: String, rule: TextRule,
+                              problem: ((String) -> String?)? = nil) throws(APIError) -> String {
         let value = context.parameter(name)
-        var problem: String?
-        if value.isEmpty { problem = "must not be empty" }
-        else if value.count > maxLength { problem = "must be at most \(maxLength) characters" }
-        else { problem = rule(value) }
-        if let problem { try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem)]) }
+        if let found = rule.problem(with: value) {
+            try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem?(value) ?? found)])
+        }
         return value
     }
 }

@@ -12,10 +12,16 @@ enum SegmentRoutes {
     static let sampleSize = 10
 
     static let segment = Schema.object([
-        "key": Schema.string(), "name": Schema.string(), "where": Schema.string(),
+        "key": Schema.string(FieldRules.keyRule), "name": Schema.string(FieldRules.nameRule), "where": Schema.string(),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
-    static let whereSchema = Schema.string("An expression of the audience language", maxLength: AudienceLimits.default.maxLength)
+    /// `where`: an expression of the audience language, parsed when saved or sent.
+    static let whereRule = TextRule.length(1, AudienceLimits.default.maxLength)
+    static let whereSchema = Schema.custom(format: "buzzkit-audience-expression", """
+        An expression of the audience language (the README's grammar), 1 to \(AudienceLimits.default.maxLength) \
+        characters; one that does not parse or breaks a limit is 422 validation_failed with its line and column
+        """, example: #"plan == "pro" and did("app.opened", within: "7d")"#)
+    static let keyPath = TopicRoutes.keyPath
 
     static var routes: [GatewayRoute] {
         [
@@ -24,25 +30,25 @@ enum SegmentRoutes {
                          handler: { g, c in try await g.listSegments(c) }),
             GatewayRoute("PUT", "/v1/segments/{key}", id: "upsertSegment",
                          "Create or replace a saved segment (201 when created); the expression is validated at save time",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
-                         body: Schema.object(["name": Schema.string(maxLength: 200), "where": whereSchema],
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: keyPath,
+                         body: Schema.object(["name": Schema.string(FieldRules.nameRule), "where": whereSchema],
                                              required: ["name", "where"]),
                          response: segment, errors: [.validationFailed], handler: { g, c in try await g.upsertSegment(c) }),
             GatewayRoute("GET", "/v1/segments/{key}", id: "getSegment", "Read a saved segment",
-                         access: .tenant(.subscribersRead, clientKeys: false), response: segment,
+                         access: .tenant(.subscribersRead, clientKeys: false), path: keyPath, response: segment,
                          errors: [.notFound], handler: { g, c in try await g.getSegment(c) }),
             GatewayRoute("DELETE", "/v1/segments/{key}", id: "deleteSegment", "Delete a saved segment (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
-                         response: Schema.object(["key": Schema.string(), "deleted": Schema.boolean]),
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: keyPath,
+                         response: Schema.object(["key": Schema.string(FieldRules.keyRule), "deleted": Schema.boolean]),
                          handler: { g, c in try await g.deleteSegment(c) }),
             GatewayRoute("GET", "/v1/segments/{key}/count", id: "countSegment", "The number of subscribers in a segment now",
-                         access: .tenant(.subscribersRead, clientKeys: false),
-                         response: Schema.object(["key": Schema.string(), "count": Schema.integer]),
+                         access: .tenant(.subscribersRead, clientKeys: false), path: keyPath,
+                         response: Schema.object(["key": Schema.string(FieldRules.keyRule), "count": Schema.integer]),
                          errors: [.notFound], handler: { g, c in try await g.countSegment(c) }),
             GatewayRoute("GET", "/v1/segments/{key}/subscribers", id: "listSegmentSubscribers",
                          "The subscribers in a segment now, in id order",
-                         access: .tenant(.subscribersRead, clientKeys: false),
-                         response: Schema.object(["subscriberId": Schema.string()]), paginated: true,
+                         access: .tenant(.subscribersRead, clientKeys: false), path: keyPath,
+                         response: Schema.object(["subscriberId": Schema.string(FieldRules.identifierRule)]), paginated: true,
                          errors: [.notFound], handler: { g, c in try await g.listSegmentSubscribers(c) }),
             GatewayRoute("POST", "/v1/audience/preview", id: "previewAudience",
                          "Count an expression's audience and return a sample of subscriber ids, sending nothing",
@@ -54,7 +60,7 @@ enum SegmentRoutes {
     }
 
     static func key(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "key", maxLength: 128, rule: FieldRules.topicKey)
+        try Gateway.pathParameter(context, "key", rule: FieldRules.keyRule)
     }
 
     /// Parses `where`; a syntax or limit problem is 422 `validation_failed` with line and column.
@@ -68,7 +74,7 @@ enum SegmentRoutes {
 
     /// Reads `where` from a validated body (required string).
     static func whereText(_ v: inout Validator) -> String? {
-        v.string("where", required: true, maxLength: AudienceLimits.default.maxLength)
+        v.string("where", required: true, rule: whereRule)
     }
 }
 
@@ -77,7 +83,7 @@ extension Gateway {
         let tenant = try context.tenant
         let key = try SegmentRoutes.key(context)
         var v = Validator(try context.request.jsonBody(), allowed: ["name", "where"])
-        let name = v.string("name", required: true, maxLength: 200)
+        let name = v.string("name", required: true, rule: FieldRules.nameRule)
         let text = SegmentRoutes.whereText(&v)
         try v.check()
         guard let name, let text else { throw APIError.internalError }

@@ -9,10 +9,13 @@ import Foundation
 /// `GET` and `PUT` by id are batched across concurrent requests (`SubscriberBatches`).
 enum SubscriberRoutes {
     static let subscriber = Schema.object([
-        "id": Schema.string(maxLength: 256), "attributes": Schema.anyObject,
-        "timezone": Schema.nullable(Schema.string("IANA time zone")), "locale": Schema.nullable(Schema.string()),
+        "id": Schema.string(FieldRules.identifierRule), "attributes": Schema.anyObject,
+        "timezone": Schema.nullable(Schema.timezone), "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
         "anonymous": Schema.boolean, "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
+
+    /// `{id}`: the tenant's own subscriber id.
+    static let idPath: [String: TextRule] = ["id": FieldRules.identifierRule]
 
     static var routes: [GatewayRoute] {
         [
@@ -25,22 +28,23 @@ enum SubscriberRoutes {
                          handler: { g, c in try await g.listSubscribers(c) }),
             GatewayRoute("PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
                          "Create or update a subscriber by your own id (201 when created)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
                          body: Schema.object([
-                             "attributes": Schema.object([:], additional: true,
-                                                         description: "Merged into the stored attributes; null removes a key"),
-                             "timezone": Schema.nullable(Schema.string("IANA time zone, e.g. Europe/Berlin", maxLength: 64)),
-                             "locale": Schema.nullable(Schema.string("BCP 47 tag, e.g. en-US", maxLength: 35)),
+                             "attributes": Schema.nullable(Schema.object([:], additional: true,
+                                                         description: "Merged into the stored attributes; null removes a key")),
+                             "timezone": Schema.nullable(Schema.timezone),
+                             "locale": Schema.nullable(Schema.string(FieldRules.localeRule, "BCP 47 tag, e.g. en-US")),
                          ]), bodyOptional: true,
                          response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) },
                          deferred: { g, c, done in g.upsertSubscriber(c, done) }),
             GatewayRoute("GET", "/v1/subscribers/{id}", id: "getSubscriber", "Read a subscriber",
-                         access: .tenant(.subscribersRead, clientKeys: false), response: subscriber, errors: [.notFound],
+                         access: .tenant(.subscribersRead, clientKeys: false), path: idPath, response: subscriber,
+                         errors: [.notFound],
                          handler: { g, c in try await g.getSubscriber(c) },
                          deferred: { g, c, done in g.getSubscriber(c, done) }),
             GatewayRoute("DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
                          "Delete a subscriber with its devices and topic subscriptions (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
                          response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
                          handler: { g, c in try await g.deleteSubscriber(c) }),
             GatewayRoute("GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
@@ -64,7 +68,7 @@ enum SubscriberRoutes {
     }
 
     static func subscriberID(_ context: RequestContext, _ name: String = "id") throws(APIError) -> String {
-        try Gateway.pathParameter(context, name, rule: FieldRules.identifier)
+        try Gateway.pathParameter(context, name, rule: FieldRules.identifierRule)
     }
 }
 
@@ -93,8 +97,8 @@ extension Gateway {
         let body = try context.request.jsonBodyIfPresent()
         var v = Validator(body, allowed: ["attributes", "timezone", "locale"], requireBody: false)
         let attributes = v.object("attributes")
-        let timezone = v.string("timezone", maxLength: 64, check: FieldRules.timezone)
-        let locale = v.string("locale", maxLength: 35, check: FieldRules.locale)
+        let timezone = v.string("timezone", rule: FieldRules.timezoneRule)
+        let locale = v.string("locale", rule: FieldRules.localeRule)
         try v.check()
         return SubscriberBatches.Patch(key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone,
                                        locale: locale, hasTimezone: v.has("timezone"), hasLocale: v.has("locale"))

@@ -10,23 +10,29 @@ import Foundation
 enum TenantRoutes {
     static let apnsFields: Set<String> = ["teamId", "keyId", "privateKey", "bundleId", "environment"]
 
+    /// The APNs credentials, given as a whole (a change replaces them; `environment` absent keeps the current one).
     static let apnsInput = Schema.object([
-        "teamId": Schema.string("Apple team id", pattern: "^[A-Z0-9]{10}$"),
-        "keyId": Schema.string("APNs auth key id", pattern: "^[A-Z0-9]{10}$"),
-        "privateKey": Schema.string("The .p8 file's PEM text (-----BEGIN PRIVATE KEY-----...); write-only"),
-        "bundleId": Schema.string("The app's bundle id (the APNs topic)", maxLength: 255),
-        "environment": Schema.string("Default APNs environment", enumeration: ["sandbox", "production"]),
-    ])
+        "teamId": Schema.string(FieldRules.appleIDRule, "Apple team id"),
+        "keyId": Schema.string(FieldRules.appleIDRule, "APNs auth key id"),
+        "privateKey": Schema.custom(format: "buzzkit-p8-private-key", """
+            The .p8 file's PEM text (-----BEGIN PRIVATE KEY-----...), an EC P-256 private key of at most \
+            \(FieldRules.privateKeyRule.maxLength) characters; anything else is 422. Write-only
+            """),
+        "bundleId": Schema.string(FieldRules.bundleIDRule, "The app's bundle id (the APNs topic)"),
+        "environment": Schema.nullable(Schema.string("Default APNs environment", enumeration: ["sandbox", "production"])),
+    ], required: ["teamId", "keyId", "privateKey", "bundleId"])
     static let quietHours = Schema.object(
-        ["start": Schema.string("Local wall-clock time HH:MM", pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$"),
-         "end": Schema.string("Local wall-clock time HH:MM", pattern: "^([01][0-9]|2[0-3]):[0-5][0-9]$")],
+        ["start": Schema.string(FieldRules.wallClockRule, "Local wall-clock time HH:MM"),
+         "end": Schema.string(FieldRules.wallClockRule, "Local wall-clock time HH:MM")],
         required: ["start", "end"])
+    static let idPath: [String: TextRule] = ["id": .uuid]
 
     static let tenant = Schema.object([
-        "id": Schema.uuid, "workspaceId": Schema.uuid, "name": Schema.string(),
+        "id": Schema.uuid, "workspaceId": Schema.uuid, "name": Schema.string(FieldRules.nameRule),
         "apns": Schema.object([
-            "teamId": Schema.nullable(Schema.string()), "keyId": Schema.nullable(Schema.string()),
-            "bundleId": Schema.nullable(Schema.string()),
+            "teamId": Schema.nullable(Schema.string(FieldRules.appleIDRule)),
+            "keyId": Schema.nullable(Schema.string(FieldRules.appleIDRule)),
+            "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
             "environment": Schema.string(enumeration: ["sandbox", "production"]),
             "privateKeyConfigured": Schema.boolean,
         ]),
@@ -38,18 +44,19 @@ enum TenantRoutes {
         [
             GatewayRoute("POST", "/v1/tenants", id: "createTenant", "Create a tenant (one app) in the key's workspace",
                          access: .workspace(.tenantsWrite),
-                         body: Schema.object(["name": Schema.string(maxLength: 200), "apns": apnsInput,
+                         body: Schema.object(["name": Schema.string(FieldRules.nameRule), "apns": Schema.nullable(apnsInput),
                                               "quietHours": Schema.nullable(quietHours)], required: ["name"]),
                          response: tenant, status: 201, handler: { g, c in try await g.createTenant(c) }),
             GatewayRoute("GET", "/v1/tenants", id: "listTenants", "List the workspace's tenants",
                          access: .workspace(.tenantsWrite), response: tenant, paginated: true,
                          handler: { g, c in try await g.listTenants(c) }),
             GatewayRoute("GET", "/v1/tenants/{id}", id: "getTenant", "Read a tenant", access: .workspace(.tenantsWrite),
-                         response: tenant, errors: [.tenantNotFound], handler: { g, c in try await g.getTenant(c) }),
+                         path: idPath, response: tenant, errors: [.tenantNotFound], handler: { g, c in try await g.getTenant(c) }),
             GatewayRoute("PATCH", "/v1/tenants/{id}", id: "updateTenant",
                          "Change a tenant: name, APNs credentials (null removes them), quiet hours (null removes them)",
-                         access: .workspace(.tenantsWrite),
-                         body: Schema.object(["name": Schema.string(maxLength: 200), "apns": Schema.nullable(apnsInput),
+                         access: .workspace(.tenantsWrite), path: idPath,
+                         body: Schema.object(["name": Schema.nullable(Schema.string(FieldRules.nameRule)),
+                                              "apns": Schema.nullable(apnsInput),
                                               "quietHours": Schema.nullable(quietHours)]),
                          response: tenant, errors: [.tenantNotFound], handler: { g, c in try await g.updateTenant(c) }),
         ]
@@ -155,19 +162,20 @@ extension Gateway {
     func readTenant(_ request: Request, into settings: inout TenantSettings, tenantID: UUID, creating: Bool) throws {
         let body = try request.jsonBodyIfPresent()
         var v = Validator(body, allowed: ["name", "apns", "quietHours"])
-        if let name = v.string("name", required: creating, maxLength: 200) { settings.name = name }
+        if let name = v.string("name", required: creating, rule: FieldRules.nameRule) { settings.name = name }
         if v.has("apns") && v.isNull("apns") && !creating {
             settings.teamID = nil; settings.keyID = nil; settings.sealedKey = nil; settings.bundleID = nil
         } else if let apns = v.object("apns") {
             var a = Validator(apns, allowed: TenantRoutes.apnsFields, prefix: "apns.")
-            let required = creating || settings.teamID == nil
-            if let team = a.string("teamId", required: required, check: FieldRules.appleID) { settings.teamID = team }
-            if let key = a.string("keyId", required: required, check: FieldRules.appleID) { settings.keyID = key }
-            if let bundle = a.string("bundleId", required: required, maxLength: 255, check: FieldRules.bundleID) {
+            // The credentials are one set: a change gives all four (environment may stay as it is).
+            let required = true
+            if let team = a.string("teamId", required: required, rule: FieldRules.appleIDRule) { settings.teamID = team }
+            if let key = a.string("keyId", required: required, rule: FieldRules.appleIDRule) { settings.keyID = key }
+            if let bundle = a.string("bundleId", required: required, rule: FieldRules.bundleIDRule) {
                 settings.bundleID = bundle
             }
             if let environment = a.oneOf("environment", ["sandbox", "production"]) { settings.environment = environment }
-            if let pem = a.string("privateKey", required: required, maxLength: 10_000) {
+            if let pem = a.string("privateKey", required: required, rule: FieldRules.privateKeyRule) {
                 do {
                     _ = try ES256PrivateKey(pem: pem)
                     settings.sealedKey = Data(try sealer.seal(Array(pem.utf8),
@@ -182,8 +190,8 @@ extension Gateway {
             settings.quietStart = nil; settings.quietEnd = nil
         } else if let hours = v.object("quietHours") {
             var q = Validator(hours, allowed: ["start", "end"], prefix: "quietHours.")
-            let start = q.string("start", required: true, maxLength: 5, check: FieldRules.wallClock)
-            let end = q.string("end", required: true, maxLength: 5, check: FieldRules.wallClock)
+            let start = q.string("start", required: true, rule: FieldRules.wallClockRule)
+            let end = q.string("end", required: true, rule: FieldRules.wallClockRule)
             if let start, let end { settings.quietStart = start; settings.quietEnd = end }
             v.merge(q)
         }

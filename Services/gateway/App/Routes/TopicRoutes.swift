@@ -9,31 +9,34 @@ enum TopicRoutes {
     static let maxIDsPerCall = 1000
 
     static let topic = Schema.object([
-        "key": Schema.string(), "name": Schema.nullable(Schema.string()),
+        "key": Schema.string(FieldRules.keyRule), "name": Schema.nullable(Schema.string(FieldRules.nameRule)),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
-    static let subscription = Schema.object(["subscriberId": Schema.string(), "subscribedAt": Schema.timestamp])
+    static let subscription = Schema.object(["subscriberId": Schema.string(FieldRules.identifierRule),
+                                             "subscribedAt": Schema.timestamp])
+    static let keyPath: [String: TextRule] = ["key": FieldRules.keyRule]
+    static let keyAndIDPath: [String: TextRule] = ["key": FieldRules.keyRule, "id": FieldRules.identifierRule]
 
     static var routes: [GatewayRoute] {
         [
             GatewayRoute("PUT", "/v1/topics/{key}", id: "upsertTopic", "Create or rename a topic (201 when created)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
-                         body: Schema.object(["name": Schema.nullable(Schema.string(maxLength: 200))]), bodyOptional: true,
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: keyPath,
+                         body: Schema.object(["name": Schema.nullable(Schema.string(FieldRules.nameRule))]), bodyOptional: true,
                          response: topic, handler: { g, c in try await g.upsertTopic(c) }),
             GatewayRoute("POST", "/v1/topics/{key}/subscribers", id: "addTopicSubscribers",
                          "Subscribe up to 1000 subscribers to a topic (idempotent; missing subscribers are created)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
-                         body: Schema.object(["ids": Schema.array(Schema.string(maxLength: 256), minItems: 1,
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: keyPath,
+                         body: Schema.object(["ids": Schema.array(Schema.string(FieldRules.identifierRule), minItems: 1,
                                                                   maxItems: maxIDsPerCall)], required: ["ids"]),
-                         response: Schema.object(["topic": Schema.string(), "requested": Schema.integer,
+                         response: Schema.object(["topic": Schema.string(FieldRules.keyRule), "requested": Schema.integer,
                                                   "added": Schema.integer]),
                          errors: [.notFound], handler: { g, c in try await g.addTopicSubscribers(c) }),
             GatewayRoute("GET", "/v1/topics/{key}/subscribers", id: "listTopicSubscribers", "List a topic's subscribers",
-                         access: .tenant(.subscribersRead, clientKeys: false), response: subscription, paginated: true,
-                         errors: [.notFound], handler: { g, c in try await g.listTopicSubscribers(c) }),
+                         access: .tenant(.subscribersRead, clientKeys: false), path: keyPath, response: subscription,
+                         paginated: true, errors: [.notFound], handler: { g, c in try await g.listTopicSubscribers(c) }),
             GatewayRoute("DELETE", "/v1/topics/{key}/subscribers/{id}", id: "removeTopicSubscriber",
                          "Unsubscribe a subscriber from a topic (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: false),
+                         access: .tenant(.subscribersWrite, clientKeys: false), path: keyAndIDPath,
                          response: Schema.object(["topic": Schema.string(), "subscriberId": Schema.string(),
                                                   "deleted": Schema.boolean]),
                          handler: { g, c in try await g.removeTopicSubscriber(c) }),
@@ -41,7 +44,7 @@ enum TopicRoutes {
     }
 
     static func key(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "key", maxLength: 128, rule: FieldRules.topicKey)
+        try Gateway.pathParameter(context, "key", rule: FieldRules.keyRule)
     }
 }
 
@@ -50,7 +53,7 @@ extension Gateway {
         let tenant = try context.tenant
         let key = try TopicRoutes.key(context)
         var v = Validator(try context.request.jsonBodyIfPresent(), allowed: ["name"], requireBody: false)
-        let name = v.string("name", maxLength: 200)
+        let name = v.string("name", rule: FieldRules.nameRule)
         try v.check()
         let rows = try await postgres.query("""
             INSERT INTO topics AS t (tenant_id, key, name) VALUES ($1::uuid, $2, $3)
@@ -73,7 +76,7 @@ extension Gateway {
         if let raw = body["ids"], !raw.isNull {
             if let list = raw.arrayValue, !list.isEmpty, list.count <= TopicRoutes.maxIDsPerCall {
                 for (index, item) in list.enumerated() {
-                    guard let id = item.stringValue, !id.isEmpty, id.count <= 256, FieldRules.identifier(id) == nil else {
+                    guard let id = item.stringValue, FieldRules.identifierRule.accepts(id) else {
                         v.add("ids[\(index)]", "must be a subscriber id (1 to 256 characters, no control characters)")
                         continue
                     }

@@ -1,0 +1,162 @@
+import BuzzKitCrypto
+import BuzzKitHTTPClient
+import BuzzKitMigrations
+import BuzzKitPostgres
+import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import GatewayApp
+import Testing
+
+/// The API document against the real gateway, the way a new user would try it: schemathesis
+/// (pinned in `deploy/lib/common.sh`) reads `GET /openapi.json`, generates requests the document
+/// calls valid and requests it calls invalid, and checks every answer with every check it has
+/// (`--checks all`: valid data accepted, invalid data refused, statuses, content types and
+/// response schemas as documented, auth not ignored, no 5xx, ...). It must find nothing.
+///
+/// The stack is real and the test's own: the gateway and ingest executables on a schema of the
+/// shared Postgres and a Redis of their own, a bootstrapped workspace whose demo tenant has APNs
+/// credentials, and a little data (a subscriber with a device and events, a topic, a segment, a
+/// message) so the stateful phase follows links to things that exist. Rate limiting is off in
+/// this gateway (`BUZZKIT_RATE_LIMIT_ENABLED=false`): a few thousand requests in a minute must
+/// not make 429 what a check sees. Deterministic: a fixed seed and a bounded number of examples
+/// per operation. Rules JSON Schema cannot state are taught to the generator by
+/// `Tests/Fixtures/schemathesis/hooks.py` (its comment lists them; the document names each).
+///
+/// Two runs: a workspace key naming the tenant in `BuzzKit-Tenant` (every route), and a tenant
+/// key, for which the generated `BuzzKit-Tenant` values (malformed ones included) must be refused.
+@Suite("Gateway API document, checked by schemathesis", .serialized)
+struct SchemathesisTests {
+    static let seed = "20261202"
+
+    @Test func theRealGatewayDoesWhatItsDocumentSays() async throws {
+        let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")
+        let schemathesis = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("schemathesis").path
+        let stack = try await SchemathesisStack()
+        do {
+            let runs: [(name: String, headers: [String])] = [
+                ("workspace key + BuzzKit-Tenant", ["Authorization: Bearer \(stack.workspaceKey)",
+                                                    "BuzzKit-Tenant: \(stack.tenantID.lowercasedText)"]),
+                ("tenant key", ["Authorization: Bearer \(stack.tenantKey)"]),
+            ]
+            for run in runs {
+                var arguments = ["run", stack.gatewayURL + "/openapi.json", "--checks", "all", "--seed", Self.seed,
+                                 "--max-examples", "8", "--workers", "1", "--no-color", "--output-truncate", "false"]
+                for header in run.headers { arguments += ["-H", header] }
+                let process = try ServiceProcess(path: schemathesis, name: "schemathesis", environment: [
+                    "SCHEMATHESIS_HOOKS": "hooks",
+                    "PYTHONPATH": TestEnvironment.repositoryRoot + "/Tests/Fixtures/schemathesis",
+                    "BUZZKIT_SCHEMATHESIS_SEGMENT": stack.segment,
+                    "BUZZKIT_SCHEMATHESIS_KEEP_KEYS": stack.keyIDs.joined(separator: ","),
+                ], arguments: arguments)
+                let status = await process.waitForExit(timeout: .seconds(300))
+                if status == nil { process.signal(SIGKILL) }
+                let output = process.output
+                #expect(status == 0, "schemathesis (\(run.name)) found failures:\n\(Self.report(output))")
+            }
+        } catch {
+            await stack.close()
+            throw error
+        }
+        await stack.close()
+    }
+
+    /// The failures and the summary of a run (schemathesis prints the failing requests as curl commands).
+    static func report(_ output: String) -> String {
+        guard let start = output.range(of: "FAILURES") ?? output.range(of: "ERRORS") else { return output }
+        return String(output[start.lowerBound...])
+    }
+}
+
+/// The processes and data of one schemathesis run; `close()` stops the processes and drops the schema.
+final class SchemathesisStack: Sendable {
+    let schema: String
+    let postgres: PostgresClient
+    let redis: ThrowawayRedis
+    let gateway: ServiceProcess
+    let ingest: ServiceProcess
+    let http: HTTPClient
+    let gatewayURL: String
+    let workspaceKey: String
+    let tenantKey: String
+    let tenantID: UUID
+    /// Every key the bootstrap made: the run must not revoke the keys it runs with.
+    let keyIDs: [String]
+    let segment = "vip"
+
+    init() async throws {
+        schema = TestEnvironment.uniqueName("st")
+        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 2)
+        _ = try await Migrator(client: postgres, logger: .silent()).migrate()
+        let key = ES256PrivateKey.generate()
+        let secret = SecureRandom.bytes(32)
+        let bootstrap = try await Bootstrapper(postgres: postgres, secretKey: secret).run(
+            workspace: "schemathesis", demo: .init(name: "demo", teamID: "TEAM000001", keyID: "KEY0000001",
+                                                   privateKey: key.pem, bundleID: "com.example.app", environment: "sandbox"))
+        workspaceKey = bootstrap.workspaceKey
+        tenantKey = try #require(bootstrap.tenantKey)
+        tenantID = try #require(bootstrap.tenantID)
+        keyIDs = try await postgres.query("SELECT id::text FROM api_keys").map { try $0.decode(String.self, at: 0) }
+        redis = try ThrowawayRedis()
+        let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
+        let common = ["BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
+                      "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": Data(secret).base64EncodedString(),
+                      "BUZZKIT_LOG_LEVEL": "warning", "BUZZKIT_DB_POOL_SIZE": "4"]
+        let port = freeLoopbackPort()
+        gatewayURL = "http://127.0.0.1:\(port)"
+        gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
+        ]) { _, new in new })
+        let ingestPort = freeLoopbackPort()
+        ingest = try ServiceProcess(executable: "ingest", environment: common.merging([
+            "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1",
+        ]) { _, new in new })
+        http = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
+        try await waitReady(gatewayURL, gateway)
+        try await waitReady("http://127.0.0.1:\(ingestPort)", ingest)
+        try await seed()
+    }
+
+    /// A subscriber with a device and events, a topic with it, the segment messages may name, a message.
+    private func seed() async throws {
+        let token = Hex.string(Digest.sha256(Array("schemathesis".utf8)))
+        try await send("PUT", "/v1/subscribers/alice", ["attributes": ["plan": "pro"], "timezone": "Europe/Berlin"])
+        try await send("PUT", "/v1/subscribers/alice/devices/\(token)", ["environment": "sandbox", "bundleId": "com.example.app"])
+        try await send("PUT", "/v1/topics/news", ["name": "News"])
+        try await send("POST", "/v1/topics/news/subscribers", ["ids": ["alice"]])
+        try await send("PUT", "/v1/segments/\(segment)", ["name": "VIP", "where": #"plan == "pro""#])
+        try await send("POST", "/v1/events", ["subscriberId": "alice", "events": [
+            ["id": "seed-1", "name": "app.opened", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))],
+        ]])
+        try await send("POST", "/v1/messages", ["to": "alice", "title": "Hello", "body": "From the schemathesis run"])
+    }
+
+    private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {
+        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(tenantKey)")
+        headers.add(name: "Content-Type", value: "application/json")
+        let response = try await http.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method), url: gatewayURL + path,
+                                                                headers: headers, body: body.jsonBytes))
+        guard (200..<300).contains(response.status) else {
+            throw HarnessError(description: "seeding \(method) \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+    }
+
+    private func waitReady(_ base: String, _ process: ServiceProcess) async throws {
+        let ready = try await RedisTestSupport.eventually(limit: .seconds(60)) {
+            guard process.isRunning else { return true }
+            let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"))
+            return response?.status == 200
+        }
+        guard ready, process.isRunning else { throw HarnessError(description: "\(process.name) not ready: \(process.output)") }
+    }
+
+    func close() async {
+        for process in [gateway, ingest] { process.signal(SIGTERM) }
+        for process in [gateway, ingest] { _ = await process.waitForExit(timeout: .seconds(15)) }
+        await http.shutdown()
+        redis.stop()
+        try? await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")
+        await postgres.shutdown()
+    }
+}
