@@ -40,12 +40,14 @@ struct SchemathesisTests {
                 ("tenant key", ["Authorization: Bearer \(stack.tenantKey)"]),
             ]
             for run in runs {
-                var arguments = ["run", stack.gatewayURL + "/openapi.json", "--checks", "all", "--seed", Self.seed,
-                                 "--max-examples", "8", "--workers", "1", "--no-color", "--output-truncate", "false"]
+                let fixtures = TestEnvironment.repositoryRoot + "/Tests/Fixtures/schemathesis"
+                var arguments = ["--config-file", fixtures + "/schemathesis.toml", "--no-color",
+                                 "run", stack.gatewayURL + "/openapi.json", "--checks", "all", "--seed", Self.seed,
+                                 "--max-examples", "8", "--workers", "1", "--output-truncate", "false"]
                 for header in run.headers { arguments += ["-H", header] }
                 let process = try ServiceProcess(path: schemathesis, name: "schemathesis", environment: [
                     "SCHEMATHESIS_HOOKS": "hooks",
-                    "PYTHONPATH": TestEnvironment.repositoryRoot + "/Tests/Fixtures/schemathesis",
+                    "PYTHONPATH": fixtures,
                     "BUZZKIT_SCHEMATHESIS_SEGMENT": stack.segment,
                     "BUZZKIT_SCHEMATHESIS_KEEP_KEYS": stack.keyIDs.joined(separator: ","),
                 ], arguments: arguments)
