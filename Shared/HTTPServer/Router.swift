@@ -148,7 +148,9 @@ public struct Router: Sendable {
                 if let route = Self.route(in: entries[index], for: method) {
                     return .found(route, parameters: parameters)
                 }
-                allow.formUnion(entries[index].routes.keys)
+                // A literal path is its own resource: its 405 lists its own methods, not those of a
+                // pattern it also fits (`/v1/messages/preview` is not a message id), as API documents say.
+                if staticMatch == nil { allow.formUnion(entries[index].routes.keys) }
             }
         }
         if allow.isEmpty { return .notFound }

@@ -1,3 +1,4 @@
+import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitHTTPClient
 import BuzzKitMigrations
@@ -134,7 +135,7 @@ final class SchemathesisStack: Sendable {
     }
 
     private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {
-        var headers = BuzzKitHTTPClient.HTTPHeaders()
+        var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(tenantKey)")
         headers.add(name: "Content-Type", value: "application/json")
         let response = try await http.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method), url: gatewayURL + path,

@@ -52,6 +52,16 @@ import Testing
         #expect(allow == ["DELETE", "GET", "HEAD"])
     }
 
+    /// A literal path is its own resource: its 405 lists its methods, not those of a pattern it also fits
+    /// (POST still reaches `/v1/messages/:id` with id `search`, as `routesMatch` shows).
+    @Test func aLiteralPathsAllowListsItsOwnMethods() {
+        guard case .methodNotAllowed(let allow) = router().match(method: "PUT", path: "/v1/messages/search") else {
+            Issue.record("expected methodNotAllowed")
+            return
+        }
+        #expect(allow == ["GET", "HEAD"])
+    }
+
     @Test func syncRouteIsInlineOnlyWithoutMiddleware() {
         var router = Router()
         router.get("/before", sync: { _ in .text("a") })

@@ -125,6 +125,7 @@ def _message_ok(body):
 _FILTERS = {
     ("POST", "/v1/events"): _events_ok,
     ("POST", "/v1/messages"): _message_ok,
+    ("POST", "/v1/messages/preview"): _message_ok,
     ("POST", "/v1/identify"): lambda b: not isinstance(b, dict) or b.get("anonymousId") != b.get("subscriberId"),
     ("POST", "/v1/installations"): lambda b: not isinstance(b, dict) or _utf8(b.get("anonymousId")) <= 128,
 }
@@ -198,7 +199,7 @@ def before_call(context, case, kwargs):
             if isinstance(event, dict) and isinstance(event.get("id"), str):
                 digest = hashlib.sha256(event["id"].encode("utf-8", "surrogatepass")).hexdigest()[:16]
                 event["id"] = f"e{index}-{digest}"  # unique within the batch
-    if key == ("POST", "/v1/messages"):
+    if key in (("POST", "/v1/messages"), ("POST", "/v1/messages/preview")):
         moment = _parse_time(case.body.get("expiresAt")) if isinstance(case.body.get("expiresAt"), str) else None
         if moment is not None and moment.tzinfo is not None and moment < now + datetime.timedelta(minutes=5):
             case.body["expiresAt"] = (now + datetime.timedelta(days=1)).isoformat()

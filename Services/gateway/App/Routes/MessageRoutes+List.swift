@@ -17,7 +17,8 @@ extension MessageRoutes {
     ])
 
     static let statusParameter = QueryParameter(
-        "status", "Only messages in this status", schema: Schema.string(enumeration: messageStatuses))
+        "status", "Only messages in this status (empty: every status)",
+        schema: ["enum": .array(([""] + messageStatuses).map(JSONValue.string))])
 
     static var listRoute: GatewayRoute {
         GatewayRoute("GET", "/v1/messages", id: "listMessages",

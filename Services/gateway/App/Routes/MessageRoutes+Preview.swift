@@ -17,7 +17,7 @@ extension MessageRoutes {
     static var previewRoute: GatewayRoute {
         GatewayRoute("POST", "/v1/messages/preview", id: "previewMessage",
                      "The exact APNs payload and headers the sender would build for a message body; sends nothing",
-                     access: .tenant(.messagesSend, clientKeys: false), body: Schema.anyObject,
+                     access: .tenant(.messagesSend, clientKeys: false), body: MessageRoutes.messageBody(targetRequired: false),
                      response: Schema.object([
                          "payload": Schema.string("The payload's JSON text, byte for byte as it would be sent"),
                          "size": Schema.integer, "maxSize": Schema.integer,

@@ -50,7 +50,10 @@ enum MessageRoutes {
     ]
 
     /// `POST /v1/messages`: the target and the content (`MessageContent`).
-    static var sendBody: JSONValue {
+    static var sendBody: JSONValue { messageBody(targetRequired: true) }
+
+    /// A message body; `targetRequired: false` (the preview) also takes one with no target at all.
+    static func messageBody(targetRequired: Bool) -> JSONValue {
         func nonEmpty(_ description: String? = nil) -> JSONValue { Schema.nullable(Schema.string(.length(1, Int.max), description)) }
         let subscriber = Schema.string(FieldRules.identifierRule)
         let button = Schema.object([
@@ -86,8 +89,15 @@ enum MessageRoutes {
             properties[target] = ["not": ["type": "null"]]
             return ["required": [.string(target)], "properties": .object(properties)]
         }
-        return Schema.adding(["oneOf": [only("to"), only("topic"), only("segment"), only("where")],
-                              "x-rules": .array(contentRules.map(JSONValue.string))], to: body)
+        var targets = [only("to"), only("topic"), only("segment"), only("where")]
+        if !targetRequired {
+            targets.append(["properties": ["to": ["type": "null"], "topic": ["type": "null"], "segment": ["type": "null"],
+                                           "where": ["type": "null"]]])
+        }
+        var rules = contentRules
+        if !targetRequired { rules = rules.map { $0.hasPrefix("exactly one target") ? "at most one target: to, topic, segment or where" : $0 } }
+        rules.removeAll { $0.hasPrefix("segment names") && !targetRequired }
+        return Schema.adding(["oneOf": .array(targets), "x-rules": .array(rules.map(JSONValue.string))], to: body)
     }
 
     static var routes: [GatewayRoute] {

@@ -23,7 +23,8 @@ enum SubscriberRoutes {
                          "List subscribers in id order (search with ?prefix=: the ids starting with it)",
                          access: .tenant(.subscribersRead, clientKeys: false),
                          query: [QueryParameter("prefix", "Only subscribers whose id starts with this text (no control characters)",
-                                                schema: Schema.string(maxLength: 256, pattern: "^[^\\x00-\\x1f\\x7f-\\x9f]+$"))],
+                                                schema: ["anyOf": [["type": "string", "maxLength": 0],
+                                                                   Schema.string(FieldRules.identifierRule)]])],
                          response: subscriber, paginated: true,
                          handler: { g, c in try await g.listSubscribers(c) }),
             GatewayRoute("PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
@@ -49,8 +50,9 @@ enum SubscriberRoutes {
                          handler: { g, c in try await g.deleteSubscriber(c) }),
             GatewayRoute("GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
                          "The topics a subscriber is subscribed to, in key order",
-                         access: .tenant(.subscribersRead, clientKeys: false),
-                         response: Schema.object(["key": Schema.string(), "name": Schema.nullable(Schema.string()),
+                         access: .tenant(.subscribersRead, clientKeys: false), path: idPath,
+                         response: Schema.object(["key": Schema.string(FieldRules.keyRule),
+                                                  "name": Schema.nullable(Schema.string(FieldRules.nameRule)),
                                                   "subscribedAt": Schema.timestamp]),
                          paginated: true, errors: [.notFound], handler: { g, c in try await g.listSubscriberTopics(c) }),
         ]
@@ -142,7 +144,7 @@ extension Gateway {
         let page = try Page(context.request)
         var prefix: String?
         if let raw = context.request.query["prefix"], !raw.isEmpty {
-            if let problem = raw.count > 256 ? "must be at most 256 characters" : FieldRules.identifier(raw) {
+            if let problem = FieldRules.identifierRule.problem(with: raw) {
                 try Validator.throwIfAny([ValidationIssue(path: "prefix", message: problem)])
             }
             prefix = raw
