@@ -63,6 +63,12 @@ public struct Router: Sendable {
     private var indicesBySegmentCount: [Int: [Int]] = [:]
     private var middleware: [Middleware] = []
 
+    /// When true, a path that is a literal route (`/v1/messages/preview`) is that resource alone:
+    /// another method is `405` with the literal route's methods, never a fall-through to a pattern
+    /// it also fits (`/v1/messages/:id` with id `preview`). What an API document says, so the
+    /// gateway sets it. Default false: the fall-through.
+    public var literalPathsAreResources = false
+
     public init() {}
 
     // MARK: - Registration
@@ -141,16 +147,15 @@ public struct Router: Sendable {
             if let route = Self.route(in: entries[index], for: method) { return .found(route, parameters: [:]) }
             allow.formUnion(entries[index].routes.keys)
         }
-        if !dynamicIndices.isEmpty || (staticMatch == nil && path.utf8.contains(UInt8(ascii: "%"))) {
+        let literalOnly = staticMatch != nil && literalPathsAreResources
+        if !literalOnly && (!dynamicIndices.isEmpty || (staticMatch == nil && path.utf8.contains(UInt8(ascii: "%")))) {
             let pieces = Self.decodedPieces(path)
             for index in indicesBySegmentCount[pieces.count] ?? [] where staticMatch != index {
                 guard let parameters = Self.bind(entries[index].segments, to: pieces) else { continue }
                 if let route = Self.route(in: entries[index], for: method) {
                     return .found(route, parameters: parameters)
                 }
-                // A literal path is its own resource: its 405 lists its own methods, not those of a
-                // pattern it also fits (`/v1/messages/preview` is not a message id), as API documents say.
-                if staticMatch == nil { allow.formUnion(entries[index].routes.keys) }
+                allow.formUnion(entries[index].routes.keys)
             }
         }
         if allow.isEmpty { return .notFound }

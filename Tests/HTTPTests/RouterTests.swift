@@ -52,14 +52,20 @@ import Testing
         #expect(allow == ["DELETE", "GET", "HEAD"])
     }
 
-    /// A literal path is its own resource: its 405 lists its methods, not those of a pattern it also fits
-    /// (POST still reaches `/v1/messages/:id` with id `search`, as `routesMatch` shows).
-    @Test func aLiteralPathsAllowListsItsOwnMethods() {
-        guard case .methodNotAllowed(let allow) = router().match(method: "PUT", path: "/v1/messages/search") else {
+    /// With `literalPathsAreResources` a literal path is its own resource: another method is 405
+    /// with its methods, not a fall-through to `/v1/messages/:id` (which the default keeps, above).
+    @Test func aLiteralPathCanBeItsOwnResource() {
+        var exclusive = router()
+        exclusive.literalPathsAreResources = true
+        guard case .methodNotAllowed(let allow) = exclusive.match(method: "POST", path: "/v1/messages/search") else {
             Issue.record("expected methodNotAllowed")
             return
         }
         #expect(allow == ["GET", "HEAD"])
+        guard case .found = exclusive.match(method: "POST", path: "/v1/messages/other") else {
+            Issue.record("expected the pattern route")
+            return
+        }
     }
 
     @Test func syncRouteIsInlineOnlyWithoutMiddleware() {

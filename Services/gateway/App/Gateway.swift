@@ -74,6 +74,8 @@ public final class Gateway: Sendable {
     /// Registers every route of the table that the gateway serves (the infrastructure routes come
     /// from `ServiceRuntime.makeRouter()`), and the dashboard's files.
     public func register(on router: inout Router) {
+        // `/v1/messages/preview` is its own resource, not a message id (as the document says).
+        router.literalPathsAreResources = true
         dashboard.register(on: &router)
         let bytes = openAPIBytes
         for route in GatewayRoute.table {
