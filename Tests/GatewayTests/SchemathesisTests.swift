@@ -89,7 +89,7 @@ final class SchemathesisStack: Sendable {
 
     init() async throws {
         schema = TestEnvironment.uniqueName("st")
-        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 2)
+        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
         let key = ES256PrivateKey.generate()
         let secret = SecureRandom.bytes(32)
@@ -104,7 +104,7 @@ final class SchemathesisStack: Sendable {
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let common = ["BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
                       "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": Data(secret).base64EncodedString(),
-                      "BUZZKIT_LOG_LEVEL": "warning", "BUZZKIT_DB_POOL_SIZE": "4"]
+                      "BUZZKIT_LOG_LEVEL": "warning", "BUZZKIT_DB_POOL_SIZE": "2"]
         let port = freeLoopbackPort()
         gatewayURL = "http://127.0.0.1:\(port)"
         gateway = try ServiceProcess(executable: "gateway", environment: common.merging([

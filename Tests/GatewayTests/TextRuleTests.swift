@@ -62,6 +62,15 @@ struct TextRuleTests {
         }
     }
 
+    @Test func timeZonesAreTheDatabasesNames() {
+        for name in ["UTC", "Etc/UTC", "Europe/Berlin", "Asia/Kolkata", "America/Argentina/Buenos_Aires", "GMT"] {
+            #expect(FieldRules.timezone(name) == nil, "\(name)")
+        }
+        for name in ["Mars/Olympus", "", "posixrules", "zone.tab", "Europe", "europe/berlin"] {
+            #expect(FieldRules.timezone(name) != nil, "\(name)")
+        }
+    }
+
     @Test func lengthsCountCodePointsAndBytesWhereTheRuleSaysSo() {
         let id = FieldRules.identifierRule
         #expect(id.accepts(String(repeating: "é", count: 256)))
