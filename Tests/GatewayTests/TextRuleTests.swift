@@ -19,6 +19,7 @@ struct TextRuleTests {
         ("installationAnonymousID", FieldRules.installationAnonymousIDRule),
         ("deepLink", MessageContent.deepLinkRule), ("image", MessageContent.imageRule),
         ("collapseId", MessageContent.collapseIdRule), ("eventName", EventRoutes.nameRule),
+        ("version", FieldRules.versionRule),
     ]
 
     static let alphabet: [String] = ["a", "Z", "0", "9", "f", "F", "g", ".", "-", "_", ":", "/", " ", "$", "\u{0}", "\u{1F}",
@@ -32,7 +33,8 @@ struct TextRuleTests {
         "bk_inst_" + String(repeating: "A", count: 43), "bk_inst_" + String(repeating: "A", count: 42),
         "myapp://orders/42", "myapp:", "1app://x", "https://x.example/a.png", "http://", "HTTPS://a b",
         String(repeating: "ab", count: 32), String(repeating: "ab", count: 33) + "a", "$app.opened", "app.opened",
-        "a\u{0}b", "a\u{85}b", "a\u{7F}", "tab\there",
+        "a\u{0}b", "a\u{85}b", "a\u{7F}", "tab\there", "1", "0", "01", "+5", "2147483647", "2147483648", "9999999999",
+        "1999999999", "2147483639", "214748364", "21474836470",
     ]
 
     @Test(arguments: rules.map(\.0))

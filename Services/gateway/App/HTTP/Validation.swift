@@ -58,6 +58,18 @@ struct Validator {
         return text
     }
 
+    /// A string field of `1...maxLength` characters, then `check` (nil: fine, else the problem).
+    /// Prefer `string(_:required:rule:)`: a `TextRule` is what the document states as well.
+    mutating func string(_ name: String, required: Bool = false, maxLength: Int = 256,
+                         check: ((String) -> String?)? = nil) -> String? {
+        guard let text = string(name, required: required, rule: .length(1, maxLength)) else { return nil }
+        if let check, let problem = check(text) {
+            add(name, problem)
+            return nil
+        }
+        return text
+    }
+
     mutating func object(_ name: String, required: Bool = false) -> JSONValue? {
         guard let value = object[name], !value.isNull else {
             if required { add(name, "is required") }
@@ -223,6 +235,16 @@ enum FieldRules {
 
     static func appleID(_ value: String) -> String? {
         appleIDRule.problem(with: value).map { _ in appleIDRule.problem }
+    }
+
+    /// A version number in a path: 1 to 2147483647 in decimal, no sign, no leading zero.
+    static let versionRule = TextRule(maxLength: 10, pattern: "^(?:[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+                                        + "|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+                                        + "|21474836[0-3][0-9]|214748364[0-7])$",
+                                      problem: "must be a version number from 1 to 2147483647") { text in
+        guard let first = text.utf8.first, first != UInt8(ascii: "0"), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let n = Int(text) else { return false }
+        return n <= Int(Int32.max)
     }
 
     /// Names people give things (tenants, keys, topics, segments): 1-200 characters.

@@ -26,29 +26,29 @@ enum WorkflowRoutes {
                          handler: { g, c in try await g.listWorkflows(c) }),
             GatewayRoute("PUT", "/v1/workflows/{key}", id: "saveWorkflow",
                          "Create or change a workflow (201 when created): a changed definition makes a new version, the same one again changes nothing; every problem answers 422 with its JSON path",
-                         access: write, body: Schema.ref("WorkflowDefinition"), response: WorkflowSchemas.workflow,
+                         access: write, path: keyPath, body: Schema.ref("WorkflowDefinition"), response: WorkflowSchemas.workflow,
                          errors: [.validationFailed], handler: { g, c in try await g.saveWorkflow(c) }),
             GatewayRoute("GET", "/v1/workflows/{key}", id: "getWorkflow", "Read a workflow: its flag, current version and definition",
-                         access: read, response: WorkflowSchemas.workflow, errors: [.notFound],
+                         access: read, path: keyPath, response: WorkflowSchemas.workflow, errors: [.notFound],
                          handler: { g, c in try await g.getWorkflow(c) }),
             GatewayRoute("DELETE", "/v1/workflows/{key}", id: "deleteWorkflow",
                          "Delete a workflow (idempotent): it is disabled and gone for the API, its running runs are cancelled; versions stay for the runs that used them",
-                         access: write, response: Schema.object(["key": Schema.string(), "deleted": Schema.boolean],
+                         access: write, path: keyPath, response: Schema.object(["key": Schema.string(), "deleted": Schema.boolean],
                                                                 required: ["key", "deleted"]),
                          handler: { g, c in try await g.deleteWorkflow(c) }),
             GatewayRoute("GET", "/v1/workflows/{key}/versions/{n}", id: "getWorkflowVersion", "Read one version of a workflow",
-                         access: read, response: WorkflowSchemas.version, errors: [.notFound],
+                         access: read, path: keyVersionPath, response: WorkflowSchemas.version, errors: [.notFound],
                          handler: { g, c in try await g.getWorkflowVersion(c) }),
             GatewayRoute("POST", "/v1/workflows/{key}/enable", id: "enableWorkflow", "Enable a workflow: its trigger starts runs again",
-                         access: write, response: WorkflowSchemas.summary, errors: [.notFound],
+                         access: write, path: keyPath, response: WorkflowSchemas.summary, errors: [.notFound],
                          handler: { g, c in try await g.setWorkflowEnabled(c, true) }),
             GatewayRoute("POST", "/v1/workflows/{key}/disable", id: "disableWorkflow",
                          "Disable a workflow: its trigger starts no new runs (running runs go on)",
-                         access: write, response: WorkflowSchemas.summary, errors: [.notFound],
+                         access: write, path: keyPath, response: WorkflowSchemas.summary, errors: [.notFound],
                          handler: { g, c in try await g.setWorkflowEnabled(c, false) }),
             GatewayRoute("POST", "/v1/workflows/{key}/dry-run", id: "dryRunWorkflow",
                          "Walk a workflow for a sample or real subscriber and trigger event on a simulated clock: the timeline with every decision and the rendered content; sends and stores nothing",
-                         access: read, body: WorkflowSchemas.dryRunRequest, response: WorkflowSchemas.dryRunResponse,
+                         access: read, path: keyPath, body: WorkflowSchemas.dryRunRequest, response: WorkflowSchemas.dryRunResponse,
                          errors: [.notFound], handler: { g, c in try await g.dryRunWorkflow(c) }),
             GatewayRoute("GET", "/v1/settings", id: "getSettings",
                          "The tenant's workflow settings: quiet hours (in each subscriber's zone) and the default time zone",
@@ -60,8 +60,11 @@ enum WorkflowRoutes {
         ]
     }
 
+    static let keyPath: [String: TextRule] = ["key": FieldRules.keyRule]
+    static let keyVersionPath: [String: TextRule] = ["key": FieldRules.keyRule, "n": FieldRules.versionRule]
+
     static func key(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "key", maxLength: 128, rule: FieldRules.topicKey)
+        try Gateway.pathParameter(context, "key", rule: FieldRules.keyRule)
     }
 
     static let summaryColumns = """
@@ -200,7 +203,9 @@ extension Gateway {
     func getWorkflowVersion(_ context: RequestContext) async throws -> Response {
         let key = try WorkflowRoutes.key(context)
         // A version number that cannot exist is simply not found.
-        guard let n = Int(context.parameter("n")), n >= 1, n <= Int(Int32.max) else { throw APIError.notFound("workflow version") }
+        guard FieldRules.versionRule.accepts(context.parameter("n")), let n = Int(context.parameter("n")) else {
+            throw APIError.notFound("workflow version")
+        }
         let rows = try await postgres.query("""
             SELECT v.workflow_key AS key, v.version, v.definition, v.digest, \(isoColumn("v.created_at", as: "created_at"))
             FROM workflow_versions v JOIN workflows w ON w.tenant_id = v.tenant_id AND w.key = v.workflow_key
