@@ -134,7 +134,7 @@ struct BehaviourTests {
     }
 
     @Test func rateLimitAnswers429WithHeaders() async throws {
-        let limit = RateLimitConfiguration(requestsPerSecond: 1, burst: 2, keyPrefix: "bk:test:\(UUID().uuidString):")
+        let limit = RateLimitConfiguration(requestsPerSecond: 0.001, burst: 2, keyPrefix: "bk:test:\(UUID().uuidString):")
         try await withGateway(rateLimit: limit) { h in
             var limited: Reply?
             for _ in 0..<20 {

@@ -73,7 +73,7 @@ bk_start_postgres() {
       || { cat "$dir/initdb.log" >&2; bk_die "initdb failed"; }
   fi
   bk_as_pg_user "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200 -c fsync=${BK_PG_FSYNC:-on} -c synchronous_commit=${BK_PG_SYNC_COMMIT:-on} -c shared_buffers=256MB -c max_wal_size=${BK_PG_MAX_WAL_SIZE:-1GB} ${BK_PG_OPTIONS:-}" \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=${BK_PG_MAX_CONNECTIONS:-200} -c fsync=${BK_PG_FSYNC:-on} -c synchronous_commit=${BK_PG_SYNC_COMMIT:-on} -c shared_buffers=256MB -c max_wal_size=${BK_PG_MAX_WAL_SIZE:-1GB} ${BK_PG_OPTIONS:-}" \
     start >/dev/null || { tail -20 "$dir/postgres.log" >&2; bk_die "postgres did not start"; }
   echo "$port" >"$dir/port"
   psql -h 127.0.0.1 -p "$port" -U buzzkit -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='buzzkit'" | grep -q 1 \

@@ -60,7 +60,7 @@ public struct GatewayConfiguration: Sendable {
             reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
         }
         try reader.validate()
-        self.init(secretKey: key, rateLimit: RateLimitConfiguration(requestsPerSecond: rps, burst: burst, enabled: enabled),
+        self.init(secretKey: key, rateLimit: RateLimitConfiguration(requestsPerSecond: Double(rps), burst: burst, enabled: enabled),
                   authCacheTTL: ttl, lastUsedInterval: interval)
         dashboardDirectory = dashboard
     }

@@ -14,8 +14,9 @@ import Synchronization
 /// per replica. When Redis fails the request is let through (availability over strictness) and
 /// a warning is logged.
 public struct RateLimitConfiguration: Sendable {
-    /// Sustained rate per key. Default 1000/s.
-    public var requestsPerSecond: Int
+    /// Sustained rate per key, in requests per second; fractions refill slower than one a second
+    /// (0.01: one request every 100 s). Default 1000/s, at least 0.001.
+    public var requestsPerSecond: Double
     /// Bucket size (requests allowed at once after idling). Default 2000.
     public var burst: Int
     /// Tokens taken from Redis per round trip. Default: `burst / 20`, clamped to 1...100.
@@ -25,9 +26,9 @@ public struct RateLimitConfiguration: Sendable {
     /// Redis key prefix of the buckets. Default `bk:ratelimit:`.
     public var keyPrefix: String
 
-    public init(requestsPerSecond: Int = 1000, burst: Int = 2000, leaseSize: Int? = nil, enabled: Bool = true,
+    public init(requestsPerSecond: Double = 1000, burst: Int = 2000, leaseSize: Int? = nil, enabled: Bool = true,
                 keyPrefix: String = "bk:ratelimit:") {
-        self.requestsPerSecond = max(1, requestsPerSecond)
+        self.requestsPerSecond = max(0.001, requestsPerSecond)
         self.burst = max(1, burst)
         self.leaseSize = leaseSize ?? min(100, max(1, burst / 20))
         self.enabled = enabled
@@ -90,7 +91,7 @@ final class RateLimiter: Sendable {
         if let decision = acquireLocally(keyID) { return decision }
         do {
             let reply = try await redis.run(Self.script, keys: [c.keyPrefix + keyID.lowercasedText],
-                                            args: [RedisArgument(c.requestsPerSecond), RedisArgument(c.burst),
+                                            args: [RedisArgument(String(c.requestsPerSecond)), RedisArgument(c.burst),
                                                    RedisArgument(c.leaseSize)])
             guard let values = reply.array, values.count == 3, let granted = values[0].int,
                   let remaining = values[1].int, let retryMs = values[2].int
@@ -140,6 +141,6 @@ final class RateLimiter: Sendable {
 
     private func resetSeconds(remaining: Int) -> Int {
         let missing = max(0, configuration.burst - remaining)
-        return (missing + configuration.requestsPerSecond - 1) / configuration.requestsPerSecond
+        return Int((Double(missing) / configuration.requestsPerSecond).rounded(.up))
     }
 }
