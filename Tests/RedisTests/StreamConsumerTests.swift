@@ -141,12 +141,14 @@ struct Poison: Error, CustomStringConvertible {
         let seen = Seen()
         func configuration(_ name: String) -> StreamConsumer.Configuration {
             var configuration = fastConfiguration(name)
-            configuration.claimIdleTime = .milliseconds(1500)  // renewed every 500 ms
+            // Renewed every 2 s: a margin of 4 s that a loaded CI machine's scheduling cannot eat
+            // (with 1.5 s, renewed every 500 ms, a run at load 35 lost the entry to the sibling).
+            configuration.claimIdleTime = .seconds(6)
             return configuration
         }
         let handler: StreamConsumer.Handler = { entry in
             seen.record(entry.id)
-            if entry.id == ids[0] { try await Task.sleep(for: .seconds(4)) }
+            if entry.id == ids[0] { try await Task.sleep(for: .seconds(14)) }  // over two claim idle times
         }
         let first = StreamConsumer(client: client, configuration: configuration("a"), logger: .silent(), handler: handler)
         let second = StreamConsumer(client: client, configuration: configuration("b"), logger: .silent(), handler: handler)
