@@ -3,10 +3,16 @@ import Foundation
 
 /// Runs a process's services and stops them gracefully on SIGTERM or SIGINT.
 ///
-/// Start order is the array order; shutdown is the reverse, each service's `shutdown()` awaited
-/// before the next, then every `run()` is awaited. A service whose `run()` fails stops the whole
-/// group (the process exits non-zero and the orchestrator restarts it); if shutting down takes
-/// longer than `shutdownTimeout` (default 30 s) the group cancels what is left and reports it.
+/// Every service's `run()` starts at once, in array order: put what others depend on first
+/// (the connection pools), then what uses it (consumers, timers), then what feeds them (the HTTP
+/// server). Shutdown goes the other way, one service at a time, as swift-service-lifecycle does:
+/// the last service's `shutdown()` is called and its `run()` awaited before the one before it is
+/// asked to stop. So a consumer still finishing a chunk after SIGTERM keeps the pools and clients
+/// it uses alive until its `run()` returns.
+///
+/// A service whose `run()` fails, or returns before shutdown was asked, stops the whole group (the
+/// process exits non-zero and the orchestrator restarts it). If shutting down takes longer than
+/// `shutdownTimeout` (default 30 s) the group cancels what is left and reports `.timedOut`.
 public final class ServiceGroup: Sendable {
     public struct Configuration: Sendable {
         public var signals: [Int32]
@@ -44,11 +50,14 @@ public final class ServiceGroup: Sendable {
     public func run() async throws -> Outcome {
         let signalSources = installSignalHandlers()
         defer { signalSources.forEach { $0.cancel() } }
+        // One per service, fulfilled when its `run()` has returned (or thrown).
+        let returned = services.map { _ in OneShot<Void>() }
 
         return try await withThrowingTaskGroup(of: GroupEvent.self) { group in
-            for service in services {
+            for (index, service) in services.enumerated() {
                 let logger = self.logger
                 group.addTask {
+                    defer { returned[index].fulfill(()) }
                     logger.info("service starting", metadata: ["part": service.name])
                     do {
                         try await service.run()
@@ -91,10 +100,7 @@ public final class ServiceGroup: Sendable {
                     shuttingDown = true
                     trigger.fire(reason: "stopping")
                     group.addTask { [services, logger] in
-                        for service in services.reversed() {
-                            logger.info("service stopping", metadata: ["part": service.name])
-                            await service.shutdown()
-                        }
+                        await Self.shutDownInReverse(services, returned: returned, logger: logger)
                         return .shutdownSequenceFinished
                     }
                     group.addTask { [timeout = configuration.shutdownTimeout] in
@@ -103,10 +109,22 @@ public final class ServiceGroup: Sendable {
                     }
                 }
             }
-            // Ends the deadline timer, and after a timeout asks whatever still runs to stop at once.
+            // Ends the deadline timer, and after a timeout asks whatever still runs to stop at once
+            // (the sequence then stops asking: the services it has not reached are cancelled too).
             group.cancelAll()
             if let failure { throw ServiceGroupError(message: failure) }
             return timedOut ? .timedOut : .stopped
+        }
+    }
+
+    /// Last to first: ask one service to stop, wait until its `run()` returned, then the next.
+    private static func shutDownInReverse(_ services: [any Service], returned: [OneShot<Void>], logger: Logger) async {
+        for index in services.indices.reversed() {
+            if Task.isCancelled { return }
+            let service = services[index]
+            logger.info("service stopping", metadata: ["part": service.name])
+            await service.shutdown()
+            await returned[index].value
         }
     }
 

@@ -13,13 +13,21 @@ import Synchronization
 ///
 /// A statement that fails because the server restarted since the connection's last use is retried
 /// once, transparently, when that is safe (outside a transaction, and nothing reached the
-/// server). Call `shutdown()` before the process exits.
-public final class PostgresClient: Sendable {
+/// server).
+///
+/// The client is a `Service`: a service process puts it first in its `ServiceGroup`, so it is
+/// stopped last, after every part that uses it has returned; `run()` waits for `shutdown()` and
+/// then closes the connections. A client used without a group (tools, tests) calls `shutdown()`
+/// before it is dropped.
+public final class PostgresClient: Service {
+    public let name = "postgres"
     public let configuration: PostgresConfiguration
     let logger: Logger
     private let pool: ConnectionPool<PostgresConnection>
     private let listeners = Mutex<[ObjectIdentifier: PostgresListener]>([:])
     private let isShutdown = Atomic<Bool>(false)
+    private let stopRequested = OneShot<Void>()
+    private let closed = OneShot<Void>()
 
     public init(configuration: PostgresConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -120,16 +128,30 @@ public final class PostgresClient: Sendable {
         try await withConnection { try await $0.ping() }
     }
 
+    /// Waits until `shutdown()` is called (or the task is cancelled), then closes the pool: what
+    /// a `ServiceGroup` runs, so the pool stays open while the services after it still work.
+    public func run() async throws {
+        await withTaskCancellationHandler {
+            await stopRequested.value
+        } onCancel: {
+            stopRequested.fulfill(())
+        }
+        await shutdown()
+    }
+
     /// Closes every connection and listener; later calls fail with `connectionDoesNotExist`.
-    /// Connections lent out right now close when they come back.
+    /// Connections lent out right now close when they come back. Returns once the idle ones are
+    /// closed (a second call waits for the first).
     public func shutdown() async {
-        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stopRequested.fulfill(())
+        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return await closed.value }
         let stopping = listeners.withLock { listeners in
             defer { listeners = [:] }
             return Array(listeners.values)
         }
         for listener in stopping { listener.stop() }
         for connection in pool.close() { await connection.close() }
+        closed.fulfill(())
     }
 
     // MARK: - Internals

@@ -8,7 +8,12 @@ internal import CHiredis
 /// At most `configuration.poolSize` connections (default 4), each on its own thread, opened
 /// lazily; a caller waits when all are busy. Blocking commands (`XREADGROUP BLOCK`) belong on a
 /// connection from `makeDedicatedConnection()`, not on the pool. `close()` drops the connections.
-public final class RedisClient: RedisCommandRunner {
+///
+/// The client is a `Service`: a service process puts it early in its `ServiceGroup`, so it is
+/// stopped after every part that uses it has returned; `run()` waits for `shutdown()`, which
+/// closes the pool.
+public final class RedisClient: RedisCommandRunner, Service {
+    public let name = "redis"
     public let configuration: RedisConfiguration
     let logger: Logger
 
@@ -21,6 +26,7 @@ public final class RedisClient: RedisCommandRunner {
 
     private let pool = Mutex(Pool())
     private let serial = Atomic<Int>(0)
+    private let stopRequested = OneShot<Void>()
 
     public init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -62,6 +68,22 @@ public final class RedisClient: RedisCommandRunner {
         let connection = try await lease()
         defer { release(connection) }
         return try await connection.execute(wire, timeout: timeout, transform)
+    }
+
+    /// Waits until `shutdown()` is called (or the task is cancelled), then closes the pool.
+    public func run() async throws {
+        await withTaskCancellationHandler {
+            await stopRequested.value
+        } onCancel: {
+            stopRequested.fulfill(())
+        }
+        close()
+    }
+
+    /// `close()`, as a `Service`: lets `run()` return.
+    public func shutdown() async {
+        close()
+        stopRequested.fulfill(())
     }
 
     /// Refuses new work and drops idle connections; leased ones are dropped when returned.

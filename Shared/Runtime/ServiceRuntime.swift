@@ -47,29 +47,22 @@ public final class ServiceRuntime: Sendable {
                           observer: { observer.record($0) })
     }
 
-    /// Runs `services` and then the HTTP server for `router` until SIGTERM/SIGINT; then stops the
-    /// HTTP server first, the services in reverse order next, and closes the pools last.
+    /// Runs the pools, `services` and the HTTP server for `router` as one `ServiceGroup` until
+    /// SIGTERM/SIGINT. The group's order is `[postgres, redis] + services + [http, drain]`, so
+    /// shutdown first turns `/readyz` to 503, then stops the HTTP server (in-flight requests
+    /// answered), then each of `services` from last to first, each one's `run()` returned before
+    /// the one before it is asked, and closes the pools last, once nothing uses them. List
+    /// `services` with what others use first (a client pool, a sweeper) and what feeds them last.
     public func run(router: Router, services: [any Service] = []) async throws {
         let http = HTTPService(server: makeHTTPServer(router: router))
         let drain = DrainOnShutdown(flag: draining)
         let group = ServiceGroup(
-            services: services + [http, drain],
+            services: [postgres, redis] + services + [http, drain],
             configuration: .init(shutdownTimeout: settings.shutdownTimeout),
             logger: logger)
         defer { logger.notice("stopped") }
-        do {
-            let outcome = try await group.run()
-            await closePools()
-            if outcome == .timedOut { throw ServiceGroupError(message: "shutdown timed out") }
-        } catch {
-            await closePools()
-            throw error
-        }
-    }
-
-    private func closePools() async {
-        await postgres.shutdown()
-        redis.close()
+        let outcome = try await group.run()
+        if outcome == .timedOut { throw ServiceGroupError(message: "shutdown timed out") }
     }
 }
 

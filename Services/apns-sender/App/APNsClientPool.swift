@@ -6,7 +6,13 @@ import Synchronization
 
 /// One `APNsClient` (HTTP/2, many streams per connection) per (team, environment), made on first
 /// use and shared by every chunk of this replica; JWTs come from one shared token cache.
-final class APNsClientPool: Sendable {
+///
+/// A `Service` listed before the consumers that send through it: the group stops it only after
+/// their `run()`s returned (every in-flight chunk sent, recorded and acked), and then its `run()`
+/// closes the connections.
+final class APNsClientPool: Service {
+    let name = "apns-clients"
+    private let stopped = OneShot<Void>()
     private let configuration: SenderConfiguration
     private let tokenCache = APNsTokenCache()
     private let logger: Logger
@@ -30,37 +36,23 @@ final class APNsClientPool: Sendable {
         }
     }
 
-    func shutdown() async {
+    /// Waits for `shutdown()` (or cancellation), then closes every client.
+    func run() async throws {
+        await withTaskCancellationHandler {
+            await stopped.value
+        } onCancel: {
+            stopped.fulfill(())
+        }
+        await closeClients()
+    }
+
+    func shutdown() async { stopped.fulfill(()) }
+
+    private func closeClients() async {
         let all = clients.withLock { clients -> [APNsClient] in
             defer { clients.removeAll() }
             return Array(clients.values)
         }
         for client in all { await client.shutdown() }
-    }
-}
-
-/// The sender's long-lived parts as one service, so the order of a graceful stop is exact:
-/// `shutdown()` stops the consumers from reading (and the sweeper); `run()` returns only after
-/// every consumer finished its in-flight chunks (sent, recorded, acked), and closes the APNs
-/// connections last. (`ServiceGroup` awaits `shutdown()`s in turn, but a consumer's returns at
-/// once, so separate services could close the clients under a chunk still sending.)
-struct SenderPipeline: Service {
-    let name = "apns-sender"
-    let consumers: [StreamConsumer]
-    let sweeper: OutboxSweeper
-    let pool: APNsClientPool
-
-    func run() async throws {
-        await withTaskGroup(of: Void.self) { group in
-            for consumer in consumers { group.addTask { await consumer.run() } }
-            group.addTask { try? await sweeper.run() }
-            await group.waitForAll()
-        }
-        await pool.shutdown()
-    }
-
-    func shutdown() async {
-        for consumer in consumers { consumer.stop() }
-        await sweeper.shutdown()
     }
 }

@@ -49,8 +49,10 @@ public struct APNsSender: Sendable {
     let messagesStream: StreamName
     let deliveriesStream: StreamName
 
-    /// One `SenderPipeline`: the fan-out and delivery consumers and the sweeper; on SIGTERM the
-    /// consumers finish their in-flight chunks before the APNs clients close.
+    /// The APNs clients, the outbox sweeper, the delivery consumer and the fan-out consumer, in
+    /// the order `ServiceGroup` starts them. It stops them the other way, each `run()` returned
+    /// before the next is asked: the fan-out finishes its page, the delivery consumer its
+    /// in-flight chunks (sent, recorded, acked), and only then do the APNs clients close.
     public var services: [any Service] {
         let configuration = configuration
         let fanOut = fanOut, sender = sender
@@ -74,6 +76,6 @@ public struct APNsSender: Sendable {
                                     interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
                                     staleSending: configuration.staleSending,
                                     trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
-        return [SenderPipeline(consumers: [fanoutService.consumer, deliveryService.consumer], sweeper: sweeper, pool: clients)]
+        return [clients, sweeper, deliveryService, fanoutService]
     }
 }
