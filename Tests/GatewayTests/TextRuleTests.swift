@@ -19,7 +19,7 @@ struct TextRuleTests {
         ("installationAnonymousID", FieldRules.installationAnonymousIDRule),
         ("deepLink", MessageContent.deepLinkRule), ("image", MessageContent.imageRule),
         ("collapseId", MessageContent.collapseIdRule), ("eventName", EventRoutes.nameRule),
-        ("version", FieldRules.versionRule),
+        ("version", FieldRules.versionRule), ("duration", WorkflowRules.durationRule),
     ]
 
     static let alphabet: [String] = ["a", "Z", "0", "9", "f", "F", "g", ".", "-", "_", ":", "/", " ", "$", "\u{0}", "\u{1F}",
@@ -35,6 +35,8 @@ struct TextRuleTests {
         String(repeating: "ab", count: 32), String(repeating: "ab", count: 33) + "a", "$app.opened", "app.opened",
         "a\u{0}b", "a\u{85}b", "a\u{7F}", "tab\there", "1", "0", "01", "+5", "2147483647", "2147483648", "9999999999",
         "1999999999", "2147483639", "214748364", "21474836470",
+        "30s", "0s", "05m", "365d", "366d", "400d", "8760h", "8761h", "525600m", "525601m", "31536000s", "31536001s",
+        "9999999999s", "1d", "d", "1", "36h", "299d", "359d", "364d", "99d", "8759h", "8700h", "1w",
     ]
 
     @Test(arguments: rules.map(\.0))

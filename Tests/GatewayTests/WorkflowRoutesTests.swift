@@ -186,6 +186,28 @@ struct WorkflowRoutesTests {
             // The tenant route shows the same quiet hours.
             let tenant = try await h.send("GET", "/v1/tenants/\(h.tenantID)", key: h.workspaceKey)
             #expect(tenant.data?["quietHours"] == ["start": "22:00", "end": "08:00"])
+            #expect(tenant.data?["defaultTimezone"] == .null)
+        }
+    }
+
+    /// The tenant object carries the default zone wherever it is answered, and its PATCH sets it as
+    /// `PATCH /v1/settings` does: the database's zone names (Asia/Kolkata too), null removes it.
+    @Test func tenantsCarryTheDefaultZone() async throws {
+        try await withGateway { h in
+            let set = try await h.send("PATCH", "/v1/settings", key: h.tenantKey, body: ["defaultTimezone": "Asia/Kolkata"])
+            #expect(set.status == 200 && set.data?["defaultTimezone"] == "Asia/Kolkata", "\(set.envelope)")
+            let list = try await h.send("GET", "/v1/tenants", key: h.workspaceKey)
+            let listed = (list.data?.arrayValue ?? []).first { $0["id"]?.stringValue == h.tenantID }
+            #expect(listed?["defaultTimezone"] == "Asia/Kolkata")
+            let patched = try await h.send("PATCH", "/v1/tenants/\(h.tenantID)", key: h.workspaceKey, body: ["defaultTimezone": "Europe/Berlin"])
+            #expect(patched.status == 200 && patched.data?["defaultTimezone"] == "Europe/Berlin", "\(patched.envelope)")
+            #expect(try await h.send("GET", "/v1/settings", key: h.tenantKey).data?["defaultTimezone"] == "Europe/Berlin")
+            let bad = try await h.send("PATCH", "/v1/tenants/\(h.tenantID)", key: h.workspaceKey, body: ["defaultTimezone": "Mars/Base"])
+            #expect(bad.status == 422 && bad.envelope.error?.details?.arrayValue?.first?["path"] == "defaultTimezone")
+            let cleared = try await h.send("PATCH", "/v1/tenants/\(h.tenantID)", key: h.workspaceKey, body: ["defaultTimezone": nil])
+            #expect(cleared.status == 200 && cleared.data?["defaultTimezone"] == .null)
+            let created = try await h.send("POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "Second", "defaultTimezone": "UTC"])
+            #expect(created.status == 201 && created.data?["defaultTimezone"] == "UTC", "\(created.envelope)")
         }
     }
 

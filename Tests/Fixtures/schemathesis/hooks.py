@@ -15,6 +15,11 @@ gateway must accept:
 - `x-rules` on `POST /v1/messages` and the descriptions of the event timestamp and of
   `POST /v1/identify`: cross-field and time-dependent rules, listed in words. Schema-valid
   (positive) cases that break one are dropped here, or moved into the allowed time window.
+- `PUT /v1/workflows/{key}` takes any JSON object and answers 422 for one that is not a
+  definition (its `x-rules`): a positive case's body becomes one of a few valid definitions,
+  chosen by the generated body (so the run stays deterministic), keeping a generated `enabled`.
+- `POST /v1/workflows/{key}/dry-run`: a `subscriber` given as a string must be one of the
+  tenant's subscribers (`x-rules`): a positive case's string becomes the seeded `alice`.
 
 Only positive cases are touched: a negative case stays exactly as generated.
 """
@@ -160,6 +165,49 @@ def filter_body(context, body):
     return operation is None or _body_ok(operation.method, operation.path, body)
 
 
+_DEFINITIONS = [
+    {"trigger": {"event": "signup.completed"}, "steps": [{"name": "welcome", "send": {"title": "Welcome"}}]},
+    {
+        "trigger": {"event": "cart.updated", "where": 'event.data.total > 10'},
+        "cancelOn": [{"event": "cart.checked_out", "where": "event.data.cartId == trigger.data.cartId"}],
+        "steps": [
+            {"name": "pause", "wait": {"duration": "30m"}},
+            {"name": "nudge", "send": {"title": "Still there?", "body": "Your cart: {{ trigger.data.cartId }}", "policy": "ignore"}},
+        ],
+    },
+    {
+        "trigger": {"event": "workout.started"},
+        "steps": [
+            {"name": "evening", "waitUntil": {"time": "19:00", "timezone": "Europe/Berlin"}},
+            {"name": "remind", "send": {"title": "Hi {{ subscriber.id }}", "data": {"kind": "reminder"}}},
+            {"name": "review", "waitFor": {"event": "workout.rated", "timeout": "2d"}},
+            {"name": "check", "branch": {
+                "if": {"any": [{"opened": "remind"}, {"matched": "review"}]},
+                "then": [{"name": "done", "exit": {}}],
+                "else": [{"name": "again", "send": {"body": "How did it go?"}}],
+            }},
+        ],
+    },
+    {
+        "trigger": {"event": "app.opened"},
+        "steps": [
+            {"name": "morning", "waitUntil": {"time": "08:30"}},
+            {"name": "digest", "branch": {"if": 'subscriber.attributes.plan == "pro"',
+                                          "then": [{"name": "pro", "send": {"title": "Your digest", "badge": 1}}]}},
+        ],
+    },
+]
+
+
+def _definition_for(body):
+    """A valid definition in place of a generated positive body (which is any object)."""
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode("utf-8", "surrogatepass")).digest()
+    definition = json.loads(json.dumps(_DEFINITIONS[digest[0] % len(_DEFINITIONS)]))
+    if isinstance(body, dict) and isinstance(body.get("enabled"), bool):
+        definition["enabled"] = body["enabled"]
+    return definition
+
+
 def _fix_message(body):
     """A schema-valid message that breaks a cross-field rule, made to follow it."""
     visible = _present(body, "title") or _present(body, "body")
@@ -186,6 +234,11 @@ def before_call(context, case, kwargs):
         parameters["key"] = SEGMENT + "-other"
     if not _positive(case) or not isinstance(case.body, dict):
         return
+    if key == ("PUT", "/v1/workflows/{key}"):
+        case.body = _definition_for(case.body)
+        return
+    if key == ("POST", "/v1/workflows/{key}/dry-run") and isinstance(case.body.get("subscriber"), str):
+        case.body["subscriber"] = "alice"
     now = _now()
     if key == ("POST", "/v1/events"):
         # From 2000-01-01 to 24 hours ahead: a generated moment outside that window becomes now.

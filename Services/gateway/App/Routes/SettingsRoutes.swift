@@ -47,8 +47,8 @@ extension Gateway {
                 quiet = (nil, nil)
             } else if let object = v.object("quietHours") {
                 var q = Validator(object, allowed: ["start", "end"], prefix: "quietHours.")
-                let start = q.string("start", required: true, maxLength: 5, check: FieldRules.wallClock)
-                let end = q.string("end", required: true, maxLength: 5, check: FieldRules.wallClock)
+                let start = q.string("start", required: true, rule: FieldRules.wallClockRule)
+                let end = q.string("end", required: true, rule: FieldRules.wallClockRule)
                 v.merge(q)
                 quiet = (start, end)
             }
@@ -57,7 +57,7 @@ extension Gateway {
         if v.has("defaultTimezone") {
             zone = v.isNull("defaultTimezone")
                 ? .some(nil)
-                : .some(v.string("defaultTimezone", maxLength: 64) { WorkflowZones.isKnown($0) ? nil : "must be an IANA time zone name such as Europe/Berlin" })
+                : .some(v.string("defaultTimezone", rule: FieldRules.timezoneRule))
         }
         try v.check()
         let row = try await postgres.query("""

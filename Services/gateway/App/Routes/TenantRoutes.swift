@@ -37,6 +37,8 @@ enum TenantRoutes {
             "privateKeyConfigured": Schema.boolean,
         ]),
         "quietHours": Schema.nullable(quietHours),
+        "defaultTimezone": Schema.nullable(Schema.adding(["description": "IANA zone for subscribers without one (else UTC)"],
+                                                         to: Schema.timezone)),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
     ])
 
@@ -45,7 +47,8 @@ enum TenantRoutes {
             GatewayRoute("POST", "/v1/tenants", id: "createTenant", "Create a tenant (one app) in the key's workspace",
                          access: .workspace(.tenantsWrite),
                          body: Schema.object(["name": Schema.string(FieldRules.nameRule), "apns": Schema.nullable(apnsInput),
-                                              "quietHours": Schema.nullable(quietHours)], required: ["name"]),
+                                              "quietHours": Schema.nullable(quietHours),
+                                              "defaultTimezone": Schema.nullable(Schema.timezone)], required: ["name"]),
                          response: tenant, status: 201, handler: { g, c in try await g.createTenant(c) }),
             GatewayRoute("GET", "/v1/tenants", id: "listTenants", "List the workspace's tenants",
                          access: .workspace(.tenantsWrite), response: tenant, paginated: true,
@@ -53,18 +56,20 @@ enum TenantRoutes {
             GatewayRoute("GET", "/v1/tenants/{id}", id: "getTenant", "Read a tenant", access: .workspace(.tenantsWrite),
                          path: idPath, response: tenant, errors: [.tenantNotFound], handler: { g, c in try await g.getTenant(c) }),
             GatewayRoute("PATCH", "/v1/tenants/{id}", id: "updateTenant",
-                         "Change a tenant: name, APNs credentials (null removes them), quiet hours (null removes them)",
+                         "Change a tenant: name, APNs credentials (null removes them), quiet hours and default time zone (null removes one)",
                          access: .workspace(.tenantsWrite), path: idPath,
                          body: Schema.object(["name": Schema.nullable(Schema.string(FieldRules.nameRule)),
                                               "apns": Schema.nullable(apnsInput),
-                                              "quietHours": Schema.nullable(quietHours)]),
+                                              "quietHours": Schema.nullable(quietHours),
+                                              "defaultTimezone": Schema.nullable(Schema.timezone)]),
                          response: tenant, errors: [.tenantNotFound], handler: { g, c in try await g.updateTenant(c) }),
         ]
     }
 
     static let columns = """
         id, workspace_id, name, apns_team_id, apns_key_id, (apns_private_key IS NOT NULL) AS has_key, apns_bundle_id,
-        apns_environment, quiet_hours_start, quiet_hours_end, \(isoColumn("created_at")), \(isoColumn("updated_at"))
+        apns_environment, quiet_hours_start, quiet_hours_end, default_timezone, \(isoColumn("created_at")),
+        \(isoColumn("updated_at"))
         """
 
     static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
@@ -77,6 +82,7 @@ enum TenantRoutes {
                 "privateKeyConfigured": try row.bool("has_key"),
             ],
             "quietHours": start.isNull ? .null : ["start": start, "end": end],
+            "defaultTimezone": try row.text("default_timezone"),
             "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
         ]
     }
@@ -92,6 +98,7 @@ struct TenantSettings: Sendable {
     var environment: String = "production"
     var quietStart: String?
     var quietEnd: String?
+    var defaultTimezone: String?
 }
 
 extension Gateway {
@@ -102,10 +109,10 @@ extension Gateway {
         try readTenant(context.request, into: &settings, tenantID: id, creating: true)
         let rows = try await postgres.query("""
             INSERT INTO tenants (id, workspace_id, name, apns_team_id, apns_key_id, apns_private_key, apns_bundle_id,
-                                 apns_environment, quiet_hours_start, quiet_hours_end)
-            VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING \(TenantRoutes.columns)
+                                 apns_environment, quiet_hours_start, quiet_hours_end, default_timezone)
+            VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING \(TenantRoutes.columns)
             """, [id, workspace, settings.name, settings.teamID, settings.keyID, settings.sealedKey, settings.bundleID,
-                  settings.environment, settings.quietStart, settings.quietEnd])
+                  settings.environment, settings.quietStart, settings.quietEnd, settings.defaultTimezone])
         guard let row = rows.first else { throw APIError.internalError }
         return .json(.object(try TenantRoutes.representation(row)), status: 201)
     }
@@ -135,7 +142,7 @@ extension Gateway {
         let row = try await postgres.withTransaction { tx -> PostgresRow in
             let current = try await tx.query("""
                 SELECT name, apns_team_id, apns_key_id, apns_private_key, apns_bundle_id, apns_environment,
-                       quiet_hours_start, quiet_hours_end
+                       quiet_hours_start, quiet_hours_end, default_timezone
                 FROM tenants WHERE id = $1::uuid AND workspace_id = $2::uuid FOR UPDATE
                 """, [id, workspace])
             guard let existing = current.first else { throw TenantResolver.notFound }
@@ -143,15 +150,16 @@ extension Gateway {
                 name: try existing.decode(String.self, at: 0), teamID: try existing.decode(String?.self, at: 1),
                 keyID: try existing.decode(String?.self, at: 2), sealedKey: try existing.decode(Data?.self, at: 3),
                 bundleID: try existing.decode(String?.self, at: 4), environment: try existing.decode(String.self, at: 5),
-                quietStart: try existing.decode(String?.self, at: 6), quietEnd: try existing.decode(String?.self, at: 7))
+                quietStart: try existing.decode(String?.self, at: 6), quietEnd: try existing.decode(String?.self, at: 7),
+                defaultTimezone: try existing.decode(String?.self, at: 8))
             try readTenant(request, into: &settings, tenantID: id, creating: false)
             let rows = try await tx.query("""
                 UPDATE tenants SET name = $2, apns_team_id = $3, apns_key_id = $4, apns_private_key = $5,
                     apns_bundle_id = $6, apns_environment = $7, quiet_hours_start = $8, quiet_hours_end = $9,
-                    updated_at = now()
+                    default_timezone = $10, updated_at = now()
                 WHERE id = $1::uuid RETURNING \(TenantRoutes.columns)
                 """, [id, settings.name, settings.teamID, settings.keyID, settings.sealedKey, settings.bundleID,
-                      settings.environment, settings.quietStart, settings.quietEnd])
+                      settings.environment, settings.quietStart, settings.quietEnd, settings.defaultTimezone])
             guard let row = rows.first else { throw TenantResolver.notFound }
             return row
         }
@@ -161,7 +169,7 @@ extension Gateway {
     /// Validates a create or patch body (every problem at once) and merges it into `settings`.
     func readTenant(_ request: Request, into settings: inout TenantSettings, tenantID: UUID, creating: Bool) throws {
         let body = try request.jsonBodyIfPresent()
-        var v = Validator(body, allowed: ["name", "apns", "quietHours"])
+        var v = Validator(body, allowed: ["name", "apns", "quietHours", "defaultTimezone"])
         if let name = v.string("name", required: creating, rule: FieldRules.nameRule) { settings.name = name }
         if v.has("apns") && v.isNull("apns") && !creating {
             settings.teamID = nil; settings.keyID = nil; settings.sealedKey = nil; settings.bundleID = nil
@@ -194,6 +202,11 @@ extension Gateway {
             let end = q.string("end", required: true, rule: FieldRules.wallClockRule)
             if let start, let end { settings.quietStart = start; settings.quietEnd = end }
             v.merge(q)
+        }
+        if v.has("defaultTimezone") && v.isNull("defaultTimezone") {
+            settings.defaultTimezone = nil
+        } else if let zone = v.string("defaultTimezone", rule: FieldRules.timezoneRule) {
+            settings.defaultTimezone = zone
         }
         try v.check()
     }

@@ -33,28 +33,28 @@ extension Gateway {
         case nil, .null?:
             issue("subscriber", "is required: a subscriber id or a sample {id, attributes, timezone, locale}")
         case .string(let id)?:
-            if let problem = FieldRules.identifier(id) ?? (id.isEmpty || id.count > 256 ? "must be 1 to 256 characters" : nil) {
+            if let problem = FieldRules.identifier(id) {
                 issue("subscriber", problem)
             } else {
                 subscriberId = id
             }
         case .object?:
             var s = Validator(v.object["subscriber"], allowed: ["id", "attributes", "timezone", "locale"], prefix: "subscriber.")
-            let id = s.string("id", check: FieldRules.identifier) ?? "dry-run-subscriber"
+            let id = s.string("id", rule: FieldRules.identifierRule) ?? "dry-run-subscriber"
             let attributes = s.object("attributes") ?? [:]
-            let timezone = s.string("timezone", maxLength: 64, check: FieldRules.timezone)
-            let locale = s.string("locale", maxLength: 35, check: FieldRules.locale)
+            let timezone = s.string("timezone", rule: FieldRules.timezoneRule)
+            let locale = s.string("locale", rule: FieldRules.localeRule)
             issues += s.issues
             subscriber = WorkflowSubscriber(id: id, attributes: attributes, timezone: timezone, locale: locale)
         default:
             issue("subscriber", "must be a subscriber id or a sample {id, attributes, timezone, locale}")
         }
         var eventReader = Validator(v.object["event"], allowed: ["name", "id", "data", "occurredAt"], prefix: "event.")
-        let eventName = eventReader.string("name", maxLength: 128)
-        let eventId = eventReader.string("id", check: FieldRules.identifier) ?? "dry-run-event"
+        let eventName = eventReader.string("name", rule: WorkflowRules.eventNameRule)
+        let eventId = eventReader.string("id", rule: FieldRules.identifierRule) ?? "dry-run-event"
         let eventData = eventReader.object("data") ?? [:]
         var occurredAt: Date?
-        if let text = eventReader.string("occurredAt", maxLength: 64) {
+        if let text = eventReader.string("occurredAt", rule: WorkflowRules.timestampRule) {
             occurredAt = EventTimestamp.parse(text)
             if occurredAt == nil { issue("event.occurredAt", "must be an ISO 8601 date-time with an offset") }
         }
@@ -76,12 +76,11 @@ extension Gateway {
             if case .object(let byStep) = value {
                 for (step, a) in byStep.sorted(by: { $0.key < $1.key }) {
                     var ar = Validator(a, allowed: ["name", "data", "after"], prefix: "arrivals.\(step).")
-                    let name = ar.string("name", maxLength: 128)
+                    let name = ar.string("name", rule: WorkflowRules.eventNameRule)
                     let data = ar.object("data") ?? [:]
                     var after: TimeInterval = 0
-                    if let text = ar.string("after", maxLength: 16) {
-                        if let d = WorkflowDuration(text) { after = TimeInterval(d.seconds) }
-                        else { ar.add("after", "must be a duration such as 30s, 90m, 36h, 7d") }
+                    if let text = ar.string("after", rule: WorkflowRules.durationRule), let d = WorkflowDuration(text) {
+                        after = TimeInterval(d.seconds)
                     }
                     issues += ar.issues
                     arrivalSamples[step] = (name, data, after)
@@ -93,7 +92,7 @@ extension Gateway {
         var acknowledged = Set<String>()
         if let value = v.object["acknowledged"], !value.isNull {
             if case .array(let items) = value, items.count <= 100,
-               items.allSatisfy({ ($0.stringValue?.count ?? 0) >= 1 && ($0.stringValue?.count ?? 0) <= WorkflowLimits.maxNameLength }) {
+               items.allSatisfy({ $0.stringValue.map(WorkflowRules.stepNameRule.accepts) ?? false }) {
                 acknowledged = Set(items.compactMap(\.stringValue))
             } else {
                 issue("acknowledged", "must be an array of at most 100 local send step names (1 to \(WorkflowLimits.maxNameLength) characters) whose plan a device acknowledges")

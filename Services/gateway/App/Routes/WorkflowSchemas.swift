@@ -26,6 +26,23 @@ enum WorkflowSchemas {
         "event names are at most 128 bytes of UTF-8",
     ]
 
+    /// What `PUT /v1/workflows/{key}` takes: any JSON object, read by `WorkflowDefinition.parse`.
+    /// JSON Schema cannot state a definition's rules (unique names, conditions naming earlier
+    /// steps, expressions, templates, content limits), so the document does not pretend to: the
+    /// shape is `WorkflowDefinition` and the rules are `x-rules`, and the gateway answers any
+    /// object that breaks one 422 `validation_failed` with every problem and its JSON path.
+    static var definitionInput: JSONValue {
+        withRules([
+            "type": "object", "additionalProperties": true,
+            "description": .string("""
+                A workflow definition: any JSON object is read, and one that is not a definition is answered 422 \
+                validation_failed listing every problem with its JSON path (steps[2].waitUntil.time). A definition has the \
+                shape of components.schemas.WorkflowDefinition (unknown members refused, a member given is never null, each \
+                step has a name and exactly one kind) and follows every rule of x-rules
+                """),
+        ], definitionRules)
+    }
+
     static func withRules(_ schema: JSONValue, _ rules: [String]) -> JSONValue {
         guard case .object(var o) = schema else { return schema }
         o["x-rules"] = .array(rules.map(JSONValue.string))
@@ -132,36 +149,48 @@ enum WorkflowSchemas {
     ], required: ["key", "version", "digest", "createdAt", "definition"])
 
     static let dryRunRules = [
-        "subscriber as a string is the id of one of the tenant's subscribers",
+        "subscriber as a string is the id of one of the tenant's subscribers (else 422 validation_failed at path subscriber)",
         "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)",
     ]
 
     /// The dry run's body. Like every Validator-read body, a JSON null counts as an absent member,
     /// so the optional members are nullable.
-    static let dryRunRequest = withRules(Schema.object([
-        "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
-                       "oneOf": [Schema.string(maxLength: 256), Schema.object([
-                           "id": Schema.nullable(Schema.string(maxLength: 256)), "attributes": Schema.nullable(Schema.anyObject),
-                           "timezone": Schema.nullable(Schema.string(maxLength: 64)),
-                           "locale": Schema.nullable(Schema.string(maxLength: 35)),
-                       ])]],
-        "event": Schema.object([
-            "name": Schema.nullable(eventName), "id": Schema.nullable(Schema.string(maxLength: 256)),
-            "data": Schema.nullable(Schema.anyObject), "occurredAt": Schema.nullable(Schema.timestamp),
-        ], description: "The trigger event (name defaults to the trigger's)"),
-        "receipts": Schema.nullable(["type": "object", "description": "Receipts by send step name",
-                                     "additionalProperties": Schema.object(["delivered": Schema.nullable(Schema.boolean),
-                                                                            "opened": Schema.nullable(Schema.boolean)])]),
-        "arrivals": Schema.nullable(["type": "object", "description": "Events that arrive during a waitFor, by its step name",
-                                     "additionalProperties": Schema.object([
-                                         "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
-                                         "after": Schema.nullable(Schema.string("When after the wait begins, e.g. 2h (default at once)",
-                                                                                pattern: durationPattern)),
-                                     ])]),
-        "acknowledged": Schema.nullable(Schema.array(Schema.string(maxLength: WorkflowLimits.maxNameLength), maxItems: 100)),
-        "start": Schema.nullable(Schema.timestamp),
-        "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647]),
-    ], required: ["subscriber", "event"]), dryRunRules)
+    static var dryRunRequest: JSONValue {
+        let identifier = Schema.string(FieldRules.identifierRule)
+        let eventName = Schema.string(WorkflowRules.eventNameRule)
+        return withRules(Schema.object([
+            "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
+                           "oneOf": [identifier, Schema.object([
+                               "id": Schema.nullable(identifier), "attributes": Schema.nullable(Schema.anyObject),
+                               "timezone": Schema.nullable(Schema.timezone),
+                               "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
+                           ])]],
+            "event": Schema.object([
+                "name": Schema.nullable(eventName), "id": Schema.nullable(identifier),
+                "data": Schema.nullable(Schema.anyObject), "occurredAt": Schema.nullable(dateTime(maxLength: 64)),
+            ], description: "The trigger event (name defaults to the trigger's)"),
+            "receipts": Schema.nullable(["type": "object", "description": "Receipts by send step name",
+                                         "additionalProperties": Schema.object(["delivered": Schema.nullable(Schema.boolean),
+                                                                                "opened": Schema.nullable(Schema.boolean)])]),
+            "arrivals": Schema.nullable(["type": "object", "description": "Events that arrive during a waitFor, by its step name",
+                                         "additionalProperties": Schema.object([
+                                             "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
+                                             "after": Schema.nullable(Schema.string(WorkflowRules.durationRule,
+                                                                                    "When after the wait begins, e.g. 2h (default at once)")),
+                                         ])]),
+            "acknowledged": Schema.nullable(Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
+            "start": Schema.nullable(dateTime()),
+            "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647]),
+        ], required: ["subscriber", "event"]), dryRunRules)
+    }
+
+    /// An RFC 3339 date-time with an offset (what `EventTimestamp.parse` reads).
+    static func dateTime(maxLength: Int? = nil) -> JSONValue {
+        var o: [String: JSONValue] = ["type": "string", "format": "date-time",
+                                      "description": "RFC 3339 date-time with an offset, such as 2025-01-31T18:00:00Z"]
+        if let maxLength { o["maxLength"] = .int(Int64(maxLength)) }
+        return .object(o)
+    }
 
     static let dryRunResponse = Schema.object([
         "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
@@ -179,11 +208,12 @@ enum WorkflowSchemas {
 
     static let settings = Schema.object([
         "quietHours": Schema.nullable(TenantRoutes.quietHours),
-        "defaultTimezone": Schema.nullable(Schema.string("IANA zone for subscribers without one (else UTC)", maxLength: 64)),
+        "defaultTimezone": Schema.nullable(Schema.adding(["description": "IANA zone for subscribers without one (else UTC)"],
+                                                         to: Schema.timezone)),
     ], required: ["quietHours", "defaultTimezone"])
 
     static let settingsPatch = Schema.object([
         "quietHours": Schema.nullable(TenantRoutes.quietHours),
-        "defaultTimezone": Schema.nullable(Schema.string("IANA zone", maxLength: 64)),
-    ])
+        "defaultTimezone": Schema.nullable(Schema.timezone),
+    ], description: "Members left out keep their value; null removes one")
 }
