@@ -140,7 +140,7 @@ let package = Package(
                     dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
                                    "BuzzKitTestSupport"],
                     path: "Tests/PostgresTests"),
-        .testTarget(name: "RedisTests", dependencies: ["BuzzKitRedis", "BuzzKitTestSupport"],
+        .testTarget(name: "RedisTests", dependencies: ["BuzzKitCore", "BuzzKitRedis", "BuzzKitTestSupport"],
                     path: "Tests/RedisTests"),
         .testTarget(name: "HTTPTests",
                     dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitHTTPServer", "BuzzKitTestSupport"],

@@ -3,7 +3,7 @@ import Synchronization
 
 /// One PostgreSQL connection, confined to its own thread.
 ///
-/// All libpq calls for this connection run on a dedicated `PostgresWorkerThread`; the async
+/// All libpq calls for this connection run on a dedicated `WorkerThread` (Core); the async
 /// methods hand work to it and resume when it is done, so nothing blocks Swift's cooperative pool.
 /// The connection opens lazily on first use and reopens itself when it is found broken; a
 /// statement whose send failed outside a transaction is retried once on the fresh connection.
@@ -12,13 +12,13 @@ import Synchronization
 public final class PostgresConnection: Sendable {
     public let configuration: PostgresConfiguration
     let logger: Logger
-    let worker: PostgresWorkerThread
+    let worker: WorkerThread
     let handle: PostgresConnectionHandle
 
     init(configuration: PostgresConfiguration, logger: Logger, name: String) {
         self.configuration = configuration
         self.logger = logger
-        worker = PostgresWorkerThread(name: name)
+        worker = WorkerThread(name: name, stackSize: 1 << 20)
         handle = PostgresConnectionHandle(configuration: configuration, logger: logger)
     }
 

@@ -9,7 +9,7 @@ import Glibc
 /// The `PGconn` of one connection and everything that touches it.
 ///
 /// `@unchecked Sendable` because every method except `needsCleanup` runs on the owning
-/// connection's `PostgresWorkerThread` only (the connection submits all work there), so `conn` is
+/// connection's `WorkerThread` only (the connection submits all work there), so `conn` is
 /// never touched by two threads. `needsCleanup` is an `Atomic`, readable from anywhere.
 final class PostgresConnectionHandle: @unchecked Sendable {
     private let configuration: PostgresConfiguration

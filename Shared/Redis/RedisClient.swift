@@ -6,7 +6,8 @@ internal import CHiredis
 /// A pool of `RedisConnection`s: what services use for everything except blocking reads.
 ///
 /// At most `configuration.poolSize` connections (default 4), each on its own thread, opened
-/// lazily; a caller waits when all are busy. Blocking commands (`XREADGROUP BLOCK`) belong on a
+/// lazily; a caller waits when all are busy (in a `ConnectionPool`, so a waiting task that is
+/// cancelled leaves the queue and throws `RedisError` code `.cancelled`). Blocking commands (`XREADGROUP BLOCK`) belong on a
 /// connection from `makeDedicatedConnection()`, not on the pool. `close()` drops the connections.
 ///
 /// The client is a `Service`: a service process puts it early in its `ServiceGroup`, so it is
@@ -17,21 +18,18 @@ public final class RedisClient: RedisCommandRunner, Service {
     public let configuration: RedisConfiguration
     let logger: Logger
 
-    private struct Pool {
-        var idle: [RedisConnection] = []
-        var created = 0
-        var waiters: [CheckedContinuation<Result<RedisConnection, RedisError>, Never>] = []
-        var closed = false
-    }
-
-    private let pool = Mutex(Pool())
-    private let serial = Atomic<Int>(0)
+    private let pool: ConnectionPool<RedisConnection>
     private let stopRequested = OneShot<Void>()
 
     public init(configuration: RedisConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        pool = ConnectionPool(capacity: configuration.poolSize, closedError: { Self.closedError }) { number in
+            RedisConnection(configuration: configuration, logger: logger, name: "redis-pool-\(number)")
+        }
     }
+
+    private static var closedError: RedisError { RedisError(.closed, "the Redis client was closed") }
 
     /// A connection of its own, outside the pool (for BLOCK reads, MULTI/EXEC sequences, WATCH).
     public func makeDedicatedConnection(name: String = "redis-dedicated") -> RedisConnection {
@@ -87,59 +85,29 @@ public final class RedisClient: RedisCommandRunner, Service {
     }
 
     /// Refuses new work and drops idle connections; leased ones are dropped when returned.
+    /// Tasks waiting for a connection fail with `.closed`.
     public func close() {
-        let waiters = pool.withLock { state in
-            state.closed = true
-            state.idle.removeAll()
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: .failure(RedisError(.closed, "the Redis client was closed"))) }
+        // Dropping a connection stops its thread (its deinit disconnects first).
+        _ = pool.close()
     }
 
     // MARK: - Pool
 
-    private enum LeaseAction {
-        case use(RedisConnection)
-        case create
-        case fail(RedisError)
-    }
-
     private func lease() async throws(RedisError) -> RedisConnection {
-        let result: Result<RedisConnection, RedisError> = await withCheckedContinuation { continuation in
-            let action = pool.withLock { state -> LeaseAction? in
-                if state.closed { return .fail(RedisError(.closed, "the Redis client was closed")) }
-                if let connection = state.idle.popLast() { return .use(connection) }
-                if state.created < configuration.poolSize {
-                    state.created += 1
-                    return .create
-                }
-                state.waiters.append(continuation)
-                return nil
-            }
-            switch action {
-            case .use(let connection): continuation.resume(returning: .success(connection))
-            case .create:
-                let n = serial.wrappingAdd(1, ordering: .relaxed).newValue
-                continuation.resume(returning: .success(
-                    RedisConnection(configuration: configuration, logger: logger, name: "redis-pool-\(n)")))
-            case .fail(let error): continuation.resume(returning: .failure(error))
-            case nil: break
-            }
+        do {
+            return try await pool.lease()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw RedisError(.cancelled, "the task was cancelled while waiting for a pooled Redis connection")
         }
-        return try result.get()
     }
 
     private func release(_ connection: RedisConnection) {
-        let waiter = pool.withLock { state -> CheckedContinuation<Result<RedisConnection, RedisError>, Never>? in
-            if state.closed {
-                state.created -= 1
-                return nil
-            }
-            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
-            state.idle.append(connection)
-            return nil
-        }
-        waiter?.resume(returning: .success(connection))
+        // A closed pool hands it back for closing: dropping it is enough.
+        _ = pool.release(connection)
     }
+
+    /// Connections made so far / idle now / tasks waiting for one (tests and metrics).
+    public var poolStatistics: (created: Int, idle: Int, waiting: Int) { pool.statistics }
 }

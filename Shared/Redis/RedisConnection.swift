@@ -14,12 +14,12 @@ internal import CHiredis
 /// (stream helpers add the BLOCK time themselves, so the socket never times out before Redis).
 public final class RedisConnection: Sendable {
     public let configuration: RedisConfiguration
-    private let thread: RedisThread
+    private let thread: WorkerThread
     private let context: RedisContext
 
     public init(configuration: RedisConfiguration, logger: Logger, name: String = "redis") {
         self.configuration = configuration
-        self.thread = RedisThread(name: name)
+        self.thread = WorkerThread(name: name)
         self.context = RedisContext(configuration: configuration, logger: logger)
     }
 

@@ -5,7 +5,7 @@ internal import CHiredis
 
 /// Owns one hiredis `redisContext`.
 ///
-/// `@unchecked Sendable` because every method is called on the owning `RedisThread` only (the
+/// `@unchecked Sendable` because every method is called on the owning `WorkerThread` only (the
 /// connection submits all work there); `clientID` is the one value read from other threads and
 /// sits behind a Mutex. A context with `err` set is freed at once and a new one is opened on next use.
 final class RedisContext: @unchecked Sendable {

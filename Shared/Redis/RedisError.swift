@@ -20,6 +20,8 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let configuration = Code(rawValue: "redis_configuration")
         /// The client or connection was closed.
         public static let closed = Code(rawValue: "redis_closed")
+        /// The task was cancelled while it waited for a pooled connection (nothing was sent).
+        public static let cancelled = Code(rawValue: "redis_cancelled")
 
         public var description: String { rawValue }
     }

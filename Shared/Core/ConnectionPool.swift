@@ -2,11 +2,13 @@ import Synchronization
 
 /// A fixed-capacity pool of reusable connections, with first-come first-served waiters.
 ///
-/// Generic and knows nothing of Postgres: connections are made lazily by `makeConnection` (which
-/// must be cheap; connecting happens on first use) up to `capacity`, lent by `lease()` and given
-/// back with `release(_:)`. State lives in a `Mutex`; continuations resume after unlocking.
-/// A waiting `lease()` honours task cancellation.
-final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
+/// Generic and knows nothing of Postgres or Redis (both clients build on it): connections are made
+/// lazily by `makeConnection` (which must be cheap; connecting happens on first use) up to
+/// `capacity`, lent by `lease()` and given back with `release(_:)`. State lives in a `Mutex`;
+/// continuations resume after unlocking. A waiting `lease()` honours task cancellation: the
+/// cancelled waiter leaves the queue at once (throwing `CancellationError`), and the connection it
+/// would have had goes to the next waiter.
+public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     private struct Waiter {
         var id: Int
         /// Resumes an awaiting `lease()` or calls a `lease(_:)` handler.
@@ -22,12 +24,12 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
         var closed = false
     }
 
-    let capacity: Int
+    public let capacity: Int
     private let state = Mutex(State())
     private let makeConnection: @Sendable (Int) -> Connection
     private let closedError: @Sendable () -> any Error
 
-    init(capacity: Int, closedError: @escaping @Sendable () -> any Error, makeConnection: @escaping @Sendable (Int) -> Connection) {
+    public init(capacity: Int, closedError: @escaping @Sendable () -> any Error, makeConnection: @escaping @Sendable (Int) -> Connection) {
         self.capacity = max(1, capacity)
         self.closedError = closedError
         self.makeConnection = makeConnection
@@ -47,7 +49,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
         return .wait(state.nextWaiterID)
     }
 
-    func lease() async throws -> Connection {
+    public func lease() async throws -> Connection {
         switch state.withLock({ step(&$0) }) {
         case .ready(let connection): return connection
         case .make(let number): return makeConnection(number)
@@ -78,7 +80,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
 
     /// The same for a caller without a task: `handler` gets the connection at once (on this
     /// thread) or, when all are lent, on the thread that gives one back. Not cancellable.
-    func lease(_ handler: @escaping @Sendable (Result<Connection, any Error>) -> Void) {
+    public func lease(_ handler: @escaping @Sendable (Result<Connection, any Error>) -> Void) {
         let next = state.withLock { state -> Step in
             let next = step(&state)
             if case .wait(let id) = next { state.waiters.append(Waiter(id: id, deliver: handler)) }
@@ -93,7 +95,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     }
 
     /// Gives a connection back; returns true when the pool is closed and the caller must close it.
-    func release(_ connection: Connection) -> Bool {
+    public func release(_ connection: Connection) -> Bool {
         let (waiter, mustClose) = state.withLock { state -> (Waiter?, Bool) in
             if state.closed { return (nil, true) }
             if !state.waiters.isEmpty { return (state.waiters.removeFirst(), false) }
@@ -106,7 +108,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
 
     /// Closes the pool: waiters fail, later leases fail; returns the idle connections to close.
     /// Connections still lent out are closed by their `release`.
-    func close() -> [Connection] {
+    public func close() -> [Connection] {
         let (idle, waiters) = state.withLock { state -> ([Connection], [Waiter]) in
             state.closed = true
             defer { state.idle = []; state.waiters = [] }
@@ -117,7 +119,7 @@ final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     }
 
     /// Connections made so far / idle now / tasks waiting, for metrics and tests.
-    var statistics: (created: Int, idle: Int, waiting: Int) {
+    public var statistics: (created: Int, idle: Int, waiting: Int) {
         state.withLock { ($0.created, $0.idle.count, $0.waiters.count) }
     }
 }

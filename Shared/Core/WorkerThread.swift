@@ -1,13 +1,13 @@
-import BuzzKitCore
 import Foundation
 import Synchronization
 
 /// A dedicated OS thread that runs submitted jobs one at a time, in order.
 ///
-/// Every blocking libpq call happens on one of these, never on Swift's cooperative pool (two
-/// threads on this machine). A connection owns one; `stop()` lets queued jobs finish, then the
-/// thread exits.
-final class PostgresWorkerThread: Sendable {
+/// Blocking C calls (libpq statements, hiredis reads that BLOCK for seconds, connects) must never
+/// run on Swift's cooperative pool (two threads on the target machines): each PostgreSQL and Redis
+/// connection owns one of these and touches its C handle only from it, so the handle needs no
+/// lock. `stop()` lets the queued jobs finish, then the thread exits.
+public final class WorkerThread: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         var head = 0
@@ -17,13 +17,16 @@ final class PostgresWorkerThread: Sendable {
     private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
 
-    init(name: String) {
-        NamedThread.start(name, stackSize: 1 << 20) { [self] in loop() }
+    /// - Parameters:
+    ///   - name: the thread's name in `top -H` and profiles (at most 15 bytes reach the kernel).
+    ///   - stackSize: bytes; nil keeps the platform's default (8 MiB on Linux).
+    public init(name: String, stackSize: Int? = nil) {
+        NamedThread.start(name, stackSize: stackSize) { [self] in loop() }
     }
 
     /// Queues `job`; returns false (and drops it) when the thread was stopped.
     @discardableResult
-    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let accepted = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.jobs.append(job)
@@ -33,18 +36,21 @@ final class PostgresWorkerThread: Sendable {
         return accepted
     }
 
-    /// Runs `body` on the thread and returns its result to the awaiting task.
-    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on the thread and returns its result to the awaiting task; throws
+    /// `stoppedError()` when the thread was stopped (the body never runs then).
+    public func run<T: Sendable>(
+        orThrow stoppedError: @escaping @Sendable () -> any Error, _ body: @escaping @Sendable () throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let accepted = submit {
                 do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
             }
-            if !accepted { continuation.resume(throwing: PostgresError.connectionClosed("the connection is closed")) }
+            if !accepted { continuation.resume(throwing: stoppedError()) }
         }
     }
 
     /// Finishes the queued jobs, then ends the thread. Later `submit`s are refused.
-    func stop() {
+    public func stop() {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
             return !state.stopped
