@@ -20,6 +20,14 @@ struct InstallationTests {
             return ("PUT", "/v1/subscribers/\(identity)/devices/\(token)", ["environment": "sandbox"])
         case "deleteDevice":
             return ("DELETE", "/v1/subscribers/\(identity)/devices/\(token)", nil)
+        case "registerLiveActivity":
+            return ("PUT", "/v1/subscribers/\(identity)/live-activities/act-\(identity)",
+                    ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
+        case "endLiveActivity":
+            return ("DELETE", "/v1/subscribers/\(identity)/live-activities/act-\(identity)", nil)
+        case "registerLiveActivityStartToken":
+            return ("PUT", "/v1/subscribers/\(identity)/live-activity-start-tokens/MatchAttributes",
+                    ["token": .string(token), "environment": "sandbox"])
         case "identify":
             return ("POST", "/v1/identify", ["anonymousId": .string(identity), "subscriberId": .string("user-of-\(identity)")])
         default:
@@ -38,7 +46,8 @@ struct InstallationTests {
     @Test func everyClientKeyRouteIsBoundToTheInstallation() async throws {
         try await withGateway { h in
             let routes = GatewayRoute.table.filter(\.needsInstallation)
-            #expect(Set(routes.map(\.operationID)) == ["trackEvents", "registerDevice", "deleteDevice", "identify"])
+            #expect(Set(routes.map(\.operationID)) == ["trackEvents", "registerDevice", "deleteDevice", "identify",
+                                                       "registerLiveActivity", "endLiveActivity", "registerLiveActivityStartToken"])
             // Tenant B with its own client key and installation.
             let b = try await h.createTenant("tenant-b")
             let bClient = try await h.createKey(scopes: ["events:write"], tenant: b.id, kind: "client")

@@ -18,6 +18,8 @@ enum RouteSamples {
         path = path.replacingOccurrences(of: "{token}", with: values.token)
         path = path.replacingOccurrences(of: "{key}", with: values.topic)
         path = path.replacingOccurrences(of: "{n}", with: "1")
+        path = path.replacingOccurrences(of: "{activityId}", with: "activity-1")
+        path = path.replacingOccurrences(of: "{attributesType}", with: "MatchAttributes")
         if route.path.hasPrefix("/v1/subscribers") || route.path.hasPrefix("/v1/topics") {
             path = path.replacingOccurrences(of: "{id}", with: values.subscriber)
         } else {
@@ -33,6 +35,9 @@ enum RouteSamples {
         case "createAPIKey": ["name": "k", "scopes": ["subscribers:read"]]
         case "upsertSubscriber": ["attributes": ["plan": "a"], "timezone": "Europe/Berlin"]
         case "registerDevice": ["environment": "sandbox", "bundleId": "com.example.a"]
+        case "registerLiveActivity":
+            ["attributesType": "MatchAttributes", "token": .string(values.token), "environment": "sandbox", "bundleId": "com.example.a"]
+        case "registerLiveActivityStartToken": ["token": .string(values.token), "environment": "sandbox"]
         case "identify": ["anonymousId": .string(values.subscriber), "subscriberId": "someone-else"]
         case "createInstallation": ["anonymousId": .string(values.subscriber)]
         case "upsertTopic": ["name": "renamed"]

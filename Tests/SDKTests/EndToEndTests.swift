@@ -104,32 +104,41 @@ struct EndToEndTests {
         }
     }
 
-    @Test func liveActivityCallsReportThatTheServerLacksTheRoutesOnceAndKeepTheTokens() async throws {
+    /// The SDK's Live Activity registration (observe-style, with the platform fakes standing in
+    /// for ActivityKit) against this server's routes: tokens, a rotation, push-to-start and the
+    /// end all reach it, and nothing reports `server_lacks_live_activities` any more.
+    @Test func liveActivityTokensRotationPushToStartAndEndReachTheServer() async throws {
         try await withStack { stack in
             let directory = TemporaryDirectory()
             let logs = LogCapture()
-            let transport = RecordingTransport(URLSessionTransport(timeout: 10))
-            let client = try stack.client(directory: directory, transport: transport, logs: logs)
-            client.identify(TestEnvironment.uniqueName("fan"))
+            let client = try stack.client(directory: directory, logs: logs)
+            let subscriber = TestEnvironment.uniqueName("fan")
+            client.identify(subscriber)
             await client.flushEvents()
-            let token = Data([0xAB, 0xCD])
-            await #expect {
-                try await client.activities.register(id: "act_e2e", token: token, attributesType: "MatchAttributes")
-            } throws: { error in
-                (error as? ActivityRegistrationError)?.code == .serverLacksLiveActivities
-            }
-            await #expect {
-                try await client.activities.registerPushToStartToken(token, attributesType: "MatchAttributes")
-            } throws: { error in
-                (error as? ActivityRegistrationError)?.code == .serverLacksLiveActivities
-            }
+            let first = Data((0..<32).map { UInt8($0) }), rotated = Data((0..<32).map { UInt8(255 - $0) })
+            let start = Data(repeating: 0x5A, count: 40)
+            await client.activities.run(FakeActivityProvider(attributesType: "MatchAttributes", script: [
+                .activity(id: "act_e2e", attributesType: "MatchAttributes"),
+                .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: first),
+                .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: rotated),
+                .pushToStartToken(attributesType: "MatchAttributes", token: start),
+            ]))
+            #expect(await client.activities.pendingTokenCount() == 0)
+            let activities = try await stack.get("/v1/subscribers/\(subscriber)/live-activities")
+            #expect(activities.arrayValue?.count == 1)
+            #expect(activities.arrayValue?.first?["token"] == .string(Hex.string(rotated)))  // the rotation replaced it
+            #expect(activities.arrayValue?.first?["state"] == "active" && activities.arrayValue?.first?["attributesType"] == "MatchAttributes")
+            #expect(activities.arrayValue?.first?["environment"] == "sandbox")
+            let starts = try await stack.get("/v1/subscribers/\(subscriber)/live-activity-start-tokens")
+            #expect(starts.arrayValue?.map { $0["token"] } == [.string(Hex.string(start))])
+
             await client.activities.end(id: "act_e2e")
+            #expect(await client.activities.pendingTokenCount() == 0)
+            let after = try await stack.get("/v1/subscribers/\(subscriber)/live-activities")
+            #expect(after.arrayValue?.first?["state"] == "ended" && after.arrayValue?.first?["endedBy"] == "device")
             await client.flushEvents()
-            let liveActivityCalls = transport.requests.filter { $0.url.path.contains("/live-activit") }
-            #expect(liveActivityCalls.count == 1)  // the 404 is remembered: no retry loop
-            #expect(logs.all.filter { $0.message.contains("no Live Activity routes") }.count == 1)
-            #expect(await client.activities.pendingTokenCount() == 2)  // kept for a later launch
-            #expect(await client.pendingEventCount() == 0)  // $activity.ended went out
+            #expect(!logs.all.contains { $0.message.contains("no Live Activity routes") })
+            #expect(!logs.all.contains { $0.metadata["code"] == "server_lacks_live_activities" })
         }
     }
 

@@ -90,6 +90,16 @@ final class ServerStack: Sendable {
                            platform: Platform(clock: clock, transport: transport ?? URLSessionTransport(timeout: 10)))
     }
 
+    /// The envelope's `data` of a GET with the tenant key (200 expected).
+    func get(_ path: String) async throws -> JSONValue {
+        let response = try await http.send(TransportRequest(method: "GET", url: URL(string: baseURL.absoluteString + path)!,
+                                                            headers: ["Authorization": "Bearer \(tenantKey)"]))
+        guard response.status == 200 else {
+            throw StackError(description: "GET \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return try Envelope.decode(response.body).data ?? .null
+    }
+
     /// Every stored event of `subscriber` (with the anonymous ids aliased to it), oldest first.
     func events(of subscriber: String) async throws -> [JSONValue] {
         var all: [JSONValue] = []

@@ -23,7 +23,7 @@ extension GatewayRoute {
     /// OpenAPI document are both generated from this list.
     public static let table: [GatewayRoute] =
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
-        + DeviceRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
+        + DeviceRoutes.routes + LiveActivityRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
         + StatsRoutes.routes
         + WorkflowRoutes.routes
 }

@@ -1,0 +1,279 @@
+import BuzzKitHTTPServer
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// The Live Activity token registry (issue 17): activity push tokens, push-to-start tokens per
+/// attributes type, and the device's end of an activity. The SDK calls exactly these routes
+/// (`SDK/Sources/BuzzKit/Activities/Activities.swift`); client keys may, for their own
+/// installation's identities only. Registration is an idempotent upsert; an activity that ended
+/// stays ended (nothing pushes to it again), and a token APNs refused is used again only once it
+/// is registered again. None of them answers 404 for an unknown activity: the SDK reads a 404
+/// `not_found` from these routes as "this server has no Live Activities".
+enum LiveActivityRoutes {
+    static let environments = ["sandbox", "production"]
+
+    static let activity = Schema.object([
+        "activityId": Schema.string(FieldRules.activityIDRule), "subscriberId": Schema.string(FieldRules.identifierRule),
+        "attributesType": Schema.string(FieldRules.attributesTypeRule),
+        "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's current push token, lowercase hex"),
+        "environment": Schema.string(enumeration: environments),
+        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+        "state": Schema.string(enumeration: ["active", "ended"]),
+        "endedBy": Schema.nullable(Schema.string(enumeration: ["device", "send"])),
+        "endedAt": Schema.nullable(Schema.timestamp),
+        "tokenStatus": Schema.string(enumeration: ["active", "invalid"]),
+        "tokenInvalidReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
+        "tokenInvalidatedAt": Schema.nullable(Schema.timestamp),
+        "lastEvent": Schema.nullable(Schema.string(enumeration: ["start", "update", "end"])),
+        "lastTimestamp": Schema.nullable(Schema.integer),
+        "lastUpdateAt": Schema.nullable(Schema.timestamp),
+        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+
+    static let startToken = Schema.object([
+        "attributesType": Schema.string(FieldRules.attributesTypeRule), "subscriberId": Schema.string(FieldRules.identifierRule),
+        "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, lowercase hex"),
+        "environment": Schema.string(enumeration: environments),
+        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+        "tokenStatus": Schema.string(enumeration: ["active", "invalid"]),
+        "tokenInvalidReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
+        "tokenInvalidatedAt": Schema.nullable(Schema.timestamp),
+        "lastSentAt": Schema.nullable(Schema.timestamp),
+        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+    ])
+
+    static let activityPath: [String: TextRule] = ["id": FieldRules.identifierRule, "activityId": FieldRules.activityIDRule]
+    static let typePath: [String: TextRule] = ["id": FieldRules.identifierRule, "attributesType": FieldRules.attributesTypeRule]
+
+    static var routes: [GatewayRoute] {
+        [
+            GatewayRoute("GET", "/v1/subscribers/{id}/live-activities", id: "listLiveActivities",
+                         "A subscriber's Live Activities: state (active, ended), last update and token status, in activity id order",
+                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                         response: activity, paginated: true, errors: [.notFound],
+                         handler: { g, c in try await g.listLiveActivities(c) }),
+            GatewayRoute("PUT", "/v1/subscribers/{id}/live-activities/{activityId}", id: "registerLiveActivity",
+                         "Register an activity's push token, or its rotation (201 when new); the old token is never pushed again",
+                         access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
+                         body: Schema.object([
+                             "attributesType": Schema.string(FieldRules.attributesTypeRule,
+                                                             "the attributes type's Swift name, String(describing:)"),
+                             "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's push token, hex"),
+                             "environment": Schema.string(enumeration: environments),
+                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+                         ], required: ["attributesType", "token", "environment"]),
+                         response: activity, handler: { g, c in try await g.registerLiveActivity(c) }),
+            GatewayRoute("DELETE", "/v1/subscribers/{id}/live-activities/{activityId}", id: "endLiveActivity",
+                         "The activity ended or was dismissed on the device: marked ended, nothing pushes to it again (idempotent)",
+                         access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
+                         response: Schema.object(["activityId": Schema.string(FieldRules.activityIDRule), "ended": Schema.boolean],
+                                                 description: "ended: whether this call ended it (false: unknown or already ended)"),
+                         handler: { g, c in try await g.endLiveActivity(c) }),
+            GatewayRoute("GET", "/v1/subscribers/{id}/live-activity-start-tokens", id: "listLiveActivityStartTokens",
+                         "A subscriber's push-to-start tokens (one per attributes type per device), in attributes type order",
+                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                         response: startToken, paginated: true, errors: [.notFound],
+                         handler: { g, c in try await g.listLiveActivityStartTokens(c) }),
+            GatewayRoute("PUT", "/v1/subscribers/{id}/live-activity-start-tokens/{attributesType}",
+                         id: "registerLiveActivityStartToken",
+                         "Register this device's push-to-start token of an attributes type, or its rotation (201 when new)",
+                         access: .tenant(.subscribersWrite, clientKeys: true), path: typePath,
+                         body: Schema.object([
+                             "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, hex"),
+                             "environment": Schema.string(enumeration: environments),
+                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+                         ], required: ["token", "environment"]),
+                         response: startToken, handler: { g, c in try await g.registerLiveActivityStartToken(c) }),
+        ]
+    }
+
+    static let activityColumns = """
+        activity_id, subscriber_id, attributes_type, token, environment, bundle_id, state, ended_by, \(isoColumn("ended_at")),
+        token_status, token_invalid_reason, \(isoColumn("token_invalidated_at")), last_event, last_timestamp,
+        \(isoColumn("last_sent_at")), \(isoColumn("registered_at")), \(isoColumn("updated_at"))
+        """
+
+    static func activityJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
+        [
+            "activityId": try row.text("activity_id"), "subscriberId": try row.text("subscriber_id"),
+            "attributesType": try row.text("attributes_type"), "token": try row.text("token"),
+            "environment": try row.text("environment"), "bundleId": try row.text("bundle_id"),
+            "state": try row.text("state"), "endedBy": try row.text("ended_by"), "endedAt": try row.text("ended_at"),
+            "tokenStatus": try row.text("token_status"), "tokenInvalidReason": try row.text("token_invalid_reason"),
+            "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastEvent": try row.text("last_event"),
+            "lastTimestamp": try row.decode(Int64?.self, named: "last_timestamp").map { .int($0) } ?? .null,
+            "lastUpdateAt": try row.text("last_sent_at"), "registeredAt": try row.text("registered_at"),
+            "updatedAt": try row.text("updated_at"),
+        ]
+    }
+
+    static let startTokenColumns = """
+        attributes_type, subscriber_id, token, environment, bundle_id, token_status, token_invalid_reason,
+        \(isoColumn("token_invalidated_at")), \(isoColumn("last_sent_at")), \(isoColumn("registered_at")), \(isoColumn("updated_at"))
+        """
+
+    static func startTokenJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
+        [
+            "attributesType": try row.text("attributes_type"), "subscriberId": try row.text("subscriber_id"),
+            "token": try row.text("token"), "environment": try row.text("environment"), "bundleId": try row.text("bundle_id"),
+            "tokenStatus": try row.text("token_status"), "tokenInvalidReason": try row.text("token_invalid_reason"),
+            "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastSentAt": try row.text("last_sent_at"),
+            "registeredAt": try row.text("registered_at"), "updatedAt": try row.text("updated_at"),
+        ]
+    }
+}
+
+extension FieldRules {
+    /// An activity's id as the SDK registered it (ActivityKit's `Activity.id`, a UUID string on
+    /// iOS): 1-256 characters, no control characters.
+    static let activityIDRule = TextRule.noControlCharacters(1, 256)
+    /// An attributes type's name as `String(describing:)` gives it (`MatchAttributes`): 1-256
+    /// characters, no control characters.
+    static let attributesTypeRule = TextRule.noControlCharacters(1, 256)
+    /// A Live Activity push token (activity or push-to-start): hex, an even 64 to 512 characters.
+    static let liveActivityTokenRule = TextRule(minLength: 64, maxLength: 512, pattern: "^(?:[0-9A-Fa-f]{2})*$",
+                                                problem: "must be 64 to 512 hexadecimal characters (an ActivityKit push token)") {
+        $0.utf8.count % 2 == 0 && $0.utf8.allSatisfy(isHex)
+    }
+}
+
+extension Gateway {
+    /// The subscriber and the other path parameter, every problem at once.
+    private func liveActivityPath(_ context: RequestContext, _ name: String, _ rule: TextRule) throws(APIError) -> (String, String) {
+        var issues: [ValidationIssue] = []
+        var subscriber = "", value = ""
+        do { subscriber = try SubscriberRoutes.subscriberID(context) } catch { issues += Self.issues(of: error) }
+        do { value = try Gateway.pathParameter(context, name, rule: rule) } catch { issues += Self.issues(of: error) }
+        try Validator.throwIfAny(issues)
+        return (subscriber, value)
+    }
+
+    func registerLiveActivity(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        var issues: [ValidationIssue] = []
+        var path = ("", "")
+        do { path = try liveActivityPath(context, "activityId", FieldRules.activityIDRule) } catch { issues += Self.issues(of: error) }
+        let body = try context.request.jsonBody()
+        var v = Validator(body, allowed: ["attributesType", "token", "environment", "bundleId"])
+        let type = v.string("attributesType", required: true, rule: FieldRules.attributesTypeRule)
+        let token = v.string("token", required: true, rule: FieldRules.liveActivityTokenRule)?.lowercased()
+        let environment = v.oneOf("environment", LiveActivityRoutes.environments, required: true)
+        let bundle = v.string("bundleId", rule: FieldRules.bundleIDRule)
+        try Validator.throwIfAny(issues + v.issues)
+        let (subscriber, activity) = path
+        try await authorizeInstallation(context, subscriber: subscriber)
+        let row = try await postgres.withTransaction { tx -> PostgresRow in
+            try await tx.execute(
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
+            // A rotation replaces the token; registering a token again makes it usable again. An
+            // ended activity stays ended.
+            let rows = try await tx.query("""
+                INSERT INTO live_activities AS a (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
+                VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
+                ON CONFLICT (tenant_id, activity_id) DO UPDATE SET
+                    subscriber_id = EXCLUDED.subscriber_id, attributes_type = EXCLUDED.attributes_type,
+                    token = EXCLUDED.token, environment = EXCLUDED.environment, bundle_id = EXCLUDED.bundle_id,
+                    token_status = 'active', token_invalid_reason = NULL, token_invalidated_at = NULL, updated_at = now()
+                RETURNING \(LiveActivityRoutes.activityColumns), (xmax = 0) AS inserted
+                """, [tenant, activity, subscriber, type, token, environment, bundle])
+            guard let row = rows.first else { throw APIError.internalError }
+            return row
+        }
+        let inserted = try row.decode(Bool.self, named: "inserted")
+        return .json(.object(try LiveActivityRoutes.activityJSON(row)), status: inserted ? 201 : 200)
+    }
+
+    func endLiveActivity(_ context: RequestContext) async throws -> Response {
+        let (subscriber, activity) = try liveActivityPath(context, "activityId", FieldRules.activityIDRule)
+        try await authorizeInstallation(context, subscriber: subscriber)
+        let ended = try await postgres.execute("""
+            UPDATE live_activities SET state = 'ended', ended_by = 'device', ended_at = now(), updated_at = now()
+            WHERE tenant_id = $1::uuid AND activity_id = $2 AND subscriber_id = $3 AND state = 'active'
+            """, [try context.tenant, activity, subscriber])
+        return .json(["activityId": .string(activity), "ended": .bool(ended > 0)])
+    }
+
+    func registerLiveActivityStartToken(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        var issues: [ValidationIssue] = []
+        var path = ("", "")
+        do { path = try liveActivityPath(context, "attributesType", FieldRules.attributesTypeRule) } catch {
+            issues += Self.issues(of: error)
+        }
+        let body = try context.request.jsonBody()
+        var v = Validator(body, allowed: ["token", "environment", "bundleId"])
+        let token = v.string("token", required: true, rule: FieldRules.liveActivityTokenRule)?.lowercased()
+        let environment = v.oneOf("environment", LiveActivityRoutes.environments, required: true)
+        let bundle = v.string("bundleId", rule: FieldRules.bundleIDRule)
+        try Validator.throwIfAny(issues + v.issues)
+        let (subscriber, type) = path
+        try await authorizeInstallation(context, subscriber: subscriber)
+        // The device: the installation a client key names; a server key names none, so there the
+        // token itself stands for the device.
+        let deviceKey = context.installation.map { "inst:" + $0.id.uuidString.lowercased() } ?? "token:" + (token ?? "")
+        let row = try await postgres.withTransaction { tx -> PostgresRow in
+            try await tx.execute(
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
+            // The same token under another subscriber or device key is this device, moved (identify).
+            try await tx.execute("""
+                DELETE FROM live_activity_start_tokens
+                WHERE tenant_id = $1::uuid AND attributes_type = $2 AND token = $3 AND (subscriber_id <> $4 OR device_key <> $5)
+                """, [tenant, type, token, subscriber, deviceKey])
+            let rows = try await tx.query("""
+                INSERT INTO live_activity_start_tokens AS t (tenant_id, subscriber_id, attributes_type, device_key, token,
+                                                             environment, bundle_id)
+                VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
+                ON CONFLICT (tenant_id, subscriber_id, attributes_type, device_key) DO UPDATE SET
+                    token = EXCLUDED.token, environment = EXCLUDED.environment, bundle_id = EXCLUDED.bundle_id,
+                    token_status = 'active', token_invalid_reason = NULL, token_invalidated_at = NULL, updated_at = now()
+                RETURNING \(LiveActivityRoutes.startTokenColumns), (xmax = 0) AS inserted
+                """, [tenant, subscriber, type, deviceKey, token, environment, bundle])
+            guard let row = rows.first else { throw APIError.internalError }
+            return row
+        }
+        let inserted = try row.decode(Bool.self, named: "inserted")
+        return .json(.object(try LiveActivityRoutes.startTokenJSON(row)), status: inserted ? 201 : 200)
+    }
+
+    func listLiveActivities(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let subscriber = try SubscriberRoutes.subscriberID(context)
+        let page = try Page(context.request)
+        try await requireSubscriber(tenant, subscriber)
+        let rows = try await postgres.query("""
+            SELECT \(LiveActivityRoutes.activityColumns) FROM live_activities
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR activity_id > $3)
+            ORDER BY activity_id LIMIT $4
+            """, [tenant, subscriber, page.after, page.limit + 1])
+        return page.response(try rows.map(LiveActivityRoutes.activityJSON)) { $0["activityId"]?.stringValue ?? "" }
+    }
+
+    func listLiveActivityStartTokens(_ context: RequestContext) async throws -> Response {
+        let tenant = try context.tenant
+        let subscriber = try SubscriberRoutes.subscriberID(context)
+        let page = try Page(context.request)
+        try await requireSubscriber(tenant, subscriber)
+        // Keyset on (attributes type, token): the cursor is both, joined by U+0000 (in neither).
+        var afterType: String?, afterToken: String?
+        if let after = page.after {
+            let parts = after.split(separator: "\u{0}", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            afterType = parts.first
+            afterToken = parts.count > 1 ? parts[1] : ""
+        }
+        let rows = try await postgres.query("""
+            SELECT \(LiveActivityRoutes.startTokenColumns) FROM live_activity_start_tokens
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR (attributes_type, token) > ($3, $4))
+            ORDER BY attributes_type, token LIMIT $5
+            """, [tenant, subscriber, afterType, afterToken ?? "", page.limit + 1])
+        return page.response(try rows.map(LiveActivityRoutes.startTokenJSON)) {
+            ($0["attributesType"]?.stringValue ?? "") + "\u{0}" + ($0["token"]?.stringValue ?? "")
+        }
+    }
+
+    private func requireSubscriber(_ tenant: UUID, _ subscriber: String) async throws {
+        let exists = try await postgres.query(
+            "SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, subscriber])
+        guard !exists.isEmpty else { throw APIError.notFound("subscriber") }
+    }
+}
