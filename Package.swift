@@ -79,6 +79,12 @@ let package = Package(
         // written by ingest, read by the gateway's routes), each with its row decoding.
         .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
 
+        // Workflow runs in Postgres (migration 0011): the gateway starts, cancels and reads runs, the
+        // workflow service claims and advances them. SQL and row decoding only.
+        .target(name: "BuzzKitWorkflowRuns",
+                dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
+                path: "Shared/WorkflowRuns"),
+
         // MARK: - What every service process shares
         .target(name: "BuzzKitRuntime",
                 dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
@@ -168,6 +174,10 @@ let package = Package(
                     dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitAudience",
                                    "BuzzKitWorkflows", "BuzzKitTestSupport"],
                     path: "Tests/AudienceTests"),
+        .testTarget(name: "WorkflowTests",
+                    dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitWorkflows",
+                                   "BuzzKitWorkflowRuns", "BuzzKitTestSupport"],
+                    path: "Tests/WorkflowTests"),
         .testTarget(name: "ServiceTests",
                     dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitHTTPClient",
                                    "BuzzKitTestSupport"],

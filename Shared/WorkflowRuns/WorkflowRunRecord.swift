@@ -1,0 +1,114 @@
+import BuzzKitPostgres
+import BuzzKitWire
+import BuzzKitWorkflows
+import Foundation
+
+/// One stored run, as `GET /v1/workflow-runs/{id}` and the runs list show it. `state` is the
+/// engine's state (nil while the run is `pending`: accepted by the trigger route, not yet
+/// started by a workflow replica).
+public struct WorkflowRunRecord: Sendable, Hashable {
+    public var id: UUID
+    public var tenantId: UUID
+    public var workflowKey: String
+    public var version: Int
+    public var subscriberId: String
+    /// The dedupe key: the trigger event's id, or `api:<key>` for the trigger route.
+    public var triggerKey: String
+    /// `pending`, `running`, `completed`, `cancelled`, `failed`.
+    public var status: String
+    public var failureCode: String?
+    public var state: WorkflowRunState?
+    /// While pending: the trigger event the run will start with.
+    public var pendingTrigger: WorkflowEvent?
+    /// The run's one timer's due time (nil: none).
+    public var dueAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var startedAt: Date?
+    public var endedAt: Date?
+
+    /// The status the API shows: `pending` reads as `running` (it has been accepted and will run).
+    public var apiStatus: String { status == "pending" ? "running" : status }
+
+    /// The API view: id, workflowKey, version, subscriberId, status, failure (code, message),
+    /// cancelReason, trigger, createdAt, startedAt, endedAt, current step, dueAt, and `steps`
+    /// (each step's outcome: step, kind, status, startedAt, dueAt, endedAt, decision, reason,
+    /// messageIds, missing, event, shiftedFrom, receipts).
+    public var jsonValue: JSONValue {
+        var o: [String: JSONValue] = [
+            "id": .string(id.lowercasedText), "workflowKey": .string(workflowKey), "version": .int(Int64(version)),
+            "subscriberId": .string(subscriberId), "status": .string(apiStatus),
+            "createdAt": .string(WorkflowTime.text(createdAt)),
+            "startedAt": startedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
+            "endedAt": endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
+            "dueAt": dueAt.map { .string(WorkflowTime.text($0)) } ?? .null,
+            "failure": .null, "cancelReason": .null, "current": .null, "steps": [],
+        ]
+        if let state {
+            o["trigger"] = WorkflowEventJSON.encode(state.trigger)
+            if let failure = state.failure {
+                o["failure"] = ["code": .string(failure.code), "message": .string(failure.message)]
+            }
+            if let reason = state.cancelReason { o["cancelReason"] = .string(reason) }
+            if let current = state.current { o["current"] = .string(current) }
+            o["steps"] = .array(state.outcomes.map(\.jsonValue))
+        } else {
+            o["trigger"] = pendingTrigger.map(WorkflowEventJSON.encode) ?? .null
+            if let failureCode { o["failure"] = ["code": .string(failureCode), "message": .string(failureCode)] }
+        }
+        return .object(o)
+    }
+
+    /// The columns `WorkflowRunRecord.decode` reads, in its order.
+    static let columns = """
+        id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, failure_code, state, start_input, \
+        timer_due_at, created_at, updated_at, started_at, ended_at
+        """
+
+    static func decode(_ row: PostgresRow) throws -> WorkflowRunRecord {
+        let stateJSON = try row.decode(JSONValue?.self, at: 8)
+        let startInput = try row.decode(JSONValue?.self, at: 9)
+        return WorkflowRunRecord(
+            id: try row.decode(UUID.self, at: 0), tenantId: try row.decode(UUID.self, at: 1),
+            workflowKey: try row.decode(String.self, at: 2), version: try row.decode(Int.self, at: 3),
+            subscriberId: try row.decode(String.self, at: 4), triggerKey: try row.decode(String.self, at: 5),
+            status: try row.decode(String.self, at: 6), failureCode: try row.decode(String?.self, at: 7),
+            state: try stateJSON.map { try WorkflowRunState(json: $0) },
+            pendingTrigger: startInput?["trigger"].flatMap(WorkflowEventJSON.decode),
+            dueAt: try row.decode(Date?.self, at: 10), createdAt: try row.decode(Date.self, at: 11),
+            updatedAt: try row.decode(Date.self, at: 12), startedAt: try row.decode(Date?.self, at: 13),
+            endedAt: try row.decode(Date?.self, at: 14))
+    }
+}
+
+/// A page of runs, newest first; `next` continues after the last one (nil: no more).
+public struct WorkflowRunPage: Sendable, Hashable {
+    public var runs: [WorkflowRunRecord]
+    public var next: WorkflowRunCursor?
+}
+
+/// Where a runs list goes on: after the run created at `createdAt` with id `id` (keyset on
+/// `(created_at, id)` descending). `text` is opaque for the API (`<µs>_<uuid>`).
+public struct WorkflowRunCursor: Sendable, Hashable {
+    public var createdAtMicroseconds: Int64
+    public var id: UUID
+
+    public init(createdAt: Date, id: UUID) {
+        createdAtMicroseconds = EventTimestamp.microseconds(createdAt)
+        self.id = id
+    }
+
+    public var text: String { "\(createdAtMicroseconds)_\(id.lowercasedText)" }
+
+    /// nil for text that is not a cursor.
+    public init?(text: String) {
+        let parts = text.split(separator: "_", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidText: String(parts[1])) else {
+            return nil
+        }
+        createdAtMicroseconds = micros
+        self.id = id
+    }
+
+    var createdAt: Date { Date(timeIntervalSince1970: Double(createdAtMicroseconds) / 1_000_000) }
+}

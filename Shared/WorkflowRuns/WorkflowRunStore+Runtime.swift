@@ -1,0 +1,291 @@
+import BuzzKitContracts
+import BuzzKitPostgres
+import BuzzKitWire
+import BuzzKitWorkflows
+import Foundation
+
+/// A run a replica holds (row locked `FOR UPDATE` in its transaction) to advance it.
+public struct ClaimedWorkflowRun: Sendable {
+    public var record: WorkflowRunRecord
+    public var timerToken: String?
+    /// The inbox, oldest first.
+    public var inputs: [WorkflowRunInboxItem]
+}
+
+/// One inbox entry: an event routed to the run or a cancel request, with when it arrived.
+public struct WorkflowRunInboxItem: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case event(WorkflowEvent)
+        case cancel(reason: String)
+    }
+
+    public var id: Int64
+    public var kind: Kind
+    public var createdAt: Date
+}
+
+/// What a replica writes back for a run it advanced (one statement with its timer).
+public struct WorkflowRunSave: Sendable {
+    public var id: UUID
+    public var state: WorkflowRunState
+    /// Set when the run failed before the engine could start it (no state to show): `subscriber_unknown`.
+    public var failureCode: String?
+    /// The inbox entries applied (up to and including this id are deleted).
+    public var lastInputId: Int64?
+
+    public init(id: UUID, state: WorkflowRunState, lastInputId: Int64?) {
+        self.id = id
+        self.state = state
+        self.lastInputId = lastInputId
+    }
+}
+
+/// A new run the workflow service started from a `bk:events` trigger (engine already walked).
+public struct WorkflowRunInsert: Sendable {
+    public var id: UUID
+    public var tenantId: UUID
+    public var triggerKey: String
+    public var reactsTo: [String]
+    public var state: WorkflowRunState
+
+    public init(id: UUID, tenantId: UUID, triggerKey: String, reactsTo: [String], state: WorkflowRunState) {
+        self.id = id
+        self.tenantId = tenantId
+        self.triggerKey = triggerKey
+        self.reactsTo = reactsTo
+        self.state = state
+    }
+}
+
+/// Where a workflow's message came from (the message row's workflow columns).
+public struct WorkflowMessageInsert: Sendable {
+    public var id: UUID
+    public var tenantId: UUID
+    public var subscriberId: String
+    public var content: JSONValue
+    public var workflowKey: String
+    public var version: Int
+    public var runId: UUID
+    public var step: String
+
+    public init(id: UUID, tenantId: UUID, subscriberId: String, content: JSONValue, workflowKey: String, version: Int,
+                runId: UUID, step: String) {
+        self.id = id
+        self.tenantId = tenantId
+        self.subscriberId = subscriberId
+        self.content = content
+        self.workflowKey = workflowKey
+        self.version = version
+        self.runId = runId
+        self.step = step
+    }
+}
+
+/// The workflow service's side of the store. Every function takes the connection of the
+/// caller's transaction: a run's state, its timer, its consumed inbox entries and its sends'
+/// message rows are committed together or not at all.
+extension WorkflowRunStore {
+    /// Up to `limit` runs due at `now` (`wake_at <= now`: timer due, inbox not empty, pending),
+    /// locked `FOR UPDATE SKIP LOCKED` (another replica's claim is skipped, never waited on), with
+    /// their inboxes.
+    public static func claimDue(on tx: PostgresConnection, now: Date, limit: Int) async throws -> [ClaimedWorkflowRun] {
+        let rows = try await tx.query("""
+            SELECT \(WorkflowRunRecord.columns), timer_token FROM workflow_runs
+            WHERE wake_at <= $1::timestamptz ORDER BY wake_at LIMIT $2 FOR UPDATE SKIP LOCKED
+            """, [now, limit])
+        var claimed: [ClaimedWorkflowRun] = []
+        claimed.reserveCapacity(rows.count)
+        for row in rows {
+            claimed.append(ClaimedWorkflowRun(record: try WorkflowRunRecord.decode(row),
+                                              timerToken: try row.decode(String?.self, at: 15), inputs: []))
+        }
+        guard !claimed.isEmpty else { return [] }
+        let inputRows = try await tx.query("""
+            SELECT run_id, id, kind, payload, created_at FROM workflow_run_inputs WHERE run_id = ANY ($1::uuid[]) ORDER BY id
+            """, [claimed.map(\.record.id)])
+        var byRun: [UUID: [WorkflowRunInboxItem]] = [:]
+        for row in inputRows {
+            let runId = try row.decode(UUID.self, at: 0)
+            let id = try row.decode(Int64.self, at: 1)
+            let payload = try row.decode(JSONValue.self, at: 3)
+            let kind: WorkflowRunInboxItem.Kind
+            if try row.decode(String.self, at: 2) == "cancel" {
+                kind = .cancel(reason: payload["reason"]?.stringValue ?? "cancelled")
+            } else if let event = WorkflowEventJSON.decode(payload) {
+                kind = .event(event)
+            } else {
+                continue  // unreadable: dropped with the others applied
+            }
+            byRun[runId, default: []].append(WorkflowRunInboxItem(id: id, kind: kind, createdAt: try row.decode(Date.self, at: 4)))
+        }
+        for i in claimed.indices { claimed[i].inputs = byRun[claimed[i].record.id] ?? [] }
+        return claimed
+    }
+
+    /// Writes a claimed run's new state with its one timer (`state.timer`) and deletes the inbox
+    /// entries applied. A running run is next due at its timer; an ended one never again.
+    public static func save(on tx: PostgresConnection, _ save: WorkflowRunSave) async throws {
+        let state = save.state
+        let live = state.status == .running
+        let status = state.status.rawValue
+        try await tx.execute("""
+            UPDATE workflow_runs SET status = $2, failure_code = $3, state = $4::jsonb, start_input = NULL,
+                timer_token = $5, timer_due_at = $6::timestamptz, wake_at = $7::timestamptz, updated_at = now(),
+                started_at = COALESCE(started_at, $8::timestamptz), ended_at = $9::timestamptz
+            WHERE id = $1::uuid
+            """, [save.id, status, save.failureCode ?? state.failure?.code, state.jsonValue, live ? state.timer?.token : nil,
+                  live ? state.timer?.dueAt : nil, live ? state.timer?.dueAt : nil, state.startedAt,
+                  live ? nil : (state.endedAt ?? state.startedAt)])
+        if let last = save.lastInputId {
+            try await tx.execute("DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid AND id <= $2", [save.id, last])
+        }
+    }
+
+    /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state.
+    public static func failPending(on tx: PostgresConnection, id: UUID, code: String, now: Date) async throws {
+        try await tx.execute("""
+            UPDATE workflow_runs SET status = 'failed', failure_code = $2, wake_at = NULL, updated_at = now(),
+                ended_at = $3::timestamptz WHERE id = $1::uuid
+            """, [id, code, now])
+        try await tx.execute("DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid", [id])
+    }
+
+    /// Inserts runs started from `bk:events` triggers; answers the ids inserted (a trigger key
+    /// already present, a redelivered entry, inserts nothing: its sends must not be written).
+    public static func insertStarted(on tx: PostgresConnection, _ runs: [WorkflowRunInsert]) async throws -> Set<UUID> {
+        guard !runs.isEmpty else { return [] }
+        var ids: [UUID] = [], tenants: [UUID] = [], keys: [String] = [], versions: [Int] = [], subscribers: [String] = []
+        var triggers: [String] = [], statuses: [String] = [], failures: [String?] = [], states: [String] = []
+        var reacts: [String] = [], tokens: [String?] = [], dues: [Date?] = [], starts: [Date] = [], ends: [Date?] = []
+        for run in runs {
+            let s = run.state
+            let live = s.status == .running
+            ids.append(run.id); tenants.append(run.tenantId); keys.append(s.workflowKey); versions.append(s.version)
+            subscribers.append(s.subscriber.id); triggers.append(run.triggerKey); statuses.append(s.status.rawValue)
+            failures.append(s.failure?.code); states.append(s.jsonValue.jsonString)
+            // text[] per row cannot go through unnest: one array literal per row, split in SQL.
+            reacts.append(run.reactsTo.joined(separator: "\u{1F}"))
+            tokens.append(live ? s.timer?.token : nil); dues.append(live ? s.timer?.dueAt : nil)
+            starts.append(s.startedAt); ends.append(live ? nil : (s.endedAt ?? s.startedAt))
+        }
+        let rows = try await tx.query("""
+            INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, failure_code,
+                                       state, reacts_to, timer_token, timer_due_at, wake_at, started_at, ended_at)
+            SELECT id, tenant, key, version, subscriber, trigger, status, failure, state::jsonb,
+                   CASE WHEN reacts = '' THEN '{}'::text[] ELSE string_to_array(reacts, E'\\x1F') END,
+                   token, due, due, started, ended
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[],
+                        $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
+                AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
+            ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
+            """, [ids, tenants, keys, versions, subscribers, triggers, statuses, failures, states, reacts, tokens, dues,
+                  starts, ends])
+        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    /// A workflow send's message row (`queued`, to the run's subscriber, naming workflow, version,
+    /// run and step). Answers false when the id exists already (the step ran before: not again).
+    public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
+        let rows = try await tx.query("""
+            INSERT INTO messages (id, tenant_id, target, content, workflow_key, workflow_version, workflow_run_id, workflow_step)
+            VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5, $6, $7::uuid, $8)
+            ON CONFLICT (id) DO NOTHING RETURNING id
+            """, [message.id, message.tenantId, MessageTarget.subscribers([message.subscriberId]).jsonValue, message.content,
+                  message.workflowKey, message.version, message.runId, message.step])
+        return !rows.isEmpty
+    }
+
+    /// Puts `event` in the inbox of every live run of its subscriber that reacts to its name
+    /// (cancelOn, waitFor) and makes them due now; once per (run, event id). Answers how many.
+    @discardableResult
+    public static func route(on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
+                             event: WorkflowEvent) async throws -> Int {
+        try await connection.query("""
+            WITH i AS (
+                INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
+                SELECT id, 'event', $4::jsonb, $5 FROM workflow_runs
+                WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND status IN ('pending', 'running') AND $3 = ANY (reacts_to)
+                ON CONFLICT (run_id, dedupe_key) DO NOTHING
+                RETURNING run_id)
+            UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
+            """, [tenantId, subscriberId, event.name, WorkflowEventJSON.encode(event), "event:" + event.id]).count
+    }
+
+    /// A trigger that started nothing because its subscriber is unknown; once per trigger key.
+    /// Answers whether it was new.
+    @discardableResult
+    public static func recordSkip(on connection: PostgresConnection, tenantId: UUID, workflowKey: String, triggerKey: String,
+                                  subscriberId: String, reason: String) async throws -> Bool {
+        try await !connection.query("""
+            INSERT INTO workflow_trigger_skips (tenant_id, workflow_key, trigger_key, subscriber_id, reason)
+            VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1
+            """, [tenantId, workflowKey, triggerKey, subscriberId, reason]).isEmpty
+    }
+
+    /// Cancel requests for the live runs of every deleted workflow (the sweep behind the
+    /// `deleted` notification, which is not durable). Answers how many runs were asked.
+    @discardableResult
+    public static func cancelRunsOfDeletedWorkflows(on connection: PostgresConnection) async throws -> Int {
+        try await connection.query("""
+            WITH i AS (
+                INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
+                SELECT r.id, 'cancel', '{"reason": "workflow deleted"}'::jsonb, 'cancel-all' FROM workflow_runs r
+                JOIN workflows w ON w.tenant_id = r.tenant_id AND w.key = r.workflow_key
+                WHERE r.status IN ('pending', 'running') AND w.deleted_at IS NOT NULL
+                ON CONFLICT (run_id, dedupe_key) DO NOTHING
+                RETURNING run_id)
+            UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
+            """).count
+    }
+
+    /// The receipts (`delivered`, `opened`) of `messageIds` from `subscriberId` (ingest's
+    /// `message_receipts`), for a branch on `{opened:}` / `{delivered:}`.
+    public static func receipts(on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
+                                messageIds: [String]) async throws -> [String: WorkflowReceipts] {
+        guard !messageIds.isEmpty else { return [:] }
+        let rows = try await connection.query("""
+            SELECT message_id, kind FROM message_receipts
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND message_id = ANY ($3::text[]) AND kind IN ('delivered', 'opened')
+            """, [tenantId, subscriberId, messageIds])
+        var result: [String: WorkflowReceipts] = [:]
+        for row in rows {
+            let (id, kind) = try row.decode((String, String).self)
+            var receipts = result[id] ?? WorkflowReceipts()
+            if kind == "opened" { receipts.opened = true } else { receipts.delivered = true }
+            result[id] = receipts
+        }
+        return result
+    }
+
+    /// The subscriber's events named `name` received from `since` on (ingest's `events`), oldest
+    /// first: handed to a `waitFor` that just began, so one that arrived while it was set up counts.
+    public static func events(on connection: PostgresConnection, tenantId: UUID, subscriberId: String, name: String,
+                              since: Date, limit: Int = 20) async throws -> [WorkflowEvent] {
+        let rows = try await connection.query("""
+            SELECT event_id, name, data, occurred_at FROM events
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = $3 AND received_at >= $4::timestamptz
+            ORDER BY received_at LIMIT $5
+            """, [tenantId, subscriberId, name, since, limit])
+        return try rows.map { row in
+            WorkflowEvent(id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
+                          data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
+        }
+    }
+
+    /// The subscriber's events named one of `names` received strictly after `receivedAfter`, oldest
+    /// first: handed to a run just started from an earlier batch, so a cancel or awaited event that
+    /// another replica routed before the run existed still reaches it.
+    public static func eventsReceived(on connection: PostgresConnection, tenantId: UUID, subscriberId: String, names: [String],
+                                      after receivedAfter: Date, limit: Int = 50) async throws -> [WorkflowEvent] {
+        guard !names.isEmpty else { return [] }
+        let rows = try await connection.query("""
+            SELECT event_id, name, data, occurred_at FROM events
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = ANY ($3::text[]) AND received_at > $4::timestamptz
+            ORDER BY received_at, event_id LIMIT $5
+            """, [tenantId, subscriberId, names, receivedAfter, limit])
+        return try rows.map { row in
+            WorkflowEvent(id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
+                          data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
+        }
+    }
+}
