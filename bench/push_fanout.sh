@@ -146,9 +146,12 @@ parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names,
 print("CPU per delivery (us): " + ", ".join(parts) + "; total %.0f; WAL %.0f bytes per delivery"
       % (sum(y - x for x, y in zip(a, b)) / hz * 1e6 / n, wal / n))
 PY
+# Rows counted in the tables (the statistics views lag: a backend reports its counts at most once a
+# second, and only when idle, so they are read below after the services' backends have exited).
 "${PSQL[@]}" -F' ' >&2 <<SQL
-SELECT 'table rows: ' || relname || ' inserts ' || n_tup_ins || ', updates ' || n_tup_upd || ' (HOT ' || n_tup_hot_upd || ')'
-  FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'delivery_attempts') ORDER BY relname;
+SELECT 'rows: deliveries ' || count(*) || ' (' || count(*) FILTER (WHERE status = 'sent') || ' sent), attempts '
+  || (SELECT count(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.message_id = '$ID')
+  FROM deliveries WHERE message_id = '$ID';
 SELECT 'attempts without an answer: ' || count(*) || ' ' || coalesce(error, '') FROM delivery_attempts WHERE status = 0 GROUP BY error;
 SELECT 'APNs latency ms p50 / p90 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.9, 0.99, 1])
   WITHIN GROUP (ORDER BY latency_ms), ' / ') FROM delivery_attempts;
@@ -179,6 +182,16 @@ print(line)
 ' >&2 || true
 done
 for pid in "${PIDS[@]:1}"; do kill "$pid" 2>/dev/null || true; done
+for pid in "${PIDS[@]:1}"; do wait "$pid" 2>/dev/null || true; done
+# Every backend of the services has exited now, and a backend flushes its statistics when it exits.
+for _ in $(seq 1 50); do
+  [ "$("${PSQL[@]}" -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" = 0 ] && break
+  sleep 0.1
+done
+"${PSQL[@]}" -F' ' >&2 <<SQL
+SELECT 'table statistics (after the services exited): ' || relname || ' inserts ' || n_tup_ins || ', updates ' || n_tup_upd || ' (HOT ' || n_tup_hot_upd || ')'
+  FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'delivery_attempts') ORDER BY relname;
+SQL
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process"
 JWT="$(bench_apns_jwt "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)"

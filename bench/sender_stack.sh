@@ -1,0 +1,138 @@
+# The send path's benchmark stack, shared by bench/transactional.sh and bench/chaos_sender.sh.
+# Sourced, never run (after deploy/lib/common.sh and bench/lib.sh). What `./deploy/local up` runs
+# for the send path, from the same release binaries, on private ports in $WORK: PostgreSQL, Redis
+# (AOF), the APNs simulator (recording every accepted push, so counts come from what "Apple" took),
+# the gateway with rate limiting off and TWO apns-sender replicas (a and b).
+#
+# After stack_up: BIN, PSQL (array), GW_URL, SIM_URL, SIM_CONTROL, SIM_PID, GW_PID, SENDER_PID[a|b],
+# SENDER_PORT[a|b], BUZZKIT_TENANT, BUZZKIT_TENANT_KEY. PIDS lists what bench_stop_pids ends.
+# Knobs: BK_SENDER_ENV (extra VAR=value words for both replicas), BK_PUSH_NO_BUILD=1 (reuse the
+# binaries in .build-release-push), BK_BIN_DIR=DIR (run the release binaries in DIR instead, e.g.
+# another checkout's, for a before/after comparison).
+
+declare -A SENDER_PID SENDER_PORT
+
+stack_cleanup() {
+  local r
+  for r in "${!SENDER_PID[@]}"; do kill -9 "${SENDER_PID[$r]}" 2>/dev/null || true; done
+  bench_stop_pids
+  bk_stop_redis "$WORK/redis"
+  bk_stop_postgres "$WORK/pg"
+  rm -rf "$WORK"
+}
+
+# stack_up: builds and starts everything (see above).
+stack_up() {
+  bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
+  if [ -n "${BK_BIN_DIR:-}" ]; then
+    BIN="$BK_BIN_DIR"
+  elif [ -n "${BK_PUSH_NO_BUILD:-}" ]; then
+    BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-push)"
+  else
+    BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
+  fi
+  local pgport redisport simctl
+  pgport="$(bk_free_port)"; redisport="$(bk_free_port)"
+  bk_start_postgres "$WORK/pg" "$pgport"
+  bk_start_redis "$WORK/redis" "$redisport"
+  export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$pgport/buzzkit"
+  export BUZZKIT_REDIS_URL="redis://127.0.0.1:$redisport"
+  export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
+  export BUZZKIT_LOG_LEVEL=warning
+  PSQL=(psql -h 127.0.0.1 -p "$pgport" -U buzzkit -d buzzkit -v ON_ERROR_STOP=1 -qtA)
+  "$BIN/buzzkit-admin" migrate
+  Tools/apns-sim/make-certs.sh "$WORK/certs" >/dev/null
+  openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.ec.pem" 2>/dev/null
+  openssl pkcs8 -topk8 -nocrypt -in "$WORK/provider.ec.pem" -out "$WORK/provider.p8"
+  openssl pkey -in "$WORK/provider.p8" -pubout -out "$WORK/provider.pub.pem"
+  "$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench --apns-team-id BENCHTEAM1 \
+    --apns-key-id BENCHKEY01 --apns-key-file "$WORK/provider.p8" --bundle-id com.example.bench \
+    --environment sandbox >"$WORK/bootstrap.env"
+  # shellcheck disable=SC1091
+  source "$WORK/bootstrap.env"
+
+  "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
+    --key "BENCHKEY01=BENCHTEAM1:$WORK/provider.pub.pem" --threads 1 --record-limit 2000000 >"$WORK/sim.out" 2>&1 &
+  SIM_PID=$!; PIDS+=("$SIM_PID")
+  local i
+  for i in $(seq 1 100); do grep -q 'listening on' "$WORK/sim.out" && break; sleep 0.1; done
+  SIM_URL="https://127.0.0.1:$(sed -nE 's/.*listening on [^:]+:([0-9]+) control.*/\1/p' "$WORK/sim.out")"
+  simctl="$(sed -nE 's/.*control [^:]+:([0-9]+).*/\1/p' "$WORK/sim.out")"
+  [ -n "$simctl" ] || bk_die "apns-sim did not start: $(cat "$WORK/sim.out")"
+  SIM_CONTROL="http://127.0.0.1:$simctl"
+
+  local gwport
+  gwport="$(bk_free_port)"
+  BUZZKIT_HTTP_PORT="$gwport" BUZZKIT_RATE_LIMIT_ENABLED=false "$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
+  GW_PID=$!; PIDS+=("$GW_PID")
+  GW_URL="http://127.0.0.1:$gwport"
+  stack_start_replica a
+  stack_start_replica b
+  for i in $(seq 1 100); do curl -sf "$GW_URL/readyz" >/dev/null && break; sleep 0.1; done
+  for r in a b; do
+    for i in $(seq 1 100); do curl -sf "http://127.0.0.1:${SENDER_PORT[$r]}/readyz" >/dev/null && break; sleep 0.1; done
+  done
+}
+
+# stack_start_replica a|b: starts (or restarts) that apns-sender replica, appending to its log.
+stack_start_replica() {
+  local r="$1" port
+  port="${SENDER_PORT[$r]:-$(bk_free_port)}"
+  SENDER_PORT[$r]="$port"
+  # shellcheck disable=SC2086
+  env BUZZKIT_HTTP_PORT="$port" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
+    BUZZKIT_APNS_SANDBOX_URL="$SIM_URL" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" BUZZKIT_DB_POOL_SIZE=8 \
+    ${BK_SENDER_ENV:-} "$BIN/apns-sender" >>"$WORK/sender-$r.log" 2>&1 &
+  SENDER_PID[$r]=$!
+}
+
+# stack_devices PREFIX N [TOPIC]: N subscribers PREFIX0000001…, each with one sandbox device whose
+# token is sha256(PREFIX || n) in hex; with TOPIC, all of them subscribed to it.
+stack_devices() {
+  local prefix="$1" n="$2" topic="${3:-}"
+  "${PSQL[@]}" <<SQL
+INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', '$prefix' || lpad(n::text, 7, '0') FROM generate_series(1, $n) n;
+INSERT INTO devices (tenant_id, token, subscriber_id, environment)
+  SELECT '$BUZZKIT_TENANT', encode(sha256(('$prefix' || n)::bytea), 'hex'), '$prefix' || lpad(n::text, 7, '0'), 'sandbox'
+  FROM generate_series(1, $n) n;
+SQL
+  if [ -n "$topic" ]; then
+    "${PSQL[@]}" <<SQL
+INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', '$topic');
+INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
+  SELECT '$BUZZKIT_TENANT', '$topic', '$prefix' || lpad(n::text, 7, '0') FROM generate_series(1, $n) n;
+SQL
+  fi
+  "${PSQL[@]}" -c "ANALYZE"
+}
+
+# stack_post BODY: POSTs one message, prints its id.
+stack_post() {
+  local reply
+  reply="$(curl -sf -X POST "$GW_URL/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+    -H 'Content-Type: application/json' -d "$1")" || bk_die "POST /v1/messages failed"
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$reply"
+}
+
+# stack_sim_accepted: pushes the simulator has accepted since it started (or its last reset).
+stack_sim_accepted() {
+  curl -sf "$SIM_CONTROL/control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["accepted"])'
+}
+
+# stack_wait_done WHERE EXPECTED TIMEOUT [ACCEPTED_BEFORE]: waits until EXPECTED deliveries
+# matching the SQL condition WHERE are past queued/sending. It polls the simulator's accepted
+# count (costs Postgres nothing) and counts in the tables once the simulator has taken EXPECTED
+# more than ACCEPTED_BEFORE, or every 2 s (rejections and failures never reach that count).
+stack_wait_done() {
+  local where="$1" expected="$2" deadline=$(( $(date +%s) + $3 )) before="${4:-0}" done=0 accepted tick=0
+  while :; do
+    accepted="$(stack_sim_accepted)"
+    tick=$(( tick + 1 ))
+    if [ $(( ${accepted:-0} - before )) -ge "$expected" ] || [ $(( tick % 10 )) -eq 0 ]; then
+      done="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE $where AND status NOT IN ('queued', 'sending')")"
+      [ "$done" -ge "$expected" ] && return 0
+    fi
+    [ "$(date +%s)" -lt "$deadline" ] || bk_die "timed out: $done of $expected deliveries ended (simulator accepted $accepted)"
+    sleep 0.2
+  done
+}
