@@ -39,12 +39,13 @@ public struct APNsRequest: Sendable, Hashable {
 
     /// The request for one message to one device: payload from `PushPayload(content:messageId:)`,
     /// push type `background` for a silent message (else `alert`), the message's priority,
-    /// expiration and collapse id.
+    /// expiration and collapse id: its own `collapseId`, else the message id, so a push sent twice
+    /// (a retry after a timeout, a re-send after a sender died) shows once on the device.
     public init(deviceToken: String, topic: String, content: MessageContent, messageId: String, apnsId: String? = nil) {
         let payload = PushPayload(content: content, messageId: messageId)
         self.init(deviceToken: deviceToken, topic: topic, pushType: content.isSilent ? .background : .alert,
                   priority: content.effectivePriority.rawValue, expiration: content.expiresAt,
-                  collapseId: content.collapseId, apnsId: apnsId, payload: payload.encode())
+                  collapseId: content.collapseId ?? messageId, apnsId: apnsId, payload: payload.encode())
     }
 
     /// `/3/device/<token>`.

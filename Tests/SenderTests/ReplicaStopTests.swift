@@ -5,15 +5,17 @@ import Testing
 
 /// Two apns-sender replicas share one send; one is stopped mid-send.
 /// SIGTERM: it finishes its in-flight chunks, the other replica the rest: every device exactly once.
-/// SIGKILL: the other replica takes over what the dead one had not claimed; what it had claimed
-/// (maybe sent) is never re-sent and ends failed / sender_lost: no device receives it twice.
+/// SIGKILL: the other replica takes over what the dead one had not claimed, and sends again what
+/// it had claimed (maybe sent) under the same apns-id and collapse id: every device receives it,
+/// a device that received it twice got the same notification twice (APNs shows it once), and
+/// every delivery ends `sent` (never failed / sender_lost).
 @Suite("replica stopped mid-send")
 struct ReplicaStopTests {
     @Test("stopping one of two replicas mid-send: the other finishes, no device receives the message twice",
           arguments: [SIGKILL, SIGTERM])
     func replicaStopped(signal: Int32) async throws {
         let settings = ["BUZZKIT_SENDER_CLAIM_IDLE": "2s", "BUZZKIT_SENDER_RECLAIM_INTERVAL": "1s",
-                        "BUZZKIT_SENDER_STALE_SENDING": "3s", "BUZZKIT_SENDER_CONCURRENCY": "2",
+                        "BUZZKIT_SENDER_STALE_SENDING": "6s", "BUZZKIT_SENDER_CONCURRENCY": "2",
                         "BUZZKIT_SENDER_CHUNK_SIZE": "20"]
         try await withPushStack(senderSettings: settings) { stack in
             var tokens: [String] = []
@@ -43,11 +45,21 @@ struct ReplicaStopTests {
             let message = try await stack.waitSettled(id, limit: .seconds(90))
             #expect(message["audienceSize"]?.intValue == Int64(tokens.count))
 
-            // No device received it twice; every `sent` delivery was received exactly once.
+            // Every device received it; SIGTERM: exactly once; SIGKILL: a device that received it
+            // twice got the same notification (one apns-id, the message's collapse id).
             let pushes = try await stack.simulator.allPushes()
             var received: [String: Int] = [:]
-            for push in pushes { received[push["token"]?.stringValue ?? "", default: 0] += 1 }
-            #expect(received.values.allSatisfy { $0 == 1 })
+            var sameNotification: [String: Set<String>] = [:]
+            for push in pushes {
+                let token = push["token"]?.stringValue ?? ""
+                received[token, default: 0] += 1
+                sameNotification[token, default: []].insert(
+                    (push["apnsId"]?.stringValue?.lowercased() ?? "-") + "|" + (push["collapseId"]?.stringValue ?? "-"))
+            }
+            if signal == SIGTERM { #expect(received.values.allSatisfy { $0 == 1 }) }
+            #expect(sameNotification.values.allSatisfy { $0.count == 1 })
+            #expect(sameNotification.values.allSatisfy { $0.first?.hasSuffix("|" + id.lowercased()) == true })
+            #expect(Set(received.keys) == Set(tokens))
             let rows = try await stack.postgres.query(
                 "SELECT device_token, status, error_code, sending_by FROM deliveries WHERE message_id = $1::uuid", [UUID(uuidString: id)!])
             #expect(rows.count == tokens.count)
@@ -56,15 +68,11 @@ struct ReplicaStopTests {
                 let (token, status, code, by) = try row.decode((String, String, String?, String?).self)
                 switch status {
                 case "sent":
-                    #expect(received[token] == 1)
+                    #expect((received[token] ?? 0) >= 1)
+                    if signal == SIGTERM { #expect(received[token] == 1) }
                     if by == b { sentByB += 1 }
-                case "failed":
-                    // Only what the stopped replica held mid-send, and only after SIGKILL.
-                    #expect(signal == SIGKILL)
-                    #expect(code == "sender_lost")
-                    #expect(by == a)
                 default:
-                    Issue.record("delivery ended \(status)")
+                    Issue.record("delivery ended \(status) / \(code ?? "")")
                 }
             }
             #expect(sentByB > 0)

@@ -14,12 +14,16 @@ import Foundation
 /// }
 /// ```
 /// Guarantees: a delivery is claimed (`queued` -> `sending`) by exactly one replica in one
-/// statement and only the claimer sends it, so no device gets a message twice from BuzzKit
-/// (APNs itself may duplicate when an attempt timed out after APNs took it, and we retry).
+/// statement and only the claimer sends it (or, once it died, the replica that took its claim
+/// over). Every push of a delivery carries the same `apns-id` and `apns-collapse-id`, so a device
+/// shows it once even when it arrived twice (a retry after a timeout APNs had in fact taken, a
+/// re-send after a kill).
 /// SIGTERM: no new entries are read; chunks in flight are sent, recorded and acked; exact.
 /// SIGKILL: chunks the replica had not claimed are taken over by another replica after
 /// `claimIdle` and sent; deliveries it had claimed (`sending`) may or may not have reached
-/// APNs: they are never re-sent and end `failed` / `sender_lost` after `staleSending`.
+/// APNs: another replica's sweeper sends them again after `staleSending`, under the same
+/// `apns-id` and `apns-collapse-id` (a device that had the first push shows one notification),
+/// and the ledger records the lost attempt as unknown before the re-send's.
 public struct APNsSender: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: SenderConfiguration
@@ -74,7 +78,7 @@ public struct APNsSender: Sendable {
             handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
         let sweeper = OutboxSweeper(postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
                                     interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
-                                    staleSending: configuration.staleSending,
+                                    takeOver: { try await sender.takeOverStaleClaims() },
                                     trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
         return [clients, sweeper, deliveryService, fanoutService]
     }

@@ -8,12 +8,12 @@ import Foundation
 /// Sends one chunk of deliveries (a `bk:deliveries` entry) and writes the ledger in batches.
 ///
 /// 1. Claim: ONE statement moves the chunk's `queued` deliveries to `sending` (with this
-///    replica's name, the time, and the apns-id every attempt will carry) and returns them; rows
-///    in any other status are skipped, so a redelivered or duplicated chunk never sends a device
-///    twice. In the same statement, rows left `sending` by a replica longer than `staleSending`
-///    become `failed` / `sender_lost` (see "Guarantees" in the README of this service), and
-///    one `delivery_claims` row records the claimed ids (found by the sweeper if this replica
-///    stops before step 4).
+///    replica's name, the time, and the apns-id every attempt will carry: kept if the delivery
+///    already has one) and returns them; rows in any other status are skipped, so a redelivered
+///    or duplicated chunk never sends a device twice. In the same statement one `delivery_claims`
+///    row records the claimed ids: if this replica dies before step 4, another replica's sweeper
+///    takes the row over after `staleSending` and sends its deliveries again (`resend`), under
+///    the same `apns-id` and `apns-collapse-id`, with an attempt of unknown outcome first.
 /// 2. Expired message: `expired` without sending. Tenant without usable credentials: `failed`
 ///    with `apns_credentials_missing` / `apns_credentials_invalid` (no APNs call, no retry).
 /// 3. Send every claimed delivery at once through the (team, environment) client: the first
@@ -51,41 +51,80 @@ struct DeliverySender: Sendable {
         var errorCode: String?
         var attempts: [APNsResponse]
         var invalidation: (token: String, at: Date, reason: String)?
+        /// Set on a re-send: the replica whose attempt's answer was lost with it. The ledger gets
+        /// that attempt first, of unknown outcome (status 0), then this one's.
+        var lostWith: String?
+    }
+
+    /// A chunk a dead replica had claimed, taken over by this one (`takeOverStaleClaims`).
+    struct LostChunk: Sendable {
+        var claimID: String?
+        var lostWith: String
+        var tenantId: UUID
+        var messageId: UUID
+        var deliveries: [Claimed]
     }
 
     func handle(_ chunk: DeliveryChunk) async throws {
-        let tenant = try await credentials.get(chunk.tenantId)
-        var message: PreparedMessage?
-        var unsendable: String?
-        if tenant.problem == nil, let bundleId = tenant.bundleId {
-            do {
-                message = try await messages.get(chunk.messageId, tenant: chunk.tenantId, bundleId: bundleId)
-                if message == nil { unsendable = "the message does not exist" }
-            } catch let error as UnsendableMessage {
-                unsendable = error.description
-            }
-        }
+        let prepared = try await prepare(tenant: chunk.tenantId, message: chunk.messageId)
         let started = ContinuousClock.now
         let (claimID, claimed) = try await claim(chunk)
-        let claimedAt = ContinuousClock.now
-        metrics.claim.observe(claimedAt - started)
+        metrics.claim.observe(ContinuousClock.now - started)
         guard !claimed.isEmpty else { return }
+        try await sendAndRecord(claimed, prepared, tenant: chunk.tenantId, claimID: claimID, lostWith: nil, started: started)
+    }
+
+    /// Sends a dead replica's chunk again (already claimed by this replica: `takeOverStaleClaims`).
+    func resend(_ lost: LostChunk) async throws {
+        let prepared = try await prepare(tenant: lost.tenantId, message: lost.messageId)
+        try await sendAndRecord(lost.deliveries, prepared, tenant: lost.tenantId, claimID: lost.claimID,
+                                lostWith: lost.lostWith, started: ContinuousClock.now)
+    }
+
+    /// What a chunk's sending needs: the tenant's credentials and the prepared message, or why
+    /// it cannot be sent.
+    struct Prepared: Sendable {
+        var tenant: TenantAPNs
+        var message: PreparedMessage?
+        var unsendable: String?
+    }
+
+    private func prepare(tenant id: UUID, message messageId: UUID) async throws -> Prepared {
+        let tenant = try await credentials.get(id)
+        var prepared = Prepared(tenant: tenant)
+        if tenant.problem == nil, let bundleId = tenant.bundleId {
+            do {
+                prepared.message = try await messages.get(messageId, tenant: id, bundleId: bundleId)
+                if prepared.message == nil { prepared.unsendable = "the message does not exist" }
+            } catch let error as UnsendableMessage {
+                prepared.unsendable = error.description
+            }
+        }
+        return prepared
+    }
+
+    private func sendAndRecord(_ claimed: [Claimed], _ prepared: Prepared, tenant: UUID, claimID: String?,
+                               lostWith: String?, started: ContinuousClock.Instant) async throws {
+        let claimedAt = ContinuousClock.now
         let now = Date()
         var outcomes: [Outcome]
-        if let problem = tenant.problem {
+        if let problem = prepared.tenant.problem {
             outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: []) }
-        } else if let unsendable {
+        } else if let unsendable = prepared.unsendable {
             outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: []) }
-        } else if let message, message.isExpired(now: now) {
+        } else if let message = prepared.message, message.isExpired(now: now) {
             outcomes = claimed.map { Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: []) }
-        } else if let message, let apns = tenant.credentials {
-            outcomes = await send(claimed, message: message, credentials: apns, tenant: chunk.tenantId)
+        } else if let message = prepared.message, let apns = prepared.tenant.credentials {
+            outcomes = await send(claimed, message: message, credentials: apns, tenant: tenant)
             metrics.send.observe(ContinuousClock.now - claimedAt)
         } else {
             outcomes = claimed.map { Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: []) }
         }
+        if let lostWith {
+            for index in outcomes.indices { outcomes[index].lostWith = lostWith }
+        }
         let recording = ContinuousClock.now
-        try await record(outcomes, tenant: chunk.tenantId, claimID: claimID)
+        try await record(outcomes, tenant: tenant, claimID: claimID, message: prepared.message)
         let done = ContinuousClock.now
         metrics.record.observe(done - recording)
         metrics.total.observe(done - started)
@@ -100,36 +139,27 @@ struct DeliverySender: Sendable {
     /// inserted the message's rows), the planner may scan the message's rows for every chunk
     /// (O(audience) per chunk) instead of reading 100 rows by primary key.
     ///
-    /// One UPDATE both claims the `queued` rows and ends the ones left `sending` longer than
-    /// `staleSending` (failed / sender_lost), so each row is looked up once; no index of
-    /// `deliveries` covers a column changed here, so these are HOT updates (migration 0009).
-    /// The same statement inserts the chunk's `delivery_claims` row (how the sweeper finds a
-    /// chunk whose replica stopped mid-send); `record` deletes it with the outcomes.
+    /// The UPDATE claims the `queued` rows only: a row `sending` belongs to a replica (alive, or
+    /// dead and then taken over by a sweeper through its claim row). No index of `deliveries`
+    /// covers a column changed here, so these are HOT updates (migration 0009). The same
+    /// statement inserts the chunk's `delivery_claims` row (how a sweeper finds a chunk whose
+    /// replica stopped mid-send); `record` deletes it with the outcomes.
     private func claim(_ chunk: DeliveryChunk) async throws -> (claimID: String?, deliveries: [Claimed]) {
         let rows = try await postgres.query("""
             WITH c AS (
-                UPDATE deliveries SET
-                    status = CASE WHEN status = 'queued' THEN 'sending' ELSE 'failed' END,
-                    error_code = CASE WHEN status = 'queued' THEN error_code ELSE 'sender_lost' END,
-                    last_reason = CASE WHEN status = 'queued' THEN last_reason ELSE coalesce(last_reason,
-                        'the sending replica stopped mid-send; not re-sent to avoid a duplicate') END,
-                    sending_by = CASE WHEN status = 'queued' THEN $3 ELSE sending_by END,
-                    sending_at = CASE WHEN status = 'queued' THEN now() ELSE sending_at END,
-                    apns_id = CASE WHEN status = 'queued' THEN coalesce(apns_id, gen_random_uuid()) ELSE apns_id END,
-                    updated_at = now()
+                UPDATE deliveries SET status = 'sending', sending_by = $3, sending_at = now(),
+                    apns_id = coalesce(apns_id, gen_random_uuid()), updated_at = now()
                 WHERE id = ANY($1::uuid[])
-                  AND (tenant_id = $2::uuid AND message_id = $5::uuid AND (status = 'queued'
-                       OR (status = 'sending' AND sending_at < now() - make_interval(secs => $4)))) IS TRUE
-                RETURNING id, device_token, environment, apns_id, attempt_count, status
+                  AND (tenant_id = $2::uuid AND message_id = $4::uuid AND status = 'queued') IS TRUE
+                RETURNING id, device_token, environment, apns_id, attempt_count
             ), claim AS (
                 INSERT INTO delivery_claims (delivery_ids, sending_by)
-                SELECT array_agg(id), $3 FROM c WHERE status = 'sending' HAVING count(*) > 0
+                SELECT array_agg(id), $3 FROM c HAVING count(*) > 0
                 RETURNING id
             )
             SELECT c.id, c.device_token, c.environment, c.apns_id, c.attempt_count, (SELECT id FROM claim)
-            FROM c WHERE c.status = 'sending'
-            """, [chunk.deliveryIds.arrayParameter, chunk.tenantId, instance, configuration.staleSending.seconds,
-                  chunk.messageId])
+            FROM c
+            """, [chunk.deliveryIds.arrayParameter, chunk.tenantId, instance, chunk.messageId])
         // Ids stay text (PostgreSQL's lowercase form): they only go back to it and into `apns-id`.
         let claimed = try rows.map { row in
             Claimed(id: try row.decode(String.self, at: 0), token: try row.decode(String.self, at: 1),
@@ -203,8 +233,13 @@ struct DeliverySender: Sendable {
 
     /// `attempt_count` is written as a total (not an increment), so a retried write that had in
     /// fact committed changes nothing; attempts are `ON CONFLICT DO NOTHING` for the same reason.
-    private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?) async throws {
-        let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count }
+    ///
+    /// A re-sent delivery (`lostWith`) gets, before its own attempts, the dead replica's attempt:
+    /// status 0, the request that replica sent (the same payload and headers: the same `apns-id`
+    /// and collapse id; only the token's `iat` may have differed), and an error saying its answer
+    /// was lost.
+    private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?, message: PreparedMessage?) async throws {
+        let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count + ($1.lostWith == nil ? 0 : 1) }
         var aId = PostgresArrayText(capacity: 2 + attemptCount * 39), aNumber = PostgresArrayText(capacity: 2 + attemptCount * 2)
         var aPayload = PostgresArrayText(capacity: 2 + attemptCount * 2), aHeaders = PostgresArrayText(capacity: 2 + attemptCount * 300)
         var aStatus = PostgresArrayText(capacity: 2 + attemptCount * 4), aReason = PostgresArrayText(capacity: 2 + attemptCount * 5)
@@ -220,9 +255,30 @@ struct DeliverySender: Sendable {
         var lastPayload: (bytes: [UInt8], index: Int)?
         var headerJSON = LedgerHeaders()
         for outcome in outcomes {
+            let earlier = outcome.lostWith == nil ? 0 : 1
+            if let lostWith = outcome.lostWith {
+                aId.append(outcome.claimed.id)
+                aNumber.append(outcome.claimed.attemptCount + 1)
+                let payload = outcome.attempts.first?.payload ?? message?.template.payload ?? []
+                if let known = payloadIndex[payload] {
+                    aPayload.append(known)
+                } else {
+                    let next = payloadIndex.count + 1
+                    payloadIndex[payload] = next
+                    payloads.append(utf8: payload)
+                    aPayload.append(next)
+                }
+                aHeaders.append(utf8: headerJSON.json(outcome.attempts.first?.requestHeaders
+                                                      ?? Self.lostHeaders(message, apnsId: outcome.claimed.apnsId)))
+                aStatus.append(0)
+                aReason.appendNull()
+                aApnsId.append(outcome.claimed.apnsId)
+                aLatency.append(0)
+                aError.append("unknown: the answer was lost with replica \(lostWith), which stopped mid-send; sent again with the same apns-id and apns-collapse-id")
+            }
             for (index, attempt) in outcome.attempts.enumerated() {
                 aId.append(outcome.claimed.id)
-                aNumber.append(outcome.claimed.attemptCount + index + 1)
+                aNumber.append(outcome.claimed.attemptCount + earlier + index + 1)
                 if let last = lastPayload, last.bytes == attempt.payload {  // shared storage: O(1)
                     aPayload.append(last.index)
                 } else if let known = payloadIndex[attempt.payload] {
@@ -244,7 +300,7 @@ struct DeliverySender: Sendable {
             }
             uId.append(outcome.claimed.id)
             uStatus.append(outcome.status.rawValue)
-            uAttempts.append(outcome.claimed.attemptCount + outcome.attempts.count)
+            uAttempts.append(outcome.claimed.attemptCount + earlier + outcome.attempts.count)
             uLast.append(outcome.lastStatus)
             uReason.append(outcome.lastReason)
             uCode.append(outcome.errorCode)
@@ -287,6 +343,80 @@ struct DeliverySender: Sendable {
                     """, [tenant, invalid.map(\.token), invalid.map(\.at), invalid.map(\.reason)])
             }
         }
+    }
+
+    /// The headers of a lost attempt when the re-send made none (the message expired or the
+    /// credentials went since): the message's request as built, the token redacted.
+    static func lostHeaders(_ message: PreparedMessage?, apnsId: String) -> HTTPHeaders {
+        guard var request = message?.template else { return HTTPHeaders() }
+        request.apnsId = apnsId
+        return request.headers(authorization: "bearer <redacted>")
+    }
+
+    // MARK: - Take-over of a dead replica's chunks
+
+    /// Takes over up to `limit` chunks whose claim row is older than `staleSending` (their
+    /// replica stopped before recording them) and sends their deliveries still `sending` again
+    /// (`resend`). One statement moves each claim row to this replica (`FOR UPDATE SKIP LOCKED`:
+    /// two sweepers never take the same one) and renews its deliveries' `sending_by`/`sending_at`;
+    /// if this replica dies too, the row goes stale again and a third one takes it. A claim row
+    /// whose deliveries all ended is deleted. Returns how many deliveries were sent again.
+    @discardableResult
+    func takeOverStaleClaims(limit: Int = 50) async throws -> Int {
+        let rows = try await postgres.query("""
+            WITH stale AS (
+                SELECT id, sending_by FROM delivery_claims WHERE claimed_at < now() - make_interval(secs => $1)
+                ORDER BY claimed_at LIMIT $3 FOR UPDATE SKIP LOCKED
+            ), moved AS (
+                UPDATE delivery_claims c SET sending_by = $2, claimed_at = now() FROM stale WHERE c.id = stale.id
+                RETURNING c.id, c.delivery_ids, stale.sending_by AS lost_with
+            ), taken AS (
+                UPDATE deliveries d SET sending_by = $2, sending_at = now(), updated_at = now()
+                FROM moved WHERE d.id = ANY(moved.delivery_ids) AND d.status = 'sending'
+                RETURNING moved.id AS claim_id, d.id, d.tenant_id, d.message_id, d.device_token, d.environment,
+                          d.apns_id, d.attempt_count
+            )
+            SELECT moved.id, moved.lost_with, taken.id, taken.tenant_id, taken.message_id, taken.device_token,
+                   taken.environment, taken.apns_id, taken.attempt_count
+            FROM moved LEFT JOIN taken ON taken.claim_id = moved.id
+            ORDER BY moved.id, taken.tenant_id, taken.message_id
+            """, [configuration.staleSending.seconds, instance, limit])
+        guard !rows.isEmpty else { return 0 }
+        var empty: [UUID] = []
+        var chunks: [LostChunk] = []
+        for row in rows {
+            let claimID = try row.decode(String.self, at: 0)
+            guard let id = try row.decode(String?.self, at: 2) else {
+                if let id = UUID(uuidString: claimID) { empty.append(id) }
+                continue
+            }
+            let tenant = try row.decode(UUID.self, at: 3), message = try row.decode(UUID.self, at: 4)
+            let delivery = Claimed(id: id, token: try row.decode(String.self, at: 5),
+                                   environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 6)) ?? .production,
+                                   apnsId: try row.decode(String.self, at: 7), attemptCount: try row.decode(Int.self, at: 8))
+            if let last = chunks.last, last.claimID == claimID, last.tenantId == tenant, last.messageId == message {
+                chunks[chunks.count - 1].deliveries.append(delivery)
+            } else {
+                chunks.append(LostChunk(claimID: claimID, lostWith: try row.decode(String.self, at: 1),
+                                        tenantId: tenant, messageId: message, deliveries: [delivery]))
+            }
+        }
+        if !empty.isEmpty {
+            try await postgres.execute("DELETE FROM delivery_claims WHERE id = ANY($1::uuid[])", [empty.arrayParameter])
+        }
+        // A claim row spans one chunk (one tenant and message), except those migration 0009 made
+        // per replica: only the last part of such a row deletes it when recorded.
+        for index in chunks.indices where index + 1 < chunks.count && chunks[index + 1].claimID == chunks[index].claimID {
+            chunks[index].claimID = nil
+        }
+        let total = chunks.reduce(0) { $0 + $1.deliveries.count }
+        logger.warning("re-sending deliveries a stopped replica had claimed",
+                       metadata: ["count": String(total), "chunks": String(chunks.count)])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for chunk in chunks { group.addTask { try await resend(chunk) } }
+            try await group.waitForAll()
+        }
+        return total
     }
 
     /// The ledger write after a send must not be lost to a blip: up to 5 tries, 0.2 s to 3.2 s apart.

@@ -12,10 +12,10 @@ import Foundation
 /// never pick the same one) and adds them to `bk:messages` again. A fan-out is idempotent, so an
 /// extra entry costs a little work, never a double send.
 ///
-/// It also ends deliveries left `sending` longer than `staleSending` (a replica died mid-send)
-/// as `failed` / `sender_lost`: they are not re-sent, since the push may have reached the device.
-/// They are found through `delivery_claims` (one row per claimed chunk, deleted when the chunk is
-/// recorded), up to 200 stale chunks per pass.
+/// It also runs `takeOver` (`DeliverySender.takeOverStaleClaims`): chunks a replica claimed and
+/// never recorded (it died mid-send), found through `delivery_claims` once their row is older
+/// than `BUZZKIT_SENDER_STALE_SENDING`, are sent again by this replica under the same `apns-id`
+/// and `apns-collapse-id` (a device that had the first push shows one notification).
 ///
 /// And it caps `trimmedStreams` (`bk:messages`, `bk:deliveries`) below what every consumer group
 /// has acknowledged: an entry is acknowledged only after its fan-out page or chunk is recorded in
@@ -27,19 +27,19 @@ struct OutboxSweeper: Service {
     let messages: StreamName
     let interval: Duration
     let requeueAfter: Duration
-    let staleSending: Duration
+    let takeOver: (@Sendable () async throws -> Int)?
     let trimmedStreams: [StreamName]
     let logger: Logger
     private let stopped = OneShot<Void>()
 
     init(postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
-         staleSending: Duration, trimmedStreams: [StreamName] = [], logger: Logger) {
+         takeOver: (@Sendable () async throws -> Int)? = nil, trimmedStreams: [StreamName] = [], logger: Logger) {
         self.postgres = postgres
         self.redis = redis
         self.messages = messages
         self.interval = interval
         self.requeueAfter = requeueAfter
-        self.staleSending = staleSending
+        self.takeOver = takeOver
         self.trimmedStreams = trimmedStreams
         self.logger = logger
     }
@@ -87,20 +87,13 @@ struct OutboxSweeper: Service {
             try await redis.xaddBatch(messages.rawValue, entries: entries)
             logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])
         }
-        // Chunks whose claim row outlived `staleSending`: their replica stopped before recording
-        // them. Their deliveries still `sending` end failed / sender_lost; the claim row goes.
-        let lost = try await postgres.execute("""
-            WITH stale AS (
-                DELETE FROM delivery_claims WHERE id IN (
-                    SELECT id FROM delivery_claims WHERE claimed_at < now() - make_interval(secs => $1)
-                    ORDER BY claimed_at LIMIT 200 FOR UPDATE SKIP LOCKED)
-                RETURNING delivery_ids
-            )
-            UPDATE deliveries SET status = 'failed', error_code = 'sender_lost', updated_at = now(),
-                last_reason = coalesce(last_reason, 'the sending replica stopped mid-send; not re-sent to avoid a duplicate')
-            WHERE id = ANY(ARRAY(SELECT unnest(delivery_ids) FROM stale)) AND status = 'sending'
-            """, [staleSending.seconds])
-        if lost > 0 { logger.warning("deliveries lost with a stopped replica", metadata: ["count": String(lost)]) }
+        if let takeOver {
+            do {
+                _ = try await takeOver()
+            } catch {
+                logger.warning("taking over a stopped replica's chunks failed", metadata: ["error": "\(error)"])
+            }
+        }
         return rows.count
     }
 }

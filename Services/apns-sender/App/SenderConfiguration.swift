@@ -19,7 +19,7 @@ import Foundation
 /// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
 /// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
 /// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
-/// | `BUZZKIT_SENDER_STALE_SENDING` | `600s` | a delivery `sending` this long is `failed` / `sender_lost` (never re-sent) |
+/// | `BUZZKIT_SENDER_STALE_SENDING` | `120s` | a chunk claimed this long and not recorded (its replica died) is sent again by another replica (same `apns-id` and collapse id); longer than a chunk's slowest send (5 attempts of 10 s with backoff: about 60 s) |
 /// | `BUZZKIT_OUTBOX_SWEEP_INTERVAL` | `10s` | how often the outbox sweeper runs |
 /// | `BUZZKIT_OUTBOX_REQUEUE_AFTER` | `30s` | a message untouched this long in `queued`/`fanning_out` is put on `bk:messages` again |
 /// | `BUZZKIT_CREDENTIALS_TTL` | `60s` | how long a tenant's APNs credentials stay cached |
@@ -45,7 +45,7 @@ public struct SenderConfiguration: Sendable {
                 productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
                 requestTimeout: Duration = .seconds(10), retryPolicy: RetryPolicy = .default, concurrency: Int = 8,
                 chunkSize: Int = 100, pageSize: Int = 1000, claimIdle: Duration = .seconds(120),
-                reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(600),
+                reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(120),
                 sweepInterval: Duration = .seconds(10), requeueAfter: Duration = .seconds(30),
                 credentialsTTL: Duration = .seconds(60)) {
         self.secretKey = secretKey
@@ -87,7 +87,7 @@ public struct SenderConfiguration: Sendable {
         let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
         let claimIdle = reader.duration("BUZZKIT_SENDER_CLAIM_IDLE", default: .seconds(120))
         let reclaim = reader.duration("BUZZKIT_SENDER_RECLAIM_INTERVAL", default: .seconds(15))
-        let stale = reader.duration("BUZZKIT_SENDER_STALE_SENDING", default: .seconds(600))
+        let stale = reader.duration("BUZZKIT_SENDER_STALE_SENDING", default: .seconds(120))
         let sweep = reader.duration("BUZZKIT_OUTBOX_SWEEP_INTERVAL", default: .seconds(10))
         let requeue = reader.duration("BUZZKIT_OUTBOX_REQUEUE_AFTER", default: .seconds(30))
         let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
