@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "GatewayApp",
                 dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                                "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows"],
+                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"],
                 path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
                           path: "Services/gateway/Main"),

@@ -52,6 +52,8 @@ extension ErrorCode {
     public static let conflict = ErrorCode("conflict", httpStatus: 409)
     /// The `Idempotency-Key` came with another body (409).
     public static let idempotencyKeyReused = ErrorCode("idempotency_key_reused", httpStatus: 409)
+    /// `POST /v1/workflows/{key}/trigger` of a disabled workflow (409): enable it to start runs.
+    public static let workflowDisabled = ErrorCode("workflow_disabled", httpStatus: 409)
     /// The body is over the server's limit (413; `details.limitBytes`).
     public static let payloadTooLarge = ErrorCode("payload_too_large", httpStatus: 413)
     /// Every problem of the request at once (422; `details` a list of `ValidationIssue`).
@@ -82,6 +84,6 @@ extension ErrorCode {
         .invalidJSON, .tenantRequired, .unauthorized, .installationRequired, .forbiddenScope, .forbiddenTenant,
         .forbiddenInstallation, .notFound, .tenantNotFound, .methodNotAllowed, .installationExists, .conflict,
         .idempotencyKeyReused, .payloadTooLarge, .validationFailed, .rateLimited, .batchTooLarge, .ingestUnavailable,
-        .internalError, .notReady, .upstreamTimeout,
+        .internalError, .notReady, .upstreamTimeout, .workflowDisabled,
     ]
 }

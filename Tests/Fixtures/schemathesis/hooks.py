@@ -19,7 +19,8 @@ gateway must accept:
   definition (its `x-rules`): a positive case's body becomes one of a few valid definitions,
   chosen by the generated body (so the run stays deterministic), keeping a generated `enabled`.
 - `POST /v1/workflows/{key}/dry-run`: a `subscriber` given as a string must be one of the
-  tenant's subscribers (`x-rules`): a positive case's string becomes the seeded `alice`.
+  tenant's subscribers (`x-rules`): a positive case's string becomes the seeded `alice`; so does
+  the `to` of `POST /v1/workflows/{key}/trigger`.
 
 Only positive cases are touched: a negative case stays exactly as generated.
 """
@@ -239,6 +240,8 @@ def before_call(context, case, kwargs):
         return
     if key == ("POST", "/v1/workflows/{key}/dry-run") and isinstance(case.body.get("subscriber"), str):
         case.body["subscriber"] = "alice"
+    if key == ("POST", "/v1/workflows/{key}/trigger") and isinstance(case.body.get("to"), str):
+        case.body["to"] = "alice"
     now = _now()
     if key == ("POST", "/v1/events"):
         # From 2000-01-01 to 24 hours ahead: a generated moment outside that window becomes now.

@@ -4,6 +4,7 @@ import BuzzKitIntake
 import BuzzKitPostgres
 import BuzzKitQueries
 import BuzzKitWire
+import BuzzKitWorkflowRuns
 import Foundation
 
 /// Sending push: `POST /v1/messages` stores and queues a message (`MessageIntake`); apns-sender
@@ -21,6 +22,9 @@ enum MessageRoutes {
         "counts": Schema.anyObject, "receipts": Schema.anyObject,
         "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "workflow": Schema.nullable(Schema.object([
+            "workflowKey": Schema.string(), "version": Schema.integer, "runId": Schema.uuid, "step": Schema.string(),
+        ], required: ["workflowKey", "version", "runId", "step"], description: "GET /v1/messages/{id}: the workflow run and send step that sent it (null: POST /v1/messages)")),
     ])
     static let delivery = Schema.object([
         "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(), "deviceToken": Schema.string(),
@@ -164,7 +168,8 @@ extension Gateway {
                    (SELECT coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
                       FROM (SELECT status, count(*) AS n FROM deliveries WHERE message_id = $1::uuid GROUP BY status) c) AS counts,
                    (SELECT count(DISTINCT subscriber_id) FROM deliveries
-                      WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers
+                      WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers,
+                   workflow_key, workflow_version, workflow_run_id, workflow_step
             FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
@@ -174,6 +179,11 @@ extension Gateway {
         var json = try MessageRoutes.messageJSON(row)
         json["receipts"] = receipts.jsonValue
         json["openRate"] = receipts.openRate(audience: sentSubscribers).map(JSONValue.double) ?? .null
+        json["workflow"] = .null
+        if let key = try row.decode(String?.self, named: "workflow_key"), let version = try row.decode(Int?.self, named: "workflow_version"),
+           let run = try row.decode(UUID?.self, named: "workflow_run_id"), let step = try row.decode(String?.self, named: "workflow_step") {
+            json["workflow"] = WorkflowRunStore.MessageOrigin(workflowKey: key, version: version, runId: run, step: step).jsonValue
+        }
         return .json(.object(json))
     }
 

@@ -2,6 +2,7 @@ import BuzzKitCrypto
 import BuzzKitHTTPServer
 import BuzzKitPostgres
 import BuzzKitWire
+import BuzzKitWorkflowRuns
 import BuzzKitWorkflows
 import Foundation
 
@@ -9,7 +10,8 @@ import Foundation
 /// JSON path) and stores it as a new immutable version when it changed (the canonical JSON's
 /// SHA-256 decides; the same definition again changes nothing), `GET` reads the current version
 /// or any version, `enable` / `disable` flip the flag (a disabled workflow starts no new runs;
-/// running runs go on), `DELETE` marks it deleted and disabled. Every change is announced on the
+/// running runs go on), `DELETE` marks it deleted and disabled and asks its running runs to cancel
+/// (`WorkflowRunStore.requestCancelAll`, in the same transaction). Every change is announced on the
 /// Postgres channel `bk_workflow_changes` (payload `{"tenantId","key","change","version"}`,
 /// `change` one of `saved`, `enabled`, `disabled`, `deleted`), in the same transaction: the
 /// workflow service cancels a deleted workflow's running runs on `deleted` (and, since NOTIFY is
@@ -33,8 +35,11 @@ enum WorkflowRoutes {
                          handler: { g, c in try await g.getWorkflow(c) }),
             GatewayRoute("DELETE", "/v1/workflows/{key}", id: "deleteWorkflow",
                          "Delete a workflow (idempotent): it is disabled and gone for the API, its running runs are cancelled; versions stay for the runs that used them",
-                         access: write, path: keyPath, response: Schema.object(["key": Schema.string(), "deleted": Schema.boolean],
-                                                                required: ["key", "deleted"]),
+                         access: write, path: keyPath,
+                         response: Schema.object(["key": Schema.string(), "deleted": Schema.boolean,
+                                                  "runsCancelled": ["type": "integer", "minimum": 0,
+                                                                    "description": "Running runs asked to cancel"]],
+                                                 required: ["key", "deleted", "runsCancelled"]),
                          handler: { g, c in try await g.deleteWorkflow(c) }),
             GatewayRoute("GET", "/v1/workflows/{key}/versions/{n}", id: "getWorkflowVersion", "Read one version of a workflow",
                          access: read, path: keyVersionPath, response: WorkflowSchemas.version, errors: [.notFound],
@@ -57,7 +62,7 @@ enum WorkflowRoutes {
                          "Change the tenant's quiet hours and default time zone (null removes one; absent keeps it)",
                          access: write, body: WorkflowSchemas.settingsPatch, response: WorkflowSchemas.settings,
                          handler: { g, c in try await g.updateSettings(c) }),
-        ]
+        ] + WorkflowRunRoutes.routes
     }
 
     static let keyPath: [String: TextRule] = ["key": FieldRules.keyRule]
@@ -237,15 +242,18 @@ extension Gateway {
     func deleteWorkflow(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let key = try WorkflowRoutes.key(context)
-        let deleted = try await postgres.withTransaction { tx -> Bool in
+        let (deleted, cancelled) = try await postgres.withTransaction { tx -> (Bool, Int) in
             guard let row = try await tx.query("""
                 UPDATE workflows SET deleted_at = now(), enabled = false, updated_at = now()
                 WHERE tenant_id = $1::uuid AND key = $2 AND deleted_at IS NULL RETURNING current_version
-                """, [tenant, key]).first else { return false }
+                """, [tenant, key]).first else { return (false, 0) }
             try await self.notifyWorkflowChange(tx, tenant: tenant, key: key, change: "deleted",
                                                 version: try row.decode(Int.self, at: 0))
-            return true
+            // In the same transaction: a cancel request in every running run's inbox, due now.
+            let cancelled = try await WorkflowRunStore.requestCancelAll(on: tx, tenantId: tenant, workflowKey: key,
+                                                                        reason: "the workflow was deleted")
+            return (true, cancelled)
         }
-        return .json(["key": .string(key), "deleted": .bool(deleted)])
+        return .json(["key": .string(key), "deleted": .bool(deleted), "runsCancelled": .int(Int64(cancelled))])
     }
 }
