@@ -262,6 +262,46 @@ def workflows(page):
     step("a workflow's problems are shown by path; the valid one saves and its dry run is drawn step by step")
 
 
+def workflow_runs(page):
+    """Runs of the welcome workflow (saved by workflows()): the list with its filters, a run's page, cancel."""
+    started = []
+    for to in ("pro-1", "pro-2"):
+        status, answer = api("POST", "/v1/workflows/welcome/trigger", {"to": to, "data": {"source": "browser"}})
+        check(status == 202, f"trigger for {to}: {status} {answer}")
+        started.append(answer["data"]["runId"])
+    page.goto(f"{URL}/dashboard#/workflows/welcome")
+    page.get_by_test_id("workflow-runs").click()
+    page.wait_for_url("**/dashboard#/workflows/welcome/runs", timeout=TIMEOUT)
+    status, listed = api("GET", "/v1/workflows/welcome/runs")
+    check(status == 200 and len(listed["data"]) == 2, f"runs list: {status} {listed}")
+    rows = page.get_by_test_id("run-row")
+    expect(rows).to_have_count(2, timeout=TIMEOUT)
+    check(rows.first.get_by_test_id("run-id").get_attribute("title") == listed["data"][0]["id"], "the newest run is not first")
+    page.get_by_test_id("runs-filter").locator("[data-value=completed]").click()
+    expect(page.get_by_text("No runs match")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("runs-filter").locator("[data-value=running]").click()
+    expect(rows).to_have_count(2, timeout=TIMEOUT)
+    page.get_by_test_id("runs-subscriber").fill("pro-1")
+    page.get_by_test_id("runs-subscriber-apply").click()
+    expect(rows).to_have_count(1, timeout=TIMEOUT)
+    shot(page, "workflow-runs")
+    rows.first.click()
+    page.wait_for_url(f"**/dashboard#/workflow-runs/{started[0]}", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-state")).to_have_text("running", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-subscriber")).to_have_text("pro-1", timeout=TIMEOUT)
+    status, run = api("GET", f"/v1/workflow-runs/{started[0]}")
+    check(status == 200, f"run: {status} {run}")
+    expect(page.get_by_test_id("run-step")).to_have_count(len(run["data"]["steps"]), timeout=TIMEOUT)
+    page.get_by_test_id("run-cancel").click()
+    page.get_by_test_id("run-cancel").click()
+    expect(page.get_by_test_id("run-cancel-notice")).to_contain_text("Cancel requested", timeout=TIMEOUT)
+    status, again = api("POST", f"/v1/workflow-runs/{started[0]}/cancel")
+    check(status == 202 and again["data"]["cancel"] in ("requested", "already_ended"), f"cancel: {status} {again}")
+    shot(page, "workflow-run")
+    no_xss(page, "workflow-run")
+    step("a workflow's runs are listed newest first and filtered by status and subscriber; a run's page cancels it")
+
+
 def overview(page):
     page.get_by_test_id("nav-overview").click()
     expect(page.get_by_test_id("funnel-24h")).to_be_visible(timeout=TIMEOUT)
@@ -337,6 +377,7 @@ def main():
             messages_list(page)
             subscribers(page)
             workflows(page)
+            workflow_runs(page)
             overview(page)
             keys(browser, page)
             check(not errors, f"the pages logged errors: {errors}")

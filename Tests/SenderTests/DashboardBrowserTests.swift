@@ -33,7 +33,7 @@ struct DashboardBrowserTests {
             #expect(status == 0, "the browser scenarios failed:\n\(browser.output)\ngateway:\n\(stack.gateway.output.suffix(3000))")
             for name in ["signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
                          "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
-                         "workflows", "workflow", "workflow-problems"] {
+                         "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run"] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }
         }

@@ -15,6 +15,8 @@ import * as segment from './pages/segment.js';
 import * as keys from './pages/keys.js';
 import * as workflows from './pages/workflows.js';
 import * as workflow from './pages/workflow.js';
+import * as runs from './pages/runs.js';
+import * as run from './pages/run.js';
 
 const NAV = [
   { path: 'overview', label: 'Overview', icon: icons.overview },
@@ -39,6 +41,8 @@ const ROUTES = [
   [/^segments\/(.+)$/, segment, ['key']],
   [/^workflows$/, workflows],
   [/^workflows\/new$/, workflow, []],
+  [/^workflows\/([^/]+)\/runs$/, runs, ['key']],
+  [/^workflow-runs\/([^/]+)$/, run, ['id']],
   [/^workflows\/(.+)$/, workflow, ['key']],
   [/^keys$/, keys],
 ];

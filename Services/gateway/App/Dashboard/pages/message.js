@@ -54,7 +54,7 @@ export async function render(main, params, ctx) {
   main.append(h('a', { href: '#/messages', class: 'back' }, 'Messages'), header, stats,
     h('div', { class: 'grid-2 wide-left' },
       card('Deliveries', h('div', {}, tabs, deliveries, paging.bar), { class: 'flush' }),
-      h('div', { class: 'stack' }, card('Content', contentBox), card('Target', code(json(message.target))))));
+      h('div', { class: 'stack' }, origin(message), card('Content', contentBox), card('Target', code(json(message.target))))));
   draw();
   await paging.go(0);
 
@@ -69,4 +69,13 @@ export async function render(main, params, ctx) {
     } catch { /* shown on the next navigation */ }
   }, 1500);
   return () => clearInterval(timer);
+}
+
+/** Where a workflow's message came from: the workflow, version, run and send step (nothing for POST /v1/messages). */
+function origin(message) {
+  const w = message.workflow;
+  if (!w) return null;
+  return card('Sent by a workflow', h('div', { class: 'small', 'data-testid': 'message-workflow' },
+    h('a', { href: `#/workflows/${encodeURIComponent(w.workflowKey)}` }, w.workflowKey), ` v${w.version}, step `, h('code', {}, w.step), ' of run ',
+    h('a', { href: `#/workflow-runs/${w.runId}`, 'data-testid': 'message-workflow-run' }, h('code', {}, w.runId.slice(0, 8) + '…'))));
 }

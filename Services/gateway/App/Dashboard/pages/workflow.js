@@ -63,8 +63,9 @@ export async function render(main, params, ctx) {
       await api('DELETE', `/v1/workflows/${encodeURIComponent(workflow.key)}`);
       location.hash = '#/workflows';
     }, { testid: 'workflow-delete' });
+    const runs = button('Runs', () => { location.hash = `#/workflows/${encodeURIComponent(workflow.key)}/runs`; }, { kind: 'ghost', testid: 'workflow-runs' });
     put(header, pageHeader(workflow.key, `triggered by ${workflow.triggerEvent} · version ${workflow.version} · updated ${relative(workflow.updatedAt)}`,
-      h('span', { 'data-testid': 'workflow-state' }, badge(workflow.enabled ? 'enabled' : 'disabled', workflow.enabled ? 'good' : 'muted')), toggle, remove));
+      h('span', { 'data-testid': 'workflow-state' }, badge(workflow.enabled ? 'enabled' : 'disabled', workflow.enabled ? 'good' : 'muted')), runs, toggle, remove));
   };
 
   const versions = h('div');
