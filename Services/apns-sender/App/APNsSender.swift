@@ -62,8 +62,8 @@ public struct APNsSender: Sendable {
         let fanOut = fanOut, sender = sender
         let fanoutService = StreamConsumerService(runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
             configure: { c in
-                c.batchSize = 4
-                c.maxConcurrentHandlers = 2
+                c.batchSize = max(4, configuration.fanoutConcurrency)
+                c.maxConcurrentHandlers = configuration.fanoutConcurrency
                 c.claimIdleTime = configuration.claimIdle
                 c.reclaimInterval = configuration.reclaimInterval
             },

@@ -17,6 +17,7 @@ import Foundation
 /// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
 /// | `BUZZKIT_SENDER_CHUNK_SIZE` | `100` | deliveries per `bk:deliveries` entry (fan-out side) |
 /// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
+/// | `BUZZKIT_FANOUT_CONCURRENCY` | `2` | messages fanned out at once per replica (a one-subscriber message is one short fan-out) |
 /// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
 /// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
 /// | `BUZZKIT_SENDER_STALE_SENDING` | `120s` | a chunk claimed this long and not recorded (its replica died) is sent again by another replica (same `apns-id` and collapse id); longer than a chunk's slowest send (5 attempts of 10 s with backoff: about 60 s) |
@@ -30,6 +31,7 @@ public struct SenderConfiguration: Sendable {
     public var caFile: String?
     public var requestTimeout: Duration
     public var tcpNoDelay: Bool = true
+    public var fanoutConcurrency: Int = 2
     public var retryPolicy: RetryPolicy
     public var concurrency: Int
     public var chunkSize: Int
@@ -85,6 +87,7 @@ public struct SenderConfiguration: Sendable {
         let concurrency = reader.int("BUZZKIT_SENDER_CONCURRENCY", default: 8, range: 1...256)
         let chunk = reader.int("BUZZKIT_SENDER_CHUNK_SIZE", default: 100, range: 1...1000)
         let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
+        let fanoutConcurrency = reader.int("BUZZKIT_FANOUT_CONCURRENCY", default: 2, range: 1...256)
         let claimIdle = reader.duration("BUZZKIT_SENDER_CLAIM_IDLE", default: .seconds(120))
         let reclaim = reader.duration("BUZZKIT_SENDER_RECLAIM_INTERVAL", default: .seconds(15))
         let stale = reader.duration("BUZZKIT_SENDER_STALE_SENDING", default: .seconds(120))
@@ -97,6 +100,7 @@ public struct SenderConfiguration: Sendable {
                   chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
                   sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
         tcpNoDelay = noDelay
+        self.fanoutConcurrency = fanoutConcurrency
     }
 
     func baseURL(_ environment: APNsEnvironment) -> String {
