@@ -9,7 +9,8 @@
 # percentiles, abnormal connection ends the simulator saw, and each replica's stage times.
 # Knobs (defaults = the services' defaults): BK_SENDER_CONCURRENCY (8), BK_SENDER_CHUNK_SIZE (100),
 # BK_FANOUT_PAGE_SIZE (1000), BK_APNS_TCP_NODELAY (true); BK_PUSH_PROFILE=DIR records 6 s of
-# `perf record -a -g` into DIR; BK_PUSH_NO_BUILD=1 reuses the binaries in .build-release-push.
+# `perf record -a -g` into DIR; BK_PUSH_NO_BUILD=1 reuses the binaries in .build-release-push;
+# BK_PUSH_WALDUMP=1 prints the WAL of the send by record type (pg_waldump --stats=record).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -136,7 +137,24 @@ T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliverie
 SENT="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status = 'sent'")"
 PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
 CPU1="$(cpu_snapshot)"
-WAL_BYTES="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn() - '$WAL0'::pg_lsn")"
+WAL1="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
+WAL_BYTES="$("${PSQL[@]}" -c "SELECT '$WAL1'::pg_lsn - '$WAL0'::pg_lsn")"
+if [ -n "${BK_PUSH_WALDUMP:-}" ]; then
+  # Where the WAL went, by record type (e.g. Heap/INSERT, Heap/HOT_UPDATE, Btree/INSERT_LEAF),
+  # with bytes per delivery: the largest ten.
+  bk_as_pg_user "$(bk_pg_bindir)/pg_waldump" --stats=record -p "$WORK/pg/data/pg_wal" -s "$WAL0" -e "$WAL1" 2>/dev/null \
+    | python3 -c '
+import re, sys
+n = int(sys.argv[1])
+rows = []
+for line in sys.stdin:
+    m = re.match(r"(\S+/\S+)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)", line)
+    if m:
+        rows.append((int(m.group(5)), m.group(1), int(m.group(2))))
+for size, kind, count in sorted(rows, reverse=True)[:10]:
+    print("WAL: %s %d records, %.0f bytes per delivery" % (kind, count, size / n))
+' "$DEVICES" >&2 || true
+fi
 python3 - "$CPU0" "$CPU1" "$DEVICES" "$WAL_BYTES" "$(getconf CLK_TCK)" >&2 <<'PY'
 import sys
 a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
