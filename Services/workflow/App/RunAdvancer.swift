@@ -1,0 +1,99 @@
+import BuzzKitCrypto
+import BuzzKitPostgres
+import BuzzKitWire
+import BuzzKitWorkflowRuns
+import BuzzKitWorkflows
+import Foundation
+
+/// Carries the engine's actions out for one run inside the caller's transaction: answers
+/// `askReceipts` and a beginning `waitFor`'s look back at once (more advances), gathers the sends'
+/// message rows, and fails the run on what this server cannot do yet (issue 16's local windows).
+/// The caller commits the final state, its timer and the messages together, then publishes.
+struct RunAdvancer {
+    let tenantId: UUID
+    let runId: UUID
+    let definition: WorkflowDefinition
+    let environment: WorkflowEnvironment
+    let connection: PostgresConnection
+
+    /// What one run's advances produced.
+    struct Result {
+        var state: WorkflowRunState
+        var messages: [WorkflowMessageInsert] = []
+        /// Whether anything changed (nothing to write otherwise, beyond consumed inputs).
+        var changed = false
+        var started = false
+        var timersFired = 0
+        var lateness: [Double] = []
+    }
+
+    /// The code a run fails with when its definition asks for a local window (issue 16).
+    static let localUnsupported = "local_delivery_unsupported"
+
+    /// The message id of a step's send: a name-based UUID of run id, step and purpose, so a step
+    /// executed again (after a crash before its commit) names the same message and the unique
+    /// key on `messages.id` refuses the second.
+    static func messageId(runId: String, step: String, purpose: String) -> String {
+        var bytes = Array(Digest.sha256(Array("buzzkit.workflow:\(runId):\(step):\(purpose)".utf8)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (name-based, SHA-256)
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 9562 variant
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                               bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return uuid.lowercasedText
+    }
+
+    /// Applies `advance` (from start or an input) and everything it leads to.
+    func apply(_ advance: WorkflowAdvance, to result: inout Result) async throws {
+        guard advance.changed else { return }
+        result.changed = true
+        result.state = advance.state
+        var followUps: [WorkflowInput] = []
+        for action in advance.actions {
+            switch action {
+            case .scheduleTimer, .clearTimer, .stopAwaitingEvent, .finished:
+                break  // the state carries the timer, the awaited event and the status
+            case .send(let send):
+                guard let id = UUID(uuidText: send.messageId) else { continue }
+                result.messages.append(WorkflowMessageInsert(
+                    id: id, tenantId: tenantId, subscriberId: send.subscriberId, content: send.contentJSON,
+                    workflowKey: result.state.workflowKey, version: result.state.version, runId: runId, step: send.step))
+            case .askReceipts(_, let messageIds):
+                let receipts = try await WorkflowRunStore.receipts(on: connection, tenantId: tenantId,
+                                                                   subscriberId: result.state.subscriber.id, messageIds: messageIds)
+                followUps.append(.receipts(receipts))
+            case .awaitEvent(let wait):
+                let events = try await WorkflowRunStore.events(on: connection, tenantId: tenantId,
+                                                               subscriberId: result.state.subscriber.id, name: wait.event,
+                                                               since: wait.since)
+                followUps += events.map { .event($0) }
+            case .sendLocalPlan, .askAcknowledgement, .sendCancelPlan:
+                result.state = Self.failed(result.state, code: Self.localUnsupported,
+                                           message: "deliver: \"local\" sends are not supported by this server yet (issue 16); the run stopped before its local window",
+                                           at: environment.now)
+                return
+            }
+        }
+        for input in followUps where result.state.status == .running {
+            let next = WorkflowEngine.advance(result.state, definition: definition, input: input, environment: environment)
+            try await apply(next, to: &result)
+        }
+    }
+
+    /// `state` ended as failed with `code` (its running step interrupted, its timer and wait dropped).
+    static func failed(_ state: WorkflowRunState, code: String, message: String, at now: Date) -> WorkflowRunState {
+        var state = state
+        guard state.status == .running else { return state }
+        state.status = .failed
+        state.failure = WorkflowRunFailure(code: code, message: message)
+        state.endedAt = now
+        state.timer = nil
+        state.awaiting = nil
+        state.receiptsFor = nil
+        for i in state.outcomes.indices where state.outcomes[i].status == .running {
+            state.outcomes[i].status = .interrupted
+            state.outcomes[i].endedAt = now
+            state.outcomes[i].decision = "failed"
+        }
+        return state
+    }
+}

@@ -1,0 +1,196 @@
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
+import BuzzKitWire
+import BuzzKitWorkflowRuns
+import BuzzKitWorkflows
+import Foundation
+
+/// Advances runs that are due: claims up to `claimBatch` rows (`FOR UPDATE SKIP LOCKED`, so
+/// replicas and workers never take the same run), applies each one's inbox and due timer in
+/// the order they arrived, writes the new states with their timers and the sends' message rows,
+/// commits, then puts the messages on `bk:messages` (apns-sender's outbox sweeper re-enqueues any
+/// a crash right after the commit left behind). A crash before the commit rolls everything back:
+/// the run is due again and its sends, with the same message ids, are written once.
+final class RunWorker: Service {
+    let name: String
+    let postgres: PostgresClient
+    let redis: RedisClient
+    let catalog: WorkflowCatalog
+    let configuration: WorkflowConfiguration
+    let metrics: WorkflowMetrics
+    let logger: Logger
+    private let stopped = OneShot<Void>()
+
+    init(number: Int, postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog, configuration: WorkflowConfiguration,
+         metrics: WorkflowMetrics, logger: Logger) {
+        name = "workflow.runs.\(number)"
+        self.postgres = postgres
+        self.redis = redis
+        self.catalog = catalog
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func run() async throws {
+        var backoff = Duration.milliseconds(100)
+        while !stopped.isFulfilled {
+            do {
+                let claimed = try await tick()
+                backoff = .milliseconds(100)
+                if claimed < configuration.claimBatch { await pause(configuration.pollInterval) }
+            } catch {
+                logger.warning("workflow.runs.failed", metadata: ["error": "\(error)"])
+                await pause(backoff)
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    func shutdown() async { stopped.fulfill(()) }
+
+    /// Sleeps `duration`, in steps of at most 250 ms, ending early once `shutdown()` was called.
+    /// (Not a task group raced against `stopped.value`: that wait cannot be cancelled, so the
+    /// group would wait for it to the end.)
+    private func pause(_ duration: Duration) async {
+        await Self.pause(duration, unless: stopped)
+    }
+
+    static func pause(_ duration: Duration, unless stopped: OneShot<Void>) async {
+        let clock = ContinuousClock()
+        let end = clock.now + duration
+        while !stopped.isFulfilled, clock.now < end {
+            try? await Task.sleep(for: min(.milliseconds(250), end - clock.now))
+        }
+    }
+
+    /// One claim: answers how many runs it advanced.
+    func tick() async throws -> Int {
+        let now = configuration.clock.now()
+        var messages: [WorkflowMessageInsert] = []
+        var outcomes: [(started: Bool, ended: String?, timers: Int, lateness: [Double], sends: Int)] = []
+        let claimedCount = try await postgres.withTransaction { tx -> Int in
+            let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
+            var settings: [UUID: WorkflowCatalog.Settings] = [:]
+            for run in claimed {
+                let tenant = run.record.tenantId
+                if settings[tenant] == nil { settings[tenant] = try await catalog.settings(on: tx, tenantId: tenant) }
+                let outcome = try await advance(run, on: tx, now: now, settings: settings[tenant]!)
+                let written = try await Self.write(outcome.messages, on: tx)
+                messages += written
+                outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, written.count))
+            }
+            return claimed.count
+        }
+        for outcome in outcomes {
+            if outcome.started { metrics.runsStarted.increment() }
+            if let ended = outcome.ended { metrics.finished(ended) }
+            metrics.timersDue.increment(by: outcome.timers)
+            for late in outcome.lateness { metrics.wakeupLateness.observe(late) }
+            metrics.sends.increment(by: outcome.sends)
+        }
+        await Self.publish(messages, redis: redis, stream: configuration.messagesStream, logger: logger)
+        return claimedCount
+    }
+
+    struct Outcome {
+        var messages: [WorkflowMessageInsert] = []
+        var started = false
+        var ended: String?
+        var timers = 0
+        var lateness: [Double] = []
+    }
+
+    /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
+    private func advance(_ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
+                         settings: WorkflowCatalog.Settings) async throws -> Outcome {
+        let record = run.record
+        var outcome = Outcome()
+        let lastInput = run.inputs.last?.id
+        guard let definition = try await catalog.definition(on: tx, tenantId: record.tenantId, key: record.workflowKey,
+                                                            version: record.version)
+        else {
+            if let state = record.state {
+                let failed = RunAdvancer.failed(state, code: "definition_missing",
+                                                message: "version \(record.version) of \(record.workflowKey) cannot be read", at: now)
+                try await WorkflowRunStore.save(on: tx, WorkflowRunSave(id: record.id, state: failed, lastInputId: lastInput))
+            } else {
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "definition_missing", now: now)
+            }
+            outcome.ended = "failed"
+            return outcome
+        }
+        let environment = WorkflowEnvironment(now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
+                                              messageId: RunAdvancer.messageId)
+        let advancer = RunAdvancer(tenantId: record.tenantId, runId: record.id, definition: definition,
+                                   environment: environment, connection: tx)
+        var result: RunAdvancer.Result
+        if let state = record.state {
+            result = RunAdvancer.Result(state: state)
+        } else {
+            guard let trigger = record.pendingTrigger,
+                  let subscriber = try await catalog.subscriber(on: tx, tenantId: record.tenantId, id: record.subscriberId)
+            else {
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "subscriber_unknown", now: now)
+                metrics.triggersSkipped.increment()
+                outcome.ended = "failed"
+                return outcome
+            }
+            let start = WorkflowEngine.start(runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
+                                             definition: definition, trigger: trigger, subscriber: subscriber, environment: environment)
+            result = RunAdvancer.Result(state: start.state)
+            try await advancer.apply(start, to: &result)
+            outcome.started = true
+        }
+        // The inbox and the timer, in the order they arrived.
+        enum Input { case inbox(WorkflowRunInboxItem), timer(String, Date) }
+        var inputs: [(Date, Input)] = run.inputs.map { ($0.createdAt, .inbox($0)) }
+        if let token = run.timerToken, let due = record.dueAt, due <= now { inputs.append((due, .timer(token, due))) }
+        inputs.sort { $0.0 < $1.0 }
+        for (_, input) in inputs where result.state.status == .running {
+            let engineInput: WorkflowInput
+            switch input {
+            case .inbox(let item):
+                switch item.kind {
+                case .event(let event): engineInput = .event(event)
+                case .cancel(let reason): engineInput = .cancel(reason: reason)
+                }
+            case .timer(let token, let due):
+                // The timer may have been replaced by an input applied just before.
+                guard result.state.timer?.token == token else { continue }
+                outcome.timers += 1
+                outcome.lateness.append(max(0, now.timeIntervalSince(due)))
+                engineInput = .timerFired(token: token)
+            }
+            let advance = WorkflowEngine.advance(result.state, definition: definition, input: engineInput, environment: environment)
+            try await advancer.apply(advance, to: &result)
+        }
+        // A timer that became due while inputs were applied (e.g. a quiet-hours end in the past)
+        // is picked up by the next claim: the row is due at once.
+        try await WorkflowRunStore.save(on: tx, WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput))
+        if result.state.status != .running { outcome.ended = result.state.status.rawValue }
+        outcome.messages = result.messages
+        return outcome
+    }
+
+    /// Writes the message rows; answers those that were new (a re-executed step's are not).
+    static func write(_ messages: [WorkflowMessageInsert], on tx: PostgresConnection) async throws -> [WorkflowMessageInsert] {
+        var written: [WorkflowMessageInsert] = []
+        for message in messages where try await WorkflowRunStore.insertMessage(on: tx, message) { written.append(message) }
+        return written
+    }
+
+    /// After the commit: the messages on `bk:messages`. A failure is logged only: the rows are
+    /// `queued` and the sender's outbox sweeper re-enqueues them.
+    static func publish(_ messages: [WorkflowMessageInsert], redis: RedisClient, stream: StreamName, logger: Logger) async {
+        for message in messages {
+            do {
+                try await redis.xadd(stream.rawValue, fields: MessageEntry(tenantId: message.tenantId, messageId: message.id).fields)
+            } catch {
+                logger.warning("workflow.send.enqueue.failed", metadata: ["message.id": message.id.lowercasedText, "error": "\(error)"])
+            }
+        }
+    }
+}
