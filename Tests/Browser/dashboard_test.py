@@ -292,14 +292,44 @@ def workflow_runs(page):
     status, run = api("GET", f"/v1/workflow-runs/{started[0]}")
     check(status == 200, f"run: {status} {run}")
     expect(page.get_by_test_id("run-step")).to_have_count(len(run["data"]["steps"]), timeout=TIMEOUT)
+    # The replica starts it: it waits at its first step, due in an hour.
+    expect(page.get_by_test_id("run-step-name")).to_have_text(["pause"], timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-step-status")).to_have_text(["running"], timeout=TIMEOUT)
     page.get_by_test_id("run-cancel").click()
     page.get_by_test_id("run-cancel").click()
     expect(page.get_by_test_id("run-cancel-notice")).to_contain_text("Cancel requested", timeout=TIMEOUT)
-    status, again = api("POST", f"/v1/workflow-runs/{started[0]}/cancel")
-    check(status == 202 and again["data"]["cancel"] in ("requested", "already_ended"), f"cancel: {status} {again}")
+    expect(page.get_by_test_id("run-state")).to_have_text("cancelled", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-step-status")).to_have_text(["interrupted"], timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-cancel-reason")).to_contain_text("cancelled through the API", timeout=TIMEOUT)
+    status, run = api("GET", f"/v1/workflow-runs/{started[0]}")
+    check(status == 200 and run["data"]["status"] == "cancelled", f"not cancelled: {status} {run}")
+    shot(page, "workflow-run-cancelled")
+
+    # A run that sends at once: its page links the message, whose page names the run.
+    greet = {"trigger": {"event": "app.opened"}, "steps": [
+        {"name": "hello", "send": {"title": "Hi {{ subscriber.id }}", "body": "Plan {{ subscriber.attributes.plan }}"}},
+        {"name": "check", "branch": {"if": 'subscriber.attributes.plan == "pro"', "then": [{"name": "done", "exit": {}}]}}]}
+    status, answer = api("PUT", "/v1/workflows/greet", greet)
+    check(status == 201, f"greet: {status} {answer}")
+    status, answer = api("POST", "/v1/workflows/greet/trigger", {"to": "pro-3"})
+    check(status == 202, f"trigger greet: {status} {answer}")
+    run_id = answer["data"]["runId"]
+    page.goto(f"{URL}/dashboard#/workflow-runs/{run_id}")
+    expect(page.get_by_test_id("run-state")).to_have_text("completed", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-step-name")).to_have_text(["hello", "check", "done"], timeout=TIMEOUT)
+    status, run = api("GET", f"/v1/workflow-runs/{run_id}")
+    message_id = run["data"]["steps"][0]["messageIds"][0]
+    expect(page.get_by_test_id("run-step-decision").nth(1)).to_contain_text("then", timeout=TIMEOUT)
     shot(page, "workflow-run")
+    page.get_by_test_id("run-step-message").click()
+    page.wait_for_url(f"**/dashboard#/messages/{message_id}", timeout=TIMEOUT)
+    expect(page.get_by_test_id("message-workflow")).to_contain_text("greet v1, step hello", timeout=TIMEOUT)
+    shot(page, "message-workflow")
+    page.get_by_test_id("message-workflow-run").click()
+    page.wait_for_url(f"**/dashboard#/workflow-runs/{run_id}", timeout=TIMEOUT)
     no_xss(page, "workflow-run")
-    step("a workflow's runs are listed newest first and filtered by status and subscriber; a run's page cancels it")
+    step("a workflow's runs are listed newest first and filtered by status and subscriber; a run's page shows each step, "
+         "cancels a waiting run, links the messages it sent, whose page names the run")
 
 
 def overview(page):

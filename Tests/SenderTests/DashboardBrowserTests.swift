@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The dashboard in a real browser (Debian's Chromium driven by Playwright, `Tests/Browser`)
-/// against the real stack: gateway, ingest, apns-sender and the APNs simulator on the test
+/// against the real stack: gateway, ingest, apns-sender, a workflow replica and the APNs simulator on the test
 /// Postgres and a Redis of the test's own. Seeds subscribers, devices, a topic, events, receipts
 /// and a message whose title is an `<img onerror>`, then runs the browser scenarios; their
 /// screenshots go to `$TEST_OUTPUT_DIR/dashboard` (./deploy/test sets it).
@@ -20,6 +20,7 @@ struct DashboardBrowserTests {
         try await withPushStack { stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             _ = try await stack.startIngest()
+            _ = try await stack.startWorkflow(clock: WorkflowClockFile())
             try await seed(stack)
             let output = (ProcessInfo.processInfo.environment["TEST_OUTPUT_DIR"]
                           ?? FileManager.default.temporaryDirectory.path) + "/dashboard"
@@ -33,7 +34,7 @@ struct DashboardBrowserTests {
             #expect(status == 0, "the browser scenarios failed:\n\(browser.output)\ngateway:\n\(stack.gateway.output.suffix(3000))")
             for name in ["signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
                          "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
-                         "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run"] {
+                         "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled"] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }
         }

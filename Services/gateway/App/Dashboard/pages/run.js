@@ -30,7 +30,7 @@ function outcomeItem(outcome) {
         h('span', { 'data-testid': 'run-step-status' }, badge(outcome.status, STEP_TONE[outcome.status]))),
       outcome.decision || outcome.reason ? h('div', { class: 'small', 'data-testid': 'run-step-decision' },
         outcome.decision ? badge(outcome.decision, DECISION_TONE[outcome.decision]) : null,
-        outcome.reason ? ` ${outcome.reason}` : '') : null,
+        outcome.reason && outcome.reason !== outcome.decision ? ` ${outcome.reason}` : '') : null,
       times(outcome),
       outcome.messageIds?.length ? h('div', { class: 'small' }, 'sent ',
         outcome.messageIds.map((id, i) => [i ? ', ' : null,
@@ -61,7 +61,8 @@ export async function render(main, params, ctx) {
         h('a', { href: `#/subscribers/${encodeURIComponent(run.subscriberId)}`, 'data-testid': 'run-subscriber' }, run.subscriberId)),
       h('span', { 'data-testid': 'run-state' }, runBadge(run.status)), cancel));
     if (run.failure) header.append(h('div', { class: 'notice notice-bad', 'data-testid': 'run-failure' }, `${run.failure.code}: ${run.failure.message}`));
-    if (run.cancelReason) header.append(h('div', { class: 'notice' }, `Cancelled: ${run.cancelReason}`));
+    if (run.cancelReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-cancel-reason' }, `Cancelled: ${run.cancelReason}`));
+    if (run.status !== 'running') put(notice); // the request's notice is answered by the run's end
     put(stats,
       stat('Started', run.startedAt ? relative(run.startedAt) : 'about to start', dateTime(run.startedAt || run.createdAt), 'run-started'),
       stat('At step', run.current || '—', run.dueAt ? `due ${dateTime(run.dueAt)}` : null, 'run-current'),
