@@ -4,10 +4,11 @@ import BuzzKitWire
 import Foundation
 import Synchronization
 import Testing
+import BuzzKitTestSupport
 
 /// `send(batch:)` and `sendWithRetries(batch:)` against the simulator: one submission for a whole
 /// chunk, with the same results, headers and retries as one request at a time.
-@Suite("APNs client batches against the simulator")
+@Suite("APNs client batches against the simulator", .requiresTestStack)
 struct APNsBatchTests {
     static let topic = "com.example.gym"
 

@@ -5,9 +5,10 @@ import BuzzKitWire
 import Foundation
 import Synchronization
 import Testing
+import BuzzKitTestSupport
 
 /// The transport against a real `apns-sim` (HTTP/2 over TLS, JWT checked), one simulator per test.
-@Suite("APNs client against the simulator")
+@Suite("APNs client against the simulator", .requiresTestStack)
 struct APNsSimulatorTests {
     static let topic = "com.example.gym"
 

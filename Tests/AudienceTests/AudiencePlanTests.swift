@@ -10,7 +10,7 @@ import Testing
 /// The three-way suite checks the results; this checks the settings still rule out the others
 /// (on the fixtures' small tables the planner would otherwise hash or loop). Which of the merge
 /// plans the planner picks depends on table sizes: bench/audience.sh saves the real plans.
-@Suite("Audience: plans under AudienceQuery.settings")
+@Suite("Audience: plans under AudienceQuery.settings", .requiresPostgres)
 struct AudiencePlanTests {
     static let shapes = [
         #"count("app.opened", within: "30d") >= 3"#,

@@ -143,7 +143,7 @@ let threeWayCases: [ThreeWayCase] = [
         return n >= 1 && n <= 2 && r.hasDevice() },
 ]
 
-@Suite("Audience: evaluator, compiled SQL and reference agree")
+@Suite("Audience: evaluator, compiled SQL and reference agree", .requiresPostgres)
 struct AudienceThreeWayTests {
     @Test(arguments: threeWayCases)
     func agree(_ testCase: ThreeWayCase) async throws {

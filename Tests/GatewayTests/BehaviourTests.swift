@@ -5,7 +5,7 @@ import Foundation
 import GatewayApp
 import Testing
 
-@Suite("Gateway shared behaviour")
+@Suite("Gateway shared behaviour", .requiresTestStack)
 struct BehaviourTests {
     @Test func idempotentReplayAndConflict() async throws {
         try await withGateway { h in

@@ -6,7 +6,7 @@ import Testing
 
 /// The routes the dashboard added to the public API: the calling key, the message list, subscriber
 /// search and topics, the payload preview and the overview's aggregates.
-@Suite("Dashboard API routes")
+@Suite("Dashboard API routes", .requiresTestStack)
 struct DashboardAPITests {
     @Test func theCallingKeyDescribesItself() async throws {
         try await withGateway { h in

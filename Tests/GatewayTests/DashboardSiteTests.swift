@@ -9,7 +9,7 @@ import Testing
 /// The dashboard's static files as the gateway serves them: content types, caching, HEAD,
 /// security headers, no way out of the folder, and pages that load nothing from another host and
 /// put no data into markup.
-@Suite("Dashboard static files")
+@Suite("Dashboard static files", .requiresTestStack)
 struct DashboardSiteTests {
     func get(_ h: GatewayHarness, _ path: String, method: HTTPMethod = .GET,
              headers: [String: String] = [:]) async throws -> HTTPClientResponse {

@@ -9,7 +9,7 @@ import Testing
 
 /// `POST /v1/events` through the real gateway, consumed by the real ingest service into Postgres,
 /// read back through `GET /v1/subscribers/{id}/events`.
-@Suite("Events end to end")
+@Suite("Events end to end", .requiresTestStack)
 struct EventsEndToEndTests {
     /// Runs the ingest service on the harness's schema and ingest stream while `body` runs.
     func withIngest(_ h: GatewayHarness, _ body: () async throws -> Void) async throws {

@@ -7,7 +7,7 @@ import Testing
 /// Requests whose key, rate-limit tokens and tenant are cached are decided on the network thread
 /// (the hot subscriber routes then join their batch without a task): the answers must be the same
 /// as the full pipeline's, headers included.
-@Suite("Gateway cached fast path")
+@Suite("Gateway cached fast path", .requiresTestStack)
 struct FastPathTests {
     /// Tokens leased from Redis several at a time are spent locally: the hot routes still carry
     /// the RateLimit-* headers, `Remaining` counts down to 0, and the burst still ends in a 429.

@@ -6,7 +6,7 @@ import GatewayApp
 import Testing
 
 /// Installation tokens: a client key acts only for its own installation's identities.
-@Suite("Gateway installations (client keys)")
+@Suite("Gateway installations (client keys)", .requiresTestStack)
 struct InstallationTests {
     /// A request on a client-key route, made for `identity` (the subscriber id in the path, the
     /// events' identity, identify's anonymous id).

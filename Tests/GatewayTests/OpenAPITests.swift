@@ -4,7 +4,7 @@ import Foundation
 import GatewayApp
 import Testing
 
-@Suite("Gateway OpenAPI document")
+@Suite("Gateway OpenAPI document", .requiresTestStack)
 struct OpenAPITests {
     @Test func theDocumentListsExactlyTheRoutesAndEveryOneIsServed() async throws {
         try await withGateway { h in

@@ -26,7 +26,7 @@ import Testing
 ///
 /// Two runs: a workspace key naming the tenant in `BuzzKit-Tenant` (every route), and a tenant
 /// key, for which the generated `BuzzKit-Tenant` values (malformed ones included) must be refused.
-@Suite("Gateway API document, checked by schemathesis", .serialized)
+@Suite("Gateway API document, checked by schemathesis", .serialized, .requiresTestStack)
 struct SchemathesisTests {
     static let seed = "20261202"
     @Test func theRealGatewayDoesWhatItsDocumentSays() async throws {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Saved segments and the audience preview through the gateway.
-@Suite("Segments")
+@Suite("Segments", .requiresTestStack)
 struct SegmentRoutesTests {
     @Test func saveCountListPreviewAndDelete() async throws {
         try await withGateway { h in

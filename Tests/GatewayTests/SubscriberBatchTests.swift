@@ -6,7 +6,7 @@ import Testing
 
 /// `GET` and `PUT /v1/subscribers/{id}` are batched across concurrent requests; every request must
 /// still get exactly its own answer.
-@Suite("Gateway subscriber batching")
+@Suite("Gateway subscriber batching", .requiresTestStack)
 struct SubscriberBatchTests {
     /// 10 subscribers written 6 times each, all at once: no write is lost (each adds its own
     /// attribute), exactly one of each id's writes is the 201 that created it, and concurrent

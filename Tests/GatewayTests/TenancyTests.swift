@@ -4,7 +4,7 @@ import Foundation
 import GatewayApp
 import Testing
 
-@Suite("Gateway tenancy and keys")
+@Suite("Gateway tenancy and keys", .requiresTestStack)
 struct TenancyTests {
     /// Tenant B's data, written with B's key; A's key then calls every tenant route aimed at it.
     @Test func aTenantKeyNeverReachesAnotherTenantsData() async throws {

@@ -34,7 +34,7 @@ private let invalidDefinitions: [(String, String, String, String)] = [
     ("local send not after a waitUntil", #"{"trigger": {"event": "a"}, "steps": [{"name": "s", "send": {"deliver": "local", "title": "a"}}]}"#, "steps[0].send.deliver", "directly after a waitUntil"),
 ]
 
-@Suite("Workflow definitions through the gateway")
+@Suite("Workflow definitions through the gateway", .requiresTestStack)
 struct WorkflowRoutesTests {
     @Test func versionsEnableDisableAndDelete() async throws {
         try await withGateway { h in

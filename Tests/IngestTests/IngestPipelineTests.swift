@@ -8,7 +8,7 @@ import BuzzKitTestSupport
 import IngestApp
 
 /// End to end through `EventIntake` -> `bk:ingest` -> ingest consumers -> Postgres / `bk:events`.
-@Suite struct IngestPipelineTests {
+@Suite(.requiresTestStack) struct IngestPipelineTests {
     @Test func batchOf100IsStoredAndReadable() async throws {
         let harness = try await IngestHarness.start()
         let tenant = UUID()

@@ -72,7 +72,7 @@ final class AcceptedLog: Sendable {
 }
 
 /// Redis restarting while batches arrive loses nothing the producer reported as accepted (the 202).
-@Suite struct IngestRedisRestartTests {
+@Suite(.requiresTestStack) struct IngestRedisRestartTests {
     @Test func redisRestartLosesNothingAccepted() async throws {
         let server = try await PersistentRedis.start()
         var configuration = try RedisConfiguration(url: server.url)

@@ -5,7 +5,7 @@ import BuzzKitPostgres
 import BuzzKitMigrations
 import BuzzKitTestSupport
 
-@Suite("Migrator")
+@Suite("Migrator", .requiresPostgres)
 struct MigratorTests {
     /// A fresh folder holding `files` (name -> SQL).
     static func directory(_ files: [String: String]) throws -> URL {

@@ -29,7 +29,7 @@ private final class FinishingWork: Service {
     func shutdown() async { stopRequested.fulfill(()) }
 }
 
-@Suite("PostgresClient as a service")
+@Suite("PostgresClient as a service", .requiresPostgres)
 struct PostgresClientServiceTests {
     /// The pool is a member of the group, listed first: a part still working after shutdown was
     /// asked keeps it open until that part's `run()` returned; then the pool closes.

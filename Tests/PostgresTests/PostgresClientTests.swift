@@ -4,7 +4,7 @@ import BuzzKitWire
 import BuzzKitPostgres
 import BuzzKitTestSupport
 
-@Suite("PostgresClient against the server")
+@Suite("PostgresClient against the server", .requiresPostgres)
 struct PostgresClientTests {
     @Test func failingStatementsReportSQLState() async throws {
         try await withClient(schema: TestEnvironment.uniqueName("errors")) { (client: PostgresClient) async throws in

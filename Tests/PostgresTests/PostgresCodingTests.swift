@@ -4,7 +4,7 @@ import BuzzKitWire
 import BuzzKitPostgres
 import BuzzKitTestSupport
 
-@Suite("Postgres type coding against the server")
+@Suite("Postgres type coding against the server", .requiresPostgres)
 struct PostgresCodingTests {
     /// `SELECT $1::type` with the value, then with NULL, both decoded back.
     func roundTrip<T: PostgresEncodable & PostgresDecodable & Equatable>(

@@ -5,7 +5,7 @@ import BuzzKitPostgres
 import BuzzKitTestSupport
 
 /// Restarts a cluster of its own (never the shared one), so other suites are unaffected.
-@Suite("Postgres server restart", .serialized)
+@Suite("Postgres server restart", .serialized, .requiresTestStack)
 struct PostgresRestartTests {
     @Test func queryAfterServerRestartSucceeds() async throws {
         let server = try await ThrowawayPostgres.start()

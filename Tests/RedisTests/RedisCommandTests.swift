@@ -2,7 +2,7 @@ import Testing
 import BuzzKitRedis
 import BuzzKitTestSupport
 
-@Suite struct RedisCommandTests {
+@Suite(.requiresRedis) struct RedisCommandTests {
     let client: RedisClient
     let prefix = TestEnvironment.uniqueName("cmd")
 

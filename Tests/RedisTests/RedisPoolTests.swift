@@ -5,7 +5,7 @@ import Testing
 
 /// `RedisClient`'s pool is the generic `ConnectionPool`: a task waiting for a connection honours
 /// cancellation, and the pool goes on serving afterwards.
-@Suite struct RedisPoolTests {
+@Suite(.requiresRedis) struct RedisPoolTests {
     @Test func aCancelledWaiterLeavesTheQueueAndALaterCommandStillSucceeds() async throws {
         let client = try RedisTestSupport.client(poolSize: 1)
         let key = TestEnvironment.uniqueName("pool")

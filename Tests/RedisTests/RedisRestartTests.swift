@@ -41,21 +41,20 @@ import BuzzKitTestSupport
         let consumer = StreamConsumer(client: client, configuration: configuration, logger: .silent()) { entry in
             seen.record(entry.id)
         }
-        let running = Task { await consumer.run() }
-        try await client.xadd("s", fields: [("n", "1")])
-        #expect(await RedisTestSupport.eventually { seen.snapshot.count == 1 })
+        try await withRunning(consumer) {
+            try await client.xadd("s", fields: [("n", "1")])
+            #expect(await RedisTestSupport.eventually { seen.snapshot.count == 1 })
 
-        try server.restart()  // stream and group are gone (no persistence)
+            try server.restart()  // stream and group are gone (no persistence)
 
-        // Producing may fail once on the dead pooled socket; keep trying like a service would.
-        var produced = false
-        for _ in 0..<5 where !produced {
-            produced = (try? await client.xadd("s", fields: [("n", "2")])) != nil
+            // Producing may fail once on the dead pooled socket; keep trying like a service would.
+            var produced = false
+            for _ in 0..<5 where !produced {
+                produced = (try? await client.xadd("s", fields: [("n", "2")])) != nil
+            }
+            #expect(produced)
+            #expect(await RedisTestSupport.eventually { seen.snapshot.count == 2 })
         }
-        #expect(produced)
-        #expect(await RedisTestSupport.eventually { seen.snapshot.count == 2 })
-        consumer.stop()
-        await running.value
         #expect(consumer.statistics.redisErrors >= 1)
         server.stop()
     }

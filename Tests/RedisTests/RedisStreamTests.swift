@@ -2,7 +2,7 @@ import Testing
 import BuzzKitRedis
 import BuzzKitTestSupport
 
-@Suite struct RedisStreamTests {
+@Suite(.requiresRedis) struct RedisStreamTests {
     let client: RedisClient
     let stream = TestEnvironment.uniqueName("stream")
 
@@ -68,7 +68,7 @@ struct ForwardingRunner: RedisCommandRunner {
     }
 }
 
-@Suite struct RedisStreamGenericRunnerTests {
+@Suite(.requiresRedis) struct RedisStreamGenericRunnerTests {
     @Test func streamHelpersWorkOnAnyRunner() async throws {
         let client = try RedisTestSupport.client()
         let runner = ForwardingRunner(client: client)

@@ -5,7 +5,7 @@ import BuzzKitTestSupport
 
 /// The consumer reads the next batch while the current one's handlers run: these pin down what
 /// that may and may not change about acking.
-@Suite struct StreamConsumerReadAheadTests {
+@Suite(.requiresRedis) struct StreamConsumerReadAheadTests {
     let client: RedisClient
     let stream = TestEnvironment.uniqueName("readahead")
 
@@ -30,10 +30,9 @@ import BuzzKitTestSupport
             seen.record(entry.id)
             if failing.contains(entry.id) { throw Poison() }
         }
-        let running = Task { await consumer.run() }
-        let done = await RedisTestSupport.eventually { consumer.statistics.processed + consumer.statistics.failed == 200 }
-        consumer.stop()
-        await running.value
+        let done = try await withRunning(consumer) {
+            await RedisTestSupport.eventually { consumer.statistics.processed + consumer.statistics.failed == 200 }
+        }
 
         #expect(done)
         #expect(seen.snapshot.count == 200)
@@ -57,15 +56,16 @@ import BuzzKitTestSupport
             while entry.id <= ids[4] && !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
             seen.record(entry.id)
         }
-        let running = Task { await consumer.run() }
-        // All 10 delivered to "s" while the first 5 are still in their handlers: read-ahead happened.
-        let readAhead = await RedisTestSupport.eventually {
-            (try? await client.pending(stream, group: "workers", count: 20, consumer: "s").count) == 10
+        let readAhead = try await withRunning(consumer) {
+            // All 10 delivered to "s" while the first 5 are still in their handlers: read-ahead happened.
+            let readAhead = await RedisTestSupport.eventually {
+                (try? await client.pending(stream, group: "workers", count: 20, consumer: "s").count) == 10
+            }
+            #expect(seen.snapshot.isEmpty)
+            consumer.stop()
+            release.withLock { $0 = true }
+            return readAhead
         }
-        #expect(seen.snapshot.isEmpty)
-        consumer.stop()
-        release.withLock { $0 = true }
-        await running.value
 
         #expect(readAhead)
         #expect(Set(seen.snapshot.keys) == Set(ids))
@@ -86,10 +86,9 @@ import BuzzKitTestSupport
             }
             return failures
         }
-        let running = Task { await consumer.run() }
-        let done = await RedisTestSupport.eventually { consumer.statistics.processed + consumer.statistics.failed == 100 }
-        consumer.stop()
-        await running.value
+        let done = try await withRunning(consumer) {
+            await RedisTestSupport.eventually { consumer.statistics.processed + consumer.statistics.failed == 100 }
+        }
         #expect(done)
         #expect(seen.snapshot.count == 100 && seen.snapshot.values.allSatisfy { $0 == 1 })
         #expect(Set(try await client.pending(stream, group: "workers", count: 200).map(\.id)) == failing)

@@ -14,7 +14,7 @@ struct Poison: Error, CustomStringConvertible {
     var description: String { "poison entry cannot be handled" }
 }
 
-@Suite struct StreamConsumerTests {
+@Suite(.requiresRedis) struct StreamConsumerTests {
     let client: RedisClient
     let stream = TestEnvironment.uniqueName("consumer")
 
@@ -41,12 +41,12 @@ struct Poison: Error, CustomStringConvertible {
         let consumer = StreamConsumer(client: client, configuration: fastConfiguration("b"), logger: .silent()) { entry in
             seen.record(entry.id)
         }
-        let running = Task { await consumer.run() }
-        let done = await RedisTestSupport.eventually { seen.snapshot.count == ids.count }
-        // Let a few more reclaim rounds pass: nothing may be processed twice.
-        try await Task.sleep(for: .milliseconds(400))
-        consumer.stop()
-        await running.value
+        let done = try await withRunning(consumer) {
+            let done = await RedisTestSupport.eventually { seen.snapshot.count == ids.count }
+            // Let a few more reclaim rounds pass: nothing may be processed twice.
+            try await Task.sleep(for: .milliseconds(400))
+            return done
+        }
 
         #expect(done)
         #expect(Set(seen.snapshot.keys) == Set(ids))
@@ -66,12 +66,11 @@ struct Poison: Error, CustomStringConvertible {
             seen.record(entry.id)
             if entry.id == poisonID { throw Poison() }
         }
-        let running = Task { await consumer.run() }
-        let done = await RedisTestSupport.eventually {
-            (try? await client.xlen(configuration.deadLetterStream)) == 1
+        let done = try await withRunning(consumer) {
+            await RedisTestSupport.eventually {
+                (try? await client.xlen(configuration.deadLetterStream)) == 1
+            }
         }
-        consumer.stop()
-        await running.value
 
         #expect(done)
         let attempts = seen.snapshot
@@ -101,12 +100,11 @@ struct Poison: Error, CustomStringConvertible {
             seen.record(entry.id)
             throw Poison()
         }
-        let running = Task { await consumer.run() }
-        let recorded = await RedisTestSupport.eventually {
-            (try? await client.hget(configuration.errorsKey, field: id.description)) != nil
+        let recorded = try await withRunning(consumer) {
+            await RedisTestSupport.eventually {
+                (try? await client.hget(configuration.errorsKey, field: id.description)) != nil
+            }
         }
-        consumer.stop()
-        await running.value
         #expect(recorded)
         #expect(try await client.hget(configuration.errorsKey, field: id.description) == Array("poison entry cannot be handled".utf8))
         let pending = try await client.pending(stream, group: "workers", count: 10)
@@ -123,10 +121,9 @@ struct Poison: Error, CustomStringConvertible {
             try await Task.sleep(for: .milliseconds(500))
             finished.withLock { $0 = true }
         }
-        let running = Task { await consumer.run() }
-        for await _ in started { break }
-        consumer.stop()
-        await running.value
+        try await withRunning(consumer) {
+            for await _ in started { break }
+        }
         #expect(finished.withLock { $0 })
         #expect(try await client.pending(stream, group: "workers", count: 10).isEmpty)
         #expect(consumer.statistics.processed == 1)
@@ -152,14 +149,12 @@ struct Poison: Error, CustomStringConvertible {
         }
         let first = StreamConsumer(client: client, configuration: configuration("a"), logger: .silent(), handler: handler)
         let second = StreamConsumer(client: client, configuration: configuration("b"), logger: .silent(), handler: handler)
-        let running = [Task { await first.run() }, Task { await second.run() }]
-        let done = try await RedisTestSupport.eventually {
-            guard seen.snapshot.count == ids.count else { return false }
-            return try await client.pending(stream, group: "workers", count: 10).isEmpty
+        let done = try await withRunning(first, second) {
+            try await RedisTestSupport.eventually {
+                guard seen.snapshot.count == ids.count else { return false }
+                return try await client.pending(stream, group: "workers", count: 10).isEmpty
+            }
         }
-        first.stop()
-        second.stop()
-        for task in running { await task.value }
         #expect(done)
         #expect(seen.snapshot.values.allSatisfy { $0 == 1 }, "\(seen.snapshot)")
         #expect(first.statistics.reclaimed + second.statistics.reclaimed == 0)
@@ -179,10 +174,9 @@ struct Poison: Error, CustomStringConvertible {
             }
             return failures
         }
-        let running = Task { await consumer.run() }
-        let done = await RedisTestSupport.eventually { seen.snapshot.count == 10 }
-        consumer.stop()
-        await running.value
+        let done = try await withRunning(consumer) {
+            await RedisTestSupport.eventually { seen.snapshot.count == 10 }
+        }
         #expect(done)
         #expect(try await client.pending(stream, group: "workers", count: 10).map(\.id) == [ids[0]])
     }

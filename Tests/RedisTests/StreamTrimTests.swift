@@ -3,7 +3,7 @@ import BuzzKitRedis
 import BuzzKitTestSupport
 
 /// `trimAcknowledged` drops only what every consumer group has acknowledged.
-@Suite struct StreamTrimTests {
+@Suite(.requiresRedis) struct StreamTrimTests {
     let client: RedisClient
     let stream = TestEnvironment.uniqueName("trim")
 

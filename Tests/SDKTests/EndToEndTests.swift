@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// The SDK core against the real gateway and ingest processes (one stack per test).
-@Suite("SDK end to end", .serialized)
+@Suite("SDK end to end", .serialized, .requiresTestStack)
 struct EndToEndTests {
     func withStack(_ body: (ServerStack) async throws -> Void) async throws {
         let stack = try await ServerStack()

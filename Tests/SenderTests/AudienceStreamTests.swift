@@ -7,7 +7,7 @@ import Testing
 /// (`AudienceCursor`): with pages of 3 subscribers and chunks of 4 deliveries, a behaviour
 /// expression (events, including ones stored under an aliased anonymous id) reaches exactly the
 /// matching devices, once each, and the message records the audience it streamed.
-@Suite("audience streaming into the fan-out", .serialized)
+@Suite("audience streaming into the fan-out", .serialized, .requiresTestStack)
 struct AudienceStreamTests {
     @Test("a did/count audience streamed in many cursor pages reaches each matching device once")
     func streamedInPages() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// Postgres and a Redis of the test's own. Seeds subscribers, devices, a topic, events, receipts
 /// and a message whose title is an `<img onerror>`, then runs the browser scenarios; their
 /// screenshots go to `$TEST_OUTPUT_DIR/dashboard` (./deploy/test sets it).
-@Suite("dashboard in a browser", .serialized)
+@Suite("dashboard in a browser", .serialized, .requiresTestStack)
 struct DashboardBrowserTests {
     static let xss = "<img src=x onerror=alert(1)>"
 

@@ -6,7 +6,7 @@ import Testing
 /// What the device receives parses into the `PushPayload` the SDK routes: sent through
 /// `POST /v1/messages`, delivered by apns-sender, read back from the simulator as a device would
 /// get it (`userInfo`), parsed with the same wire type the SDK uses.
-@Suite("payload round trip to the SDK", .serialized)
+@Suite("payload round trip to the SDK", .serialized, .requiresTestStack)
 struct PayloadRoundTripTests {
     @Test func aSentMessageParsesIntoTheSDKsPushPayload() async throws {
         try await withPushStack { stack in

@@ -5,7 +5,7 @@ import Testing
 
 /// Push end to end: gateway -> Postgres + bk:messages -> apns-sender fan-out -> bk:deliveries ->
 /// apns-sender -> APNs simulator, and the ledger read back through the gateway.
-@Suite("push end to end", .serialized)
+@Suite("push end to end", .serialized, .requiresTestStack)
 struct PushEndToEndTests {
     @Test("one subscriber with two devices: both receive it, with the right headers and payload, and the ledger has the exact bytes")
     func subscriberWithTwoDevices() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Receipts: the devices' `$notification.*` events, through the gateway and the ingest service,
 /// joined to the message the server sent.
-@Suite("receipts joined to the ledger", .serialized)
+@Suite("receipts joined to the ledger", .serialized, .requiresTestStack)
 struct ReceiptTests {
     func receipt(_ name: String, id: String, messageId: String, extra: [String: JSONValue] = [:]) -> JSONValue {
         var data: [String: JSONValue] = ["messageId": .string(messageId)]

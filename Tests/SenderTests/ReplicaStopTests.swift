@@ -9,7 +9,7 @@ import Testing
 /// it had claimed (maybe sent) under the same apns-id and collapse id: every device receives it,
 /// a device that received it twice got the same notification twice (APNs shows it once), and
 /// every delivery ends `sent` (never failed / sender_lost).
-@Suite("replica stopped mid-send")
+@Suite("replica stopped mid-send", .requiresTestStack)
 struct ReplicaStopTests {
     @Test("stopping one of two replicas mid-send: the other finishes, no device receives the message twice",
           arguments: [SIGKILL, SIGTERM])

@@ -14,7 +14,7 @@ import Testing
 /// which rows are taken and what the ledger says), the lost attempt first as unknown; a recorded
 /// delivery and a chunk still within its time are left alone, and a stale claim row whose
 /// deliveries all ended is deleted. Never `sender_lost`.
-@Suite("stale delivery claims")
+@Suite("stale delivery claims", .requiresTestStack)
 struct StaleClaimSweepTests {
     @Test func staleClaimIsTakenOverAndSentAgain() async throws {
         let schema = TestEnvironment.uniqueName("claims")

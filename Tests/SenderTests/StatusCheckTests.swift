@@ -7,7 +7,7 @@ import Testing
 /// `MessageStatus` and `DeliveryStatus` are the SQL `CHECK` lists of `messages.status` and
 /// `deliveries.status`, as the migrated database holds them (read from `pg_constraint`, so a
 /// later migration that changes a list must change the enum too, and the other way round).
-@Suite("Statuses: the enums are the CHECK lists")
+@Suite("Statuses: the enums are the CHECK lists", .requiresTestStack)
 struct StatusCheckTests {
     @Test func messageAndDeliveryStatusesEqualTheirCheckConstraints() async throws {
         let schema = TestEnvironment.uniqueName("statuses")

@@ -1,5 +1,6 @@
 import BuzzKitCore
 import BuzzKitHTTPClient
+import BuzzKitTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -19,24 +20,26 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let response = try await client.execute(HTTPClientRequest(
+                url: "\(base)/some/path?x=1", headers: ["X-Test": "abc", "X-Empty": ""]))
 
-        let response = try await client.execute(HTTPClientRequest(
-            url: "\(base)/some/path?x=1", headers: ["X-Test": "abc", "X-Empty": ""]))
-
-        #expect(response.status == 200)
-        #expect(response.httpVersion == .http1_1)
-        #expect(response.headers["content-type"] == "application/json")
-        #expect(response.headers["CONTENT-TYPE"] == "application/json")
-        #expect(response.headers.values(for: "x-multi") == ["one", "two"])
-        #expect(response.newConnections == 1)
-        let echo = try Echo.decode(response.body)
-        #expect(echo.method == "GET")
-        #expect(echo.path == "/some/path?x=1")
-        #expect(echo.header("x-test") == "abc")
-        #expect(echo.header("x-empty") == "")
-        #expect(echo.header("expect") == nil)
-        #expect(echo.bodyLength == 0)
+            #expect(response.status == 200)
+            #expect(response.httpVersion == .http1_1)
+            #expect(response.headers["content-type"] == "application/json")
+            #expect(response.headers["CONTENT-TYPE"] == "application/json")
+            #expect(response.headers.values(for: "x-multi") == ["one", "two"])
+            #expect(response.newConnections == 1)
+            let echo = try Echo.decode(response.body)
+            #expect(echo.method == "GET")
+            #expect(echo.path == "/some/path?x=1")
+            #expect(echo.header("x-test") == "abc")
+            #expect(echo.header("x-empty") == "")
+            #expect(echo.header("expect") == nil)
+            #expect(echo.bodyLength == 0)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test(arguments: ["POST", "PUT", "PATCH", "DELETE"])
@@ -45,21 +48,24 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
-        // Larger than 1 kB so curl would use `Expect: 100-continue` if the client did not stop it.
-        let text = "{\"hello\":\"world\"}" + String(repeating: "x", count: 4000)
+        try await withCleanup {
+            // Larger than 1 kB so curl would use `Expect: 100-continue` if the client did not stop it.
+            let text = "{\"hello\":\"world\"}" + String(repeating: "x", count: 4000)
 
-        let response = try await client.execute(HTTPClientRequest(
-            method: HTTPMethod(rawValue: method), url: "\(base)/echo",
-            headers: ["Content-Type": "application/json"], body: Array(text.utf8)))
+            let response = try await client.execute(HTTPClientRequest(
+                method: HTTPMethod(rawValue: method), url: "\(base)/echo",
+                headers: ["Content-Type": "application/json"], body: Array(text.utf8)))
 
-        #expect(response.status == 200)
-        let echo = try Echo.decode(response.body)
-        #expect(echo.method == method)
-        #expect(echo.body == text)
-        #expect(echo.bodyLength == text.utf8.count)
-        #expect(echo.header("content-type") == "application/json")
-        #expect(echo.header("expect") == nil)
+            #expect(response.status == 200)
+            let echo = try Echo.decode(response.body)
+            #expect(echo.method == method)
+            #expect(echo.body == text)
+            #expect(echo.bodyLength == text.utf8.count)
+            #expect(echo.header("content-type") == "application/json")
+            #expect(echo.header("expect") == nil)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func binaryBodyIsSentExactlyAndNoDefaultContentType() async throws {
@@ -67,18 +73,21 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
-        let body: [UInt8] = [0, 1, 2, 0, 255, 0]
+        try await withCleanup {
+            let body: [UInt8] = [0, 1, 2, 0, 255, 0]
 
-        let response = try await client.execute(HTTPClientRequest(method: .POST, url: "\(base)/bin", body: body))
-        let empty = try await client.execute(HTTPClientRequest(method: .PUT, url: "\(base)/empty"))
+            let response = try await client.execute(HTTPClientRequest(method: .POST, url: "\(base)/bin", body: body))
+            let empty = try await client.execute(HTTPClientRequest(method: .PUT, url: "\(base)/empty"))
 
-        let echo = try Echo.decode(response.body)
-        #expect(echo.bodyLength == body.count)
-        #expect(echo.header("content-type") == nil)
-        let emptyEcho = try Echo.decode(empty.body)
-        #expect(emptyEcho.method == "PUT")
-        #expect(emptyEcho.header("content-length") == "0")
+            let echo = try Echo.decode(response.body)
+            #expect(echo.bodyLength == body.count)
+            #expect(echo.header("content-type") == nil)
+            let emptyEcho = try Echo.decode(empty.body)
+            #expect(emptyEcho.method == "PUT")
+            #expect(emptyEcho.header("content-length") == "0")
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func headHasHeadersButNoBody() async throws {
@@ -86,13 +95,15 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let response = try await client.execute(HTTPClientRequest(method: .HEAD, url: "\(base)/head"))
 
-        let response = try await client.execute(HTTPClientRequest(method: .HEAD, url: "\(base)/head"))
-
-        #expect(response.status == 200)
-        #expect(response.body.isEmpty)
-        #expect(Int(response.headers["content-length"] ?? "") ?? 0 > 0)
+            #expect(response.status == 200)
+            #expect(response.body.isEmpty)
+            #expect(Int(response.headers["content-length"] ?? "") ?? 0 > 0)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func errorStatusIsAResponseNotAnError() async throws {
@@ -100,12 +111,14 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let response = try await client.execute(HTTPClientRequest(url: "\(base)/status/503"))
 
-        let response = try await client.execute(HTTPClientRequest(url: "\(base)/status/503"))
-
-        #expect(response.status == 503)
-        #expect(try Echo.decode(response.body).path == "/status/503")
+            #expect(response.status == 503)
+            #expect(try Echo.decode(response.body).path == "/status/503")
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func thousandConcurrentRequestsAllComplete() async throws {
@@ -114,24 +127,26 @@ struct HTTPClientTests {
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1, maxConnectionsPerHost: 16),
                                     logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        let paths = try await withThrowingTaskGroup(of: String.self) { group in
-            for index in 0..<1000 {
-                group.addTask {
-                    let response = try await client.execute(HTTPClientRequest(url: "\(base)/n/\(index)"))
-                    guard response.status == 200 else { return "status \(response.status)" }
-                    return try Echo.decode(response.body).path
+        try await withCleanup {
+            let paths = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<1000 {
+                    group.addTask {
+                        let response = try await client.execute(HTTPClientRequest(url: "\(base)/n/\(index)"))
+                        guard response.status == 200 else { return "status \(response.status)" }
+                        return try Echo.decode(response.body).path
+                    }
                 }
+                var paths: Set<String> = []
+                for try await path in group { paths.insert(path) }
+                return paths
             }
-            var paths: Set<String> = []
-            for try await path in group { paths.insert(path) }
-            return paths
-        }
 
-        #expect(paths == Set((0..<1000).map { "/n/\($0)" }))
-        #expect(client.connectionsOpened >= 1)
-        #expect(client.connectionsOpened <= 16)
+            #expect(paths == Set((0..<1000).map { "/n/\($0)" }))
+            #expect(client.connectionsOpened >= 1)
+            #expect(client.connectionsOpened <= 16)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     // MARK: - Failures
@@ -141,39 +156,45 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        let error = await #expect(throws: HTTPClientError.self) {
-            try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=10000",
-                                                       timeout: .milliseconds(200)))
+        await withCleanup {
+            let error = await #expect(throws: HTTPClientError.self) {
+                try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=10000",
+                                                           timeout: .milliseconds(200)))
+            }
+            #expect(error?.code == .timeout)
+            #expect(error?.isRetryable == true)
+            #expect(error?.curlCode == 28)
+        } finally: {
+            await client.shutdown()
         }
-        #expect(error?.code == .timeout)
-        #expect(error?.isRetryable == true)
-        #expect(error?.curlCode == 28)
     }
 
     @Test func refusedConnectionIsConnectFailed() async throws {
-        let port = try freeLoopbackPort()
+        let port = try freePortOrThrow()
         let client = try HTTPClient(logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        let error = await #expect(throws: HTTPClientError.self) {
-            try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
+        await withCleanup {
+            let error = await #expect(throws: HTTPClientError.self) {
+                try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/"))
+            }
+            #expect(error?.code == .connectFailed)
+            #expect(error?.isRetryable == true)
+            #expect(error?.message.isEmpty == false)
+        } finally: {
+            await client.shutdown()
         }
-        #expect(error?.code == .connectFailed)
-        #expect(error?.isRetryable == true)
-        #expect(error?.message.isEmpty == false)
     }
 
     @Test func malformedURLIsInvalidRequest() async throws {
         let client = try HTTPClient(logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        let error = await #expect(throws: HTTPClientError.self) {
-            try await client.execute(HTTPClientRequest(url: "nope://x"))
+        await withCleanup {
+            let error = await #expect(throws: HTTPClientError.self) {
+                try await client.execute(HTTPClientRequest(url: "nope://x"))
+            }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.isRetryable == false)
+        } finally: {
+            await client.shutdown()
         }
-        #expect(error?.code == .invalidRequest)
-        #expect(error?.isRetryable == false)
     }
 
     @Test func cancellingTheTaskAbortsTheRequestInFlight() async throws {
@@ -181,19 +202,21 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let slow = Task {
+                try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=30000",
+                                                           timeout: .seconds(60)))
+            }
+            try await server.waitForHits(1, client: client)
+            slow.cancel()
 
-        let slow = Task {
-            try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=30000",
-                                                       timeout: .seconds(60)))
+            await #expect(throws: CancellationError.self) { try await slow.value }
+            // The client still works after a cancellation.
+            let after = try await client.execute(HTTPClientRequest(url: "\(base)/after"))
+            #expect(after.status == 200)
+        } finally: {
+            await client.shutdown()
         }
-        try await server.waitForHits(1, client: client)
-        slow.cancel()
-
-        await #expect(throws: CancellationError.self) { try await slow.value }
-        // The client still works after a cancellation.
-        let after = try await client.execute(HTTPClientRequest(url: "\(base)/after"))
-        #expect(after.status == 200)
     }
 
     @Test func alreadyCancelledTaskNeverSends() async throws {
@@ -201,16 +224,18 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await client.execute(HTTPClientRequest(url: "\(base)/never"))
+            }
 
-        let task = Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return try await client.execute(HTTPClientRequest(url: "\(base)/never"))
+            await #expect(throws: CancellationError.self) { try await task.value }
+            let hits = try await client.execute(HTTPClientRequest(url: "\(base)/hits"))
+            #expect(String(decoding: hits.body, as: UTF8.self) == "0")
+        } finally: {
+            await client.shutdown()
         }
-
-        await #expect(throws: CancellationError.self) { try await task.value }
-        let hits = try await client.execute(HTTPClientRequest(url: "\(base)/hits"))
-        #expect(String(decoding: hits.body, as: UTF8.self) == "0")
     }
 
     @Test func shutdownFailsPendingAndLaterRequests() async throws {
@@ -243,24 +268,26 @@ struct HTTPClientTests {
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http2, caFile: server.certificatePath),
                                     logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        // nghttpd allows 100 concurrent streams per connection: stay within it so that any
-        // second connection would mean the client failed to wait for multiplexing.
-        let results = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
-            for _ in 0..<100 {
-                group.addTask { try await client.execute(HTTPClientRequest(url: "\(base)/hello.txt")) }
+        try await withCleanup {
+            // nghttpd allows 100 concurrent streams per connection: stay within it so that any
+            // second connection would mean the client failed to wait for multiplexing.
+            let results = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
+                for _ in 0..<100 {
+                    group.addTask { try await client.execute(HTTPClientRequest(url: "\(base)/hello.txt")) }
+                }
+                var results: [HTTPClientResponse] = []
+                for try await response in group { results.append(response) }
+                return results
             }
-            var results: [HTTPClientResponse] = []
-            for try await response in group { results.append(response) }
-            return results
-        }
 
-        #expect(results.count == 100)
-        #expect(results.allSatisfy { $0.status == 200 && $0.httpVersion == .http2 })
-        #expect(results.allSatisfy { String(decoding: $0.body, as: UTF8.self) == NGHTTPServer.helloText })
-        #expect(results.reduce(0) { $0 + $1.newConnections } == 1)
-        #expect(client.connectionsOpened == 1)
+            #expect(results.count == 100)
+            #expect(results.allSatisfy { $0.status == 200 && $0.httpVersion == .http2 })
+            #expect(results.allSatisfy { String(decoding: $0.body, as: UTF8.self) == NGHTTPServer.helloText })
+            #expect(results.reduce(0) { $0 + $1.newConnections } == 1)
+            #expect(client.connectionsOpened == 1)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func http2PostEchoesTheBody() async throws {
@@ -268,16 +295,19 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(caFile: server.certificatePath), logger: .silent())
-        defer { Task { await client.shutdown() } }
-        let payload = Array("{\"aps\":{\"alert\":\"hi\"}}".utf8)
+        try await withCleanup {
+            let payload = Array("{\"aps\":{\"alert\":\"hi\"}}".utf8)
 
-        let response = try await client.execute(HTTPClientRequest(
-            method: .POST, url: "\(base)/hello.txt",
-            headers: ["content-type": "application/json", "apns-topic": "com.example"], body: payload))
+            let response = try await client.execute(HTTPClientRequest(
+                method: .POST, url: "\(base)/hello.txt",
+                headers: ["content-type": "application/json", "apns-topic": "com.example"], body: payload))
 
-        #expect(response.status == 200)
-        #expect(response.httpVersion == .http2)
-        #expect(response.body == payload)
+            #expect(response.status == 200)
+            #expect(response.httpVersion == .http2)
+            #expect(response.body == payload)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func untrustedCertificateIsTLSFailed() async throws {
@@ -285,13 +315,15 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(logger: .silent())  // system CAs only: the test cert is unknown
-        defer { Task { await client.shutdown() } }
-
-        let error = await #expect(throws: HTTPClientError.self) {
-            try await client.execute(HTTPClientRequest(url: "\(base)/hello.txt"))
+        await withCleanup {
+            let error = await #expect(throws: HTTPClientError.self) {
+                try await client.execute(HTTPClientRequest(url: "\(base)/hello.txt"))
+            }
+            #expect(error?.code == .tlsFailed)
+            #expect(error?.isRetryable == false)
+        } finally: {
+            await client.shutdown()
         }
-        #expect(error?.code == .tlsFailed)
-        #expect(error?.isRetryable == false)
     }
 
     /// Not a test but a measurement, run on demand: `BK_HTTPCLIENT_MEASURE=1 swift test -c release
@@ -309,32 +341,35 @@ struct HTTPClientTests {
             configuration.maxConnectionsPerHost = limit
         }
         let client = try HTTPClient(configuration: configuration, logger: .silent())
-        defer { Task { await client.shutdown() } }
-        let request = HTTPClientRequest(method: .POST, url: "\(base)/hello.txt",
-                                        headers: ["content-type": "application/json"],
-                                        body: Array(repeating: UInt8(ascii: "x"), count: 300))
-        _ = try await client.execute(request)  // warm up: connect and handshake
+        try await withCleanup {
+            let request = HTTPClientRequest(method: .POST, url: "\(base)/hello.txt",
+                                            headers: ["content-type": "application/json"],
+                                            body: Array(repeating: UInt8(ascii: "x"), count: 300))
+            _ = try await client.execute(request)  // warm up: connect and handshake
 
-        let clock = ContinuousClock()
-        let started = clock.now
-        let failures = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<inFlight {
-                group.addTask {
-                    var failures = 0
-                    for _ in 0..<(total / inFlight) {
-                        let response = try await client.execute(request)
-                        if response.status != 200 || response.body.isEmpty { failures += 1 }
+            let clock = ContinuousClock()
+            let started = clock.now
+            let failures = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<inFlight {
+                    group.addTask {
+                        var failures = 0
+                        for _ in 0..<(total / inFlight) {
+                            let response = try await client.execute(request)
+                            if response.status != 200 || response.body.isEmpty { failures += 1 }
+                        }
+                        return failures
                     }
-                    return failures
                 }
+                return try await group.reduce(0, +)
             }
-            return try await group.reduce(0, +)
+            let elapsed = clock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            print("http2Throughput: \(total) POSTs in \(seconds) s = \(Int(Double(total) / seconds)) requests/s,"
+                  + " connections opened \(client.connectionsOpened), failures \(failures)")
+            #expect(failures == 0)
+        } finally: {
+            await client.shutdown()
         }
-        let elapsed = clock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("http2Throughput: \(total) POSTs in \(seconds) s = \(Int(Double(total) / seconds)) requests/s,"
-              + " connections opened \(client.connectionsOpened), failures \(failures)")
-        #expect(failures == 0)
     }
 
     // MARK: - Pure values
@@ -453,7 +488,7 @@ private final class NGHTTPServer {
                 "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "2",
                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
             ])
-            let port = try freeLoopbackPort()
+            let port = try freePortOrThrow()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try nghttpdPath())
             process.arguments = (echoUpload ? ["--echo-upload"] : []) + ["-a", "127.0.0.1", "-d", docroot,
@@ -516,7 +551,7 @@ private struct FixtureError: Error, CustomStringConvertible {
 }
 
 /// A loopback TCP port nothing listens on right now (bound to port 0, read back, closed).
-private func freeLoopbackPort() throws -> Int {
+private func freePortOrThrow() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw FixtureError(message: "socket() failed") }
     defer { close(fd) }

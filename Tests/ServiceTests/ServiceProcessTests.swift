@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 /// The five service executables, run as real processes against the test Postgres and Redis.
-@Suite struct ServiceProcessTests {
+@Suite(.requiresTestStack) struct ServiceProcessTests {
     static let services = ["gateway", "ingest", "workflow", "apns-sender", "liveactivity"]
 
     func environment(port: Int, databaseURL: String = TestEnvironment.postgresURL) -> [String: String] {
@@ -21,30 +21,32 @@ import Testing
         let port = freeLoopbackPort()
         let process = try ServiceProcess(executable: service, environment: environment(port: port))
         let client = try HTTPClient(logger: .silent())
-        defer { Task { await client.shutdown() } }
+        try await withCleanup {
+            let ready = try await waitForStatus(client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
+            let readiness = try Envelope.decode(ready.body)
+            #expect(readiness.data?["ready"] == true)
+            #expect(readiness.data?["checks"]?["postgres"] == "ok")
+            #expect(readiness.data?["checks"]?["redis"] == "ok")
 
-        let ready = try await waitForStatus(client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
-        let readiness = try Envelope.decode(ready.body)
-        #expect(readiness.data?["ready"] == true)
-        #expect(readiness.data?["checks"]?["postgres"] == "ok")
-        #expect(readiness.data?["checks"]?["redis"] == "ok")
+            let health = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"))
+            #expect(health.status == 200)
+            #expect(try Envelope.decode(health.body).data?["service"] == .string(service))
 
-        let health = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"))
-        #expect(health.status == 200)
-        #expect(try Envelope.decode(health.body).data?["service"] == .string(service))
+            let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"))
+            #expect(metrics.status == 200)
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(text.contains("bk_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"}"))
 
-        let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"))
-        #expect(metrics.status == 200)
-        let text = String(decoding: metrics.body, as: UTF8.self)
-        #expect(text.contains("bk_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"}"))
-
-        process.signal(SIGTERM)
-        let status = await process.waitForExit(timeout: .seconds(20))
-        #expect(status == 0, "\(service) exit status; output:\n\(process.output)")
-        let lines = process.output.split(separator: "\n")
-        #expect(!lines.isEmpty)
-        for line in lines {
-            #expect((try? JSONValue.parse(String(line)))?["msg"] != nil, "not a JSON log line: \(line)")
+            process.signal(SIGTERM)
+            let status = await process.waitForExit(timeout: .seconds(20))
+            #expect(status == 0, "\(service) exit status; output:\n\(process.output)")
+            let lines = process.output.split(separator: "\n")
+            #expect(!lines.isEmpty)
+            for line in lines {
+                #expect((try? JSONValue.parse(String(line)))?["msg"] != nil, "not a JSON log line: \(line)")
+            }
+        } finally: {
+            await client.shutdown()
         }
     }
 
@@ -55,17 +57,19 @@ import Testing
             executable: "ingest",
             environment: environment(port: port, databaseURL: "postgres://buzzkit@127.0.0.1:\(closedPort)/buzzkit"))
         let client = try HTTPClient(logger: .silent())
-        defer { Task { await client.shutdown() } }
-
-        _ = try await waitForStatus(client, "http://127.0.0.1:\(port)/healthz", status: 200, process: process)
-        let ready = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"))
-        #expect(ready.status == 503)
-        let envelope = try Envelope.decode(ready.body)
-        #expect(envelope.error?.code == .notReady)
-        #expect(envelope.error?.details?["redis"] == "ok")
-        #expect(envelope.error?.details?["postgres"] != "ok")
-        process.signal(SIGTERM)
-        #expect(await process.waitForExit() == 0)
+        try await withCleanup {
+            _ = try await waitForStatus(client, "http://127.0.0.1:\(port)/healthz", status: 200, process: process)
+            let ready = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"))
+            #expect(ready.status == 503)
+            let envelope = try Envelope.decode(ready.body)
+            #expect(envelope.error?.code == .notReady)
+            #expect(envelope.error?.details?["redis"] == "ok")
+            #expect(envelope.error?.details?["postgres"] != "ok")
+            process.signal(SIGTERM)
+            #expect(await process.waitForExit() == 0)
+        } finally: {
+            await client.shutdown()
+        }
     }
 
     @Test func invalidConfigurationExitsWithEX_CONFIGAndSaysWhy() async throws {

@@ -20,7 +20,7 @@ public final class APNsSimulator: Sendable {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("apns-sim")).path
         directory = dir
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Self.run("/bin/bash", [TestEnvironment.repositoryRoot + "/Tools/apns-sim/make-certs.sh", dir])
+        try await Self.run("/bin/bash", [TestEnvironment.repositoryRoot + "/Tools/apns-sim/make-certs.sh", dir])
         caFile = dir + "/ca.pem"
         let publicKeyPath = dir + "/provider.pem"
         try publicKeyPEM.write(toFile: publicKeyPath, atomically: true, encoding: .utf8)
@@ -103,15 +103,14 @@ public final class APNsSimulator: Sendable {
         return nil
     }
 
-    private static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw APNsSimulatorError(description: "\(arguments.first ?? executable) exited with \(process.terminationStatus)")
+    /// Runs a setup command to its end, waiting off the cooperative pool (`Subprocess`).
+    private static func run(_ executable: String, _ arguments: [String]) async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("apns-sim-setup") + ".log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let status = try await Subprocess.run([executable] + arguments, outputPath: log)
+        guard status == 0 else {
+            let output = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
+            throw APNsSimulatorError(description: "\(arguments.first ?? executable) exited with \(status): \(output)")
         }
     }
 }

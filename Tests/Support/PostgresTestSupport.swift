@@ -91,43 +91,15 @@ public enum PostgresTestSupport {
     /// Runs `script` in bash with `deploy/lib/common.sh` sourced; `$1...` are `arguments`.
     /// Returns stdout and stderr together; throws on a non-zero exit.
     ///
-    /// Spawns with `posix_spawn` and reaps with `waitpid` on a thread of its own: Foundation's
-    /// `Process` left the finished child a zombie and never called its termination handler here.
+    /// Runs through `Subprocess` (a thread of its own waits for the child, never the Swift pool).
     public static func commonShell(_ script: String, arguments: [String]) async throws -> String {
         let common = TestEnvironment.repositoryRoot + "/deploy/lib/common.sh"
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("sh") + ".log").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let argv = ["/bin/bash", "-c", "set -e; source \"\(common)\"; " + script, "bash"] + arguments
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                do { continuation.resume(returning: try spawnAndWait(argv, outputPath: outputPath)) } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            thread.start()
-        }
+        let status = try await Subprocess.run(argv, outputPath: outputPath)
         let output = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
         guard status == 0 else { throw ShellError(status: status, output: output) }
         return output
-    }
-
-    private static func spawnAndWait(_ argv: [String], outputPath: String) throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
-        guard spawned == 0 else { throw ShellError(status: -1, output: "posix_spawn failed: \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw ShellError(status: -1, output: "waitpid failed: \(errno)") }
-        }
-        // WIFEXITED / WEXITSTATUS, which Swift does not import as macros.
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 }

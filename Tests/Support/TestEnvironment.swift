@@ -3,7 +3,9 @@ import Foundation
 /// What `./deploy/test` hands the tests: the throwaway servers' URLs and folders.
 ///
 /// Integration tests read these and isolate themselves (their own schema, key prefix or stream)
-/// so the whole suite can run in parallel against one Postgres and one Redis.
+/// so the whole suite can run in parallel against one Postgres and one Redis. A suite that needs
+/// them carries `.requiresPostgres`, `.requiresRedis` or `.requiresTestStack` (TestTraits.swift),
+/// so a bare `swift test` skips it, saying why, and runs the unit tests.
 public enum TestEnvironment {
     public static var postgresURL: String { require("TEST_POSTGRES_URL") }
     public static var redisURL: String { require("TEST_REDIS_URL") }
@@ -18,6 +20,20 @@ public enum TestEnvironment {
         var url = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { url.deleteLastPathComponent() }
         return url.path
+    }
+
+    /// Whether `./deploy/test` (or you) exported the shared PostgreSQL's URL.
+    public static var hasPostgres: Bool { isSet("TEST_POSTGRES_URL") }
+    /// Whether the shared Redis's URL is exported.
+    public static var hasRedis: Bool { isSet("TEST_REDIS_URL") }
+    /// Whether everything `./deploy/test` hands the end-to-end tests is there: both servers, their
+    /// folders (restart tests) and the built executables.
+    public static var hasTestStack: Bool {
+        hasPostgres && hasRedis && isSet("TEST_POSTGRES_DIR") && isSet("TEST_REDIS_DIR") && isSet("BUZZKIT_BIN_DIR")
+    }
+
+    private static func isSet(_ name: String) -> Bool {
+        !(ProcessInfo.processInfo.environment[name] ?? "").isEmpty
     }
 
     /// A name no other test in this run uses: `prefix_` plus 12 random lowercase hex digits.

@@ -1,0 +1,48 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a short-lived child process (a setup script, `make-certs.sh`) and waits for it without
+/// blocking Swift's cooperative pool: the wait happens on a thread of its own. `Process
+/// .waitUntilExit()` called from a test's task held one of the pool's two threads for the child's
+/// whole run (and once hung a test run); Foundation's `Process` also left finished children
+/// zombies here and never called its termination handler, hence `posix_spawn` and `waitpid`.
+public enum Subprocess {
+    /// Runs `argv` (`argv[0]` an absolute path), stdin from /dev/null, stdout and stderr into
+    /// `outputPath` (or /dev/null); returns the exit status (128 + signal when it was killed).
+    public static func run(_ argv: [String], outputPath: String? = nil) async throws -> Int32 {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                do { continuation.resume(returning: try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null")) } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private static func spawnAndWait(_ argv: [String], outputPath: String) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+        guard spawned == 0 else { throw Failure(description: "posix_spawn \(argv[0]) failed: \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw Failure(description: "waitpid failed: \(errno)") }
+        }
+        // WIFEXITED / WEXITSTATUS, which Swift does not import as macros.
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}
