@@ -5,7 +5,7 @@ import GatewayApp
 import Testing
 
 /// The Live Activity token registry through the real gateway and Postgres.
-@Suite("Gateway Live Activity token routes")
+@Suite("Gateway Live Activity token routes", .requiresTestStack)
 struct LiveActivityRoutesTests {
     @Test func registrationIsAnIdempotentUpsertAndARotationReplacesTheToken() async throws {
         try await withGateway { h in

@@ -7,7 +7,7 @@ import Testing
 /// `apns-collapse-id` (so the device shows one notification), and the ledger keeps both
 /// attempts: after a replica was killed with its requests at the simulator, and after an
 /// attempt timed out although the simulator had taken it.
-@Suite("re-sends keep the notification's identity", .serialized)
+@Suite("re-sends keep the notification's identity", .serialized, .requiresTestStack)
 struct ResendTests {
     @Test("kill -9 while the simulator holds the answers: another replica sends again, same ids, both attempts on the ledger")
     func resendAfterKill() async throws {

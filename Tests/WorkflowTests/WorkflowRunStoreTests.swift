@@ -1,4 +1,5 @@
 import BuzzKitPostgres
+import BuzzKitTestSupport
 import BuzzKitWire
 import BuzzKitWorkflowRuns
 import BuzzKitWorkflows
@@ -14,7 +15,7 @@ let nudgeDefinition = """
 
 /// The run store against real Postgres: what the gateway calls (start, cancel, list, read) and
 /// what the workflow service calls (claim, save, route, messages).
-@Suite("Workflow run store")
+@Suite("Workflow run store", .requiresPostgres)
 struct WorkflowRunStoreTests {
     func trigger(_ id: String, _ workoutId: String = "w1") -> WorkflowEvent {
         WorkflowEvent(id: id, name: "workout.scheduled", data: ["workoutId": .string(workoutId)], occurredAt: Date())
