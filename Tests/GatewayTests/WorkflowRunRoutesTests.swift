@@ -13,7 +13,7 @@ private let reminder: JSONValue = [
 /// triggered run stays as the gateway wrote it (pending, read as `running`) and a cancel stays a
 /// request in the run's inbox: what these tests check is what the gateway writes and reads
 /// (the end-to-end runs are the workflow service's tests).
-@Suite("Workflow runs through the gateway")
+@Suite("Workflow runs through the gateway", .requiresTestStack)
 struct WorkflowRunRoutesTests {
     private func setUp(_ h: GatewayHarness) async throws {
         #expect(try await h.send("PUT", "/v1/workflows/reminder", key: h.tenantKey, body: reminder).status == 201)
