@@ -6,7 +6,7 @@ import Testing
 /// Workflows end to end: definitions saved through the gateway, events through the gateway and
 /// the ingest service onto `bk:events`, runs in the workflow service (real processes, a clock the
 /// test moves), pushes through apns-sender to the APNs simulator.
-@Suite("workflows end to end", .serialized)
+@Suite("workflows end to end", .serialized, .requiresTestStack)
 struct WorkflowEndToEndTests {
     /// A stack with a sender, ingest and one workflow replica, and alice with one device.
     func withWorkflowStack(_ body: (PushStack, WorkflowClockFile, String) async throws -> Void) async throws {

@@ -102,7 +102,7 @@ final class WorkflowServiceHarness: Sendable {
 
 /// The workflow service in-process (real Postgres and Redis, a manual clock): triggers, waits,
 /// cancels, waitFor, branches on receipts, the gateway's pending runs and cancel requests.
-@Suite("Workflow service", .serialized)
+@Suite("Workflow service", .serialized, .requiresTestStack)
 struct WorkflowServiceTests {
     @Test func triggerWaitSendAndCancelOnWithWhere() async throws {
         let h = try await WorkflowServiceHarness.start()
