@@ -7,7 +7,7 @@ import Testing
 /// `POST /v1/workflows/{key}/trigger` waits, sends and completes, and the API shows each step's
 /// outcome and the message it sent (which names its run); a cancel through the API and the
 /// DELETE of a workflow stop runs mid-wait, and nothing is pushed for them.
-@Suite("workflow runs through the API, end to end", .serialized)
+@Suite("workflow runs through the API, end to end", .serialized, .requiresTestStack)
 struct WorkflowRunRoutesEndToEndTests {
     static let reminder = """
     {"trigger": {"event": "workout.scheduled"},
