@@ -44,7 +44,10 @@ n, p50, p99, mx = (float(x) for x in lines["lateness_workflow"].split())
 rn, rp50, rp99, rmx = (float(x) for x in lines["lateness_raw"].split())
 print(f"wake-up lateness, workflow runs ({int(n):,} fired): p50 {p50*1000:.0f} ms  p99 {p99*1000:.0f} ms  max {mx*1000:.0f} ms")
 print(f"wake-up lateness, bare claim loop ({int(rn):,}):  p50 {rp50*1000:.0f} ms  p99 {rp99*1000:.0f} ms  max {rmx*1000:.0f} ms")
-print(f"p99 ratio to the bare loop: {p99 / rp99 if rp99 > 0 else float('inf'):.2f}; goal p99 < 1 s: {'met' if p99 < 1 else 'NOT met'}")
+if n < 1 or p99 < 0:
+    print("wake-up lateness: NOT measured (no run fired)")
+else:
+    print(f"p99 ratio to the bare loop: {p99 / rp99 if rp99 > 0 else float('inf'):.2f}; goal p99 < 1 s: {'met' if p99 < 1 else 'NOT met'}")
 rate, raw = float(lines["triggers_rate"]), float(lines["triggers_raw_rate"])
 print(f"trigger events to runs started: {rate:,.0f} runs/s; bare consumer {raw:,.0f} rows/s; ratio {rate / raw:.2f}")
 print(f"goal >= 20,000 runs started/s: {'met' if rate >= 20000 else 'NOT met'}")

@@ -88,49 +88,52 @@ public enum WorkflowBench {
             trigger: WorkflowEvent(id: "t", name: "bench.go", occurredAt: Date()), subscriber: WorkflowSubscriber(id: "bench"),
             environment: WorkflowEnvironment(now: Date(), messageId: { _, _, _ in "" })).state.jsonValue
         let falling = min(runs, rate * seconds)
-        let start = Date().addingTimeInterval(Double(runs) / 40_000 + 10)  // after the inserts
-        let startText = EventTimestamp.format(start)
-        // The runs: the first `falling` due at `rate` per second from `start`, the rest a day later.
-        let chunk = 50_000
-        var first = 0
-        while first < runs {
-            let last = min(runs, first + chunk)
-            try await postgres.execute("""
-                WITH s AS (
-                    SELECT gen_random_uuid() AS id, g,
-                           CASE WHEN g < $4 THEN $5::timestamptz + make_interval(secs => g::double precision / $6)
-                                ELSE $5::timestamptz + interval '1 day' END AS due
-                    FROM generate_series($2::int, $3::int - 1) AS g)
-                INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, state,
-                                           timer_token, timer_due_at, wake_at, started_at)
-                SELECT id, $1::uuid, 'bench-wait', 1, 'bench', 'b' || g, 'running',
-                       jsonb_set(jsonb_set(jsonb_set($7::jsonb, '{runId}', to_jsonb(id::text)),
-                                           '{timer,dueAt}', to_jsonb(to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))),
-                                 '{outcomes,0,dueAt}', to_jsonb(to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))),
-                       'w:wait', due, due, now()
-                FROM s
-                """, [tenant, first, last, falling, startText, rate, template])
-            first = last
+        // The runs: `falling` of them due at `rate` per second from `start`, the rest a day later.
+        // The far ones are inserted first, the falling ones last, just before the workers start.
+        func insertRuns(_ from: Int, _ to: Int, start: Date) async throws {
+            var first = from
+            while first < to {
+                let last = min(to, first + 50_000)
+                try await postgres.execute("""
+                    WITH s AS (
+                        SELECT gen_random_uuid() AS id, g,
+                               CASE WHEN g < $4 THEN $5::timestamptz + make_interval(secs => g::double precision / $6)
+                                    ELSE $5::timestamptz + interval '1 day' END AS due
+                        FROM generate_series($2::int, $3::int - 1) AS g)
+                    INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, state,
+                                               timer_token, timer_due_at, wake_at, started_at)
+                    SELECT id, $1::uuid, 'bench-wait', 1, 'bench', 'b' || g, 'running',
+                           jsonb_set(jsonb_set(jsonb_set($7::jsonb, '{runId}', to_jsonb(id::text)),
+                                               '{timer,dueAt}', to_jsonb(to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))),
+                                     '{outcomes,0,dueAt}', to_jsonb(to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))),
+                           'w:wait', due, due, now()
+                    FROM s
+                    """, [tenant, first, last, falling, EventTimestamp.format(start), rate, template])
+                first = last
+            }
         }
-        try await postgres.execute("ANALYZE workflow_runs")
-        // The baseline's table, the same schedule.
+        func insertTimers(_ from: Int, _ to: Int, start: Date) async throws {
+            try await postgres.execute("""
+                INSERT INTO bench_timers (id, due_at)
+                SELECT g, CASE WHEN g < $2 THEN $1::timestamptz + make_interval(secs => g::double precision / $3)
+                               ELSE $1::timestamptz + interval '1 day' END
+                FROM generate_series($4::int, $5::int - 1) AS g
+                """, [EventTimestamp.format(start), falling, rate, from, to])
+        }
         try await postgres.execute("CREATE TABLE bench_timers (id bigint PRIMARY KEY, due_at timestamptz, fired_at timestamptz)")
         try await postgres.execute("CREATE INDEX bench_timers_due ON bench_timers (due_at) WHERE fired_at IS NULL")
-        let rawStart = start.addingTimeInterval(Double(seconds) + 20)
-        try await postgres.execute("""
-            INSERT INTO bench_timers (id, due_at)
-            SELECT g, CASE WHEN g < $2 THEN $1::timestamptz + make_interval(secs => g::double precision / $3)
-                           ELSE $1::timestamptz + interval '1 day' END
-            FROM generate_series(0, $4::int - 1) AS g
-            """, [EventTimestamp.format(rawStart), falling, rate, runs])
-        try await postgres.execute("ANALYZE bench_timers")
+        try await insertRuns(falling, runs, start: Date())
+        try await insertTimers(falling, runs, start: Date())
+        let start = Date().addingTimeInterval(10 + Double(falling) / 10_000)
+        try await insertRuns(0, falling, start: start)
+        try await postgres.execute("ANALYZE workflow_runs")
 
         var configuration = WorkflowConfiguration(consumerName: "bench")
         configuration.eventsStream = StreamName("bench:events:unused")
         let services = WorkflowService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
                                                     logger: logger, metrics: MetricsRegistry())
             .filter { $0 is RunWorker }
-        let deadline = Duration.seconds(Double(start.timeIntervalSinceNow) + Double(seconds) + 30)
+        let deadline = Duration.seconds(max(0, start.timeIntervalSinceNow) + Double(seconds) + 30)
         try await running(services, limit: deadline) {
             try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE status = 'completed'")[0].decode(Int.self, at: 0) >= falling
         }
@@ -144,6 +147,9 @@ public enum WorkflowBench {
             """)[0]
 
         // The baseline: bare claims of the same schedule, same workers, batch and poll interval.
+        let rawStart = Date().addingTimeInterval(10 + Double(falling) / 50_000)
+        try await insertTimers(0, falling, start: rawStart)
+        try await postgres.execute("ANALYZE bench_timers")
         let batchSize = configuration.claimBatch, poll = configuration.pollInterval
         let rawEnd = rawStart.addingTimeInterval(Double(seconds) + 10)
         let rawLoops = (0..<configuration.timerWorkers).map { _ in
