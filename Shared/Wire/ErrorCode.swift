@@ -69,6 +69,15 @@ extension ErrorCode {
     /// The batch could not be queued (Redis unreachable). Nothing was accepted: retry (503).
     public static let ingestUnavailable = ErrorCode("ingest_unavailable", httpStatus: 503)
 
+    // MARK: - Live Activities
+
+    /// `POST /v1/live-activities/send` update or end: nothing registered for that activity of
+    /// that subscriber (404).
+    public static let liveActivityNotFound = ErrorCode("live_activity_not_found", httpStatus: 404)
+    /// `POST /v1/live-activities/send` start: the subscriber has no usable push-to-start token of
+    /// that attributes type (422).
+    public static let noPushToStartToken = ErrorCode("no_push_to_start_token", httpStatus: 422)
+
     // MARK: - The server
 
     /// A bug; the message leaks nothing, the log has the request id (500).
@@ -84,6 +93,6 @@ extension ErrorCode {
         .invalidJSON, .tenantRequired, .unauthorized, .installationRequired, .forbiddenScope, .forbiddenTenant,
         .forbiddenInstallation, .notFound, .tenantNotFound, .methodNotAllowed, .installationExists, .conflict,
         .idempotencyKeyReused, .payloadTooLarge, .validationFailed, .rateLimited, .batchTooLarge, .ingestUnavailable,
-        .internalError, .notReady, .upstreamTimeout, .workflowDisabled,
+        .liveActivityNotFound, .noPushToStartToken, .internalError, .notReady, .upstreamTimeout, .workflowDisabled,
     ]
 }

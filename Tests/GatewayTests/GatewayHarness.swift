@@ -58,6 +58,8 @@ final class GatewayHarness: Sendable {
             rateLimit: rateLimit ?? RateLimitConfiguration(keyPrefix: "bk:test:\(schema):"),
             revocationChannel: "bk_revoked_\(schema)")
         configuration.ingestStream = StreamName("bk:test:\(schema):ingest")
+        configuration.liveActivityStream = StreamName("bk:test:\(schema):la")
+        configuration.liveActivityDeadline = .milliseconds(500)
         gateway = try Gateway(configuration: configuration, postgres: postgres, redis: redis, logger: .silent(),
                               metrics: MetricsRegistry())
         var router = runtime.makeRouter()

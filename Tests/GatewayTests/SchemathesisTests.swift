@@ -88,6 +88,9 @@ final class SchemathesisStack: Sendable {
     let redis: ThrowawayRedis
     let gateway: ServiceProcess
     let ingest: ServiceProcess
+    /// Answers `POST /v1/live-activities/send`; its APNs host is a closed port with one attempt,
+    /// so a send fails at once (`failed`, apns_unreachable) instead of retrying past the deadline.
+    let liveActivity: ServiceProcess
     let http: HTTPClient
     let gatewayURL: String
     let workspaceKey: String
@@ -124,9 +127,15 @@ final class SchemathesisStack: Sendable {
         ingest = try ServiceProcess(executable: "ingest", environment: common.merging([
             "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1",
         ]) { _, new in new })
+        let liveActivityPort = freeLoopbackPort()
+        liveActivity = try ServiceProcess(executable: "liveactivity", environment: common.merging([
+            "BUZZKIT_HTTP_PORT": String(liveActivityPort), "BUZZKIT_APNS_SANDBOX_URL": "https://127.0.0.1:1",
+            "BUZZKIT_APNS_PRODUCTION_URL": "https://127.0.0.1:1", "BUZZKIT_APNS_MAX_ATTEMPTS": "1",
+        ]) { _, new in new })
         http = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         try await waitReady(gatewayURL, gateway)
         try await waitReady("http://127.0.0.1:\(ingestPort)", ingest)
+        try await waitReady("http://127.0.0.1:\(liveActivityPort)", liveActivity)
         try await seed()
     }
 
@@ -142,6 +151,11 @@ final class SchemathesisStack: Sendable {
             ["id": "seed-1", "name": "app.opened", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))],
         ]])
         try await send("POST", "/v1/messages", ["to": "alice", "title": "Hello", "body": "From the schemathesis run"])
+        // What hooks.py points Live Activity sends at: an activity and a push-to-start token of alice.
+        try await send("PUT", "/v1/subscribers/alice/live-activities/act-seed",
+                       ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
+        try await send("PUT", "/v1/subscribers/alice/live-activity-start-tokens/MatchAttributes",
+                       ["token": .string(token), "environment": "sandbox"])
         try await send("PUT", "/v1/workflows/welcome", ["trigger": ["event": "app.opened"], "steps": [
             ["name": "pause", "wait": ["duration": "1h"]], ["name": "hello", "send": ["title": "Welcome back"]],
         ]])
@@ -168,8 +182,8 @@ final class SchemathesisStack: Sendable {
     }
 
     func close() async {
-        for process in [gateway, ingest] { process.signal(SIGTERM) }
-        for process in [gateway, ingest] { _ = await process.waitForExit(timeout: .seconds(15)) }
+        for process in [gateway, ingest, liveActivity] { process.signal(SIGTERM) }
+        for process in [gateway, ingest, liveActivity] { _ = await process.waitForExit(timeout: .seconds(15)) }
         await http.shutdown()
         redis.stop()
         try? await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")

@@ -2,6 +2,7 @@ import BuzzKitContracts
 import BuzzKitCrypto
 import BuzzKitMigrations
 import BuzzKitPostgres
+import BuzzKitPush
 import BuzzKitTestSupport
 import Foundation
 import Testing
@@ -45,7 +46,7 @@ struct StaleClaimSweepTests {
             postgres: postgres,
             credentials: try TenantCredentialStore(postgres: postgres, secretKey: configuration.secretKey, ttl: .seconds(60)),
             messages: PreparedMessageCache(postgres: postgres),
-            clients: APNsClientPool(configuration: configuration, logger: .silent()),
+            clients: APNsClientPool(settings: configuration.clientSettings, logger: .silent()),
             configuration: configuration, instance: "sweeping-replica", logger: .silent())
         let sweeper = OutboxSweeper(postgres: postgres, redis: redis, messages: StreamName(rawValue: schema),
                                     interval: .seconds(10), requeueAfter: .seconds(30),

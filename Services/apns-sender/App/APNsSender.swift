@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitPush
 import BuzzKitRedis
 import BuzzKitRuntime
 import Foundation
@@ -40,7 +41,7 @@ public struct APNsSender: Sendable {
         let logger = runtime.logger
         let credentials = try TenantCredentialStore(postgres: runtime.postgres, secretKey: configuration.secretKey,
                                                     ttl: configuration.credentialsTTL)
-        clients = APNsClientPool(configuration: configuration, logger: logger.with(["component": "apns"]))
+        clients = APNsClientPool(settings: configuration.clientSettings, logger: logger.with(["component": "apns"]))
         let metrics = SenderMetrics(registry: runtime.metrics)
         fanOut = FanOut(postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
                         pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger, metrics: metrics)

@@ -2,6 +2,7 @@ import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitPush
 import BuzzKitWire
 import Foundation
 

@@ -2,6 +2,7 @@ import BuzzKitAudience
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitPush
 import BuzzKitRedis
 import BuzzKitWire
 import Foundation

@@ -1,5 +1,6 @@
 import BuzzKitAPNs
 import BuzzKitCore
+import BuzzKitPush
 import Foundation
 
 /// apns-sender's own settings (the ones every service shares are in `ServiceSettings`).
@@ -105,6 +106,12 @@ public struct SenderConfiguration: Sendable {
 
     func baseURL(_ environment: APNsEnvironment) -> String {
         environment == .sandbox ? sandboxURL : productionURL
+    }
+
+    /// What the APNs client pool needs of these settings.
+    var clientSettings: APNsClientPool.Settings {
+        APNsClientPool.Settings(sandboxURL: sandboxURL, productionURL: productionURL, caFile: caFile,
+                                requestTimeout: requestTimeout, tcpNoDelay: tcpNoDelay)
     }
 }
 

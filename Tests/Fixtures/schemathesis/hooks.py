@@ -21,6 +21,10 @@ gateway must accept:
 - `POST /v1/workflows/{key}/dry-run`: a `subscriber` given as a string must be one of the
   tenant's subscribers (`x-rules`): a positive case's string becomes the seeded `alice`; so does
   the `to` of `POST /v1/workflows/{key}/trigger`.
+- `POST /v1/live-activities/send` (`x-rules`): update and end need `activityId` and take no
+  `attributesType`/`attributes`; start needs `attributesType` and `alert` and takes no
+  `activityId`. A positive case is pointed at what the run seeded (alice's activity `act-seed`
+  and her push-to-start token of `MatchAttributes`) and made to follow those rules.
 
 Only positive cases are touched: a negative case stays exactly as generated.
 """
@@ -209,6 +213,20 @@ def _definition_for(body):
     return definition
 
 
+def _fix_live_activity(body):
+    """A schema-valid Live Activity send aimed at the seeded registry, following the x-rules."""
+    body["to"] = "alice"
+    if body.get("event") == "start":
+        body["attributesType"] = "MatchAttributes"
+        if not isinstance(body.get("alert"), dict):
+            body["alert"] = {"title": "Kick-off"}
+        body.pop("activityId", None)
+    else:
+        body["activityId"] = "act-seed"
+        body.pop("attributesType", None)
+        body.pop("attributes", None)
+
+
 def _fix_message(body):
     """A schema-valid message that breaks a cross-field rule, made to follow it."""
     visible = _present(body, "title") or _present(body, "body")
@@ -237,6 +255,9 @@ def before_call(context, case, kwargs):
         return
     if key == ("PUT", "/v1/workflows/{key}"):
         case.body = _definition_for(case.body)
+        return
+    if key == ("POST", "/v1/live-activities/send"):
+        _fix_live_activity(case.body)
         return
     if key == ("POST", "/v1/workflows/{key}/dry-run") and isinstance(case.body.get("subscriber"), str):
         case.body["subscriber"] = "alice"

@@ -24,6 +24,6 @@ extension GatewayRoute {
     public static let table: [GatewayRoute] =
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
         + DeviceRoutes.routes + LiveActivityRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
-        + StatsRoutes.routes
+        + StatsRoutes.routes + LiveActivitySendRoutes.routes
         + WorkflowRoutes.routes
 }

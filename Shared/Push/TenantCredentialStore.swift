@@ -5,32 +5,32 @@ import BuzzKitWire
 import Foundation
 import Synchronization
 
-/// A tenant's APNs settings as the sender needs them: credentials that can sign, the bundle id
+/// A tenant's APNs settings as a sender (apns-sender, liveactivity) needs them: credentials that can sign, the bundle id
 /// (`apns-topic`), or why the tenant cannot send.
-struct TenantAPNs: Sendable {
-    var credentials: APNsCredentials?
-    var bundleId: String?
+public struct TenantAPNs: Sendable {
+    public var credentials: APNsCredentials?
+    public var bundleId: String?
     /// Set when the tenant cannot send: `apns_credentials_missing` or `apns_credentials_invalid`.
-    var problem: (code: String, message: String)?
+    public var problem: (code: String, message: String)?
 }
 
 /// Loads tenants' APNs credentials and opens the sealed .p8 (AES-256-GCM, associated data the
 /// tenant id, as the gateway sealed it), cached for `ttl` so a chunk costs no extra query.
 /// A tenant without credentials, or whose key does not open, is cached as such too: its
 /// deliveries fail at once with a clear code, with no retry storm.
-final class TenantCredentialStore: Sendable {
+public final class TenantCredentialStore: Sendable {
     private let postgres: PostgresClient
     private let sealer: AESGCM
     private let ttl: Duration
     private let cache = Mutex<[UUID: (TenantAPNs, ContinuousClock.Instant)]>([:])
 
-    init(postgres: PostgresClient, secretKey: [UInt8], ttl: Duration) throws {
+    public init(postgres: PostgresClient, secretKey: [UInt8], ttl: Duration) throws {
         self.postgres = postgres
         self.sealer = try AESGCM(key: secretKey)
         self.ttl = ttl
     }
 
-    func get(_ tenant: UUID) async throws -> TenantAPNs {
+    public func get(_ tenant: UUID) async throws -> TenantAPNs {
         let now = ContinuousClock.now
         if let (value, expires) = cache.withLock({ $0[tenant] }), expires > now { return value }
         let rows = try await postgres.query("""
@@ -48,7 +48,7 @@ final class TenantCredentialStore: Sendable {
     }
 
     /// Forgets a tenant (APNs refused its token: the key may have been replaced since).
-    func invalidate(_ tenant: UUID) { _ = cache.withLock { $0.removeValue(forKey: tenant) } }
+    public func invalidate(_ tenant: UUID) { _ = cache.withLock { $0.removeValue(forKey: tenant) } }
 
     private func open(tenant: UUID, teamId: String?, keyId: String?, sealed: Data?, bundleId: String?) -> TenantAPNs {
         guard let teamId, let keyId, let sealed, let bundleId else {

@@ -1,0 +1,69 @@
+import BuzzKitAPNs
+import BuzzKitCore
+import BuzzKitPush
+import Foundation
+
+/// The liveactivity service's own settings (the ones every service shares are in
+/// `ServiceSettings`). The APNs ones are the apns-sender's variables, read the same way.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `BUZZKIT_SECRET_KEY` | required | base64 of 32 bytes: opens the tenants' sealed .p8 keys (the gateway's) |
+/// | `BUZZKIT_APNS_SANDBOX_URL` / `BUZZKIT_APNS_PRODUCTION_URL` | Apple's hosts | where pushes go |
+/// | `BUZZKIT_APNS_CA_FILE` | none (system store) | CA to trust instead (the simulator's `ca.pem`) |
+/// | `BUZZKIT_APNS_REQUEST_TIMEOUT` | `10s` | limit for one APNs attempt |
+/// | `BUZZKIT_APNS_TCP_NODELAY` | `true` | TCP_NODELAY on APNs connections |
+/// | `BUZZKIT_APNS_MAX_ATTEMPTS` / `BUZZKIT_APNS_RETRY_BASE` | `5` / `500ms` | retries of 429, 5xx, timeouts |
+/// | `BUZZKIT_CREDENTIALS_TTL` | `60s` | how long a tenant's APNs credentials stay cached |
+/// | `BUZZKIT_LA_CONCURRENCY` | `64` | sends handled at once per replica |
+/// | `BUZZKIT_LA_CLAIM_IDLE` / `BUZZKIT_LA_RECLAIM_INTERVAL` | `15s` / `5s` | when a dead replica's requests are taken over |
+public struct LiveActivityConfiguration: Sendable {
+    public var secretKey: [UInt8]
+    public var clients: APNsClientPool.Settings
+    public var retryPolicy: RetryPolicy
+    public var credentialsTTL: Duration
+    public var concurrency: Int
+    public var claimIdle: Duration
+    public var reclaimInterval: Duration
+
+    public init(secretKey: [UInt8], clients: APNsClientPool.Settings = .init(), retryPolicy: RetryPolicy = .default,
+                credentialsTTL: Duration = .seconds(60), concurrency: Int = 64, claimIdle: Duration = .seconds(15),
+                reclaimInterval: Duration = .seconds(5)) {
+        self.secretKey = secretKey
+        self.clients = clients
+        self.retryPolicy = retryPolicy
+        self.credentialsTTL = credentialsTTL
+        self.concurrency = concurrency
+        self.claimIdle = claimIdle
+        self.reclaimInterval = reclaimInterval
+    }
+
+    /// Reads the table above; every problem is reported at once.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        var reader = ConfigReader(environment: environment)
+        var key: [UInt8] = []
+        if let raw = reader.raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty,
+           let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
+            key = Array(data)
+        } else {
+            reader.reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 bytes, the same as the gateway's")
+        }
+        let sandbox = reader.string("BUZZKIT_APNS_SANDBOX_URL", default: APNsEnvironment.sandbox.defaultBaseURL)
+        let production = reader.string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
+        let ca = reader.raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
+        let timeout = reader.duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
+        let noDelay = reader.bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
+        let attempts = reader.int("BUZZKIT_APNS_MAX_ATTEMPTS", default: 5, range: 1...20)
+        let base = reader.duration("BUZZKIT_APNS_RETRY_BASE", default: .milliseconds(500))
+        let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
+        let concurrency = reader.int("BUZZKIT_LA_CONCURRENCY", default: 64, range: 1...1024)
+        let claimIdle = reader.duration("BUZZKIT_LA_CLAIM_IDLE", default: .seconds(15))
+        let reclaim = reader.duration("BUZZKIT_LA_RECLAIM_INTERVAL", default: .seconds(5))
+        try reader.validate()
+        self.init(secretKey: key,
+                  clients: APNsClientPool.Settings(sandboxURL: sandbox, productionURL: production, caFile: ca,
+                                                   requestTimeout: timeout, tcpNoDelay: noDelay),
+                  retryPolicy: RetryPolicy(maxAttempts: attempts, baseDelay: base), credentialsTTL: ttl,
+                  concurrency: concurrency, claimIdle: claimIdle, reclaimInterval: reclaim)
+    }
+}

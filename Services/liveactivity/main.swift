@@ -1,5 +1,0 @@
-import BuzzKitRuntime
-
-// The liveactivity service. Its domain work arrives with its issue; today it connects, serves
-// /healthz, /readyz and /metrics, and stops cleanly on SIGTERM.
-await ServiceMain.run(service: "liveactivity")

@@ -1,0 +1,86 @@
+import BuzzKitAPNs
+import BuzzKitCore
+import Foundation
+import Synchronization
+
+/// One `APNsClient` (HTTP/2, many streams per connection) per (team, environment), made on first
+/// use and shared by everything that sends from this process; JWTs come from one shared token
+/// cache. The apns-sender and the liveactivity service each hold one.
+///
+/// A `Service` listed before the consumers that send through it: the group stops it only after
+/// their `run()`s returned (everything in flight sent, recorded and acked), and then its `run()`
+/// closes the connections.
+public final class APNsClientPool: Service {
+    public let name = "apns-clients"
+    private let stopped = OneShot<Void>()
+    /// Where and how the clients connect.
+    public struct Settings: Sendable {
+        /// APNs host for sandbox tokens. Default Apple's.
+        public var sandboxURL: String
+        /// APNs host for production tokens. Default Apple's.
+        public var productionURL: String
+        /// A CA to trust instead of the system store (the simulator's `ca.pem`). Default nil.
+        public var caFile: String?
+        /// Limit for one attempt. Default 10 s.
+        public var requestTimeout: Duration
+        /// TCP_NODELAY on the connections. Default true.
+        public var tcpNoDelay: Bool
+
+        public init(sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
+                    productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
+                    requestTimeout: Duration = .seconds(10), tcpNoDelay: Bool = true) {
+            self.sandboxURL = sandboxURL
+            self.productionURL = productionURL
+            self.caFile = caFile
+            self.requestTimeout = requestTimeout
+            self.tcpNoDelay = tcpNoDelay
+        }
+
+        public func baseURL(_ environment: APNsEnvironment) -> String {
+            environment == .sandbox ? sandboxURL : productionURL
+        }
+    }
+
+    private let settings: Settings
+    private let tokenCache = APNsTokenCache()
+    private let logger: Logger
+    private let clients = Mutex<[String: APNsClient]>([:])
+
+    public init(settings: Settings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+    }
+
+    public func client(team: String, environment: APNsEnvironment) throws -> APNsClient {
+        let key = team + "|" + environment.rawValue
+        return try clients.withLock { clients in
+            if let client = clients[key] { return client }
+            var configuration = APNsClient.Configuration(environment: environment, baseURL: settings.baseURL(environment),
+                                                         caFile: settings.caFile, requestTimeout: settings.requestTimeout)
+            configuration.tcpNoDelay = settings.tcpNoDelay
+            let client = try APNsClient(configuration: configuration, tokenCache: tokenCache, logger: logger)
+            clients[key] = client
+            return client
+        }
+    }
+
+    /// Waits for `shutdown()` (or cancellation), then closes every client.
+    public func run() async throws {
+        await withTaskCancellationHandler {
+            await stopped.value
+        } onCancel: {
+            stopped.fulfill(())
+        }
+        await closeClients()
+    }
+
+    public func shutdown() async { stopped.fulfill(()) }
+
+    private func closeClients() async {
+        let all = clients.withLock { clients -> [APNsClient] in
+            defer { clients.removeAll() }
+            return Array(clients.values)
+        }
+        for client in all { await client.shutdown() }
+    }
+}

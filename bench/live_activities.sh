@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Live Activity sends end to end: 10,000 registered activities (bulk-inserted in SQL), the gateway,
+# one liveactivity replica, the APNs simulator (recording, so it says when each push arrived), all
+# release builds on loopback. Three measurements in one run:
+#   1. latency: POST /v1/live-activities/send at a fixed 500 updates/s, each to another activity
+#      (open loop, 20 s): p50 / p99 from the POST to the push reaching the simulator (its
+#      receivedAt, in ms) and to the answer with the per-token result;
+#   2. the most updates/s with per-token answers the stack sustains (closed loop, 32 connections,
+#      10 s, every answer checked for result `sent`);
+#   3. the baseline of the same run: one message to a topic of 100,000 devices through two
+#      apns-sender replicas (deliveries/s from the POST to the last ledger row, as
+#      bench/push_fanout.sh measures it), and the ratio of (2) to it.
+# Usage: bench/live_activities.sh [activities, default 10000] [topic devices, default 100000].
+# Knobs: BK_LA_RATE (500), BK_LA_SECONDS (20), BK_LA_CONNECTIONS (32), BK_LA_NO_BUILD=1 reuses the
+# binaries in .build-release-la. Stops everything it starts.
+set -euo pipefail
+source "$(dirname "$0")/../deploy/lib/common.sh"
+source "$(dirname "$0")/lib.sh"
+cd "$BK_ROOT"
+
+ACTIVITIES="${1:-10000}"
+DEVICES="${2:-100000}"
+RATE="${BK_LA_RATE:-500}"
+SECONDS_AT_RATE="${BK_LA_SECONDS:-20}"
+CONNECTIONS="${BK_LA_CONNECTIONS:-32}"
+WORK="$(mktemp -d /tmp/bk-la-bench.XXXXXX)"
+PIDS=()
+PGPORT="$(bk_free_port)"; REDISPORT="$(bk_free_port)"
+cleanup() {
+  bench_stop_pids
+  bk_stop_redis "$WORK/redis"
+  bk_stop_postgres "$WORK/pg"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+bk_log "building gateway, liveactivity, apns-sender, apns-sim, buzzkit-admin (release)"
+if [ -n "${BK_LA_NO_BUILD:-}" ]; then
+  BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-la)"
+else
+  BIN="$(bench_release_build .build-release-la gateway liveactivity apns-sender apns-sim buzzkit-admin)"
+fi
+
+bk_start_postgres "$WORK/pg" "$PGPORT"
+bk_start_redis "$WORK/redis" "$REDISPORT"
+export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$PGPORT/buzzkit"
+export BUZZKIT_REDIS_URL="redis://127.0.0.1:$REDISPORT"
+export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
+export BUZZKIT_LOG_LEVEL=warning
+PSQL=(psql -h 127.0.0.1 -p "$PGPORT" -U buzzkit -d buzzkit -v ON_ERROR_STOP=1 -qtA)
+
+"$BIN/buzzkit-admin" migrate
+Tools/apns-sim/make-certs.sh "$WORK/certs" >/dev/null
+openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.ec.pem" 2>/dev/null
+openssl pkcs8 -topk8 -nocrypt -in "$WORK/provider.ec.pem" -out "$WORK/provider.p8"
+openssl pkey -in "$WORK/provider.p8" -pubout -out "$WORK/provider.pub.pem"
+"$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench --apns-team-id BENCHTEAM1 \
+  --apns-key-id BENCHKEY01 --apns-key-file "$WORK/provider.p8" --bundle-id com.example.bench \
+  --environment sandbox >"$WORK/bootstrap.env"
+# shellcheck disable=SC1091
+source "$WORK/bootstrap.env"
+
+bk_log "inserting $ACTIVITIES activities and a topic of $DEVICES devices"
+"${PSQL[@]}" <<SQL
+INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'la' || lpad(n::text, 6, '0') FROM generate_series(1, $ACTIVITIES) n;
+INSERT INTO live_activities (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
+  SELECT '$BUZZKIT_TENANT', 'act' || n, 'la' || lpad(n::text, 6, '0'), 'MatchAttributes',
+         encode(sha256(('la' || n)::bytea), 'hex'), 'sandbox', 'com.example.bench' FROM generate_series(1, $ACTIVITIES) n;
+INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
+INSERT INTO devices (tenant_id, token, subscriber_id, environment)
+  SELECT '$BUZZKIT_TENANT', encode(sha256(n::text::bytea), 'hex'), 'u' || lpad(n::text, 7, '0'), 'sandbox' FROM generate_series(1, $DEVICES) n;
+INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', 'everyone');
+INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
+  SELECT '$BUZZKIT_TENANT', 'everyone', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
+ANALYZE;
+SQL
+
+bk_log "starting apns-sim (recording, 1 thread), gateway, liveactivity"
+"$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
+  --key "BENCHKEY01=BENCHTEAM1:$WORK/provider.pub.pem" --threads 1 >"$WORK/sim.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do grep -q 'listening on' "$WORK/sim.out" && break; sleep 0.1; done
+SIMPORT="$(sed -nE 's/.*listening on [^:]+:([0-9]+) control.*/\1/p' "$WORK/sim.out")"
+CONTROLPORT="$(sed -nE 's/.*control [^:]+:([0-9]+).*/\1/p' "$WORK/sim.out")"
+[ -n "$SIMPORT" ] || bk_die "apns-sim did not start: $(cat "$WORK/sim.out")"
+export BUZZKIT_APNS_SANDBOX_URL="https://127.0.0.1:$SIMPORT" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem"
+
+GWPORT="$(bk_free_port)"
+BUZZKIT_HTTP_PORT="$GWPORT" BUZZKIT_RATE_LIMIT_ENABLED=false BUZZKIT_DB_POOL_SIZE=8 "$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
+PIDS+=($!)
+LAPORT="$(bk_free_port)"
+BUZZKIT_HTTP_PORT="$LAPORT" BUZZKIT_INSTANCE_ID=bench-la BUZZKIT_DB_POOL_SIZE=16 "$BIN/liveactivity" >"$WORK/la.log" 2>&1 &
+PIDS+=($!)
+for port in "$GWPORT" "$LAPORT"; do
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+done
+sleep 1
+
+# The load generator: HTTP/1.1 keep-alive connections in one asyncio loop. `rate` mode sends
+# request i at t0 + i/rate (each to activity i mod N); `closed` mode keeps every connection busy.
+cat >"$WORK/load.py" <<'PY'
+import asyncio, json, sys, time
+mode, port, key, activities, rate, seconds, connections, out = sys.argv[1:9]
+activities, rate, seconds, connections = int(activities), float(rate), float(seconds), int(connections)
+
+async def connect():
+    return await asyncio.open_connection("127.0.0.1", int(port))
+
+async def post(conn, n):
+    reader, writer = conn
+    body = json.dumps({"to": "la%06d" % (n % activities + 1), "event": "update", "activityId": "act%d" % (n % activities + 1),
+                       "contentState": {"n": n}}).encode()
+    head = ("POST /v1/live-activities/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+            "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (key, len(body))).encode()
+    writer.write(head + body)
+    status_line = await reader.readline()
+    length = 0
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    data = await reader.readexactly(length)
+    try:
+        return status_line.split()[1] == b"200" and json.loads(data)["data"]["results"][0]["status"] == "sent"
+    except (IndexError, KeyError, TypeError, ValueError):
+        return False
+
+async def main():
+    conns = [await connect() for _ in range(connections)]
+    results = []  # (n, wall time the POST was written, seconds to the answer, ok)
+    t0 = time.monotonic()
+    total = int(rate * seconds) if mode == "rate" else None
+    counter = iter(range(10 ** 9))
+    async def worker(conn):
+        while True:
+            n = next(counter)
+            if mode == "rate":
+                if n >= total:
+                    return
+                delay = t0 + n / rate - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            elif time.monotonic() - t0 >= seconds:
+                return
+            wall, start = time.time(), time.monotonic()
+            ok = await post(conn, n)
+            results.append((n, wall, time.monotonic() - start, ok))
+    await asyncio.gather(*(worker(c) for c in conns))
+    elapsed = time.monotonic() - t0
+    with open(out, "w") as f:
+        json.dump({"elapsed": elapsed, "results": results}, f)
+
+asyncio.run(main())
+PY
+
+bk_log "1. latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities"
+python3 "$WORK/load.py" rate "$GWPORT" "$BUZZKIT_TENANT_KEY" "$ACTIVITIES" "$RATE" "$SECONDS_AT_RATE" "$CONNECTIONS" "$WORK/rate.json"
+curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
+LATENCY="$(python3 - "$WORK/rate.json" "$WORK/pushes.json" "$ACTIVITIES" <<'PY'
+import hashlib, json, sys
+run = json.load(open(sys.argv[1])); pushes = json.load(open(sys.argv[2])); n_act = int(sys.argv[3])
+pushes = pushes.get("data", pushes) if isinstance(pushes, dict) else pushes
+if isinstance(pushes, dict): pushes = pushes.get("pushes", [])
+arrived = {}
+for p in pushes:
+    payload = json.loads(p["payload"])
+    arrived[payload["aps"]["content-state"]["n"]] = p["receivedAt"] / 1000.0
+def pct(xs, q):
+    xs = sorted(xs); return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+reach = [arrived[n] - wall for n, wall, _, ok in run["results"] if n in arrived]
+answer = [a for _, _, a, ok in run["results"]]
+ok = sum(1 for r in run["results"] if r[3])
+print("%d updates in %.1f s (%d answered sent, %d reached the simulator); POST to simulator p50 %.1f ms, p99 %.1f ms; "
+      "POST to answer p50 %.1f ms, p99 %.1f ms"
+      % (len(run["results"]), run["elapsed"], ok, len(reach), pct(reach, 0.5), pct(reach, 0.99), pct(answer, 0.5), pct(answer, 0.99)))
+PY
+)"
+echo "$LATENCY" >&2
+
+bk_log "2. most updates/s with per-token answers: closed loop, $CONNECTIONS connections, 10 s"
+curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
+python3 "$WORK/load.py" closed "$GWPORT" "$BUZZKIT_TENANT_KEY" "$ACTIVITIES" 0 10 "$CONNECTIONS" "$WORK/closed.json"
+LA_RPS="$(python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1])); ok = sum(1 for r in run["results"] if r[3])
+print(round(ok / run["elapsed"]))' "$WORK/closed.json")"
+LA_P50="$(python3 -c '
+import json, sys
+xs = sorted(r[2] for r in json.load(open(sys.argv[1]))["results"]); print("%.1f" % (xs[len(xs) // 2] * 1000))' "$WORK/closed.json")"
+
+# Where an update's time goes: the APNs round trip as the ledger recorded it (latency_ms).
+"${PSQL[@]}" >&2 <<SQL
+SELECT 'live activity APNs latency ms p50 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.99, 1])
+  WITHIN GROUP (ORDER BY a.latency_ms), ' / ')
+  FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
+  WHERE m.kind = 'live_activity';
+SQL
+
+bk_log "3. baseline: one message to a topic of $DEVICES devices, two apns-sender replicas"
+kill "${PIDS[2]}" 2>/dev/null || true  # the liveactivity replica: the baseline runs without it
+wait "${PIDS[2]}" 2>/dev/null || true
+curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
+SENDER_PORTS=()
+for r in a b; do
+  SENDER_PORTS+=("$(bk_free_port)")
+  BUZZKIT_HTTP_PORT="${SENDER_PORTS[-1]}" BUZZKIT_INSTANCE_ID="bench-sender-$r" BUZZKIT_DB_POOL_SIZE=8 \
+    "$BIN/apns-sender" >"$WORK/sender-$r.log" 2>&1 &
+  PIDS+=($!)
+done
+for port in "${SENDER_PORTS[@]}"; do
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
+done
+sleep 1
+T0="$(date +%s.%N)"
+REPLY="$(curl -sf -X POST "http://127.0.0.1:$GWPORT/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+  -H 'Content-Type: application/json' -d '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
+ID="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$REPLY")"
+DEADLINE=$(( $(date +%s) + 300 ))
+while :; do
+  DONE="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$ID' AND status NOT IN ('queued', 'sending')")"
+  [ "$DONE" -ge "$DEVICES" ] && break
+  [ "$(date +%s)" -lt "$DEADLINE" ] || bk_die "timed out: $DONE of $DEVICES deliveries recorded"
+  sleep 0.5
+done
+T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
+PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
+
+echo "live activity updates at $RATE/s to $ACTIVITIES activities: $LATENCY (goal: p50 < 5 ms, p99 < 20 ms)"
+echo "live activity updates, closed loop ($CONNECTIONS connections): $LA_RPS updates/s answered per token (answer p50 $LA_P50 ms)"
+echo "topic send, $DEVICES devices, 2 apns-sender replicas (same run):  $PUSH_RPS deliveries/s"
+python3 -c "print('ratio: live activity updates/s = %.1f%% of the topic send rate' % (100.0 * $LA_RPS / $PUSH_RPS))"
