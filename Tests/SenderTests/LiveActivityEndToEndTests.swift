@@ -47,7 +47,7 @@ extension PushStack {
 
 /// Live Activities end to end: the gateway, a liveactivity replica, the APNs simulator and the
 /// ledger, all real processes on a private schema and Redis.
-@Suite("Live Activities end to end", .serialized)
+@Suite("Live Activities end to end", .serialized, .requiresTestStack)
 struct LiveActivityEndToEndTests {
     @Test func startUpdateAndEndCarryExactlyTheHeadersAndPayloadAPNsExpects() async throws {
         try await withPushStack { stack in
