@@ -42,6 +42,32 @@ bench_release_build() {
   swift build -c release --show-bin-path --scratch-path "$scratch"
 }
 
+# bench_bootstrap_stack PGPORT REDISPORT: what every bench stack starts from, in $WORK with the
+# release binaries in $BIN: a throwaway PostgreSQL and Redis on those ports, the BUZZKIT_* settings
+# exported, the schema migrated, the simulator's TLS certificates and an APNs provider key (the
+# simulator checks tokens against $WORK/provider.pub.pem), and a workspace with a demo tenant whose
+# credentials (BUZZKIT_TENANT, BUZZKIT_TENANT_KEY, ...) are sourced into the shell. Sets PSQL (array).
+bench_bootstrap_stack() {
+  local pgport="$1" redisport="$2"
+  bk_start_postgres "$WORK/pg" "$pgport"
+  bk_start_redis "$WORK/redis" "$redisport"
+  export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$pgport/buzzkit"
+  export BUZZKIT_REDIS_URL="redis://127.0.0.1:$redisport"
+  export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
+  export BUZZKIT_LOG_LEVEL=warning
+  PSQL=(psql -h 127.0.0.1 -p "$pgport" -U buzzkit -d buzzkit -v ON_ERROR_STOP=1 -qtA)
+  "$BIN/buzzkit-admin" migrate
+  Tools/apns-sim/make-certs.sh "$WORK/certs" >/dev/null
+  openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.ec.pem" 2>/dev/null
+  openssl pkcs8 -topk8 -nocrypt -in "$WORK/provider.ec.pem" -out "$WORK/provider.p8"
+  openssl pkey -in "$WORK/provider.p8" -pubout -out "$WORK/provider.pub.pem"
+  "$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench --apns-team-id BENCHTEAM1 \
+    --apns-key-id BENCHKEY01 --apns-key-file "$WORK/provider.p8" --bundle-id com.example.bench \
+    --environment sandbox >"$WORK/bootstrap.env"
+  # shellcheck disable=SC1091
+  source "$WORK/bootstrap.env"
+}
+
 # bench_stop_pids: ends every process listed in the PIDS array and waits for each.
 bench_stop_pids() {
   local pid

@@ -33,23 +33,7 @@ stack_up() {
   fi
   local pgport redisport simctl
   pgport="$(bk_free_port)"; redisport="$(bk_free_port)"
-  bk_start_postgres "$WORK/pg" "$pgport"
-  bk_start_redis "$WORK/redis" "$redisport"
-  export BUZZKIT_DATABASE_URL="postgres://buzzkit@127.0.0.1:$pgport/buzzkit"
-  export BUZZKIT_REDIS_URL="redis://127.0.0.1:$redisport"
-  export BUZZKIT_SECRET_KEY="$(openssl rand -base64 32)"
-  export BUZZKIT_LOG_LEVEL=warning
-  PSQL=(psql -h 127.0.0.1 -p "$pgport" -U buzzkit -d buzzkit -v ON_ERROR_STOP=1 -qtA)
-  "$BIN/buzzkit-admin" migrate
-  Tools/apns-sim/make-certs.sh "$WORK/certs" >/dev/null
-  openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/provider.ec.pem" 2>/dev/null
-  openssl pkcs8 -topk8 -nocrypt -in "$WORK/provider.ec.pem" -out "$WORK/provider.p8"
-  openssl pkey -in "$WORK/provider.p8" -pubout -out "$WORK/provider.pub.pem"
-  "$BIN/buzzkit-admin" bootstrap --workspace bench --demo-tenant bench --apns-team-id BENCHTEAM1 \
-    --apns-key-id BENCHKEY01 --apns-key-file "$WORK/provider.p8" --bundle-id com.example.bench \
-    --environment sandbox >"$WORK/bootstrap.env"
-  # shellcheck disable=SC1091
-  source "$WORK/bootstrap.env"
+  bench_bootstrap_stack "$pgport" "$redisport"
 
   "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
     --key "BENCHKEY01=BENCHTEAM1:$WORK/provider.pub.pem" --threads 1 --record-limit 2000000 >"$WORK/sim.out" 2>&1 &
