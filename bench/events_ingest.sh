@@ -18,18 +18,11 @@ trap cleanup EXIT
 bk_log "building ingest (release)"
 INGEST="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" ingest)/ingest"
 
-PG_PORT="$(bk_free_port)"
-REDIS_PORT="$(bk_free_port)"
 # Durable settings: Postgres with fsync and synchronous_commit on; Redis with AOF everysec.
-bk_start_postgres "$RUN_DIR/pg" "$PG_PORT"
-bk_start_redis "$RUN_DIR/redis" "$REDIS_PORT"
-PG_URL="postgres://buzzkit@127.0.0.1:$PG_PORT/buzzkit"
-for f in Shared/Migrations/SQL/[0-9]*.sql; do
-  "$(bk_pg_bindir)/psql" -q -v ON_ERROR_STOP=1 "$PG_URL" -f "$f" >/dev/null
-done
+bench_migrated_databases "$RUN_DIR"
 
 bk_log "ingest: $EVENTS events in batches of 100 (4 producers, 2 consumers), then COPY of the same rows"
-OUT="$(timeout 600 "$INGEST" bench --postgres "$PG_URL" --redis "redis://127.0.0.1:$REDIS_PORT" --events "$EVENTS")"
+OUT="$(timeout 600 "$INGEST" bench --postgres "$PG_URL" --redis "$REDIS_URL" --events "$EVENTS")"
 echo "$OUT"
 DURABLE="$(echo "$OUT" | awk '/^durable_rate/ {print $2}')"
 PRODUCE="$(echo "$OUT" | awk '/^produce_rate/ {print $2}')"

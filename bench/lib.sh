@@ -68,6 +68,37 @@ bench_bootstrap_stack() {
   source "$WORK/bootstrap.env"
 }
 
+# bench_seed_topic DEVICES: the fan-out benchmarks' audience, through PSQL (after
+# bench_bootstrap_stack): DEVICES subscribers u0000001..., one sandbox device each, all in the
+# topic 'everyone'; then ANALYZE.
+bench_seed_topic() {
+  local devices="$1"
+  "${PSQL[@]}" <<SQL
+INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $devices) n;
+INSERT INTO devices (tenant_id, token, subscriber_id, environment)
+  SELECT '$BUZZKIT_TENANT', encode(sha256(n::text::bytea), 'hex'), 'u' || lpad(n::text, 7, '0'), 'sandbox' FROM generate_series(1, $devices) n;
+INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', 'everyone');
+INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
+  SELECT '$BUZZKIT_TENANT', 'everyone', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $devices) n;
+ANALYZE;
+SQL
+}
+
+# bench_migrated_databases DIR: a throwaway PostgreSQL (schema migrated with psql, no service
+# binary needed) and Redis in DIR on free ports, for the benchmarks that run a service's built-in
+# measurement. Sets PG_URL and REDIS_URL.
+bench_migrated_databases() {
+  local dir="$1" pgport redisport f
+  pgport="$(bk_free_port)"; redisport="$(bk_free_port)"
+  bk_start_postgres "$dir/pg" "$pgport"
+  bk_start_redis "$dir/redis" "$redisport"
+  PG_URL="postgres://buzzkit@127.0.0.1:$pgport/buzzkit"
+  REDIS_URL="redis://127.0.0.1:$redisport"
+  for f in Shared/Migrations/SQL/[0-9]*.sql; do
+    "$(bk_pg_bindir)/psql" -q -v ON_ERROR_STOP=1 "$PG_URL" -f "$f" >/dev/null
+  done
+}
+
 # bench_stop_pids: ends every process listed in the PIDS array and waits for each.
 bench_stop_pids() {
   local pid

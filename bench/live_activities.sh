@@ -50,14 +50,8 @@ INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'la' || lpad(n
 INSERT INTO live_activities (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
   SELECT '$BUZZKIT_TENANT', 'act' || n, 'la' || lpad(n::text, 6, '0'), 'MatchAttributes',
          encode(sha256(('la' || n)::bytea), 'hex'), 'sandbox', 'com.example.bench' FROM generate_series(1, $ACTIVITIES) n;
-INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
-INSERT INTO devices (tenant_id, token, subscriber_id, environment)
-  SELECT '$BUZZKIT_TENANT', encode(sha256(n::text::bytea), 'hex'), 'u' || lpad(n::text, 7, '0'), 'sandbox' FROM generate_series(1, $DEVICES) n;
-INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', 'everyone');
-INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
-  SELECT '$BUZZKIT_TENANT', 'everyone', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
-ANALYZE;
 SQL
+bench_seed_topic "$DEVICES"
 
 bk_log "starting apns-sim (recording, 1 thread), gateway, liveactivity"
 "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \

@@ -40,15 +40,7 @@ fi
 bench_bootstrap_stack "$PGPORT" "$REDISPORT"
 
 bk_log "inserting $DEVICES subscribers, devices and topic subscriptions"
-"${PSQL[@]}" <<SQL
-INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
-INSERT INTO devices (tenant_id, token, subscriber_id, environment)
-  SELECT '$BUZZKIT_TENANT', encode(sha256(n::text::bytea), 'hex'), 'u' || lpad(n::text, 7, '0'), 'sandbox' FROM generate_series(1, $DEVICES) n;
-INSERT INTO topics (tenant_id, key) VALUES ('$BUZZKIT_TENANT', 'everyone');
-INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
-  SELECT '$BUZZKIT_TENANT', 'everyone', 'u' || lpad(n::text, 7, '0') FROM generate_series(1, $DEVICES) n;
-ANALYZE;
-SQL
+bench_seed_topic "$DEVICES"
 
 bk_log "starting apns-sim (--no-record, 1 thread), gateway, two apns-sender replicas"
 "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \

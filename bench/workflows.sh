@@ -24,17 +24,10 @@ trap cleanup EXIT
 bk_log "building workflow (release)"
 WORKFLOW="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" workflow)/workflow"
 
-PG_PORT="$(bk_free_port)"
-REDIS_PORT="$(bk_free_port)"
-bk_start_postgres "$RUN_DIR/pg" "$PG_PORT"
-bk_start_redis "$RUN_DIR/redis" "$REDIS_PORT"
-PG_URL="postgres://buzzkit@127.0.0.1:$PG_PORT/buzzkit"
-for f in Shared/Migrations/SQL/[0-9]*.sql; do
-  "$(bk_pg_bindir)/psql" -q -v ON_ERROR_STOP=1 "$PG_URL" -f "$f" >/dev/null
-done
+bench_migrated_databases "$RUN_DIR"
 
 bk_log "workflows: $RUNS waiting runs, $RATE due per second for $SECONDS_DUE s; then $TRIGGERS trigger events"
-OUT="$(timeout 1800 "$WORKFLOW" bench --postgres "$PG_URL" --redis "redis://127.0.0.1:$REDIS_PORT" \
+OUT="$(timeout 1800 "$WORKFLOW" bench --postgres "$PG_URL" --redis "$REDIS_URL" \
   --runs "$RUNS" --rate "$RATE" --seconds "$SECONDS_DUE" --trigger-events "$TRIGGERS")"
 echo "$OUT"
 python3 - "$OUT" <<'PY'
