@@ -71,20 +71,9 @@ public struct SenderConfiguration: Sendable {
     /// Reads the table above; every problem is reported at once.
     public init(environment: [String: String]) throws(ConfigurationError) {
         var reader = ConfigReader(environment: environment)
-        var key: [UInt8] = []
-        if let raw = reader.raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty,
-           let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
-            key = Array(data)
-        } else {
-            reader.reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 bytes, the same as the gateway's")
-        }
-        let sandbox = reader.string("BUZZKIT_APNS_SANDBOX_URL", default: APNsEnvironment.sandbox.defaultBaseURL)
-        let production = reader.string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
-        let ca = reader.raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
-        let timeout = reader.duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
-        let noDelay = reader.bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
-        let attempts = reader.int("BUZZKIT_APNS_MAX_ATTEMPTS", default: 5, range: 1...20)
-        let base = reader.duration("BUZZKIT_APNS_RETRY_BASE", default: .milliseconds(500))
+        let key = reader.sealedKeySecret()
+        let clients = reader.apnsClientSettings()
+        let retryPolicy = reader.apnsRetryPolicy()
         let concurrency = reader.int("BUZZKIT_SENDER_CONCURRENCY", default: 8, range: 1...256)
         let chunk = reader.int("BUZZKIT_SENDER_CHUNK_SIZE", default: 100, range: 1...1000)
         let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
@@ -96,11 +85,12 @@ public struct SenderConfiguration: Sendable {
         let requeue = reader.duration("BUZZKIT_OUTBOX_REQUEUE_AFTER", default: .seconds(30))
         let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
         try reader.validate()
-        self.init(secretKey: key, sandboxURL: sandbox, productionURL: production, caFile: ca, requestTimeout: timeout,
-                  retryPolicy: RetryPolicy(maxAttempts: attempts, baseDelay: base), concurrency: concurrency,
+        self.init(secretKey: key, sandboxURL: clients.sandboxURL, productionURL: clients.productionURL,
+                  caFile: clients.caFile, requestTimeout: clients.requestTimeout, retryPolicy: retryPolicy,
+                  concurrency: concurrency,
                   chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
                   sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
-        tcpNoDelay = noDelay
+        tcpNoDelay = clients.tcpNoDelay
         self.fanoutConcurrency = fanoutConcurrency
     }
 

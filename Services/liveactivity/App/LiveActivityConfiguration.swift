@@ -41,29 +41,16 @@ public struct LiveActivityConfiguration: Sendable {
     /// Reads the table above; every problem is reported at once.
     public init(environment: [String: String]) throws(ConfigurationError) {
         var reader = ConfigReader(environment: environment)
-        var key: [UInt8] = []
-        if let raw = reader.raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty,
-           let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
-            key = Array(data)
-        } else {
-            reader.reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 bytes, the same as the gateway's")
-        }
-        let sandbox = reader.string("BUZZKIT_APNS_SANDBOX_URL", default: APNsEnvironment.sandbox.defaultBaseURL)
-        let production = reader.string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
-        let ca = reader.raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
-        let timeout = reader.duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
-        let noDelay = reader.bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
-        let attempts = reader.int("BUZZKIT_APNS_MAX_ATTEMPTS", default: 5, range: 1...20)
-        let base = reader.duration("BUZZKIT_APNS_RETRY_BASE", default: .milliseconds(500))
+        let key = reader.sealedKeySecret()
+        let clients = reader.apnsClientSettings()
+        let retryPolicy = reader.apnsRetryPolicy()
         let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
         let concurrency = reader.int("BUZZKIT_LA_CONCURRENCY", default: 64, range: 1...1024)
         let claimIdle = reader.duration("BUZZKIT_LA_CLAIM_IDLE", default: .seconds(15))
         let reclaim = reader.duration("BUZZKIT_LA_RECLAIM_INTERVAL", default: .seconds(5))
         try reader.validate()
         self.init(secretKey: key,
-                  clients: APNsClientPool.Settings(sandboxURL: sandbox, productionURL: production, caFile: ca,
-                                                   requestTimeout: timeout, tcpNoDelay: noDelay),
-                  retryPolicy: RetryPolicy(maxAttempts: attempts, baseDelay: base), credentialsTTL: ttl,
+                  clients: clients, retryPolicy: retryPolicy, credentialsTTL: ttl,
                   concurrency: concurrency, claimIdle: claimIdle, reclaimInterval: reclaim)
     }
 }
