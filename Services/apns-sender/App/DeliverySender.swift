@@ -329,7 +329,7 @@ struct DeliverySender: Sendable {
             aLatency.value, aError.value, uId.value, uStatus.value, uAttempts.value, uLast.value, uReason.value, uCode.value,
             payloads.value, claimID,
         ]
-        try await withRetries {
+        try await retryingLedgerWrite(logger: logger) {
             if invalid.isEmpty {
                 try await postgres.execute(ledgerSQL, ledgerParameters)
                 return
@@ -418,21 +418,5 @@ struct DeliverySender: Sendable {
             try await group.waitForAll()
         }
         return total
-    }
-
-    /// The ledger write after a send must not be lost to a blip: up to 5 tries, 0.2 s to 3.2 s apart.
-    private func withRetries(_ body: () async throws -> Void) async throws {
-        var delay = Duration.milliseconds(200)
-        for attempt in 1...5 {
-            do {
-                try await body()
-                return
-            } catch {
-                if attempt == 5 { throw error }
-                logger.warning("ledger write failed, retrying", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
-                delay *= 2
-            }
-        }
     }
 }

@@ -1,5 +1,6 @@
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitPush
 import BuzzKitWire
 import Foundation
 
@@ -53,7 +54,7 @@ struct LiveActivityLedger: Sendable {
         let parameters: [any PostgresEncodable] = [aId, aNumber, aPayload, aHeaders, aStatus, aReason, aApnsId, aLatency, aError,
                                                    uId, uStatus, uAttempts, uLast, uReason, uCode]
         let invalid = outcomes.filter { $0.invalidAt != nil }
-        try await withRetries {
+        try await retryingLedgerWrite(logger: logger) {
             guard !invalid.isEmpty else {
                 try await postgres.execute(ledger, parameters)
                 return
@@ -69,22 +70,6 @@ struct LiveActivityLedger: Sendable {
                         WHERE t.tenant_id = $1::uuid AND t.token = u.token AND t.updated_at <= u.at
                         """, [tenant, tokens, at, reasons])
                 }
-            }
-        }
-    }
-
-    /// Up to 5 tries, 0.2 s to 3.2 s apart.
-    private func withRetries(_ body: () async throws -> Void) async throws {
-        var delay = Duration.milliseconds(200)
-        for attempt in 1...5 {
-            do {
-                try await body()
-                return
-            } catch {
-                if attempt == 5 { throw error }
-                logger.warning("ledger write failed, retrying", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: delay)
-                delay *= 2
             }
         }
     }
