@@ -7,16 +7,7 @@ import WorkflowApp
 // message path. Replicas share the work (runs claimed with SKIP LOCKED, one consumer group).
 // `workflow bench --postgres URL --redis URL [--runs N --rate R --seconds S --trigger-events N
 // --only lateness|triggers]` runs bench/workflows.sh's measurements.
-if CommandLine.arguments.dropFirst().first == "bench" {
-    do {
-        let lines = try await WorkflowBench.run(arguments: Array(CommandLine.arguments.dropFirst(2)))
-        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-        exit(0)
-    } catch {
-        FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
-        exit(1)
-    }
-}
+await ServiceMain.runBenchIfAsked { arguments in try await WorkflowBench.run(arguments: arguments) }
 
 await ServiceMain.run(service: "workflow") { runtime, _ in
     let configuration = try WorkflowConfiguration(consumerName: runtime.settings.instanceID,
