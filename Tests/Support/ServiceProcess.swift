@@ -8,7 +8,7 @@ import Synchronization
 public final class ServiceProcess: Sendable {
     public let name: String
     public let logPath: String
-    private let process: ProcessBox
+    private let process: ChildProcess
 
     /// Starts `executable` (a product name in the build's bin folder) with `environment` added to
     /// the test's own environment.
@@ -21,18 +21,11 @@ public final class ServiceProcess: Sendable {
     public init(path: String, name: String, environment: [String: String], arguments: [String] = []) throws {
         self.name = name
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(TestEnvironment.uniqueName(name)).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
         logPath = log.path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        self.process = ProcessBox(process)
-        Self.recordForCleanup(pid: process.processIdentifier)
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let pid = try Subprocess.spawn([path] + arguments, environment: merged, outputPath: log.path)
+        process = ChildProcess(pid: pid)
+        Self.recordForCleanup(pid: pid)
     }
 
     /// `./deploy/test` ends every pid listed in `$TEST_RUN_DIR/children` when the run ends, so a
@@ -58,7 +51,7 @@ public final class ServiceProcess: Sendable {
     public func waitForExit(timeout: Duration = .seconds(30)) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if !process.isRunning { return process.exitStatus }
+            if let status = process.exitStatus { return status }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
@@ -68,22 +61,45 @@ public final class ServiceProcess: Sendable {
     public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 }
 
-/// Owns a Foundation `Process`. `Process` is not Sendable; every access here goes through its
-/// own thread-safe members (`isRunning`, `terminationStatus` after exit, `processIdentifier`).
-final class ProcessBox: @unchecked Sendable {
-    private let process: Process
-    let pid: Int32
+/// A child started with `posix_spawn`, its exit learned with `waitpid(pid, WNOHANG)`. Not
+/// Foundation's `Process`: it learns of an exit when a socket inherited by the child closes, and
+/// misses it when another process inherited that socket too (swift-corelibs-foundation#4795);
+/// `waitForExit` then timed out on a service that had stopped.
+final class ChildProcess: Sendable {
+    let pid: pid_t
+    /// The exit status once reaped: the exit code, or the signal's number when one ended it.
+    private let reaped = Mutex<Int32?>(nil)
 
-    init(_ process: Process) {
-        self.process = process
-        self.pid = process.processIdentifier
+    init(pid: pid_t) { self.pid = pid }
+
+    /// nil while the child runs.
+    var exitStatus: Int32? {
+        reaped.withLock { reaped in
+            if reaped == nil {
+                var status: Int32 = 0
+                let result = waitpid(pid, &status, WNOHANG)
+                if result == pid {
+                    // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import as macros.
+                    reaped = (status & 0x7f) == 0 ? (status >> 8) & 0xff : status & 0x7f
+                } else if result < 0 && errno == ECHILD {
+                    reaped = -1  // not ours to wait for any more: gone
+                }
+            }
+            return reaped
+        }
     }
 
-    var isRunning: Bool { process.isRunning }
-    var exitStatus: Int32 { process.terminationStatus }
+    var isRunning: Bool { exitStatus == nil }
 
+    /// SIGKILL when still running; reaped on a thread of its own so no zombie is left.
     func killIfRunning() {
-        if process.isRunning { kill(pid, SIGKILL) }
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        let pid = self.pid
+        Thread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }.start()
     }
 }
 
