@@ -24,44 +24,55 @@ let package = Package(
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
         // The iOS SDK (its core builds and is tested on Linux; Apple-only parts sit behind adapters).
         .library(name: "BuzzKit", targets: ["BuzzKit"]),
-        .library(name: "BuzzKitNotificationServiceExtension", targets: ["BuzzKitNotificationServiceExtension"]),
+        .library(name: "BuzzKitNotificationServiceExtension", targets: ["BuzzKitNotificationServiceExtension"])
     ],
     targets: [
         // MARK: - C system libraries (C types never leave the wrapper modules)
-        .systemLibrary(name: "CLibPQ", path: "Shared/C/CLibPQ", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CLibPQ", path: "Shared/C/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CHiredis", path: "Shared/C/CHiredis", providers: [.apt(["libhiredis-dev"])]),
-        .systemLibrary(name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CSQLite", path: "Shared/C/CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CMicroHTTPD", path: "Shared/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
-                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Shared/C/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Shared/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
 
         // MARK: - Shared core, no I/O
         .target(name: "BuzzKitWire", path: "Shared/Wire"),
         .target(name: "BuzzKitCore", dependencies: ["BuzzKitWire"], path: "Shared/Core"),
 
         // MARK: - Thin wrappers over C libraries
-        .target(name: "BuzzKitPostgres", dependencies: ["CLibPQ", "BuzzKitWire", "BuzzKitCore"],
-                path: "Shared/Postgres"),
+        .target(
+            name: "BuzzKitPostgres", dependencies: ["CLibPQ", "BuzzKitWire", "BuzzKitCore"],
+            path: "Shared/Postgres"),
         .target(name: "BuzzKitRedis", dependencies: ["BuzzKitCore", "CHiredis"], path: "Shared/Redis"),
-        .target(name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
-                path: "Shared/HTTPServer"),
+        .target(
+            name: "BuzzKitHTTPServer", dependencies: ["BuzzKitCore", "BuzzKitWire", "CMicroHTTPD"],
+            path: "Shared/HTTPServer"),
         .target(name: "BuzzKitHTTPClient", dependencies: ["BuzzKitCore", "CCurl"], path: "Shared/HTTPClient"),
         .target(name: "BuzzKitCrypto", dependencies: ["BuzzKitWire", "COpenSSL"], path: "Shared/Crypto"),
         // APNs without a socket: requests, payload bytes, provider tokens, reasons, retry policy;
         // plus the HTTP/2 transport over BuzzKitHTTPClient.
-        .target(name: "BuzzKitAPNs", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitHTTPClient"],
-                path: "Shared/APNs"),
+        .target(
+            name: "BuzzKitAPNs", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitHTTPClient"],
+            path: "Shared/APNs"),
         // What every process that sends to APNs shares: the client pool per (team, environment)
         // and the tenants' credentials (apns-sender and liveactivity).
-        .target(name: "BuzzKitPush", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitAPNs"],
-                path: "Shared/Push"),
-        .target(name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
-                path: "Shared/Migrations", resources: [.copy("SQL")]),
+        .target(
+            name: "BuzzKitPush",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitAPNs"],
+            path: "Shared/Push"),
+        .target(
+            name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
+            path: "Shared/Migrations", resources: [.copy("SQL")]),
 
         // Stream names and entry encodings between services, and the statuses of the ledger: the
         // contracts on the wire of Redis and in the shared tables. No I/O.
@@ -71,131 +82,199 @@ let package = Package(
         .target(name: "BuzzKitAudience", dependencies: ["BuzzKitWire"], path: "Shared/Audience"),
         // Workflows without I/O: definitions (parse, validate, canonical JSON), wall-clock time and
         // quiet hours, templates, the run state machine and the dry run. The workflow service runs it.
-        .target(name: "BuzzKitWorkflows", dependencies: ["BuzzKitWire", "BuzzKitAudience"], path: "Shared/Workflows",
-                exclude: ["README.md"]),
+        .target(
+            name: "BuzzKitWorkflows", dependencies: ["BuzzKitWire", "BuzzKitAudience"], path: "Shared/Workflows",
+            exclude: ["README.md"]),
 
         // What comes in: message and event intake (validation, the message row, XADD on the streams).
-        .target(name: "BuzzKitIntake",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
-                               "BuzzKitContracts"],
-                path: "Shared/Intake"),
+        .target(
+            name: "BuzzKitIntake",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
+                "BuzzKitContracts"
+            ],
+            path: "Shared/Intake"),
         // Read queries over tables one service writes and another reads (events and receipts:
         // written by ingest, read by the gateway's routes), each with its row decoding.
         .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
 
         // Workflow runs in Postgres (migration 0011): the gateway starts, cancels and reads runs, the
         // workflow service claims and advances them. SQL and row decoding only.
-        .target(name: "BuzzKitWorkflowRuns",
-                dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
-                path: "Shared/WorkflowRuns"),
+        .target(
+            name: "BuzzKitWorkflowRuns",
+            dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
+            path: "Shared/WorkflowRuns"),
 
         // MARK: - What every service process shares
-        .target(name: "BuzzKitRuntime",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
-                path: "Shared/Runtime"),
+        .target(
+            name: "BuzzKitRuntime",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPServer"],
+            path: "Shared/Runtime"),
 
         // MARK: - Services and tools (executables only read the environment and run)
         // The dashboard's static files (Services/gateway/App/Dashboard) ship as the target's resources.
-        .target(name: "GatewayApp",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
-                               "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                               "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"],
-                path: "Services/gateway/App", resources: [.copy("Dashboard")]),
-        .executableTarget(name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
-                          path: "Services/gateway/Main"),
-        .target(name: "IngestApp", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                                                  "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"],
-                path: "Services/ingest/App"),
+        .target(
+            name: "GatewayApp",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
+                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+            ],
+            path: "Services/gateway/App", resources: [.copy("Dashboard")]),
+        .executableTarget(
+            name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
+            path: "Services/gateway/Main"),
+        .target(
+            name: "IngestApp",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"
+            ],
+            path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
-        .target(name: "WorkflowApp",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
-                               "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime"],
-                path: "Services/workflow/App"),
-        .executableTarget(name: "Workflow", dependencies: ["BuzzKitRuntime", "WorkflowApp"], path: "Services/workflow/Main"),
-        .target(name: "APNsSenderApp",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                               "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                               "BuzzKitRuntime", "BuzzKitPush"],
-                path: "Services/apns-sender/App"),
-        .executableTarget(name: "APNsSender", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "APNsSenderApp"],
-                          path: "Services/apns-sender/Main"),
-        .target(name: "LiveActivityApp",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitPush",
-                               "BuzzKitContracts", "BuzzKitRuntime"],
-                path: "Services/liveactivity/App"),
-        .executableTarget(name: "LiveActivity", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "LiveActivityApp"],
-                          path: "Services/liveactivity/Main"),
-        .executableTarget(name: "BuzzKitAdmin", dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
-                                                               "GatewayApp"],
-                          path: "Tools/buzzkit-admin"),
-        .executableTarget(name: "BuzzKitBench",
-                          dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                                         "BuzzKitHTTPServer"],
-                          path: "Tools/bench"),
+        .target(
+            name: "WorkflowApp",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime"
+            ],
+            path: "Services/workflow/App"),
+        .executableTarget(
+            name: "Workflow", dependencies: ["BuzzKitRuntime", "WorkflowApp"], path: "Services/workflow/Main"),
+        .target(
+            name: "APNsSenderApp",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
+                "BuzzKitRuntime", "BuzzKitPush"
+            ],
+            path: "Services/apns-sender/App"),
+        .executableTarget(
+            name: "APNsSender", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "APNsSenderApp"],
+            path: "Services/apns-sender/Main"),
+        .target(
+            name: "LiveActivityApp",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitPush",
+                "BuzzKitContracts", "BuzzKitRuntime"
+            ],
+            path: "Services/liveactivity/App"),
+        .executableTarget(
+            name: "LiveActivity", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "LiveActivityApp"],
+            path: "Services/liveactivity/Main"),
+        .executableTarget(
+            name: "BuzzKitAdmin",
+            dependencies: [
+                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
+                "GatewayApp"
+            ],
+            path: "Tools/buzzkit-admin"),
+        .executableTarget(
+            name: "BuzzKitBench",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitHTTPServer"
+            ],
+            path: "Tools/bench"),
 
         // The APNs simulator: a local stand-in for Apple's service (HTTP/2 over TLS), written in C on
         // nghttp2 and OpenSSL so it out-runs anything the sender can push.
-        .executableTarget(name: "APNsSimulator", path: "Tools/apns-sim",
-                          exclude: ["tests", "README.md", "make-certs.sh"],
-                          cSettings: [.unsafeFlags(["-O2"])],
-                          linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .executableTarget(
+            name: "APNsSimulator", path: "Tools/apns-sim",
+            exclude: ["tests", "README.md", "make-certs.sh"],
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         // MARK: - The iOS SDK
         .target(name: "BuzzKit", dependencies: ["BuzzKitWire", "CSQLite"], path: "SDK/Sources/BuzzKit"),
-        .target(name: "BuzzKitNotificationServiceExtension", dependencies: ["BuzzKit", "BuzzKitWire"],
-                path: "SDK/Sources/BuzzKitNotificationServiceExtension"),
+        .target(
+            name: "BuzzKitNotificationServiceExtension", dependencies: ["BuzzKit", "BuzzKitWire"],
+            path: "SDK/Sources/BuzzKitNotificationServiceExtension"),
 
         // MARK: - Tests (SwiftPM links every test target into one test binary)
-        .target(name: "BuzzKitTestSupport",
-                dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
-                path: "Tests/Support"),
-        .executableTarget(name: "StreamWorkerFixture", dependencies: ["BuzzKitRedis", "BuzzKitRuntime"],
-                          path: "Tests/Fixtures/stream-worker"),
-        .testTarget(name: "APNsTests", dependencies: ["BuzzKitWire", "BuzzKitCrypto", "BuzzKitHTTPClient",
-                                                      "BuzzKitAPNs", "BuzzKitTestSupport"], path: "Tests/APNsTests"),
-        .testTarget(name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto"],
-                    path: "Tests/CoreTests"),
-        .testTarget(name: "PostgresTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
-                                   "BuzzKitTestSupport"],
-                    path: "Tests/PostgresTests"),
-        .testTarget(name: "RedisTests", dependencies: ["BuzzKitCore", "BuzzKitRedis", "BuzzKitTestSupport"],
-                    path: "Tests/RedisTests"),
-        .testTarget(name: "HTTPTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitHTTPServer", "BuzzKitTestSupport"],
-                    path: "Tests/HTTPTests"),
-        .testTarget(name: "GatewayTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
-                                   "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
-                                   "BuzzKitRuntime", "GatewayApp", "IngestApp", "BuzzKitTestSupport"],
-                    path: "Tests/GatewayTests"),
-        .testTarget(name: "IngestTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                                   "BuzzKitMigrations", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries",
-                                   "IngestApp", "BuzzKitTestSupport"],
-                    path: "Tests/IngestTests"),
-        .testTarget(name: "SenderTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
-                                   "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
-                                   "APNsSenderApp", "BuzzKitPush", "BuzzKitTestSupport"],
-                    path: "Tests/SenderTests"),
-        .testTarget(name: "SDKTests",
-                    dependencies: ["BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",
-                                   "BuzzKitTestSupport"],
-                    path: "Tests/SDKTests"),
-        .testTarget(name: "AudienceTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitAudience",
-                                   "BuzzKitWorkflows", "BuzzKitTestSupport"],
-                    path: "Tests/AudienceTests"),
-        .testTarget(name: "WorkflowTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitMigrations",
-                                   "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp",
-                                   "BuzzKitTestSupport"],
-                    path: "Tests/WorkflowTests"),
-        .testTarget(name: "ServiceTests",
-                    dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitHTTPClient",
-                                   "BuzzKitTestSupport"],
-                    path: "Tests/ServiceTests", exclude: ["Fixtures"]),
+        .target(
+            name: "BuzzKitTestSupport",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
+            path: "Tests/Support"),
+        .executableTarget(
+            name: "StreamWorkerFixture", dependencies: ["BuzzKitRedis", "BuzzKitRuntime"],
+            path: "Tests/Fixtures/stream-worker"),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCrypto", "BuzzKitHTTPClient",
+                "BuzzKitAPNs", "BuzzKitTestSupport"
+            ], path: "Tests/APNsTests"),
+        .testTarget(
+            name: "CoreTests", dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto"],
+            path: "Tests/CoreTests"),
+        .testTarget(
+            name: "PostgresTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
+                "BuzzKitTestSupport"
+            ],
+            path: "Tests/PostgresTests"),
+        .testTarget(
+            name: "RedisTests", dependencies: ["BuzzKitCore", "BuzzKitRedis", "BuzzKitTestSupport"],
+            path: "Tests/RedisTests"),
+        .testTarget(
+            name: "HTTPTests",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitHTTPServer", "BuzzKitTestSupport"],
+            path: "Tests/HTTPTests"),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
+                "BuzzKitRuntime", "GatewayApp", "IngestApp", "BuzzKitTestSupport"
+            ],
+            path: "Tests/GatewayTests"),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
+                "BuzzKitMigrations", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries",
+                "IngestApp", "BuzzKitTestSupport"
+            ],
+            path: "Tests/IngestTests"),
+        .testTarget(
+            name: "SenderTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
+                "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
+                "APNsSenderApp", "BuzzKitPush", "BuzzKitTestSupport"
+            ],
+            path: "Tests/SenderTests"),
+        .testTarget(
+            name: "SDKTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",
+                "BuzzKitTestSupport"
+            ],
+            path: "Tests/SDKTests"),
+        .testTarget(
+            name: "AudienceTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitAudience",
+                "BuzzKitWorkflows", "BuzzKitTestSupport"
+            ],
+            path: "Tests/AudienceTests"),
+        .testTarget(
+            name: "WorkflowTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitMigrations",
+                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp",
+                "BuzzKitTestSupport"
+            ],
+            path: "Tests/WorkflowTests"),
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitHTTPClient",
+                "BuzzKitTestSupport"
+            ],
+            path: "Tests/ServiceTests", exclude: ["Fixtures"])
     ],
     swiftLanguageModes: [.v6]
 )

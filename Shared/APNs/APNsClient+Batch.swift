@@ -26,8 +26,10 @@ extension APNsClient {
         for request in requests {
             if shared?.matches(request) != true { shared = SharedHeaders(request, token: token) }
             let (sent, redacted) = shared!.headers(for: request)
-            httpRequests.append(HTTPClientRequest(method: .POST, url: configuration.baseURL + request.path, headers: sent,
-                                                  body: request.payload))
+            httpRequests.append(
+                HTTPClientRequest(
+                    method: .POST, url: configuration.baseURL + request.path, headers: sent,
+                    body: request.payload))
             ledgerHeaders.append(redacted)
         }
         let start = ContinuousClock.now
@@ -45,9 +47,11 @@ extension APNsClient {
                 responses.append(result)
             case .failure(let error):
                 logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
-                responses.append(APNsResponse(status: 0, latency: latency, requestHeaders: ledgerHeaders[index],
-                                              payload: requests[index].payload, transportError: error,
-                                              tokenIssuedAt: token.issuedAt))
+                responses.append(
+                    APNsResponse(
+                        status: 0, latency: latency, requestHeaders: ledgerHeaders[index],
+                        payload: requests[index].payload, transportError: error,
+                        tokenIssuedAt: token.issuedAt))
             }
         }
         return responses

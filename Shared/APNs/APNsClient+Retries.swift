@@ -29,8 +29,9 @@ extension APNsClient {
     ) async -> APNsDeliveryResult {
         var request = request
         if request.apnsId == nil { request.apnsId = UUID().uuidString }
-        return await sendAgain(request, after: [], credentials: credentials, policy: policy, unitRandom: unitRandom,
-                               sleep: sleep, onAttempt: onAttempt)
+        return await sendAgain(
+            request, after: [], credentials: credentials, policy: policy, unitRandom: unitRandom,
+            sleep: sleep, onAttempt: onAttempt)
     }
 
     /// Sends every request, each until APNs accepts it, rejects it for good, or `policy` runs out
@@ -64,12 +65,18 @@ extension APNsClient {
             await withTaskGroup(of: (Int, APNsDeliveryResult).self) { group in
                 for (index, response, outcome) in again {
                     group.addTask {
-                        if let result = await self.afterAttempt(response, outcome, attempts: [response], credentials: credentials,
-                                                                sleep: sleep) {
+                        if let result = await self.afterAttempt(
+                            response, outcome, attempts: [response], credentials: credentials,
+                            sleep: sleep)
+                        {
                             return (index, result)
                         }
-                        return (index, await self.sendAgain(requests[index], after: [response], credentials: credentials,
-                                                            policy: policy, unitRandom: unitRandom, sleep: sleep))
+                        return (
+                            index,
+                            await self.sendAgain(
+                                requests[index], after: [response], credentials: credentials,
+                                policy: policy, unitRandom: unitRandom, sleep: sleep)
+                        )
                     }
                 }
                 for await (index, result) in group { results[index] = result }
@@ -89,9 +96,12 @@ extension APNsClient {
         while true {
             let response = await send(request, credentials: credentials)
             attempts.append(response)
-            let outcome = APNsOutcome.classify(response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(
+                response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
             await onAttempt(response, outcome)
-            if let result = await afterAttempt(response, outcome, attempts: attempts, credentials: credentials, sleep: sleep) {
+            if let result = await afterAttempt(
+                response, outcome, attempts: attempts, credentials: credentials, sleep: sleep)
+            {
                 return result
             }
         }
@@ -99,9 +109,11 @@ extension APNsClient {
 
     /// The step after one attempt: the final result, or nil to try again (after renewing the
     /// token or sleeping the backoff).
-    private func afterAttempt(_ response: APNsResponse, _ outcome: APNsOutcome, attempts: [APNsResponse],
-                              credentials: APNsCredentials,
-                              sleep: (Duration) async throws -> Void) async -> APNsDeliveryResult? {
+    private func afterAttempt(
+        _ response: APNsResponse, _ outcome: APNsOutcome, attempts: [APNsResponse],
+        credentials: APNsCredentials,
+        sleep: (Duration) async throws -> Void
+    ) async -> APNsDeliveryResult? {
         switch outcome {
         case .delivered, .invalidToken, .failed:
             return APNsDeliveryResult(attempts: attempts, outcome: outcome)

@@ -34,9 +34,11 @@ public final class APNsClient: Sendable {
         /// TCP_NODELAY on the connections (see `HTTPClient.Configuration.tcpNoDelay`). Default true.
         public var tcpNoDelay: Bool = true
 
-        public init(environment: APNsEnvironment, baseURL: String? = nil, caFile: String? = nil,
-                    maxConcurrentStreams: Int = 1000, maxConnections: Int? = 2,
-                    requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5)) {
+        public init(
+            environment: APNsEnvironment, baseURL: String? = nil, caFile: String? = nil,
+            maxConcurrentStreams: Int = 1000, maxConnections: Int? = 2,
+            requestTimeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(5)
+        ) {
             var url = baseURL ?? environment.defaultBaseURL
             while url.hasSuffix("/") { url.removeLast() }
             self.baseURL = url
@@ -82,8 +84,11 @@ public final class APNsClient: Sendable {
         do {
             return .success(try tokenCache.token(for: credentials))
         } catch {
-            logger.warning("apns provider token could not be made",
-                           metadata: ["apns.team": credentials.teamId, "apns.key": credentials.keyId, "error.code": error.code.rawValue])
+            logger.warning(
+                "apns provider token could not be made",
+                metadata: [
+                    "apns.team": credentials.teamId, "apns.key": credentials.keyId, "error.code": error.code.rawValue
+                ])
             return .failure(error)
         }
     }
@@ -91,8 +96,9 @@ public final class APNsClient: Sendable {
     /// The answer for a request whose credentials cannot sign: status 0 and a `transportError`
     /// with code `invalid_request` (classified `failed`, no retry).
     static func unsigned(_ request: APNsRequest, _ error: APNsCredentialsError) -> APNsResponse {
-        APNsResponse(status: 0, requestHeaders: request.headers(authorization: nil), payload: request.payload,
-                     transportError: HTTPClientError(code: .invalidRequest, message: error.description))
+        APNsResponse(
+            status: 0, requestHeaders: request.headers(authorization: nil), payload: request.payload,
+            transportError: HTTPClientError(code: .invalidRequest, message: error.description))
     }
 
     /// Sends one attempt with a given provider token (for tests of token handling, or callers
@@ -103,8 +109,9 @@ public final class APNsClient: Sendable {
         // libcurl adds these two on the wire; the ledger shows what APNs actually received.
         redacted.add(name: "accept", value: "*/*")
         redacted.add(name: "content-length", value: String(request.payload.count))
-        let httpRequest = HTTPClientRequest(method: .POST, url: configuration.baseURL + request.path, headers: sent,
-                                            body: request.payload)
+        let httpRequest = HTTPClientRequest(
+            method: .POST, url: configuration.baseURL + request.path, headers: sent,
+            body: request.payload)
         let start = ContinuousClock.now
         do {
             let response = try await http.execute(httpRequest)
@@ -115,14 +122,16 @@ public final class APNsClient: Sendable {
             return result
         } catch let error as HTTPClientError {
             logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
-            return APNsResponse(status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
-                                payload: request.payload, transportError: error, tokenIssuedAt: token.issuedAt)
+            return APNsResponse(
+                status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
+                payload: request.payload, transportError: error, tokenIssuedAt: token.issuedAt)
         } catch {
             // Task cancellation: report it as a non-retryable failure of this attempt.
-            return APNsResponse(status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
-                                payload: request.payload,
-                                transportError: HTTPClientError(code: .cancelled, message: "the send was cancelled"),
-                                tokenIssuedAt: token.issuedAt)
+            return APNsResponse(
+                status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
+                payload: request.payload,
+                transportError: HTTPClientError(code: .cancelled, message: "the send was cancelled"),
+                tokenIssuedAt: token.issuedAt)
         }
     }
 

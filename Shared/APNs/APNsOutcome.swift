@@ -19,14 +19,19 @@ public enum APNsDisposition: Sendable, Hashable {
     case failed(reason: APNsReason?)
 
     public init(_ response: APNsResponse) {
-        self = Self.classify(status: response.status, reason: response.reason, apnsId: response.apnsId,
-                             timestamp: response.timestamp, transportRetryable: response.transportError?.isRetryable)
+        self = Self.classify(
+            status: response.status, reason: response.reason, apnsId: response.apnsId,
+            timestamp: response.timestamp, transportRetryable: response.transportError?.isRetryable)
     }
 
     /// The table above. `transportRetryable` is nil when a response arrived.
-    public static func classify(status: Int, reason: APNsReason?, apnsId: String?, timestamp: Date?,
-                                transportRetryable: Bool?) -> APNsDisposition {
-        if let transportRetryable, status == 0 { return transportRetryable ? .retryable(reason: nil) : .failed(reason: nil) }
+    public static func classify(
+        status: Int, reason: APNsReason?, apnsId: String?, timestamp: Date?,
+        transportRetryable: Bool?
+    ) -> APNsDisposition {
+        if let transportRetryable, status == 0 {
+            return transportRetryable ? .retryable(reason: nil) : .failed(reason: nil)
+        }
         switch (status, reason) {
         case (200, _): return .delivered(apnsId: apnsId ?? "")
         case (403, .expiredProviderToken?): return .renewToken
@@ -58,25 +63,34 @@ public enum APNsOutcome: Sendable, Hashable {
     /// The outcome of `attempt` (1-based) given its `response`: a retryable answer becomes
     /// `.retry(after:)` while `policy` allows another attempt, `.failed` after that; a token
     /// renewal counts as an attempt too.
-    public static func classify(_ response: APNsResponse, attempt: Int, policy: RetryPolicy,
-                                using generator: inout some RandomNumberGenerator) -> APNsOutcome {
-        classify(response.disposition, attempt: attempt, policy: policy) { policy.delay(afterAttempt: attempt, using: &generator) }
+    public static func classify(
+        _ response: APNsResponse, attempt: Int, policy: RetryPolicy,
+        using generator: inout some RandomNumberGenerator
+    ) -> APNsOutcome {
+        classify(response.disposition, attempt: attempt, policy: policy) {
+            policy.delay(afterAttempt: attempt, using: &generator)
+        }
     }
 
     /// As above with the random unit given (tests, tables).
-    public static func classify(_ disposition: APNsDisposition, attempt: Int, policy: RetryPolicy,
-                                unit: Double) -> APNsOutcome {
+    public static func classify(
+        _ disposition: APNsDisposition, attempt: Int, policy: RetryPolicy,
+        unit: Double
+    ) -> APNsOutcome {
         classify(disposition, attempt: attempt, policy: policy) { policy.delay(afterAttempt: attempt, unit: unit) }
     }
 
-    private static func classify(_ disposition: APNsDisposition, attempt: Int, policy: RetryPolicy,
-                                 delay: () -> Duration) -> APNsOutcome {
+    private static func classify(
+        _ disposition: APNsDisposition, attempt: Int, policy: RetryPolicy,
+        delay: () -> Duration
+    ) -> APNsOutcome {
         switch disposition {
         case .delivered(let apnsId): return .delivered(apnsId: apnsId)
         case .invalidToken(let reason, let timestamp): return .invalidToken(reason: reason, timestamp: timestamp)
         case .failed(let reason): return .failed(reason: reason)
         case .renewToken:
-            return policy.allowsRetry(afterAttempt: attempt) ? .renewTokenAndRetry : .failed(reason: .expiredProviderToken)
+            return policy.allowsRetry(afterAttempt: attempt)
+                ? .renewTokenAndRetry : .failed(reason: .expiredProviderToken)
         case .retryable(let reason):
             return policy.allowsRetry(afterAttempt: attempt) ? .retry(after: delay()) : .failed(reason: reason)
         }

@@ -24,7 +24,7 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         (.unregistered, "Unregistered"), (.payloadTooLarge, "PayloadTooLarge"),
         (.tooManyProviderTokenUpdates, "TooManyProviderTokenUpdates"), (.tooManyRequests, "TooManyRequests"),
         (.internalServerError, "InternalServerError"), (.serviceUnavailable, "ServiceUnavailable"),
-        (.shutdown, "Shutdown"),
+        (.shutdown, "Shutdown")
     ]
     private static let byName: [String: APNsReason] = Dictionary(uniqueKeysWithValues: table.map { ($0.1, $0.0) })
 
@@ -48,7 +48,7 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     public var isCredentialProblem: Bool {
         switch self {
         case .badCertificate, .badCertificateEnvironment, .forbidden, .invalidProviderToken,
-             .missingProviderToken, .unrelatedKeyIdInToken, .topicDisallowed, .badTopic:
+            .missingProviderToken, .unrelatedKeyIdInToken, .topicDisallowed, .badTopic:
             true
         default:
             false

@@ -25,8 +25,10 @@ public struct APNsRequest: Sendable, Hashable {
     /// The JSON payload, sent exactly as is.
     public var payload: [UInt8]
 
-    public init(deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: Int? = nil,
-                expiration: Date? = nil, collapseId: String? = nil, apnsId: String? = nil, payload: [UInt8]) {
+    public init(
+        deviceToken: String, topic: String, pushType: APNsPushType = .alert, priority: Int? = nil,
+        expiration: Date? = nil, collapseId: String? = nil, apnsId: String? = nil, payload: [UInt8]
+    ) {
         self.deviceToken = deviceToken
         self.topic = topic
         self.pushType = pushType
@@ -43,9 +45,10 @@ public struct APNsRequest: Sendable, Hashable {
     /// (a retry after a timeout, a re-send after a sender died) shows once on the device.
     public init(deviceToken: String, topic: String, content: MessageContent, messageId: String, apnsId: String? = nil) {
         let payload = PushPayload(content: content, messageId: messageId)
-        self.init(deviceToken: deviceToken, topic: topic, pushType: content.isSilent ? .background : .alert,
-                  priority: content.effectivePriority.rawValue, expiration: content.expiresAt,
-                  collapseId: content.collapseId ?? messageId, apnsId: apnsId, payload: payload.encode())
+        self.init(
+            deviceToken: deviceToken, topic: topic, pushType: content.isSilent ? .background : .alert,
+            priority: content.effectivePriority.rawValue, expiration: content.expiresAt,
+            collapseId: content.collapseId ?? messageId, apnsId: apnsId, payload: payload.encode())
     }
 
     /// `/3/device/<token>`.
@@ -60,7 +63,8 @@ public struct APNsRequest: Sendable, Hashable {
         headers.add(name: "apns-topic", value: topic)
         if let priority { headers.add(name: "apns-priority", value: String(priority)) }
         if let expiration {
-            headers.add(name: "apns-expiration", value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
+            headers.add(
+                name: "apns-expiration", value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
         }
         if let collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         if let apnsId { headers.add(name: "apns-id", value: apnsId) }

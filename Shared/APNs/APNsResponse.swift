@@ -30,10 +30,12 @@ public struct APNsResponse: Sendable {
     /// True when this attempt opened a new connection.
     public var openedConnection: Bool
 
-    public init(status: Int, reason: APNsReason? = nil, apnsId: String? = nil, uniqueId: String? = nil,
-                timestamp: Date? = nil, latency: Duration = .zero, requestHeaders: HTTPHeaders = [:],
-                payload: [UInt8] = [], transportError: HTTPClientError? = nil, tokenIssuedAt: Date? = nil,
-                openedConnection: Bool = false) {
+    public init(
+        status: Int, reason: APNsReason? = nil, apnsId: String? = nil, uniqueId: String? = nil,
+        timestamp: Date? = nil, latency: Duration = .zero, requestHeaders: HTTPHeaders = [:],
+        payload: [UInt8] = [], transportError: HTTPClientError? = nil, tokenIssuedAt: Date? = nil,
+        openedConnection: Bool = false
+    ) {
         self.status = status
         self.reason = reason
         self.apnsId = apnsId

@@ -20,8 +20,10 @@ public final class APNsTokenCache: Sendable {
         var fingerprint: String
     }
 
-    public init(refreshAfter: TimeInterval = 50 * 60, minimumRenewalInterval: TimeInterval = 20 * 60,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        refreshAfter: TimeInterval = 50 * 60, minimumRenewalInterval: TimeInterval = 20 * 60,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.refreshAfter = refreshAfter
         self.minimumRenewalInterval = minimumRenewalInterval
         self.now = now
@@ -32,7 +34,8 @@ public final class APNsTokenCache: Sendable {
         let key = Key(teamId: credentials.teamId, keyId: credentials.keyId, fingerprint: credentials.fingerprint)
         let now = self.now()
         let refreshAfter = self.refreshAfter
-        return try state.withLock { (tokens: inout [Key: ProviderToken]) throws(APNsCredentialsError) -> ProviderToken in
+        return try state.withLock {
+            (tokens: inout [Key: ProviderToken]) throws(APNsCredentialsError) -> ProviderToken in
             if let token = tokens[key], now.timeIntervalSince(token.issuedAt) < refreshAfter {
                 return token
             }

@@ -45,9 +45,11 @@ public struct LiveActivityPush: Sendable, Hashable {
     /// `apns-priority`: 10 (`high`, the default) or 5 (`normal`).
     public var priority: Int
 
-    public init(event: Event, timestamp: Int64, contentState: JSONValue, staleDate: Int64? = nil,
-                dismissalDate: Int64? = nil, alert: Alert? = nil, attributesType: String? = nil,
-                attributes: JSONValue? = nil, priority: Int = 10) {
+    public init(
+        event: Event, timestamp: Int64, contentState: JSONValue, staleDate: Int64? = nil,
+        dismissalDate: Int64? = nil, alert: Alert? = nil, attributesType: String? = nil,
+        attributes: JSONValue? = nil, priority: Int = 10
+    ) {
         self.event = event
         self.timestamp = timestamp
         self.contentState = contentState
@@ -66,7 +68,7 @@ public struct LiveActivityPush: Sendable, Hashable {
     /// The `aps` object.
     public var aps: JSONValue {
         var aps: [String: JSONValue] = [
-            "timestamp": .int(timestamp), "event": .string(event.rawValue), "content-state": contentState,
+            "timestamp": .int(timestamp), "event": .string(event.rawValue), "content-state": contentState
         ]
         if let staleDate { aps["stale-date"] = .int(staleDate) }
         if let dismissalDate { aps["dismissal-date"] = .int(dismissalDate) }
@@ -90,7 +92,8 @@ public struct LiveActivityPush: Sendable, Hashable {
 
     /// The APNs request to one token (activity push token or push-to-start token).
     public func request(deviceToken: String, bundleId: String, apnsId: String? = nil) -> APNsRequest {
-        APNsRequest(deviceToken: deviceToken, topic: Self.topic(bundleId: bundleId), pushType: .liveactivity,
-                    priority: priority, apnsId: apnsId, payload: encode())
+        APNsRequest(
+            deviceToken: deviceToken, topic: Self.topic(bundleId: bundleId), pushType: .liveactivity,
+            priority: priority, apnsId: apnsId, payload: encode())
     }
 }

@@ -11,8 +11,10 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Fraction of the delay that is random, 0...1. Default 0.5.
     public var jitter: Double
 
-    public init(maxAttempts: Int = 5, baseDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30),
-                jitter: Double = 0.5) {
+    public init(
+        maxAttempts: Int = 5, baseDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30),
+        jitter: Double = 0.5
+    ) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay

@@ -38,7 +38,8 @@ public struct AudienceError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The issue at `path` (the request member that held the expression): `message`, `code`,
     /// `line`, `column` and `expected` when known.
     public func issue(path: String = "where") -> ValidationIssue {
-        ValidationIssue(path: path, message: message, line: line, column: column, code: code.rawValue, expected: expected)
+        ValidationIssue(
+            path: path, message: message, line: line, column: column, code: code.rawValue, expected: expected)
     }
 
     /// `validation_failed` with `details: [{path, message, code, line, column, expected?}]` (the

@@ -26,7 +26,8 @@ extension AudienceExpression {
         default:
             return matchesLeaf { operand in
                 switch operand {
-                case .attribute(let path): return AudienceValue.lookup(path, in: subject.attributes).map(AudienceValue.json)
+                case .attribute(let path):
+                    return AudienceValue.lookup(path, in: subject.attributes).map(AudienceValue.json)
                 case .timezone: return subject.timezone.map(AudienceValue.text)
                 case .locale: return subject.locale.map(AudienceValue.text)
                 case .createdAt: return .timestamp(subject.createdAtMicroseconds)
@@ -60,8 +61,11 @@ extension AudienceExpression {
 
     /// `left op right` on two values of `root`: both present, same JSON type (string, number,
     /// boolean; booleans only with == and !=), else false.
-    static func comparePaths(_ left: [String], _ op: AudienceComparison, _ right: [String], in root: JSONValue) -> Bool {
-        guard let a = AudienceValue.lookup(left, in: root), let b = AudienceValue.lookup(right, in: root) else { return false }
+    static func comparePaths(_ left: [String], _ op: AudienceComparison, _ right: [String], in root: JSONValue) -> Bool
+    {
+        guard let a = AudienceValue.lookup(left, in: root), let b = AudienceValue.lookup(right, in: root) else {
+            return false
+        }
         let literal: AudienceLiteral
         switch b {
         case .string(let s): literal = .string(s)
@@ -105,7 +109,8 @@ extension AudienceEventClause {
     public func includes(_ event: AudienceEvent, nowMicroseconds now: Int64) -> Bool {
         guard event.name.utf8.elementsEqual(name.utf8) else { return false }
         if let withinSeconds {
-            guard event.occurredAtMicroseconds >= now - withinSeconds * 1_000_000, event.occurredAtMicroseconds <= now else {
+            guard event.occurredAtMicroseconds >= now - withinSeconds * 1_000_000, event.occurredAtMicroseconds <= now
+            else {
                 return false
             }
         }

@@ -59,7 +59,9 @@ struct AudienceLexer {
     }
 
     private var current: Unicode.Scalar? { index < scalars.count ? scalars[index] : nil }
-    private func peek(_ offset: Int) -> Unicode.Scalar? { index + offset < scalars.count ? scalars[index + offset] : nil }
+    private func peek(_ offset: Int) -> Unicode.Scalar? {
+        index + offset < scalars.count ? scalars[index + offset] : nil
+    }
 
     private mutating func advance() {
         if scalars[index] == "\n" {
@@ -71,14 +73,18 @@ struct AudienceLexer {
         index += 1
     }
 
-    private func error(_ message: String, expected: String? = nil, line: Int? = nil, column: Int? = nil) -> AudienceError {
+    private func error(_ message: String, expected: String? = nil, line: Int? = nil, column: Int? = nil)
+        -> AudienceError
+    {
         AudienceError(.syntaxError, message, line: line ?? self.line, column: column ?? self.column, expected: expected)
     }
 
     mutating func next() throws(AudienceError) -> AudienceToken {
         while let c = current, c == " " || c == "\t" || c == "\n" || c == "\r" { advance() }
         let startLine = line, startColumn = column
-        func token(_ kind: AudienceToken.Kind) -> AudienceToken { AudienceToken(kind: kind, line: startLine, column: startColumn) }
+        func token(_ kind: AudienceToken.Kind) -> AudienceToken {
+            AudienceToken(kind: kind, line: startLine, column: startColumn)
+        }
         guard let c = current else { return token(.end) }
         switch c {
         case "(": advance(); return token(.leftParen)
@@ -90,12 +96,17 @@ struct AudienceLexer {
         case ".": advance(); return token(.dot)
         case "=":
             advance()
-            guard current == "=" else { throw error("'=' is not an operator; use '=='", expected: "'=='", line: startLine, column: startColumn) }
+            guard current == "=" else {
+                throw error("'=' is not an operator; use '=='", expected: "'=='", line: startLine, column: startColumn)
+            }
             advance()
             return token(.comparison(.equal))
         case "!":
             advance()
-            guard current == "=" else { throw error("'!' is not an operator; use 'not' or '!='", expected: "'!='", line: startLine, column: startColumn) }
+            guard current == "=" else {
+                throw error(
+                    "'!' is not an operator; use 'not' or '!='", expected: "'!='", line: startLine, column: startColumn)
+            }
             advance()
             return token(.comparison(.notEqual))
         case "<", ">":
@@ -128,12 +139,15 @@ struct AudienceLexer {
                 }
                 return token(.identifier(name))
             }
-            throw error("unexpected character '\(c.escaped(asASCII: true))'", expected: "a condition, value or operator")
+            throw error(
+                "unexpected character '\(c.escaped(asASCII: true))'", expected: "a condition, value or operator")
         }
     }
 
     private func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
-    private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool { (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" }
+    private func isIdentifierStart(_ c: Unicode.Scalar) -> Bool {
+        (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_"
+    }
 
     private mutating func string() throws(AudienceError) -> String {
         let startLine = line, startColumn = column
@@ -150,7 +164,9 @@ struct AudienceLexer {
                 value.unicodeScalars.append(c)
                 continue
             }
-            guard let e = current else { throw error("unterminated string", expected: "'\"'", line: startLine, column: startColumn) }
+            guard let e = current else {
+                throw error("unterminated string", expected: "'\"'", line: startLine, column: startColumn)
+            }
             let escapeLine = line, escapeColumn = column - 1
             advance()
             switch e {
@@ -166,17 +182,23 @@ struct AudienceLexer {
                 var code: UInt32 = 0
                 for _ in 0..<4 {
                     guard let h = current, let digit = hexValue(h) else {
-                        throw error("invalid \\u escape", expected: "4 hexadecimal digits", line: escapeLine, column: escapeColumn)
+                        throw error(
+                            "invalid \\u escape", expected: "4 hexadecimal digits", line: escapeLine,
+                            column: escapeColumn)
                     }
                     code = code * 16 + digit
                     advance()
                 }
                 guard code != 0, let scalar = Unicode.Scalar(code) else {
-                    throw error("\\u escape is not a usable character", expected: "a Unicode scalar other than NUL", line: escapeLine, column: escapeColumn)
+                    throw error(
+                        "\\u escape is not a usable character", expected: "a Unicode scalar other than NUL",
+                        line: escapeLine, column: escapeColumn)
                 }
                 value.unicodeScalars.append(scalar)
             default:
-                throw error("invalid escape '\\\(e)'", expected: "one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX", line: escapeLine, column: escapeColumn)
+                throw error(
+                    "invalid escape '\\\(e)'", expected: "one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX",
+                    line: escapeLine, column: escapeColumn)
             }
         }
     }
@@ -194,7 +216,9 @@ struct AudienceLexer {
         let startLine = line, startColumn = column
         var text = ""
         func bad() -> AudienceError {
-            AudienceError(.syntaxError, "malformed number", line: startLine, column: startColumn, expected: "a number such as 3, -1.5 or 2e3")
+            AudienceError(
+                .syntaxError, "malformed number", line: startLine, column: startColumn,
+                expected: "a number such as 3, -1.5 or 2e3")
         }
         if current == "-" { text += "-"; advance() }
         guard let first = current, isDigit(first) else { throw bad() }

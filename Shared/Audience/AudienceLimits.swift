@@ -14,8 +14,10 @@ public struct AudienceLimits: Sendable, Hashable {
     /// Longest `within:` window, in days. Default 400 (events are kept 395 days by default).
     public var maxWithinDays: Int
 
-    public init(maxLength: Int = 4096, maxDepth: Int = 16, maxEventClauses: Int = 5, maxConditions: Int = 64,
-                maxListItems: Int = 100, maxWithinDays: Int = 400) {
+    public init(
+        maxLength: Int = 4096, maxDepth: Int = 16, maxEventClauses: Int = 5, maxConditions: Int = 64,
+        maxListItems: Int = 100, maxWithinDays: Int = 400
+    ) {
         self.maxLength = maxLength
         self.maxDepth = maxDepth
         self.maxEventClauses = maxEventClauses

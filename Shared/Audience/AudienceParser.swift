@@ -24,15 +24,18 @@ extension AudienceExpression {
     /// is an attribute. Inside `where:` (and in the event context) paths are keys of the event's data.
     /// In the document context a path starts with one of the context's roots and the right side of
     /// a comparison may be another path (`tail := op (literal | operand)`).
-    public static func parse(_ text: String, context: AudienceContext = .subscriber,
-                             limits: AudienceLimits = .default) throws(AudienceError) -> AudienceExpression {
+    public static func parse(
+        _ text: String, context: AudienceContext = .subscriber,
+        limits: AudienceLimits = .default
+    ) throws(AudienceError) -> AudienceExpression {
         let scalars = Array(text.unicodeScalars)
         if scalars.count > limits.maxLength {
             var line = 1, column = 1
             for scalar in scalars.prefix(limits.maxLength) {
                 if scalar == "\n" { line += 1; column = 1 } else { column += 1 }
             }
-            throw AudienceError(.limitExceeded, "expression longer than \(limits.maxLength) characters", line: line, column: column)
+            throw AudienceError(
+                .limitExceeded, "expression longer than \(limits.maxLength) characters", line: line, column: column)
         }
         var parser = AudienceParser(tokens: try AudienceLexer.tokenize(text), context: context, limits: limits)
         return try parser.parseAll()
@@ -69,8 +72,9 @@ struct AudienceParser {
 
     private func syntax(_ expected: String, at token: AudienceToken? = nil) -> AudienceError {
         let token = token ?? current
-        return AudienceError(.syntaxError, "expected \(expected) but found \(token.display)",
-                             line: token.line, column: token.column, expected: expected)
+        return AudienceError(
+            .syntaxError, "expected \(expected) but found \(token.display)",
+            line: token.line, column: token.column, expected: expected)
     }
 
     private func invalid(_ message: String, at token: AudienceToken) -> AudienceError {
@@ -180,9 +184,10 @@ struct AudienceParser {
         }
         if case .document(let roots) = context, let first = segments.first, !roots.contains(first) {
             let token = segmentStart
-            throw AudienceError(.invalidValue,
-                                "unknown name '\(first)': a path starts with " + roots.sorted().joined(separator: ", "),
-                                line: token.line, column: token.column, expected: roots.sorted().joined(separator: ", "))
+            throw AudienceError(
+                .invalidValue,
+                "unknown name '\(first)': a path starts with " + roots.sorted().joined(separator: ", "),
+                line: token.line, column: token.column, expected: roots.sorted().joined(separator: ", "))
         }
         if context == .subscriber, segments.count == 1, !quotedFirst {
             switch segments[0] {
@@ -199,14 +204,18 @@ struct AudienceParser {
     /// white space); such names are refused so the evaluator and `#>` can never disagree.
     static func isIndexLike(_ name: String) -> Bool {
         var rest = Substring(name)
-        while let first = rest.first, first == " " || first == "\t" || first == "\n" || first == "\r" || first == "\u{0B}" || first == "\u{0C}" {
+        while let first = rest.first,
+            first == " " || first == "\t" || first == "\n" || first == "\r" || first == "\u{0B}" || first == "\u{0C}"
+        {
             rest = rest.dropFirst()
         }
         if let first = rest.first, first == "+" || first == "-" { rest = rest.dropFirst() }
         return !rest.isEmpty && rest.allSatisfy { $0 >= "0" && $0 <= "9" }
     }
 
-    private mutating func parseTail(_ operand: AudienceOperand, at start: AudienceToken) throws(AudienceError) -> AudienceExpression {
+    private mutating func parseTail(_ operand: AudienceOperand, at start: AudienceToken) throws(AudienceError)
+        -> AudienceExpression
+    {
         let token = current
         switch token.kind {
         case .comparison(let op):
@@ -281,8 +290,10 @@ struct AudienceParser {
         }
     }
 
-    private func typed(_ literal: AudienceLiteral, for operand: AudienceOperand, op: AudienceComparison,
-                       at token: AudienceToken) throws(AudienceError) -> AudienceLiteral {
+    private func typed(
+        _ literal: AudienceLiteral, for operand: AudienceOperand, op: AudienceComparison,
+        at token: AudienceToken
+    ) throws(AudienceError) -> AudienceLiteral {
         switch operand {
         case .attribute:
             if case .bool = literal, op != .equal, op != .notEqual {
@@ -296,7 +307,9 @@ struct AudienceParser {
             return literal
         case .createdAt:
             guard case .string(let text) = literal, let micros = EventTimestamp.parseMicroseconds(text) else {
-                throw invalid("createdAt is compared with an ISO 8601 date-time string such as \"2024-05-01T00:00:00Z\"", at: token)
+                throw invalid(
+                    "createdAt is compared with an ISO 8601 date-time string such as \"2024-05-01T00:00:00Z\"",
+                    at: token)
             }
             return .timestamp(micros)
         }
@@ -304,10 +317,12 @@ struct AudienceParser {
 
     // MARK: - Calls
 
-    private mutating func parseCall(_ name: String, at token: AudienceToken) throws(AudienceError) -> AudienceExpression {
+    private mutating func parseCall(_ name: String, at token: AudienceToken) throws(AudienceError) -> AudienceExpression
+    {
         guard Self.functions.contains(name) else {
-            throw AudienceError(.syntaxError, "unknown function '\(name)'", line: token.line, column: token.column,
-                                expected: "one of " + Self.functions.joined(separator: ", "))
+            throw AudienceError(
+                .syntaxError, "unknown function '\(name)'", line: token.line, column: token.column,
+                expected: "one of " + Self.functions.joined(separator: ", "))
         }
         if context != .subscriber && name != "exists" {
             throw invalid("\(name)(...) is not available in a condition on an event", at: token)
@@ -343,7 +358,9 @@ struct AudienceParser {
             return .did(try parseEventClause(at: token))
         default:  // count
             let clause = try parseEventClause(at: token)
-            guard case .comparison(let op) = current.kind else { throw syntax("a comparison operator after count(...)") }
+            guard case .comparison(let op) = current.kind else {
+                throw syntax("a comparison operator after count(...)")
+            }
             advance()
             let numberToken = current
             guard case .number(let text) = current.kind, let n = Int64(text), n >= 0 else {
@@ -380,7 +397,9 @@ struct AudienceParser {
                 let valueToken = current
                 guard case .string(let text) = current.kind else { throw syntax("a duration string such as \"7d\"") }
                 guard let seconds = Self.durationSeconds(text) else {
-                    throw invalid("a duration is a positive whole number followed by s, m, h, d or w, such as \"7d\"", at: valueToken)
+                    throw invalid(
+                        "a duration is a positive whole number followed by s, m, h, d or w, such as \"7d\"",
+                        at: valueToken)
                 }
                 guard seconds <= Int64(limits.maxWithinDays) * 86_400 else {
                     throw limit("within is longer than \(limits.maxWithinDays) days", at: valueToken)
@@ -409,7 +428,9 @@ struct AudienceParser {
     static func durationSeconds(_ text: String) -> Int64? {
         guard let unit = text.last, text.count >= 2, text.count <= 8 else { return nil }
         let digits = text.dropLast()
-        guard digits.first != "0", digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int64(digits) else { return nil }
+        guard digits.first != "0", digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int64(digits) else {
+            return nil
+        }
         switch unit {
         case "s": return n
         case "m": return n * 60

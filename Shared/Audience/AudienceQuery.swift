@@ -24,14 +24,17 @@ public enum AudienceQuery {
     public static func count(_ expression: AudienceExpression, tenantId: UUID, now: Date) -> AudienceSQL {
         var compiler = AudienceSQLCompiler(tenantId: tenantId, nowMicroseconds: EventTimestamp.microseconds(now))
         let condition = compiler.condition(expression)
-        return AudienceSQL(sql: "SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND \(condition)",
-                           parameters: compiler.parameters)
+        return AudienceSQL(
+            sql: "SELECT count(*) FROM subscribers s WHERE s.tenant_id = $1::uuid AND \(condition)",
+            parameters: compiler.parameters)
     }
 
     /// `SELECT s.id`: the next `limit` matching subscriber ids after `cursor` (exclusive; nil: from
     /// the start), in id order (bytes, `COLLATE "C"`). A page shorter than `limit` is the last one.
-    public static func page(_ expression: AudienceExpression, tenantId: UUID, after cursor: String?, limit: Int,
-                            now: Date) -> AudienceSQL {
+    public static func page(
+        _ expression: AudienceExpression, tenantId: UUID, after cursor: String?, limit: Int,
+        now: Date
+    ) -> AudienceSQL {
         var (compiler, sql) = afterCursor(expression, tenantId: tenantId, cursor: cursor, now: now)
         sql += " ORDER BY s.id LIMIT \(compiler.bind(String(max(0, limit)), "int8"))"
         return AudienceSQL(sql: sql, parameters: compiler.parameters)
@@ -40,8 +43,10 @@ public enum AudienceQuery {
     /// `SELECT s.id ... WHERE <condition> [AND s.id > cursor]`. With a cursor, event clauses also
     /// read only owners after it (`ownerFloor`: the cursor's placeholder, bound right after the
     /// condition's parameters), so page k does not read the events of pages 1 to k-1 again.
-    private static func afterCursor(_ expression: AudienceExpression, tenantId: UUID, cursor: String?,
-                                    now: Date) -> (AudienceSQLCompiler, String) {
+    private static func afterCursor(
+        _ expression: AudienceExpression, tenantId: UUID, cursor: String?,
+        now: Date
+    ) -> (AudienceSQLCompiler, String) {
         let micros = EventTimestamp.microseconds(now)
         var compiler = AudienceSQLCompiler(tenantId: tenantId, nowMicroseconds: micros)
         if cursor != nil {
@@ -64,8 +69,10 @@ public enum AudienceQuery {
     /// `page` re-evaluates the event subquery on every page (bench: 110 pages of a 7-day `did` on
     /// 10M events took 21 s by pages, the whole set about 0.5 s in one statement).
     /// `after` (exclusive) resumes a stream after the last id handled, e.g. after a crash.
-    public static func all(_ expression: AudienceExpression, tenantId: UUID, after cursor: String? = nil,
-                           now: Date) -> AudienceSQL {
+    public static func all(
+        _ expression: AudienceExpression, tenantId: UUID, after cursor: String? = nil,
+        now: Date
+    ) -> AudienceSQL {
         let (compiler, sql) = afterCursor(expression, tenantId: tenantId, cursor: cursor, now: now)
         return AudienceSQL(sql: sql + " ORDER BY s.id", parameters: compiler.parameters)
     }

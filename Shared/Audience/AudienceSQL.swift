@@ -63,7 +63,8 @@ struct AudienceSQLCompiler {
             return compare(operand, op, literal, base: base)
         case .isIn(let operand, let literals):
             if case .attribute(let path) = operand {
-                return "(" + literals.map { "\(base) @> " + bind(Self.containment(path, literal: $0), "jsonb") }
+                return "("
+                    + literals.map { "\(base) @> " + bind(Self.containment(path, literal: $0), "jsonb") }
                     .joined(separator: " OR ") + ")"
             }
             let texts = literals.compactMap { literal -> String? in
@@ -73,7 +74,8 @@ struct AudienceSQLCompiler {
         case .startsWith(let operand, let prefix):
             if case .attribute(let path) = operand {
                 let value = "(\(base) #> \(bind(Self.arrayLiteral(path), "text[]")))"
-                return "COALESCE(jsonb_typeof(\(value)) = 'string' AND starts_with(\(value) #>> '{}', \(bind(prefix, "text"))), false)"
+                return
+                    "COALESCE(jsonb_typeof(\(value)) = 'string' AND starts_with(\(value) #>> '{}', \(bind(prefix, "text"))), false)"
             }
             return "COALESCE(starts_with(\(column(operand)), \(bind(prefix, "text"))), false)"
         case .exists(let operand):
@@ -82,9 +84,11 @@ struct AudienceSQLCompiler {
             }
             return "(\(column(operand)) IS NOT NULL)"
         case .inTopic(let key):
-            return "s.id IN (SELECT ts.subscriber_id FROM topic_subscriptions ts WHERE ts.tenant_id = \(Self.tenant) AND ts.topic_key = \(bind(key, "text")))"
+            return
+                "s.id IN (SELECT ts.subscriber_id FROM topic_subscriptions ts WHERE ts.tenant_id = \(Self.tenant) AND ts.topic_key = \(bind(key, "text")))"
         case .hasDevice(let environment):
-            var sql = "EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = \(Self.tenant) AND d.subscriber_id = s.id AND d.active"
+            var sql =
+                "EXISTS (SELECT 1 FROM devices d WHERE d.tenant_id = \(Self.tenant) AND d.subscriber_id = s.id AND d.active"
             if let environment { sql += " AND d.environment = \(bind(environment, "text"))" }
             return sql + ")"
         case .comparePaths:
@@ -99,9 +103,11 @@ struct AudienceSQLCompiler {
             // Subscribers without a matching event have count 0: when 0 satisfies the comparison,
             // select everyone except those whose count fails it.
             if op.holds(0 < n ? -1 : 0 == n ? 0 : 1) {
-                return "s.id NOT IN (SELECT o.sid FROM (\(owners)) o GROUP BY o.sid HAVING NOT (count(*) \(sqlOperator(op)) \(threshold)))"
+                return
+                    "s.id NOT IN (SELECT o.sid FROM (\(owners)) o GROUP BY o.sid HAVING NOT (count(*) \(sqlOperator(op)) \(threshold)))"
             }
-            return "s.id IN (SELECT o.sid FROM (\(owners)) o GROUP BY o.sid HAVING count(*) \(sqlOperator(op)) \(threshold))"
+            return
+                "s.id IN (SELECT o.sid FROM (\(owners)) o GROUP BY o.sid HAVING count(*) \(sqlOperator(op)) \(threshold))"
         }
     }
 
@@ -116,8 +122,10 @@ struct AudienceSQLCompiler {
         }
     }
 
-    private mutating func compare(_ operand: AudienceOperand, _ op: AudienceComparison, _ literal: AudienceLiteral,
-                                  base: String) -> String {
+    private mutating func compare(
+        _ operand: AudienceOperand, _ op: AudienceComparison, _ literal: AudienceLiteral,
+        base: String
+    ) -> String {
         switch operand {
         case .attribute(let path):
             if op == .equal {
@@ -128,11 +136,14 @@ struct AudienceSQLCompiler {
             switch literal {
             case .string(let s):
                 let text = op == .notEqual ? "\(value) #>> '{}'" : "(\(value) #>> '{}') COLLATE \"C\""
-                return "COALESCE(jsonb_typeof(\(value)) = 'string' AND \(text) \(sqlOperator(op)) \(bind(s, "text")), false)"
+                return
+                    "COALESCE(jsonb_typeof(\(value)) = 'string' AND \(text) \(sqlOperator(op)) \(bind(s, "text")), false)"
             case .number(let number):
-                return "COALESCE(jsonb_typeof(\(value)) = 'number' AND \(value) \(sqlOperator(op)) \(bind(number.text, "jsonb")), false)"
+                return
+                    "COALESCE(jsonb_typeof(\(value)) = 'number' AND \(value) \(sqlOperator(op)) \(bind(number.text, "jsonb")), false)"
             case .bool(let b):
-                return "COALESCE(jsonb_typeof(\(value)) = 'boolean' AND \(value) \(sqlOperator(op)) \(bind(b ? "true" : "false", "jsonb")), false)"
+                return
+                    "COALESCE(jsonb_typeof(\(value)) = 'boolean' AND \(value) \(sqlOperator(op)) \(bind(b ? "true" : "false", "jsonb")), false)"
             case .timestamp:
                 return "false"  // the parser never builds this
             }
@@ -142,11 +153,14 @@ struct AudienceSQLCompiler {
             return "COALESCE(\(collated) \(sqlOperator(op)) \(bind(s, "text")), false)"
         case .createdAt:
             guard case .timestamp(let micros) = literal else { return "false" }
-            return "(s.created_at \(sqlOperator(op)) \(bind(EventTimestamp.format(microseconds: micros), "timestamptz")))"
+            return
+                "(s.created_at \(sqlOperator(op)) \(bind(EventTimestamp.format(microseconds: micros), "timestamptz")))"
         }
     }
 
-    private func sqlOperator(_ op: AudienceComparison) -> String { op == .equal ? "=" : op == .notEqual ? "<>" : op.rawValue }
+    private func sqlOperator(_ op: AudienceComparison) -> String {
+        op == .equal ? "=" : op == .notEqual ? "<>" : op.rawValue
+    }
 
     /// The subscriber ids owning each matching event, once per event: the id it was stored under,
     /// plus the subscriber that id is aliased to (as `EventQueries` reads a subscriber's events).
@@ -171,9 +185,13 @@ struct AudienceSQLCompiler {
         }
         // `COLLATE "C"` (the collation of subscribers and aliases ids): the events_name_subscriber
         // index (migration 0008) then yields owners in id order, for merge joins and sorted grouping.
-        let floors = ownerFloor.map { (" AND e.subscriber_id COLLATE \"C\" > \($0)", " AND a.subscriber_id > \($0)") } ?? ("", "")
+        let floors =
+            ownerFloor.map { (" AND e.subscriber_id COLLATE \"C\" > \($0)", " AND a.subscriber_id > \($0)") } ?? (
+                "", ""
+            )
         let direct = "SELECT e.subscriber_id COLLATE \"C\" AS sid FROM events e WHERE \(filter)\(floors.0)"
-        let aliased = "SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id"
+        let aliased =
+            "SELECT a.subscriber_id FROM events e JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id"
             + " AND a.anonymous_id = e.subscriber_id AND a.subscriber_id <> e.subscriber_id WHERE \(filter)\(floors.1)"
         if sorted { return "(\(direct) ORDER BY 1) UNION ALL (\(aliased) ORDER BY 1)" }
         return direct + " UNION ALL " + aliased
@@ -198,13 +216,14 @@ struct AudienceSQLCompiler {
 
     /// A text[] literal with every element quoted: `{"a","b\"c"}`.
     static func arrayLiteral(_ items: [String]) -> String {
-        "{" + items.map { item in
-            var quoted = "\""
-            for scalar in item.unicodeScalars {
-                if scalar == "\"" || scalar == "\\" { quoted += "\\" }
-                quoted.unicodeScalars.append(scalar)
-            }
-            return quoted + "\""
-        }.joined(separator: ",") + "}"
+        "{"
+            + items.map { item in
+                var quoted = "\""
+                for scalar in item.unicodeScalars {
+                    if scalar == "\"" || scalar == "\\" { quoted += "\\" }
+                    quoted.unicodeScalars.append(scalar)
+                }
+                return quoted + "\""
+            }.joined(separator: ",") + "}"
     }
 }

@@ -14,8 +14,10 @@ public struct AudienceSubject: Sendable, Hashable {
     /// The subscriber's events: those stored under its id and under every anonymous id aliased to it.
     public var events: [AudienceEvent]
 
-    public init(attributes: JSONValue = [:], timezone: String? = nil, locale: String? = nil, createdAtMicroseconds: Int64 = 0,
-                topics: Set<String> = [], devices: [AudienceDevice] = [], events: [AudienceEvent] = []) {
+    public init(
+        attributes: JSONValue = [:], timezone: String? = nil, locale: String? = nil, createdAtMicroseconds: Int64 = 0,
+        topics: Set<String> = [], devices: [AudienceDevice] = [], events: [AudienceEvent] = []
+    ) {
         self.attributes = attributes
         self.timezone = timezone
         self.locale = locale

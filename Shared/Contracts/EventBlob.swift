@@ -18,11 +18,15 @@ enum EventBlob {
         var events: [IngestEntry.Event] = []
         var reader = Reader(bytes: blob)
         while !reader.atEnd {
-            guard let id = reader.chunk(), let name = reader.chunk(), let micros = reader.int64(), let data = reader.chunk() else {
+            guard let id = reader.chunk(), let name = reader.chunk(), let micros = reader.int64(),
+                let data = reader.chunk()
+            else {
                 throw IngestEntryError("truncated events")
             }
-            events.append(IngestEntry.Event(id: String(decoding: id, as: UTF8.self), name: String(decoding: name, as: UTF8.self),
-                                            timestampMicroseconds: micros, dataJSON: data))
+            events.append(
+                IngestEntry.Event(
+                    id: String(decoding: id, as: UTF8.self), name: String(decoding: name, as: UTF8.self),
+                    timestampMicroseconds: micros, dataJSON: data))
         }
         return events
     }

@@ -33,7 +33,9 @@ public struct IngestEntry: Sendable, Hashable {
     public var receivedAtMicroseconds: Int64
     public var events: [Event]
 
-    public init(tenantId: UUID, batchId: String, identity: EventIdentity, receivedAtMicroseconds: Int64, events: [Event]) {
+    public init(
+        tenantId: UUID, batchId: String, identity: EventIdentity, receivedAtMicroseconds: Int64, events: [Event]
+    ) {
         self.tenantId = tenantId
         self.batchId = batchId
         self.identity = identity
@@ -43,12 +45,14 @@ public struct IngestEntry: Sendable, Hashable {
 
     /// The entry for a validated batch.
     public init(tenantId: UUID, batchId: String, batch: EventBatch, receivedAt: Date) {
-        self.init(tenantId: tenantId, batchId: batchId, identity: batch.identity,
-                  receivedAtMicroseconds: EventTimestamp.microseconds(receivedAt),
-                  events: batch.events.map {
-                      Event(id: $0.id, name: $0.name, timestampMicroseconds: $0.timestampMicroseconds,
-                            dataJSON: JSONValue.object($0.data).jsonBytes)
-                  })
+        self.init(
+            tenantId: tenantId, batchId: batchId, identity: batch.identity,
+            receivedAtMicroseconds: EventTimestamp.microseconds(receivedAt),
+            events: batch.events.map {
+                Event(
+                    id: $0.id, name: $0.name, timestampMicroseconds: $0.timestampMicroseconds,
+                    dataJSON: JSONValue.object($0.data).jsonBytes)
+            })
     }
 
     static let version = "1"
@@ -62,21 +66,27 @@ public struct IngestEntry: Sendable, Hashable {
         case .subscriber(let id): identityText = "s:" + id
         case .anonymous(let id): identityText = "a:" + id
         }
-        return [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
-                ("batch", Array(batchId.utf8)), ("identity", Array(identityText.utf8)),
-                ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))]
+        return [
+            ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
+            ("batch", Array(batchId.utf8)), ("identity", Array(identityText.utf8)),
+            ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))
+        ]
     }
 
     // MARK: - Decoding
 
     /// Reads an entry back; throws `IngestEntryError` for an entry this version cannot read.
     public init(entry: StreamEntry) throws(IngestEntryError) {
-        guard entry.string("v") == Self.version else { throw IngestEntryError("unsupported entry version \(entry.string("v") ?? "none")") }
+        guard entry.string("v") == Self.version else {
+            throw IngestEntryError("unsupported entry version \(entry.string("v") ?? "none")")
+        }
         guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidText: tenantText) else {
             throw IngestEntryError("missing or invalid tenant")
         }
         guard let batch = entry.string("batch") else { throw IngestEntryError("missing batch id") }
-        guard let identityText = entry.string("identity"), identityText.count >= 3 else { throw IngestEntryError("missing identity") }
+        guard let identityText = entry.string("identity"), identityText.count >= 3 else {
+            throw IngestEntryError("missing identity")
+        }
         let identityValue = String(identityText.dropFirst(2))
         let identity: EventIdentity
         switch identityText.prefix(2) {
@@ -89,7 +99,8 @@ public struct IngestEntry: Sendable, Hashable {
         }
         guard let blob = entry["events"] else { throw IngestEntryError("missing events") }
         let events = try EventBlob.decode(blob)
-        self.init(tenantId: tenant, batchId: batch, identity: identity, receivedAtMicroseconds: received, events: events)
+        self.init(
+            tenantId: tenant, batchId: batch, identity: identity, receivedAtMicroseconds: received, events: events)
     }
 }
 

@@ -33,21 +33,25 @@ public struct LiveActivityEntry: Sendable, Hashable {
     public static let replyTTL: Duration = .seconds(60)
 
     /// A fresh reply key: `bk:la:reply:<uuid>` (one per HTTP request, even for a retry).
-    public static func makeReplyKey(prefix: String = "bk:la:reply:") -> String { prefix + UUID().uuidString.lowercased() }
+    public static func makeReplyKey(prefix: String = "bk:la:reply:") -> String {
+        prefix + UUID().uuidString.lowercased()
+    }
 
     public var fields: [(String, [UInt8])] {
-        [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
-         ("message", Array(messageId.lowercasedText.utf8)), ("reply", Array(replyKey.utf8)),
-         ("request", request.json.jsonBytes)]
+        [
+            ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
+            ("message", Array(messageId.lowercasedText.utf8)), ("reply", Array(replyKey.utf8)),
+            ("request", request.json.jsonBytes)
+        ]
     }
 
     public init(entry: StreamEntry) throws(StreamContractError) {
         guard entry.string("v") == Self.version else { throw StreamContractError("bk:la", "unsupported entry version") }
         guard let tenant = entry.string("tenant").flatMap(UUID.init(uuidText:)),
-              let message = entry.string("message").flatMap(UUID.init(uuidText:)),
-              let reply = entry.string("reply"), !reply.isEmpty,
-              let text = entry.string("request"), let json = try? JSONValue.parse(Array(text.utf8)),
-              let request = LiveActivitySendRequest(json: json)
+            let message = entry.string("message").flatMap(UUID.init(uuidText:)),
+            let reply = entry.string("reply"), !reply.isEmpty,
+            let text = entry.string("request"), let json = try? JSONValue.parse(Array(text.utf8)),
+            let request = LiveActivitySendRequest(json: json)
         else { throw StreamContractError("bk:la", "missing or invalid tenant, message, reply or request") }
         self.init(tenantId: tenant, messageId: message, replyKey: reply, request: request)
     }
@@ -82,9 +86,11 @@ public struct LiveActivitySendRequest: Sendable, Hashable {
     /// Epoch seconds (default: when the gateway took the request).
     public var timestamp: Int64
 
-    public init(to: String, event: Event, activityId: String? = nil, attributesType: String? = nil,
-                attributes: JSONValue? = nil, contentState: JSONValue, alert: JSONValue? = nil, staleDate: Int64? = nil,
-                dismissalDate: Int64? = nil, priority: Int = 10, timestamp: Int64) {
+    public init(
+        to: String, event: Event, activityId: String? = nil, attributesType: String? = nil,
+        attributes: JSONValue? = nil, contentState: JSONValue, alert: JSONValue? = nil, staleDate: Int64? = nil,
+        dismissalDate: Int64? = nil, priority: Int = 10, timestamp: Int64
+    ) {
         self.to = to
         self.event = event
         self.activityId = activityId
@@ -99,8 +105,10 @@ public struct LiveActivitySendRequest: Sendable, Hashable {
     }
 
     public var json: JSONValue {
-        var o: [String: JSONValue] = ["to": .string(to), "event": .string(event.rawValue), "contentState": contentState,
-                                      "priority": .int(Int64(priority)), "timestamp": .int(timestamp)]
+        var o: [String: JSONValue] = [
+            "to": .string(to), "event": .string(event.rawValue), "contentState": contentState,
+            "priority": .int(Int64(priority)), "timestamp": .int(timestamp)
+        ]
         if let activityId { o["activityId"] = .string(activityId) }
         if let attributesType { o["attributesType"] = .string(attributesType) }
         if let attributes { o["attributes"] = attributes }
@@ -112,13 +120,14 @@ public struct LiveActivitySendRequest: Sendable, Hashable {
 
     public init?(json: JSONValue) {
         guard let to = json["to"]?.stringValue, let event = json["event"]?.stringValue.flatMap(Event.init(rawValue:)),
-              let contentState = json["contentState"], let priority = json["priority"]?.intValue,
-              let timestamp = json["timestamp"]?.intValue
+            let contentState = json["contentState"], let priority = json["priority"]?.intValue,
+            let timestamp = json["timestamp"]?.intValue
         else { return nil }
-        self.init(to: to, event: event, activityId: json["activityId"]?.stringValue,
-                  attributesType: json["attributesType"]?.stringValue, attributes: json["attributes"],
-                  contentState: contentState, alert: json["alert"], staleDate: json["staleDate"]?.intValue,
-                  dismissalDate: json["dismissalDate"]?.intValue, priority: Int(priority), timestamp: timestamp)
+        self.init(
+            to: to, event: event, activityId: json["activityId"]?.stringValue,
+            attributesType: json["attributesType"]?.stringValue, attributes: json["attributes"],
+            contentState: contentState, alert: json["alert"], staleDate: json["staleDate"]?.intValue,
+            dismissalDate: json["dismissalDate"]?.intValue, priority: Int(priority), timestamp: timestamp)
     }
 }
 
@@ -131,8 +140,10 @@ public enum LiveActivityReply: Sendable, Hashable {
     public var json: JSONValue {
         switch self {
         case .results(let messageId, let results):
-            ["ok": true, "messageId": messageId.map { .string($0.lowercasedText) } ?? .null,
-             "results": .array(results.map(\.json))]
+            [
+                "ok": true, "messageId": messageId.map { .string($0.lowercasedText) } ?? .null,
+                "results": .array(results.map(\.json))
+            ]
         case .error(let code, let message):
             ["ok": false, "code": .string(code), "message": .string(message)]
         }
@@ -168,8 +179,10 @@ public struct LiveActivityResult: Sendable, Hashable {
     public var reason: String?
     public var apnsId: String?
 
-    public init(activityId: String?, attributesType: String?, token: String, deliveryId: UUID?, status: String,
-                apnsStatus: Int? = nil, reason: String? = nil, apnsId: String? = nil) {
+    public init(
+        activityId: String?, attributesType: String?, token: String, deliveryId: UUID?, status: String,
+        apnsStatus: Int? = nil, reason: String? = nil, apnsId: String? = nil
+    ) {
         self.activityId = activityId
         self.attributesType = attributesType
         self.token = token
@@ -180,7 +193,9 @@ public struct LiveActivityResult: Sendable, Hashable {
         self.apnsId = apnsId
     }
 
-    public static let statuses = ["sent", "failed", "invalid_token", "activity_ended", "stale_timestamp", "token_invalid"]
+    public static let statuses = [
+        "sent", "failed", "invalid_token", "activity_ended", "stale_timestamp", "token_invalid"
+    ]
 
     public var json: JSONValue {
         [
@@ -188,15 +203,16 @@ public struct LiveActivityResult: Sendable, Hashable {
             "attributesType": attributesType.map(JSONValue.string) ?? .null,
             "token": .string(token), "deliveryId": deliveryId.map { .string($0.lowercasedText) } ?? .null,
             "status": .string(status), "apnsStatus": apnsStatus.map { .int(Int64($0)) } ?? .null,
-            "reason": reason.map(JSONValue.string) ?? .null, "apnsId": apnsId.map(JSONValue.string) ?? .null,
+            "reason": reason.map(JSONValue.string) ?? .null, "apnsId": apnsId.map(JSONValue.string) ?? .null
         ]
     }
 
     public init?(json: JSONValue) {
         guard let token = json["token"]?.stringValue, let status = json["status"]?.stringValue else { return nil }
-        self.init(activityId: json["activityId"]?.stringValue, attributesType: json["attributesType"]?.stringValue,
-                  token: token, deliveryId: json["deliveryId"]?.stringValue.flatMap(UUID.init(uuidText:)), status: status,
-                  apnsStatus: json["apnsStatus"]?.intValue.map { Int($0) }, reason: json["reason"]?.stringValue,
-                  apnsId: json["apnsId"]?.stringValue)
+        self.init(
+            activityId: json["activityId"]?.stringValue, attributesType: json["attributesType"]?.stringValue,
+            token: token, deliveryId: json["deliveryId"]?.stringValue.flatMap(UUID.init(uuidText:)), status: status,
+            apnsStatus: json["apnsStatus"]?.intValue.map { Int($0) }, reason: json["reason"]?.stringValue,
+            apnsId: json["apnsId"]?.stringValue)
     }
 }

@@ -18,15 +18,19 @@ public struct MessageEntry: Sendable, Hashable {
     static let version = "1"
 
     public var fields: [(String, [UInt8])] {
-        [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
-         ("message", Array(messageId.lowercasedText.utf8))]
+        [
+            ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
+            ("message", Array(messageId.lowercasedText.utf8))
+        ]
     }
 
     /// Reads an entry back; throws for an entry this version cannot read (it is dead-lettered).
     public init(entry: StreamEntry) throws(StreamContractError) {
-        guard entry.string("v") == Self.version else { throw StreamContractError("bk:messages", "unsupported entry version") }
+        guard entry.string("v") == Self.version else {
+            throw StreamContractError("bk:messages", "unsupported entry version")
+        }
         guard let tenant = entry.string("tenant").flatMap(UUID.init(uuidText:)),
-              let message = entry.string("message").flatMap(UUID.init(uuidText:))
+            let message = entry.string("message").flatMap(UUID.init(uuidText:))
         else { throw StreamContractError("bk:messages", "missing or invalid tenant/message id") }
         self.init(tenantId: tenant, messageId: message)
     }

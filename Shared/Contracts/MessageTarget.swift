@@ -26,7 +26,9 @@ public enum MessageTarget: Sendable, Hashable {
     public init?(json: JSONValue) {
         if let key = json["topic"]?.stringValue { self = .topic(key); return }
         if let ids = json["to"]?.arrayValue { self = .subscribers(ids.compactMap(\.stringValue)); return }
-        if let text = json["where"]?.stringValue { self = .expression(text, segment: json["segment"]?.stringValue); return }
+        if let text = json["where"]?.stringValue {
+            self = .expression(text, segment: json["segment"]?.stringValue); return
+        }
         return nil
     }
 }

@@ -13,8 +13,10 @@ public struct PublishedEvent: Sendable, Hashable {
     public var receivedAtMicroseconds: Int64
     public var dataJSON: [UInt8]
 
-    public init(tenantId: UUID, eventId: String, name: String, subscriberId: String, anonymousId: String?,
-                timestampMicroseconds: Int64, receivedAtMicroseconds: Int64, dataJSON: [UInt8]) {
+    public init(
+        tenantId: UUID, eventId: String, name: String, subscriberId: String, anonymousId: String?,
+        timestampMicroseconds: Int64, receivedAtMicroseconds: Int64, dataJSON: [UInt8]
+    ) {
         self.tenantId = tenantId
         self.eventId = eventId
         self.name = name

@@ -23,8 +23,10 @@ public struct PublishedEventBatch: Sendable, Hashable {
     public var receivedAtMicroseconds: Int64
     public var events: [IngestEntry.Event]
 
-    public init(tenantId: UUID, subscriberId: String, anonymousId: String?, receivedAtMicroseconds: Int64,
-                events: [IngestEntry.Event]) {
+    public init(
+        tenantId: UUID, subscriberId: String, anonymousId: String?, receivedAtMicroseconds: Int64,
+        events: [IngestEntry.Event]
+    ) {
         self.tenantId = tenantId
         self.subscriberId = subscriberId
         self.anonymousId = anonymousId
@@ -36,30 +38,36 @@ public struct PublishedEventBatch: Sendable, Hashable {
 
     /// The stream entry's fields.
     public var fields: [(String, [UInt8])] {
-        [("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
-         ("subscriber", Array(subscriberId.utf8)), ("anonymous", Array((anonymousId ?? "").utf8)),
-         ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))]
+        [
+            ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
+            ("subscriber", Array(subscriberId.utf8)), ("anonymous", Array((anonymousId ?? "").utf8)),
+            ("received", Array(String(receivedAtMicroseconds).utf8)), ("events", EventBlob.encode(events))
+        ]
     }
 
     /// Reads an entry back; throws `IngestEntryError` for an entry this version cannot read.
     public init(entry: StreamEntry) throws(IngestEntryError) {
-        guard entry.string("v") == Self.version else { throw IngestEntryError("unsupported bk:events version \(entry.string("v") ?? "none")") }
+        guard entry.string("v") == Self.version else {
+            throw IngestEntryError("unsupported bk:events version \(entry.string("v") ?? "none")")
+        }
         guard let tenantText = entry.string("tenant"), let tenant = UUID(uuidText: tenantText),
-              let subscriber = entry.string("subscriber"),
-              let received = entry.string("received").flatMap({ Int64($0) }),
-              let blob = entry["events"]
+            let subscriber = entry.string("subscriber"),
+            let received = entry.string("received").flatMap({ Int64($0) }),
+            let blob = entry["events"]
         else { throw IngestEntryError("bk:events entry is missing fields") }
         let anonymous = entry.string("anonymous").flatMap { $0.isEmpty ? nil : $0 }
-        self.init(tenantId: tenant, subscriberId: subscriber, anonymousId: anonymous, receivedAtMicroseconds: received,
-                  events: try EventBlob.decode(blob))
+        self.init(
+            tenantId: tenant, subscriberId: subscriber, anonymousId: anonymous, receivedAtMicroseconds: received,
+            events: try EventBlob.decode(blob))
     }
 
     /// The batch's events one by one, with the batch's tenant, subscriber and receive time.
     public var publishedEvents: [PublishedEvent] {
         events.map {
-            PublishedEvent(tenantId: tenantId, eventId: $0.id, name: $0.name, subscriberId: subscriberId, anonymousId: anonymousId,
-                           timestampMicroseconds: $0.timestampMicroseconds, receivedAtMicroseconds: receivedAtMicroseconds,
-                           dataJSON: $0.dataJSON)
+            PublishedEvent(
+                tenantId: tenantId, eventId: $0.id, name: $0.name, subscriberId: subscriberId, anonymousId: anonymousId,
+                timestampMicroseconds: $0.timestampMicroseconds, receivedAtMicroseconds: receivedAtMicroseconds,
+                dataJSON: $0.dataJSON)
         }
     }
 }

@@ -24,7 +24,9 @@ public struct ConfigReader: Sendable {
         raw(key) ?? defaultValue
     }
 
-    public mutating func int(_ key: String, default defaultValue: Int, range: ClosedRange<Int> = Int.min...Int.max) -> Int {
+    public mutating func int(_ key: String, default defaultValue: Int, range: ClosedRange<Int> = Int.min...Int.max)
+        -> Int
+    {
         guard let text = raw(key) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
             problems.append("\(key)=\(text) is not an integer in \(range.lowerBound)...\(range.upperBound)")

@@ -29,7 +29,10 @@ public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     private let makeConnection: @Sendable (Int) -> Connection
     private let closedError: @Sendable () -> any Error
 
-    public init(capacity: Int, closedError: @escaping @Sendable () -> any Error, makeConnection: @escaping @Sendable (Int) -> Connection) {
+    public init(
+        capacity: Int, closedError: @escaping @Sendable () -> any Error,
+        makeConnection: @escaping @Sendable (Int) -> Connection
+    ) {
         self.capacity = max(1, capacity)
         self.closedError = closedError
         self.makeConnection = makeConnection
@@ -57,7 +60,8 @@ public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
         case .wait(let id):
             defer { _ = state.withLock { $0.cancelled.remove(id) } }
             return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Connection, any Error>) in
+                try await withCheckedThrowingContinuation {
+                    (continuation: CheckedContinuation<Connection, any Error>) in
                     let immediate = state.withLock { state -> Result<Connection, any Error>? in
                         if state.closed { return .failure(closedError()) }
                         if state.cancelled.contains(id) { return .failure(CancellationError()) }
@@ -69,7 +73,9 @@ public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
                 }
             } onCancel: {
                 let waiter = state.withLock { state -> Waiter? in
-                    if let index = state.waiters.firstIndex(where: { $0.id == id }) { return state.waiters.remove(at: index) }
+                    if let index = state.waiters.firstIndex(where: { $0.id == id }) {
+                        return state.waiters.remove(at: index)
+                    }
                     state.cancelled.insert(id)
                     return nil
                 }

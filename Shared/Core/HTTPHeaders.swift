@@ -83,7 +83,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         let utf8 = value.utf8
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
         guard let first = utf8.first, let last = utf8.last, isSpace(first) || isSpace(last) else { return value }
-        guard let start = utf8.firstIndex(where: { !isSpace($0) }), let end = utf8.lastIndex(where: { !isSpace($0) }) else {
+        guard let start = utf8.firstIndex(where: { !isSpace($0) }), let end = utf8.lastIndex(where: { !isSpace($0) })
+        else {
             return ""
         }
         return String(Substring(utf8[start...end]))

@@ -72,13 +72,27 @@ public struct Logger: Sendable {
         sink.write(writer.finish())
     }
 
-    public func trace(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.trace, m(), metadata: metadata) }
-    public func debug(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.debug, m(), metadata: metadata) }
-    public func info(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.info, m(), metadata: metadata) }
-    public func notice(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.notice, m(), metadata: metadata) }
-    public func warning(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.warning, m(), metadata: metadata) }
-    public func error(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.error, m(), metadata: metadata) }
-    public func critical(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) { log(.critical, m(), metadata: metadata) }
+    public func trace(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.trace, m(), metadata: metadata)
+    }
+    public func debug(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.debug, m(), metadata: metadata)
+    }
+    public func info(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.info, m(), metadata: metadata)
+    }
+    public func notice(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.notice, m(), metadata: metadata)
+    }
+    public func warning(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.warning, m(), metadata: metadata)
+    }
+    public func error(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.error, m(), metadata: metadata)
+    }
+    public func critical(_ m: @autoclosure () -> String, metadata: [String: String] = [:]) {
+        log(.critical, m(), metadata: metadata)
+    }
 
     private static func timestamp() -> String {
         Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))

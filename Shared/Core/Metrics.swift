@@ -28,13 +28,17 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// A histogram; `buckets` are upper bounds in the metric's unit (seconds for durations).
-    public func histogram(_ name: String, help: String, labels: [(String, String)] = [],
-                          buckets: [Double] = Histogram.defaultBuckets) -> Histogram {
+    public func histogram(
+        _ name: String, help: String, labels: [(String, String)] = [],
+        buckets: [Double] = Histogram.defaultBuckets
+    ) -> Histogram {
         series(name, help: help, type: "histogram", labels: labels) { Histogram(labels: $0, buckets: buckets) }
     }
 
-    private func series<M: MetricSeries>(_ name: String, help: String, type: String, labels: [(String, String)],
-                                         make: (String) -> M) -> M {
+    private func series<M: MetricSeries>(
+        _ name: String, help: String, type: String, labels: [(String, String)],
+        make: (String) -> M
+    ) -> M {
         let labelText = Self.render(labels: labels)
         return families.withLock { families in
             var family = families[name] ?? Family(name: name, help: help, type: type, series: [:], order: [])
@@ -122,7 +126,9 @@ public final class Gauge: MetricSeries {
 
 /// Observations counted into cumulative buckets, with their sum.
 public final class Histogram: MetricSeries {
-    public static let defaultBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    public static let defaultBuckets: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+    ]
 
     private struct State {
         var counts: [Int]

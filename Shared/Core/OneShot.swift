@@ -47,8 +47,10 @@ public final class OneShot<Value: Sendable>: Sendable {
 /// Runs `body` with a deadline. Returns its result, or `onTimeout` when the deadline passes first;
 /// the body keeps running in the background then (its result is dropped), so use this only for
 /// work that is safe to abandon, such as a health check.
-public func withDeadline<T: Sendable>(_ deadline: Duration, onTimeout: T,
-                                      _ body: @escaping @Sendable () async -> T) async -> T {
+public func withDeadline<T: Sendable>(
+    _ deadline: Duration, onTimeout: T,
+    _ body: @escaping @Sendable () async -> T
+) async -> T {
     let result = OneShot<T>()
     let work = Task { result.fulfill(await body()) }
     let timer = Task {

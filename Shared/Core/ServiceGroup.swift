@@ -93,8 +93,9 @@ public final class ServiceGroup: Sendable {
                     continue
                 case .deadlinePassed:
                     timedOut = true
-                    logger.error("shutdown timed out, cancelling what is left",
-                                 metadata: ["timeout": "\(configuration.shutdownTimeout)"])
+                    logger.error(
+                        "shutdown timed out, cancelling what is left",
+                        metadata: ["timeout": "\(configuration.shutdownTimeout)"])
                 }
                 if !shuttingDown {
                     shuttingDown = true

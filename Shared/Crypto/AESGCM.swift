@@ -32,7 +32,9 @@ public struct AESGCM: Sendable {
             }
         }
         let ok = ciphertext.withUnsafeMutableBufferPointer { out -> Bool in
-            guard EVP_EncryptUpdate(ctx, out.baseAddress, &length, plaintext, Int32(plaintext.count)) == 1 else { return false }
+            guard EVP_EncryptUpdate(ctx, out.baseAddress, &length, plaintext, Int32(plaintext.count)) == 1 else {
+                return false
+            }
             total = Int(length)
             guard EVP_EncryptFinal_ex(ctx, out.baseAddress! + total, &length) == 1 else { return false }
             total += Int(length)
@@ -61,7 +63,9 @@ public struct AESGCM: Sendable {
             }
         }
         let ok = plaintext.withUnsafeMutableBufferPointer { out -> Bool in
-            guard EVP_DecryptUpdate(ctx, out.baseAddress, &length, ciphertext, Int32(ciphertext.count)) == 1 else { return false }
+            guard EVP_DecryptUpdate(ctx, out.baseAddress, &length, ciphertext, Int32(ciphertext.count)) == 1 else {
+                return false
+            }
             total = Int(length)
             guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1 else { return false }
             guard EVP_DecryptFinal_ex(ctx, out.baseAddress! + total, &length) == 1 else { return false }

@@ -18,8 +18,9 @@ public enum Digest {
         let input = Array(message)
         key.withUnsafeBufferPointer { keyBuffer in
             input.withUnsafeBufferPointer { messageBuffer in
-                _ = HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
-                         messageBuffer.baseAddress, messageBuffer.count, &output, &length)
+                _ = HMAC(
+                    EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count),
+                    messageBuffer.baseAddress, messageBuffer.count, &output, &length)
             }
         }
         return output

@@ -12,9 +12,11 @@ enum CurlCompletion: Sendable {
         case .single(let continuation):
             continuation.resume(with: result)
         case .batch(let batch, let index):
-            batch.finish(index, result.mapError { error in
-                error as? HTTPClientError ?? HTTPClientError(code: .cancelled, message: "the request was cancelled")
-            })
+            batch.finish(
+                index,
+                result.mapError { error in
+                    error as? HTTPClientError ?? HTTPClientError(code: .cancelled, message: "the request was cancelled")
+                })
         }
     }
 }
@@ -44,7 +46,9 @@ final class CurlBatch: Sendable {
             state.results[index] = HTTPClientBatchResult(result: result, finishedAt: now)
             state.remaining -= 1
             guard state.remaining == 0 else { return nil }
-            return state.results.map { $0 ?? HTTPClientBatchResult(result: .failure(HTTPClientError.shutdown()), finishedAt: now) }
+            return state.results.map {
+                $0 ?? HTTPClientBatchResult(result: .failure(HTTPClientError.shutdown()), finishedAt: now)
+            }
         }
         if let done { continuation.resume(returning: done) }
     }

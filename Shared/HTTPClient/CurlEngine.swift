@@ -50,7 +50,8 @@ final class CurlEngine: @unchecked Sendable {
         self.logger = logger
         let multiplex = configuration.httpVersion != .http1_1
         _ = bk_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, multiplex ? CURLPIPE_MULTIPLEX : CURLPIPE_NOTHING)
-        _ = bk_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.maxConcurrentStreams))
+        _ = bk_curl_multi_setopt_long(
+            multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, configuration.maxConcurrentStreams))
         if let limit = configuration.maxConnectionsPerHost {
             _ = bk_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, limit))
         }

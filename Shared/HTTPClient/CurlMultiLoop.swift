@@ -65,8 +65,9 @@ final class CurlMultiLoop {
         }
         let transfer = CurlTransfer(id: submission.id, easy: easy, completion: submission.completion)
         do {
-            try CurlRequestSetup.apply(submission.request, configuration: engine.configuration, to: transfer,
-                                       lineBuffer: &lineBuffer)
+            try CurlRequestSetup.apply(
+                submission.request, configuration: engine.configuration, to: transfer,
+                lineBuffer: &lineBuffer)
         } catch {
             curl_slist_free_all(transfer.headerList)
             recycle(easy)
@@ -108,13 +109,14 @@ final class CurlMultiLoop {
         if result == CURLE_OK {
             var totalMicros: curl_off_t = 0
             _ = bk_curl_easy_getinfo_off(handle, CURLINFO_TOTAL_TIME_T, &totalMicros)
-            outcome = .success(HTTPClientResponse(
-                status: Self.infoLong(handle, CURLINFO_RESPONSE_CODE),
-                headers: transfer.headers,
-                body: transfer.body,
-                httpVersion: Self.version(Self.infoLong(handle, CURLINFO_HTTP_VERSION)),
-                totalTime: .microseconds(totalMicros),
-                newConnections: newConnections))
+            outcome = .success(
+                HTTPClientResponse(
+                    status: Self.infoLong(handle, CURLINFO_RESPONSE_CODE),
+                    headers: transfer.headers,
+                    body: transfer.body,
+                    httpVersion: Self.version(Self.infoLong(handle, CURLINFO_HTTP_VERSION)),
+                    totalTime: .microseconds(totalMicros),
+                    newConnections: newConnections))
         } else {
             outcome = .failure(HTTPClientError.fromCurl(result, detail: transfer.easy.errorMessage))
         }

@@ -3,8 +3,10 @@ internal import CCurl
 /// Translates an `HTTPClientRequest` plus the client configuration into easy-handle options.
 enum CurlRequestSetup {
     /// `lineBuffer` is scratch space for header lines, owned by the engine thread and reused.
-    static func apply(_ request: HTTPClientRequest, configuration: HTTPClient.Configuration,
-                      to transfer: CurlTransfer, lineBuffer: inout [UInt8]) throws {
+    static func apply(
+        _ request: HTTPClientRequest, configuration: HTTPClient.Configuration,
+        to transfer: CurlTransfer, lineBuffer: inout [UInt8]
+    ) throws {
         let easy = transfer.easy
         let h = easy.handle
         var check = OptionCheck()
@@ -41,7 +43,8 @@ enum CurlRequestSetup {
         check(bk_curl_easy_setopt_pointer(h, CURLOPT_HEADERDATA, context))
 
         let method = request.method
-        let sendsBody = method == .POST || method == .PUT || method == .PATCH
+        let sendsBody =
+            method == .POST || method == .PUT || method == .PATCH
             || (method != .HEAD && !request.body.isEmpty)
         if method == .HEAD {
             check(bk_curl_easy_setopt_long(h, CURLOPT_NOBODY, 1))
@@ -54,8 +57,10 @@ enum CurlRequestSetup {
                 check(bk_curl_easy_setopt_pointer(h, CURLOPT_COPYPOSTFIELDS, &nothing))
             } else {
                 request.body.withUnsafeBytes { bytes in
-                    check(bk_curl_easy_setopt_pointer(h, CURLOPT_COPYPOSTFIELDS,
-                                                      UnsafeMutableRawPointer(mutating: bytes.baseAddress)))
+                    check(
+                        bk_curl_easy_setopt_pointer(
+                            h, CURLOPT_COPYPOSTFIELDS,
+                            UnsafeMutableRawPointer(mutating: bytes.baseAddress)))
                 }
             }
             if method != .POST {

@@ -42,14 +42,16 @@ extension HTTPClient {
         /// send(2), so many small requests in flight become many tiny packets.
         public var tcpNoDelay: Bool = true
 
-        public init(httpVersion: HTTPVersionPreference = .http2,
-                    maxConcurrentStreams: Int = 100,
-                    maxConnectionsPerHost: Int? = 4,
-                    caFile: String? = nil,
-                    requestTimeout: Duration = .seconds(30),
-                    connectTimeout: Duration = .seconds(10),
-                    maxPooledHandles: Int = 1024,
-                    tcpNoDelay: Bool = true) {
+        public init(
+            httpVersion: HTTPVersionPreference = .http2,
+            maxConcurrentStreams: Int = 100,
+            maxConnectionsPerHost: Int? = 4,
+            caFile: String? = nil,
+            requestTimeout: Duration = .seconds(30),
+            connectTimeout: Duration = .seconds(10),
+            maxPooledHandles: Int = 1024,
+            tcpNoDelay: Bool = true
+        ) {
             self.httpVersion = httpVersion
             self.maxConcurrentStreams = maxConcurrentStreams
             self.maxConnectionsPerHost = maxConnectionsPerHost

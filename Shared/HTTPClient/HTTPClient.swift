@@ -60,8 +60,10 @@ public final class HTTPClient: Sendable {
             var submissions: [CurlEngine.Submission] = []
             submissions.reserveCapacity(requests.count)
             for (index, request) in requests.enumerated() {
-                submissions.append(CurlEngine.Submission(id: engine.makeID(), request: request,
-                                                         completion: .batch(batch, index: index)))
+                submissions.append(
+                    CurlEngine.Submission(
+                        id: engine.makeID(), request: request,
+                        completion: .batch(batch, index: index)))
             }
             engine.submit(batch: submissions)
         }

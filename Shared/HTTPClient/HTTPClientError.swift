@@ -51,7 +51,8 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 
     public var description: String {
-        curlCode == 0 ? "HTTPClientError(\(code)): \(message)" : "HTTPClientError(\(code), curl \(curlCode)): \(message)"
+        curlCode == 0
+            ? "HTTPClientError(\(code)): \(message)" : "HTTPClientError(\(code), curl \(curlCode)): \(message)"
     }
 
     static func shutdown() -> HTTPClientError {

@@ -16,8 +16,10 @@ public struct HTTPClientRequest: Sendable {
     /// `Configuration.requestTimeout`.
     public var timeout: Duration?
 
-    public init(method: HTTPMethod = .GET, url: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
-                timeout: Duration? = nil) {
+    public init(
+        method: HTTPMethod = .GET, url: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
+        timeout: Duration? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -14,8 +14,10 @@ public struct HTTPClientResponse: Sendable {
     /// reused (or multiplexed onto) an existing connection.
     public var newConnections: Int
 
-    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], httpVersion: HTTPVersion = .unknown,
-                totalTime: Duration = .zero, newConnections: Int = 0) {
+    public init(
+        status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], httpVersion: HTTPVersion = .unknown,
+        totalTime: Duration = .zero, newConnections: Int = 0
+    ) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -5,11 +5,13 @@ import BuzzKitCore
 // for a C function pointer crashes the 6.3.1 compiler). Context arrives through the `void *`.
 
 /// MHD_AccessHandlerCallback: `cls` is the unretained `ServerCore`.
-let bkAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+let bkAccessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let url, let method, let uploadDataSize, let conCls else { return .NO }
     let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-    return core.handle(connection: connection, url: url, method: method, uploadData: uploadData,
-                       uploadDataSize: uploadDataSize, conCls: conCls)
+    return core.handle(
+        connection: connection, url: url, method: method, uploadData: uploadData,
+        uploadDataSize: uploadDataSize, conCls: conCls)
 }
 
 /// MHD_RequestCompletedCallback: releases the per-request state (also for aborted requests).

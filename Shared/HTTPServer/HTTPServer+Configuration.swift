@@ -24,9 +24,11 @@ extension HTTPServer {
         /// `503 not_ready` and stopping. Default 10 s.
         public var shutdownGracePeriod: Duration
 
-        public init(host: String = "127.0.0.1", port: Int = 0, workerThreads: Int = 2,
-                    maxBodyBytes: Int = 1 << 20, connectionIdleTimeout: Duration = .seconds(30),
-                    handlerDeadline: Duration? = nil, shutdownGracePeriod: Duration = .seconds(10)) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 0, workerThreads: Int = 2,
+            maxBodyBytes: Int = 1 << 20, connectionIdleTimeout: Duration = .seconds(30),
+            handlerDeadline: Duration? = nil, shutdownGracePeriod: Duration = .seconds(10)
+        ) {
             self.host = host
             self.port = port
             self.workerThreads = workerThreads

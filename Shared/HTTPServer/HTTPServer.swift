@@ -70,8 +70,10 @@ public final class HTTPServer: Sendable {
 
     /// - Parameter observer: called after each response (on a network thread or a handler task;
     ///   keep it quick) with method, route pattern, status and duration, e.g. for Prometheus.
-    public init(configuration: Configuration = Configuration(), router: Router, logger: Logger,
-                observer: (@Sendable (RequestLog) -> Void)? = nil) {
+    public init(
+        configuration: Configuration = Configuration(), router: Router, logger: Logger,
+        observer: (@Sendable (RequestLog) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.core = ServerCore(configuration: configuration, router: router, logger: logger, observer: observer)
     }
@@ -91,9 +93,15 @@ public final class HTTPServer: Sendable {
     /// address cannot be bound, or the server was started before.
     public func start() throws(HTTPServerError) {
         let c = configuration
-        guard (0...65535).contains(c.port) else { throw HTTPServerError(.invalidConfiguration, "port \(c.port) is out of range") }
-        guard c.workerThreads >= 1 else { throw HTTPServerError(.invalidConfiguration, "workerThreads must be at least 1") }
-        guard c.maxBodyBytes >= 0 else { throw HTTPServerError(.invalidConfiguration, "maxBodyBytes must not be negative") }
+        guard (0...65535).contains(c.port) else {
+            throw HTTPServerError(.invalidConfiguration, "port \(c.port) is out of range")
+        }
+        guard c.workerThreads >= 1 else {
+            throw HTTPServerError(.invalidConfiguration, "workerThreads must be at least 1")
+        }
+        guard c.maxBodyBytes >= 0 else {
+            throw HTTPServerError(.invalidConfiguration, "maxBodyBytes must not be negative")
+        }
         let timeout = c.connectionIdleTimeout.components
         let timeoutSeconds = max(1, timeout.seconds + (timeout.attoseconds > 0 ? 1 : 0))
 
@@ -107,7 +115,9 @@ public final class HTTPServer: Sendable {
         let listenSocket = bk_listen_ipv4(c.host, UInt16(c.port))
         guard listenSocket >= 0 else {
             state.withLock { $0 = .idle }
-            if listenSocket == -2 { throw HTTPServerError(.invalidConfiguration, "host \(c.host) is not an IPv4 address") }
+            if listenSocket == -2 {
+                throw HTTPServerError(.invalidConfiguration, "host \(c.host) is not an IPv4 address")
+            }
             throw HTTPServerError(.startFailed, "cannot listen on \(c.host):\(c.port) (port in use?)")
         }
         let daemons = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: c.workerThreads)
@@ -115,7 +125,8 @@ public final class HTTPServer: Sendable {
         let network = Network(listenSocket: listenSocket, daemons: daemons, count: c.workerThreads)
         let context = Unmanaged.passRetained(core).toOpaque()
         for index in 0..<c.workerThreads {
-            daemons[index] = bk_mhd_start(bkAccessHandler, context, bkRequestCompleted, context, UInt32(clamping: timeoutSeconds))
+            daemons[index] = bk_mhd_start(
+                bkAccessHandler, context, bkRequestCompleted, context, UInt32(clamping: timeoutSeconds))
             if daemons[index] == nil {
                 network.stopDaemons()
                 Unmanaged<ServerCore>.fromOpaque(context).release()
@@ -148,8 +159,9 @@ public final class HTTPServer: Sendable {
 
         let clock = ContinuousClock()
         if await !waitForInFlight(until: clock.now + configuration.shutdownGracePeriod) {
-            core.logger.warning("http server grace period over; answering remaining requests",
-                                metadata: ["http.in_flight": String(core.active.load(ordering: .relaxed))])
+            core.logger.warning(
+                "http server grace period over; answering remaining requests",
+                metadata: ["http.in_flight": String(core.active.load(ordering: .relaxed))])
             core.forceCompleteSuspended(with: .error(APIError(.notReady, "the server is shutting down")))
             _ = await waitForInFlight(until: clock.now + .seconds(2))
         } else {

@@ -6,8 +6,11 @@ enum QueryString {
         var items: [(name: String, value: String)] = []
         for piece in raw.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             if let eq = piece.firstIndex(of: UInt8(ascii: "=")) {
-                items.append((name: PercentDecoding.decode(piece[..<eq], plusIsSpace: true),
-                              value: PercentDecoding.decode(piece[piece.index(after: eq)...], plusIsSpace: true)))
+                items.append(
+                    (
+                        name: PercentDecoding.decode(piece[..<eq], plusIsSpace: true),
+                        value: PercentDecoding.decode(piece[piece.index(after: eq)...], plusIsSpace: true)
+                    ))
             } else {
                 items.append((name: PercentDecoding.decode(piece, plusIsSpace: true), value: ""))
             }

@@ -26,9 +26,11 @@ public struct Request: Sendable {
     /// The pattern of the matched route (`/v1/subscribers/:id`), empty before routing.
     public var routePattern: String
 
-    public init(method: String, path: String, rawQuery: String = "", headers: HTTPHeaders = HTTPHeaders(),
-                body: [UInt8] = [], pathParameters: [String: String] = [:], requestId: String? = nil,
-                remoteAddress: String? = nil, routePattern: String = "") {
+    public init(
+        method: String, path: String, rawQuery: String = "", headers: HTTPHeaders = HTTPHeaders(),
+        body: [UInt8] = [], pathParameters: [String: String] = [:], requestId: String? = nil,
+        remoteAddress: String? = nil, routePattern: String = ""
+    ) {
         self.method = method
         self.path = path
         self.rawQuery = rawQuery

@@ -64,26 +64,34 @@ public struct Response: Sendable {
 
 extension Response {
     /// A success envelope: `{"success":true,"data":...,"error":null,"metadata":{...,"requestId":...}}`.
-    public static func json(_ data: JSONValue?, status: Int = 200, metadata: [String: JSONValue] = [:],
-                            headers: HTTPHeaders = HTTPHeaders()) -> Response {
+    public static func json(
+        _ data: JSONValue?, status: Int = 200, metadata: [String: JSONValue] = [:],
+        headers: HTTPHeaders = HTTPHeaders()
+    ) -> Response {
         Response(status: status, headers: headers, envelope: .success(data, metadata: metadata))
     }
 
     /// A success envelope around `data`, JSON that is already encoded (one valid JSON value).
-    public static func json(encodedData data: [UInt8], status: Int = 200, headers: HTTPHeaders = HTTPHeaders()) -> Response {
+    public static func json(encodedData data: [UInt8], status: Int = 200, headers: HTTPHeaders = HTTPHeaders())
+        -> Response
+    {
         Response(status: status, headers: headers, content: .encodedData(data))
     }
 
     /// An error envelope, with the status of the error's code (`not_found` -> 404, ...).
-    public static func error(_ error: APIError, metadata: [String: JSONValue] = [:],
-                             headers: HTTPHeaders = HTTPHeaders()) -> Response {
+    public static func error(
+        _ error: APIError, metadata: [String: JSONValue] = [:],
+        headers: HTTPHeaders = HTTPHeaders()
+    ) -> Response {
         let status = error.code.httpStatus >= 100 && error.code.httpStatus <= 599 ? error.code.httpStatus : 500
         return Response(status: status, headers: headers, envelope: .failure(error, metadata: metadata))
     }
 
     /// Plain text, `text/plain; charset=utf-8` unless another content type is given.
-    public static func text(_ text: String, status: Int = 200,
-                            contentType: String = "text/plain; charset=utf-8") -> Response {
+    public static func text(
+        _ text: String, status: Int = 200,
+        contentType: String = "text/plain; charset=utf-8"
+    ) -> Response {
         Response(status: status, headers: ["Content-Type": contentType], body: Array(text.utf8))
     }
 

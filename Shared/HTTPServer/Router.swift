@@ -86,7 +86,8 @@ public struct Router: Sendable {
     /// Registers a synchronous handler, answered on the network thread when no middleware applies.
     /// It must not block (no I/O, no locks held for long).
     public mutating func on(_ method: String, _ pattern: String, sync handler: @escaping SyncHandler) {
-        add(method: method, pattern: pattern, handler: wrap({ try handler($0) }),
+        add(
+            method: method, pattern: pattern, handler: wrap({ try handler($0) }),
             inline: middleware.isEmpty ? handler : nil)
     }
 
@@ -94,7 +95,8 @@ public struct Router: Sendable {
     /// not block. Behind middleware it runs as an ordinary async handler (same answers, with a task).
     public mutating func on(_ method: String, _ pattern: String, answering handler: @escaping AnsweringHandler) {
         let asHandler: Handler = { request in try await handler(request).response(for: request) }
-        add(method: method, pattern: pattern, handler: wrap(asHandler), inline: nil,
+        add(
+            method: method, pattern: pattern, handler: wrap(asHandler), inline: nil,
             answering: middleware.isEmpty ? handler : nil)
     }
 
@@ -103,8 +105,12 @@ public struct Router: Sendable {
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { on("PUT", pattern, handler) }
     public mutating func patch(_ pattern: String, _ handler: @escaping Handler) { on("PATCH", pattern, handler) }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { on("DELETE", pattern, handler) }
-    public mutating func get(_ pattern: String, sync handler: @escaping SyncHandler) { on("GET", pattern, sync: handler) }
-    public mutating func post(_ pattern: String, sync handler: @escaping SyncHandler) { on("POST", pattern, sync: handler) }
+    public mutating func get(_ pattern: String, sync handler: @escaping SyncHandler) {
+        on("GET", pattern, sync: handler)
+    }
+    public mutating func post(_ pattern: String, sync handler: @escaping SyncHandler) {
+        on("POST", pattern, sync: handler)
+    }
 
     private func wrap(_ handler: @escaping Handler) -> Handler {
         var next = handler
@@ -115,8 +121,10 @@ public struct Router: Sendable {
         return next
     }
 
-    private mutating func add(method: String, pattern: String, handler: @escaping Handler, inline: SyncHandler?,
-                              answering: AnsweringHandler? = nil) {
+    private mutating func add(
+        method: String, pattern: String, handler: @escaping Handler, inline: SyncHandler?,
+        answering: AnsweringHandler? = nil
+    ) {
         let normalized = Self.normalize(pattern)
         let segments = Self.split(normalized).map { piece -> Segment in
             piece.first == ":" ? .parameter(String(piece.dropFirst())) : .literal(String(piece))

@@ -57,8 +57,10 @@ final class ServerCore: @unchecked Sendable {
     let draining = Atomic<Bool>(false)
     let registry = Mutex(Registry())
 
-    init(configuration: HTTPServer.Configuration, router: Router, logger: Logger,
-         observer: (@Sendable (RequestLog) -> Void)?) {
+    init(
+        configuration: HTTPServer.Configuration, router: Router, logger: Logger,
+        observer: (@Sendable (RequestLog) -> Void)?
+    ) {
         self.configuration = configuration
         self.router = router
         self.logger = logger
@@ -67,9 +69,11 @@ final class ServerCore: @unchecked Sendable {
 
     // MARK: - Access handler
 
-    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
-                uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
-                conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+    func handle(
+        connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
+        conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
         guard let raw = conCls.pointee else {
             // First call: headers only. Respond here only to refuse an oversized body (MHD then
             // closes the connection, which is what we want for a body we will not read).
@@ -77,7 +81,8 @@ final class ServerCore: @unchecked Sendable {
             conCls.pointee = Unmanaged.passRetained(state).toOpaque()
             active.add(1, ordering: .relaxed)
             if let value = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length"),
-               let length = Int(String(cString: value)), length > configuration.maxBodyBytes {
+                let length = Int(String(cString: value)), length > configuration.maxBodyBytes
+            {
                 state.tooLarge = true
                 state.method = String(cString: method)
                 state.requestId = RequestID.accepting(headerValue(connection, "X-Request-Id"))
@@ -114,8 +119,10 @@ final class ServerCore: @unchecked Sendable {
         return dispatch(connection: connection, url: url, method: method, state: state)
     }
 
-    private func dispatch(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
-                          state: RequestState) -> MHD_Result {
+    private func dispatch(
+        connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        state: RequestState
+    ) -> MHD_Result {
         var request = makeRequest(connection: connection, url: url, method: method, state: state)
         state.method = request.method
         state.requestId = request.requestId
@@ -127,8 +134,10 @@ final class ServerCore: @unchecked Sendable {
             return queue(.error(APIError(.notFound, "no route for \(request.method) \(request.path)")), state: state)
         case .methodNotAllowed(let allow):
             let allowText = allow.joined(separator: ", ")
-            return queue(.error(APIError(.methodNotAllowed, "\(request.method) is not allowed here; allowed: \(allowText)"),
-                                headers: ["Allow": allowText]), state: state)
+            return queue(
+                .error(
+                    APIError(.methodNotAllowed, "\(request.method) is not allowed here; allowed: \(allowText)"),
+                    headers: ["Allow": allowText]), state: state)
         case .found(let route, let parameters):
             request.pathParameters = parameters
             request.routePattern = route.pattern
@@ -159,7 +168,8 @@ final class ServerCore: @unchecked Sendable {
         }
     }
 
-    private func suspendAndRun(_ handler: @escaping Router.Handler, request: Request, state: RequestState) -> MHD_Result {
+    private func suspendAndRun(_ handler: @escaping Router.Handler, request: Request, state: RequestState) -> MHD_Result
+    {
         guard suspend(state) else {
             return queue(.error(APIError(.notReady, "the server is shutting down")), state: state)
         }
@@ -185,8 +195,10 @@ final class ServerCore: @unchecked Sendable {
         guard let deadline = configuration.handlerDeadline else { return }
         let timer = Task {
             guard (try? await Task.sleep(for: deadline)) != nil else { return }
-            if state.complete(with: .error(APIError(.upstreamTimeout, "the request did not complete in time")),
-                              core: self) {
+            if state.complete(
+                with: .error(APIError(.upstreamTimeout, "the request did not complete in time")),
+                core: self)
+            {
                 work?.cancel()
             }
         }
@@ -217,17 +229,21 @@ final class ServerCore: @unchecked Sendable {
 
     private func response(for error: any Error, request: Request) -> Response {
         if let apiError = error as? APIError { return .error(apiError) }
-        logger.error("request handler failed", metadata: [
-            "request.id": request.requestId, "http.method": request.method, "http.route": request.routePattern,
-            "error": String(describing: error),
-        ])
+        logger.error(
+            "request handler failed",
+            metadata: [
+                "request.id": request.requestId, "http.method": request.method, "http.route": request.routePattern,
+                "error": String(describing: error)
+            ])
         return .error(.internalError)
     }
 
     // MARK: - Request assembly
 
-    private func makeRequest(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
-                             state: RequestState) -> Request {
+    private func makeRequest(
+        connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        state: RequestState
+    ) -> Request {
         var fields: [HTTPHeaders.Field] = []
         withUnsafeMutablePointer(to: &fields) { pointer in
             _ = MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, bkCollectHeader, pointer)
@@ -244,9 +260,10 @@ final class ServerCore: @unchecked Sendable {
         }
         let body = state.body
         state.body = []
-        return Request(method: String(cString: method), path: String(cString: url),
-                       rawQuery: Self.rawQuery(arguments), headers: HTTPHeaders(fields: fields), body: body,
-                       remoteAddress: address)
+        return Request(
+            method: String(cString: method), path: String(cString: url),
+            rawQuery: Self.rawQuery(arguments), headers: HTTPHeaders(fields: fields), body: body,
+            remoteAddress: address)
     }
 
     /// Rebuilds the query string from MHD's arguments (escapes are kept by our unescaper; MHD has
@@ -275,8 +292,9 @@ final class ServerCore: @unchecked Sendable {
     private func queue(_ response: Response, state: RequestState) -> MHD_Result {
         let body = response.bodyBytes(requestId: state.requestId)
         let mhdResponse = body.withUnsafeBytes { buffer in
-            MHD_create_response_from_buffer(buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress),
-                                            MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+            MHD_create_response_from_buffer(
+                buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress),
+                MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
         }
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
@@ -299,8 +317,10 @@ final class ServerCore: @unchecked Sendable {
         let status = response.status >= 100 && response.status <= 999 ? response.status : 500
         let result = MHD_queue_response(state.connection, UInt32(status), mhdResponse)
         if let observer {
-            observer(RequestLog(method: state.method, route: state.routePattern, status: status,
-                                duration: ContinuousClock.now - state.started, requestId: state.requestId))
+            observer(
+                RequestLog(
+                    method: state.method, route: state.routePattern, status: status,
+                    duration: ContinuousClock.now - state.started, requestId: state.requestId))
         }
         return result
     }

@@ -72,7 +72,8 @@ public struct EventIntake: Sendable {
             let id = try await producer.enqueue(entry)
             return Accepted(batchId: batchId, accepted: batch.events.count, entryID: id)
         } catch {
-            logger.warning("events.enqueue.failed", metadata: ["tenant": tenantId.uuidString, "error": error.description])
+            logger.warning(
+                "events.enqueue.failed", metadata: ["tenant": tenantId.uuidString, "error": error.description])
             throw APIError(.ingestUnavailable, "the events could not be queued; nothing was accepted, retry the batch")
         }
     }
@@ -93,12 +94,15 @@ extension EventBatchRejection {
     public var apiError: APIError {
         switch self {
         case .tooManyEvents(let count):
-            return APIError(.batchTooLarge, "a batch holds at most \(EventBatch.maxEvents) events; this one has \(count)",
-                            details: details)
+            return APIError(
+                .batchTooLarge, "a batch holds at most \(EventBatch.maxEvents) events; this one has \(count)",
+                details: details)
         case .invalid(let issues):
             let events = Set(issues.compactMap(\.index)).count
-            let message = events > 0 ? "\(events) event(s) in the batch are invalid; the batch was rejected whole"
-                                     : "the batch is invalid"
+            let message =
+                events > 0
+                ? "\(events) event(s) in the batch are invalid; the batch was rejected whole"
+                : "the batch is invalid"
             return APIError(.validationFailed, message, details: details)
         }
     }

@@ -32,7 +32,7 @@ public struct MessageIntake: Sendable {
     /// The content members (what `MessageContent.validate` reads).
     public static let contentMembers: Set<String> = [
         "title", "subtitle", "body", "data", "deepLink", "action", "actions", "category", "image", "sound",
-        "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId",
+        "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId"
     ]
     public static let targetMembers: Set<String> = ["to", "topic", "segment", "where"]
 
@@ -61,25 +61,30 @@ public struct MessageIntake: Sendable {
     public func accept(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Accepted {
         var request = try Self.validate(json, now: now)
         if case .expression(_, let segment?) = request.target {
-            let rows = try await postgres.query("SELECT expression FROM segments WHERE tenant_id = $1::uuid AND key = $2",
-                                                [tenantId, segment])
+            let rows = try await postgres.query(
+                "SELECT expression FROM segments WHERE tenant_id = $1::uuid AND key = $2",
+                [tenantId, segment])
             guard let expression = try rows.first?.decode(String.self, at: 0) else {
-                throw APIError(.validationFailed, "the message is invalid: segment \(segment) does not exist",
-                               details: [["path": "segment", "message": .string("no segment with the key \(segment)")]])
+                throw APIError(
+                    .validationFailed, "the message is invalid: segment \(segment) does not exist",
+                    details: [["path": "segment", "message": .string("no segment with the key \(segment)")]])
             }
             request.target = .expression(expression, segment: segment)
         }
         let id = UUID()
-        try await postgres.execute("""
+        try await postgres.execute(
+            """
             INSERT INTO messages (id, tenant_id, target, content, environment) VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
             """, [id, tenantId, request.target.jsonValue, request.contentJSON, request.environment])
         do {
             try await redis.xadd(stream.rawValue, fields: MessageEntry(tenantId: tenantId, messageId: id).fields)
         } catch {
             // Stored: the sweeper in apns-sender re-enqueues it. The caller still gets its 202.
-            logger.warning("messages.enqueue.failed", metadata: [
-                "tenant": tenantId.lowercasedText, "message.id": id.lowercasedText, "error": "\(error)",
-            ])
+            logger.warning(
+                "messages.enqueue.failed",
+                metadata: [
+                    "tenant": tenantId.lowercasedText, "message.id": id.lowercasedText, "error": "\(error)"
+                ])
         }
         return Accepted(id: id)
     }
@@ -87,8 +92,9 @@ public struct MessageIntake: Sendable {
     /// The validation alone (no I/O): every problem of target and content at once.
     public static func validate(_ json: JSONValue, now: Date = Date()) throws(APIError) -> MessageRequest {
         guard case .object(let object) = json else {
-            throw ValidationIssue.apiError([ValidationIssue(path: "body", message: "must be a JSON object")],
-                                           message: "the request is invalid: the body must be a JSON object")
+            throw ValidationIssue.apiError(
+                [ValidationIssue(path: "body", message: "must be a JSON object")],
+                message: "the request is invalid: the body must be a JSON object")
         }
         var issues: [ValidationIssue] = []
         func add(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
@@ -128,7 +134,9 @@ public struct MessageIntake: Sendable {
                 var ids: [String] = []
                 var seen = Set<String>()
                 for (index, item) in list.enumerated() {
-                    guard let id = item.stringValue else { add("to[\(index)]", "must be a subscriber id string"); continue }
+                    guard let id = item.stringValue else {
+                        add("to[\(index)]", "must be a subscriber id string"); continue
+                    }
                     if let problem = subscriberIdProblem(id) { add("to[\(index)]", problem); continue }
                     if seen.insert(id).inserted { ids.append(id) }
                 }

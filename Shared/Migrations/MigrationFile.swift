@@ -37,18 +37,21 @@ public struct MigrationFile: Sendable, Hashable {
         for fileName in names where fileName.hasSuffix(".sql") {
             let stem = fileName.dropLast(4)
             guard let underscore = stem.firstIndex(of: "_"), let version = Int(stem[..<underscore]),
-                  stem[..<underscore].count >= 4
+                stem[..<underscore].count >= 4
             else { continue }
             let url = directory.appendingPathComponent(fileName)
             guard let data = FileManager.default.contents(atPath: url.path) else {
                 throw MigrationError(code: .directoryUnreadable, message: "cannot read \(fileName)")
             }
-            files.append(MigrationFile(version: version, name: String(stem[stem.index(after: underscore)...]),
-                                       sql: String(decoding: data, as: UTF8.self)))
+            files.append(
+                MigrationFile(
+                    version: version, name: String(stem[stem.index(after: underscore)...]),
+                    sql: String(decoding: data, as: UTF8.self)))
         }
         files.sort { $0.version < $1.version }
         for (a, b) in zip(files, files.dropFirst()) where a.version == b.version {
-            throw MigrationError(code: .duplicateVersion, message: "two migrations have version \(a.version): \(a.name), \(b.name)")
+            throw MigrationError(
+                code: .duplicateVersion, message: "two migrations have version \(a.version): \(a.name), \(b.name)")
         }
         return files
     }

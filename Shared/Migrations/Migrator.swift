@@ -44,7 +44,8 @@ public struct Migrator: Sendable {
     public func migrate() async throws -> [MigrationFile] {
         let files = try MigrationFile.load(from: directory)
         return try await client.withConnection { connection in
-            try await connection.execute("SELECT pg_advisory_lock(hashtext('buzzkit.schema_migrations:' || current_schema()))")
+            try await connection.execute(
+                "SELECT pg_advisory_lock(hashtext('buzzkit.schema_migrations:' || current_schema()))")
             do {
                 let applied = try await run(files, on: connection)
                 try await unlock(connection)
@@ -64,11 +65,13 @@ public struct Migrator: Sendable {
     // MARK: - Internals
 
     private func unlock(_ connection: PostgresConnection) async throws {
-        try await connection.execute("SELECT pg_advisory_unlock(hashtext('buzzkit.schema_migrations:' || current_schema()))")
+        try await connection.execute(
+            "SELECT pg_advisory_unlock(hashtext('buzzkit.schema_migrations:' || current_schema()))")
     }
 
     private func run(_ files: [MigrationFile], on connection: PostgresConnection) async throws -> [MigrationFile] {
-        try await connection.executeScript("""
+        try await connection.executeScript(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    bigint PRIMARY KEY,
                 name       text NOT NULL,
@@ -81,21 +84,26 @@ public struct Migrator: Sendable {
             if let done = applied[file.version], done.checksum != file.checksum {
                 throw MigrationError(
                     code: .checksumMismatch, version: file.version,
-                    message: "migration \(file.version)_\(file.name) changed after it was applied (recorded \(done.checksum), file \(file.checksum))")
+                    message:
+                        "migration \(file.version)_\(file.name) changed after it was applied (recorded \(done.checksum), file \(file.checksum))"
+                )
             }
         }
         var newlyApplied: [MigrationFile] = []
         for file in files where applied[file.version] == nil {
-            logger.info("migration.apply", metadata: ["migration.version": String(file.version), "migration.name": file.name])
+            logger.info(
+                "migration.apply", metadata: ["migration.version": String(file.version), "migration.name": file.name])
             do {
                 try await connection.withTransaction { tx in
                     try await tx.executeScript(file.sql)
-                    try await tx.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                                         [file.version, file.name, file.checksum])
+                    try await tx.execute(
+                        "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                        [file.version, file.name, file.checksum])
                 }
             } catch let error as PostgresError {
                 throw MigrationError(
-                    code: .migrationFailed, message: "migration \(file.version)_\(file.name) failed", version: file.version,
+                    code: .migrationFailed, message: "migration \(file.version)_\(file.name) failed",
+                    version: file.version,
                     underlying: PostgresErrorSummary(sqlState: error.code.rawValue, message: error.message))
             }
             newlyApplied.append(file)
@@ -106,7 +114,8 @@ public struct Migrator: Sendable {
     private func recorded(on connection: PostgresConnection) async throws -> [Applied] {
         let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
         guard try exists.first?.decode(Bool.self, at: 0) == true else { return [] }
-        return try await connection.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version").map { row in
+        return try await connection.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version").map
+        { row in
             let (version, name, checksum) = try row.decode((Int, String, String).self)
             return Applied(version: version, name: name, checksum: checksum)
         }

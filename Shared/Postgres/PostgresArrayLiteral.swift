@@ -32,7 +32,7 @@ enum PostgresArrayLiteral {
         if i == end { return elements }
         while i < end {
             while i < end, bytes[i] == UInt8(ascii: " ") { i += 1 }
-            if bytes[i] == UInt8(ascii: "{") { return nil } // nested: not supported
+            if bytes[i] == UInt8(ascii: "{") { return nil }  // nested: not supported
             var element: [UInt8] = []
             if bytes[i] == UInt8(ascii: "\"") {
                 i += 1
@@ -67,7 +67,7 @@ enum PostgresArrayLiteral {
             if i < end {
                 guard bytes[i] == UInt8(ascii: ",") else { return nil }
                 i += 1
-                if i == end { return nil } // trailing comma
+                if i == end { return nil }  // trailing comma
             }
         }
         return elements

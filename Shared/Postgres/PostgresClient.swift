@@ -32,7 +32,8 @@ public final class PostgresClient: Service {
     public init(configuration: PostgresConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        pool = ConnectionPool(capacity: configuration.poolSize, closedError: { PostgresError.connectionClosed() }) { number in
+        pool = ConnectionPool(capacity: configuration.poolSize, closedError: { PostgresError.connectionClosed() }) {
+            number in
             PostgresConnection(configuration: configuration, logger: logger, name: "postgres-pool-\(number)")
         }
     }
@@ -54,8 +55,10 @@ public final class PostgresClient: Service {
     /// pool (for hot paths that batch requests and answer each through a callback). `completion`
     /// must be short and never block: the connection goes back to the pool just before it runs,
     /// but the thread is held until it returns.
-    public func query(_ sql: String, _ parameters: [any PostgresEncodable],
-                      completion: @escaping @Sendable (Result<PostgresRows, any Error>) -> Void) {
+    public func query(
+        _ sql: String, _ parameters: [any PostgresEncodable],
+        completion: @escaping @Sendable (Result<PostgresRows, any Error>) -> Void
+    ) {
         let values = parameters.map(\.postgresValue)
         pool.lease { [pool] leased in
             let connection: PostgresConnection
@@ -117,7 +120,9 @@ public final class PostgresClient: Service {
     }
 
     /// Multi-row `INSERT` of `rows` in one transaction (see `PostgresConnection.insert`).
-    public func insert(into table: String, columns: [String], rows: [[any PostgresEncodable]], suffix: String = "") async throws -> Int {
+    public func insert(into table: String, columns: [String], rows: [[any PostgresEncodable]], suffix: String = "")
+        async throws -> Int
+    {
         try await withTransaction { try await $0.insert(into: table, columns: columns, rows: rows, suffix: suffix) }
     }
 
@@ -162,8 +167,10 @@ public final class PostgresClient: Service {
     }
 
     /// `giveBack` for a job already running on the connection's own thread (the callback `query`).
-    private static func giveBackOnItsThread(_ connection: PostgresConnection, _ handle: PostgresConnectionHandle,
-                                            to pool: ConnectionPool<PostgresConnection>) {
+    private static func giveBackOnItsThread(
+        _ connection: PostgresConnection, _ handle: PostgresConnectionHandle,
+        to pool: ConnectionPool<PostgresConnection>
+    ) {
         if handle.needsCleanup.load(ordering: .relaxed) { handle.resetAfterUse() }
         if pool.release(connection) { connection.closeOnOwnThread() }
     }

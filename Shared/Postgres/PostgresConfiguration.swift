@@ -53,7 +53,7 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
     /// Parses `postgres://user[:password]@host[:port]/database[?sslmode=...]`.
     public init(url: String) throws(PostgresConfigurationError) {
         guard let components = URLComponents(string: url),
-              let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql"
+            let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql"
         else { throw PostgresConfigurationError(reason: "expected a postgres:// URL") }
         let user = components.user.flatMap { $0.isEmpty ? nil : $0 } ?? "postgres"
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
@@ -70,13 +70,19 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
             case "application_name": applicationName = value
             case "host": host = value
             case "connect_timeout":
-                guard let seconds = Int(value), seconds >= 0 else { throw .init(reason: "connect_timeout must be seconds") }
+                guard let seconds = Int(value), seconds >= 0 else {
+                    throw .init(reason: "connect_timeout must be seconds")
+                }
                 connectTimeout = .seconds(seconds)
             case "statement_timeout":
-                guard let ms = Int(value), ms >= 0 else { throw .init(reason: "statement_timeout must be milliseconds") }
+                guard let ms = Int(value), ms >= 0 else {
+                    throw .init(reason: "statement_timeout must be milliseconds")
+                }
                 statementTimeout = ms == 0 ? nil : .milliseconds(ms)
             case "pool_size":
-                guard let size = Int(value), size > 0 else { throw .init(reason: "pool_size must be a positive integer") }
+                guard let size = Int(value), size > 0 else {
+                    throw .init(reason: "pool_size must be a positive integer")
+                }
                 poolSize = size
             case "search_path":
                 searchPath = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -97,12 +103,14 @@ public struct PostgresConfiguration: Sendable, Hashable, CustomStringConvertible
         var pairs: [(String, String)] = [
             ("host", host), ("port", String(port)), ("user", user), ("dbname", database),
             ("sslmode", sslMode), ("application_name", applicationName),
-            ("connect_timeout", String(max(2, Int(connectTimeout.components.seconds)))),
+            ("connect_timeout", String(max(2, Int(connectTimeout.components.seconds))))
         ]
         if let password { pairs.append(("password", password)) }
         var options = ["-c TimeZone=UTC"]
         if let statementTimeout {
-            let ms = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+            let ms =
+                statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds
+                / 1_000_000_000_000_000
             options.append("-c statement_timeout=\(max(1, ms))")
         }
         if let searchPath, !searchPath.isEmpty {

@@ -49,7 +49,8 @@ extension PostgresConnection {
     ) async throws -> Int {
         guard !columns.isEmpty else { return 0 }
         let perStatement = max(1, min(1000, 65535 / columns.count))
-        let head = "INSERT INTO \(PostgresIdentifier.quoteQualified(table)) (\(columns.map(PostgresIdentifier.quote).joined(separator: ", "))) VALUES "
+        let head =
+            "INSERT INTO \(PostgresIdentifier.quoteQualified(table)) (\(columns.map(PostgresIdentifier.quote).joined(separator: ", "))) VALUES "
         var total = 0
         var start = 0
         while start < rows.count {

@@ -23,7 +23,8 @@ public final class PostgresConnection: Sendable {
     }
 
     /// Opens a standalone connection (outside any pool). Close it with `close()`.
-    public static func connect(configuration: PostgresConfiguration, logger: Logger) async throws -> PostgresConnection {
+    public static func connect(configuration: PostgresConfiguration, logger: Logger) async throws -> PostgresConnection
+    {
         let connection = PostgresConnection(configuration: configuration, logger: logger, name: "postgres-conn")
         do {
             try await connection.worker.run { [handle = connection.handle] in try handle.connect() }
@@ -74,7 +75,8 @@ public final class PostgresConnection: Sendable {
         }
         let commit = try await query("COMMIT")
         if commit.commandTag == "ROLLBACK" {
-            throw PostgresError(code: .inFailedTransaction, message: "the transaction was rolled back because a statement in it failed")
+            throw PostgresError(
+                code: .inFailedTransaction, message: "the transaction was rolled back because a statement in it failed")
         }
         return result
     }

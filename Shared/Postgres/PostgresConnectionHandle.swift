@@ -3,7 +3,7 @@ import BuzzKitCore
 internal import CLibPQ
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `PGconn` of one connection and everything that touches it.
@@ -174,16 +174,19 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         func drain() {
             while let notification = PQnotifies(conn) {
                 let n = notification.pointee
-                received.append(PostgresNotification(
-                    channel: String(cString: n.relname), payload: n.extra.map { String(cString: $0) } ?? "",
-                    processID: Int32(n.be_pid)))
+                received.append(
+                    PostgresNotification(
+                        channel: String(cString: n.relname), payload: n.extra.map { String(cString: $0) } ?? "",
+                        processID: Int32(n.be_pid)))
                 PQfreemem(notification)
             }
         }
         drain()
         if !received.isEmpty { return received }
         let fd = PQsocket(conn)
-        guard fd >= 0 else { throw PostgresError(code: .connectionFailure, message: "the listening connection has no socket") }
+        guard fd >= 0 else {
+            throw PostgresError(code: .connectionFailure, message: "the listening connection has no socket")
+        }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         if poll(&descriptor, 1, timeoutMilliseconds) > 0 {
             guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else { throw Self.connectionError(conn) }
@@ -226,7 +229,7 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         let healthy = PQstatus(conn) == CONNECTION_OK
         let transaction = PQtransactionStatus(conn)
         if healthy, transaction == PQTRANS_INTRANS || transaction == PQTRANS_INERROR || transaction == PQTRANS_ACTIVE {
-            return false // inside a transaction: run as is, never retry
+            return false  // inside a transaction: run as is, never retry
         }
         if healthy, !idleSocketIsDead(conn) { return true }
         if wasInTransaction {
@@ -269,8 +272,10 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         needsCleanup.store(PQstatus(conn) != CONNECTION_OK || transaction != PQTRANS_IDLE, ordering: .relaxed)
     }
 
-    private func send(_ conn: OpaquePointer, _ sql: String, _ values: [PostgresValue],
-                      isRetry: Bool = false) throws -> PostgresResultStorage {
+    private func send(
+        _ conn: OpaquePointer, _ sql: String, _ values: [PostgresValue],
+        isRetry: Bool = false
+    ) throws -> PostgresResultStorage {
         let count = values.count
         let types = values.map { Oid($0.typeOID) }
         let lengths = values.map { Int32($0.bytes?.count ?? 0) }
@@ -291,9 +296,11 @@ final class PostgresConnectionHandle: @unchecked Sendable {
                 formats.withUnsafeBufferPointer { f in
                     pointers.withUnsafeBufferPointer { v in
                         if let statement {
-                            PQsendQueryPrepared(conn, statement, Int32(count), v.baseAddress, l.baseAddress, f.baseAddress, 0)
+                            PQsendQueryPrepared(
+                                conn, statement, Int32(count), v.baseAddress, l.baseAddress, f.baseAddress, 0)
                         } else {
-                            PQsendQueryParams(conn, sql, Int32(count), t.baseAddress, v.baseAddress, l.baseAddress, f.baseAddress, 0)
+                            PQsendQueryParams(
+                                conn, sql, Int32(count), t.baseAddress, v.baseAddress, l.baseAddress, f.baseAddress, 0)
                         }
                     }
                 }
@@ -347,10 +354,12 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         guard let state = field(Int32(UInt8(ascii: "C"))) else {
             // No SQLSTATE: libpq itself failed (connection lost).
             let message = trimmed(PQresultErrorMessage(result))
-            return PostgresError(code: .connectionFailure, message: message.isEmpty ? trimmed(PQerrorMessage(conn)) : message)
+            return PostgresError(
+                code: .connectionFailure, message: message.isEmpty ? trimmed(PQerrorMessage(conn)) : message)
         }
-        var error = PostgresError(code: SQLState(rawValue: state), message: field(Int32(UInt8(ascii: "M"))) ?? "",
-                                  detail: field(Int32(UInt8(ascii: "D"))), hint: field(Int32(UInt8(ascii: "H"))))
+        var error = PostgresError(
+            code: SQLState(rawValue: state), message: field(Int32(UInt8(ascii: "M"))) ?? "",
+            detail: field(Int32(UInt8(ascii: "D"))), hint: field(Int32(UInt8(ascii: "H"))))
         error.schema = field(Int32(UInt8(ascii: "s")))
         error.table = field(Int32(UInt8(ascii: "t")))
         error.column = field(Int32(UInt8(ascii: "c")))

@@ -16,7 +16,9 @@ public struct PostgresCell {
 
     /// The bytes of a non-NULL value, or `unexpectedNull` for `T`.
     public func require<T>(_ type: T.Type) throws(PostgresDecodingError) -> UnsafeRawBufferPointer {
-        guard let bytes else { throw PostgresDecodingError(code: .unexpectedNull, targetType: String(describing: type)) }
+        guard let bytes else {
+            throw PostgresDecodingError(code: .unexpectedNull, targetType: String(describing: type))
+        }
         return bytes
     }
 

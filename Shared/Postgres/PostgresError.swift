@@ -59,7 +59,9 @@ public struct PostgresDecodingError: Error, Sendable, CustomStringConvertible {
     /// The column's Postgres type OID, 0 if unknown.
     public var postgresType: UInt32
 
-    public init(code: Code, targetType: String, column: String? = nil, columnIndex: Int? = nil, postgresType: UInt32 = 0) {
+    public init(
+        code: Code, targetType: String, column: String? = nil, columnIndex: Int? = nil, postgresType: UInt32 = 0
+    ) {
         self.code = code
         self.targetType = targetType
         self.column = column

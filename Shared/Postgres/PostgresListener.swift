@@ -16,8 +16,10 @@ final class PostgresListener: @unchecked Sendable {
     private let continuation: AsyncThrowingStream<PostgresNotification, any Error>.Continuation
     private let stopped = Atomic<Bool>(false)
 
-    init(channel: String, configuration: PostgresConfiguration, logger: Logger,
-         continuation: AsyncThrowingStream<PostgresNotification, any Error>.Continuation) {
+    init(
+        channel: String, configuration: PostgresConfiguration, logger: Logger,
+        continuation: AsyncThrowingStream<PostgresNotification, any Error>.Continuation
+    ) {
         self.channel = channel
         self.handle = PostgresConnectionHandle(configuration: configuration, logger: logger)
         self.logger = logger
@@ -54,7 +56,8 @@ final class PostgresListener: @unchecked Sendable {
                     continuation.yield(notification)
                 }
             } catch {
-                logger.warning("postgres.listen.reconnect", metadata: ["postgres.channel": channel, "error": "\(error)"])
+                logger.warning(
+                    "postgres.listen.reconnect", metadata: ["postgres.channel": channel, "error": "\(error)"])
                 handle.close()
                 while !isStopped {
                     Thread.sleep(forTimeInterval: 0.5)
@@ -75,8 +78,10 @@ extension PostgresClient {
     /// cancelled) or on `shutdown()`; a broken connection is reopened (notifications sent while it
     /// was down are lost, as NOTIFY is not durable).
     public func listen(_ channel: String) async throws -> AsyncThrowingStream<PostgresNotification, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<PostgresNotification, any Error>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
-        let listener = PostgresListener(channel: channel, configuration: configuration, logger: logger, continuation: continuation)
+        let (stream, continuation) = AsyncThrowingStream<PostgresNotification, any Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(10_000))
+        let listener = PostgresListener(
+            channel: channel, configuration: configuration, logger: logger, continuation: continuation)
         try register(listener)
         continuation.onTermination = { [weak self, listener] _ in
             listener.stop()

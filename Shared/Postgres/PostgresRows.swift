@@ -70,7 +70,8 @@ public struct PostgresRow: Sendable {
     /// The value at column `column` (0-based) as `T`; NULL needs an optional `T`.
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at column: Int) throws -> T {
         guard column >= 0, column < storage.columnNames.count else {
-            throw PostgresDecodingError(code: .columnOutOfRange, targetType: String(describing: T.self), columnIndex: column)
+            throw PostgresDecodingError(
+                code: .columnOutOfRange, targetType: String(describing: T.self), columnIndex: column)
         }
         do {
             return try storage.withCell(row: index, column: column) { try T.decode(from: $0) }

@@ -14,7 +14,9 @@ enum PostgresTimestamp {
 
     /// Microseconds since 1970 as UTC text with microseconds (`2026-03-01 12:00:00.250000+00`,
     /// ` BC` for years before 1).
-    static func format(microseconds: Int64) -> String { String(decoding: bytes(microseconds: microseconds), as: UTF8.self) }
+    static func format(microseconds: Int64) -> String {
+        String(decoding: bytes(microseconds: microseconds), as: UTF8.self)
+    }
 
     /// The same text as bytes, without an intermediate String (COPY rows on the ingest hot path).
     static func bytes(microseconds: Int64) -> [UInt8] {
@@ -48,15 +50,15 @@ enum PostgresTimestamp {
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Date? {
         var scanner = Scanner(bytes: bytes)
         guard let year = scanner.number(minDigits: 4), scanner.take("-"),
-              let month = scanner.number(exactDigits: 2), scanner.take("-"),
-              let day = scanner.number(exactDigits: 2), (1...12).contains(month), (1...31).contains(day)
+            let month = scanner.number(exactDigits: 2), scanner.take("-"),
+            let day = scanner.number(exactDigits: 2), (1...12).contains(month), (1...31).contains(day)
         else { return nil }
         var seconds = 0
         var fraction = 0.0
         var offset = 0
         if scanner.take(" ") || scanner.take("T") || scanner.take("t") {
             guard let h = scanner.number(exactDigits: 2), scanner.take(":"),
-                  let mi = scanner.number(exactDigits: 2), h <= 24, mi < 60
+                let mi = scanner.number(exactDigits: 2), h <= 24, mi < 60
             else { return nil }
             var s = 0
             if scanner.take(":") {
@@ -87,7 +89,7 @@ enum PostgresTimestamp {
                         os = v2
                     }
                 } else if let v = scanner.number(exactDigits: 2) {
-                    om = v // +0530
+                    om = v  // +0530
                 }
                 offset = sign * (oh * 3600 + om * 60 + os)
             }
@@ -99,7 +101,6 @@ enum PostgresTimestamp {
         let whole = Double(days) * 86_400 + Double(seconds - offset)
         return Date(timeIntervalSince1970: whole + fraction)
     }
-
 
     private struct Scanner {
         let bytes: UnsafeRawBufferPointer

@@ -26,9 +26,11 @@ public final class APNsClientPool: Service {
         /// TCP_NODELAY on the connections. Default true.
         public var tcpNoDelay: Bool
 
-        public init(sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
-                    productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
-                    requestTimeout: Duration = .seconds(10), tcpNoDelay: Bool = true) {
+        public init(
+            sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
+            productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
+            requestTimeout: Duration = .seconds(10), tcpNoDelay: Bool = true
+        ) {
             self.sandboxURL = sandboxURL
             self.productionURL = productionURL
             self.caFile = caFile
@@ -55,8 +57,9 @@ public final class APNsClientPool: Service {
         let key = team + "|" + environment.rawValue
         return try clients.withLock { clients in
             if let client = clients[key] { return client }
-            var configuration = APNsClient.Configuration(environment: environment, baseURL: settings.baseURL(environment),
-                                                         caFile: settings.caFile, requestTimeout: settings.requestTimeout)
+            var configuration = APNsClient.Configuration(
+                environment: environment, baseURL: settings.baseURL(environment),
+                caFile: settings.caFile, requestTimeout: settings.requestTimeout)
             configuration.tcpNoDelay = settings.tcpNoDelay
             let client = try APNsClient(configuration: configuration, tokenCache: tokenCache, logger: logger)
             clients[key] = client

@@ -9,7 +9,8 @@ extension ConfigReader {
     /// gateway's key). Missing or malformed is a configuration error, reported with the others.
     public mutating func sealedKeySecret() -> [UInt8] {
         if let raw = raw("BUZZKIT_SECRET_KEY"), !raw.isEmpty,
-           let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32 {
+            let data = Data(base64Encoded: raw.trimmingCharacters(in: .whitespacesAndNewlines)), data.count == 32
+        {
             return Array(data)
         }
         reject("BUZZKIT_SECRET_KEY", "is required: the base64 of 32 bytes, the same as the gateway's")
@@ -24,8 +25,9 @@ extension ConfigReader {
         let ca = raw("BUZZKIT_APNS_CA_FILE").flatMap { $0.isEmpty ? nil : $0 }
         let timeout = duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
         let noDelay = bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
-        return APNsClientPool.Settings(sandboxURL: sandbox, productionURL: production, caFile: ca,
-                                       requestTimeout: timeout, tcpNoDelay: noDelay)
+        return APNsClientPool.Settings(
+            sandboxURL: sandbox, productionURL: production, caFile: ca,
+            requestTimeout: timeout, tcpNoDelay: noDelay)
     }
 
     /// `BUZZKIT_APNS_MAX_ATTEMPTS` (5, 1–20) and `BUZZKIT_APNS_RETRY_BASE` (500 ms).

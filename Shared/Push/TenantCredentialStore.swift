@@ -33,13 +33,15 @@ public final class TenantCredentialStore: Sendable {
     public func get(_ tenant: UUID) async throws -> TenantAPNs {
         let now = ContinuousClock.now
         if let (value, expires) = cache.withLock({ $0[tenant] }), expires > now { return value }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT apns_team_id, apns_key_id, apns_private_key, apns_bundle_id FROM tenants WHERE id = $1::uuid
             """, [tenant])
         let value: TenantAPNs
         if let row = rows.first {
-            value = open(tenant: tenant, teamId: try row.decode(String?.self, at: 0), keyId: try row.decode(String?.self, at: 1),
-                         sealed: try row.decode(Data?.self, at: 2), bundleId: try row.decode(String?.self, at: 3))
+            value = open(
+                tenant: tenant, teamId: try row.decode(String?.self, at: 0), keyId: try row.decode(String?.self, at: 1),
+                sealed: try row.decode(Data?.self, at: 2), bundleId: try row.decode(String?.self, at: 3))
         } else {
             value = TenantAPNs(problem: ("apns_credentials_missing", "the tenant does not exist"))
         }
@@ -52,16 +54,25 @@ public final class TenantCredentialStore: Sendable {
 
     private func open(tenant: UUID, teamId: String?, keyId: String?, sealed: Data?, bundleId: String?) -> TenantAPNs {
         guard let teamId, let keyId, let sealed, let bundleId else {
-            return TenantAPNs(bundleId: bundleId, problem: ("apns_credentials_missing",
-                "the tenant has no complete APNs credentials (teamId, keyId, privateKey, bundleId)"))
+            return TenantAPNs(
+                bundleId: bundleId,
+                problem: (
+                    "apns_credentials_missing",
+                    "the tenant has no complete APNs credentials (teamId, keyId, privateKey, bundleId)"
+                ))
         }
         do {
             let pem = try sealer.open(Array(sealed), associatedData: Array(tenant.lowercasedText.utf8))
-            let credentials = try APNsCredentials(teamId: teamId, keyId: keyId, privateKeyPEM: String(decoding: pem, as: UTF8.self))
+            let credentials = try APNsCredentials(
+                teamId: teamId, keyId: keyId, privateKeyPEM: String(decoding: pem, as: UTF8.self))
             return TenantAPNs(credentials: credentials, bundleId: bundleId)
         } catch {
-            return TenantAPNs(bundleId: bundleId, problem: ("apns_credentials_invalid",
-                "the tenant's APNs key cannot be opened or is not a P-256 key (was BUZZKIT_SECRET_KEY changed?)"))
+            return TenantAPNs(
+                bundleId: bundleId,
+                problem: (
+                    "apns_credentials_invalid",
+                    "the tenant's APNs key cannot be opened or is not a P-256 key (was BUZZKIT_SECRET_KEY changed?)"
+                ))
         }
     }
 }

@@ -5,9 +5,12 @@ import BuzzKitWire
 extension EventQueries {
     /// One page of a subscriber's events, read on `postgres` (see `list(tenantId:...)` for the
     /// parameters and the `validation_failed` it throws).
-    public static func list(postgres: PostgresClient, tenantId: UUID, subscriberId: String, name: String? = nil,
-                            since: String? = nil, cursor: String? = nil, limit: String? = nil) async throws -> EventPage {
-        let query = try list(tenantId: tenantId, subscriberId: subscriberId, name: name, since: since, cursor: cursor, limit: limit)
+    public static func list(
+        postgres: PostgresClient, tenantId: UUID, subscriberId: String, name: String? = nil,
+        since: String? = nil, cursor: String? = nil, limit: String? = nil
+    ) async throws -> EventPage {
+        let query = try list(
+            tenantId: tenantId, subscriberId: subscriberId, name: name, since: since, cursor: cursor, limit: limit)
         let rows = try await postgres.query(query.sql, query.parameters)
         return try query.page(rows: try rows.textColumns())
     }

@@ -22,12 +22,16 @@ public enum EventQueries {
     /// - Parameters:
     ///   - since: ISO 8601; only events that happened at or after it.
     ///   - limit: text as it came in the query string (nil: 50).
-    public static func list(tenantId: UUID, subscriberId: String, name: String? = nil, since: String? = nil,
-                            cursor: String? = nil, limit: String? = nil) throws(APIError) -> EventListQuery {
+    public static func list(
+        tenantId: UUID, subscriberId: String, name: String? = nil, since: String? = nil,
+        cursor: String? = nil, limit: String? = nil
+    ) throws(APIError) -> EventListQuery {
         var issues: [ValidationIssue] = []
         var pageSize = defaultLimit
         if let limit {
-            if let n = Int(limit), (1...maxLimit).contains(n) { pageSize = n } else {
+            if let n = Int(limit), (1...maxLimit).contains(n) {
+                pageSize = n
+            } else {
                 issues.append(ValidationIssue(path: "limit", message: "limit must be an integer from 1 to \(maxLimit)"))
             }
         }
@@ -35,13 +39,16 @@ public enum EventQueries {
         if let since, !since.isEmpty {
             sinceMicros = EventTimestamp.parseMicroseconds(since)
             if sinceMicros == nil {
-                issues.append(ValidationIssue(path: "since", message: "since must be an ISO 8601 date-time with an offset"))
+                issues.append(
+                    ValidationIssue(path: "since", message: "since must be an ISO 8601 date-time with an offset"))
             }
         }
         var position: EventCursor?
         if let cursor, !cursor.isEmpty {
             position = EventCursor(encoded: cursor)
-            if position == nil { issues.append(ValidationIssue(path: "cursor", message: "cursor is not one this API returned")) }
+            if position == nil {
+                issues.append(ValidationIssue(path: "cursor", message: "cursor is not one this API returned"))
+            }
         }
         guard issues.isEmpty else {
             throw APIError(.validationFailed, "invalid query parameters", details: .array(issues.map(\.eventJSONValue)))
@@ -67,7 +74,8 @@ public enum EventQueries {
         if let position {
             parameters.append(String(position.micros))
             parameters.append(position.eventId)
-            sql += "\n  AND (occurred_at, event_id) < (timestamptz 'epoch' + $\(parameters.count - 1)::int8 * interval '1 microsecond', $\(parameters.count)::text)"
+            sql +=
+                "\n  AND (occurred_at, event_id) < (timestamptz 'epoch' + $\(parameters.count - 1)::int8 * interval '1 microsecond', $\(parameters.count)::text)"
         }
         parameters.append(String(pageSize + 1))
         sql += "\nORDER BY occurred_at DESC, event_id DESC\nLIMIT $\(parameters.count)"
@@ -86,13 +94,17 @@ public struct EventListQuery: Sendable {
         var events: [StoredEvent] = []
         for row in rows.prefix(limit) {
             guard row.count >= 7, let id = row[0], let name = row[1], let subscriber = row[3],
-                  let occurred = row[5].flatMap({ Int64($0) }), let received = row[6].flatMap({ Int64($0) })
+                let occurred = row[5].flatMap({ Int64($0) }), let received = row[6].flatMap({ Int64($0) })
             else { throw APIError(.internalError, "unexpected event row") }
             let data = row[2].flatMap { try? JSONValue.parse($0) } ?? [:]
-            events.append(StoredEvent(id: id, name: name, data: data, subscriberId: subscriber, anonymousId: row[4],
-                                      timestampMicroseconds: occurred, receivedAtMicroseconds: received))
+            events.append(
+                StoredEvent(
+                    id: id, name: name, data: data, subscriberId: subscriber, anonymousId: row[4],
+                    timestampMicroseconds: occurred, receivedAtMicroseconds: received))
         }
-        let next = rows.count > limit ? events.last.map { EventCursor(micros: $0.timestampMicroseconds, eventId: $0.id).encoded } : nil
+        let next =
+            rows.count > limit
+            ? events.last.map { EventCursor(micros: $0.timestampMicroseconds, eventId: $0.id).encoded } : nil
         return EventPage(events: events, nextCursor: next)
     }
 }
@@ -109,10 +121,12 @@ public struct StoredEvent: Sendable, Hashable {
 
     /// `{"id","name","data","timestamp","receivedAt","subscriberId","anonymousId"}`.
     public var jsonValue: JSONValue {
-        ["id": .string(id), "name": .string(name), "data": data,
-         "timestamp": .string(EventTimestamp.format(microseconds: timestampMicroseconds)),
-         "receivedAt": .string(EventTimestamp.format(microseconds: receivedAtMicroseconds)),
-         "subscriberId": .string(subscriberId), "anonymousId": anonymousId.map(JSONValue.string) ?? .null]
+        [
+            "id": .string(id), "name": .string(name), "data": data,
+            "timestamp": .string(EventTimestamp.format(microseconds: timestampMicroseconds)),
+            "receivedAt": .string(EventTimestamp.format(microseconds: receivedAtMicroseconds)),
+            "subscriberId": .string(subscriberId), "anonymousId": anonymousId.map(JSONValue.string) ?? .null
+        ]
     }
 }
 
@@ -126,7 +140,9 @@ public struct EventPage: Sendable, Hashable {
     /// The envelope's `data`: an array of events.
     public var jsonValue: JSONValue { .array(events.map(\.jsonValue)) }
     /// The envelope's pagination metadata: `cursor` (or null) and `hasMore`.
-    public var metadata: [String: JSONValue] { ["cursor": nextCursor.map(JSONValue.string) ?? .null, "hasMore": .bool(hasMore)] }
+    public var metadata: [String: JSONValue] {
+        ["cursor": nextCursor.map(JSONValue.string) ?? .null, "hasMore": .bool(hasMore)]
+    }
 }
 
 /// The keyset position (occurred_at µs, event id), opaque to clients (base64url).

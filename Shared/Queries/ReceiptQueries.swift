@@ -27,8 +27,9 @@ public struct ReceiptCountsQuery: Sendable {
         var result: [String: ReceiptCounts] = [:]
         for row in rows where row.count >= 4 {
             guard let id = row[0] else { continue }
-            result[id] = ReceiptCounts(delivered: row[1].flatMap { Int($0) } ?? 0, opened: row[2].flatMap { Int($0) } ?? 0,
-                                       dismissed: row[3].flatMap { Int($0) } ?? 0)
+            result[id] = ReceiptCounts(
+                delivered: row[1].flatMap { Int($0) } ?? 0, opened: row[2].flatMap { Int($0) } ?? 0,
+                dismissed: row[3].flatMap { Int($0) } ?? 0)
         }
         return result
     }

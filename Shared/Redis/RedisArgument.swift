@@ -21,7 +21,9 @@ public protocol RedisArgumentConvertible: Sendable {
 
 extension RedisArgument: RedisArgumentConvertible { public var redisArgument: RedisArgument { self } }
 extension String: RedisArgumentConvertible { public var redisArgument: RedisArgument { RedisArgument(self) } }
-extension Substring: RedisArgumentConvertible { public var redisArgument: RedisArgument { RedisArgument(String(self)) } }
+extension Substring: RedisArgumentConvertible {
+    public var redisArgument: RedisArgument { RedisArgument(String(self)) }
+}
 extension Int: RedisArgumentConvertible { public var redisArgument: RedisArgument { RedisArgument(self) } }
 extension Array: RedisArgumentConvertible where Element == UInt8 {
     public var redisArgument: RedisArgument { RedisArgument(bytes: self) }
@@ -29,5 +31,7 @@ extension Array: RedisArgumentConvertible where Element == UInt8 {
 extension ArraySlice: RedisArgumentConvertible where Element == UInt8 {
     public var redisArgument: RedisArgument { RedisArgument(bytes: Array(self)) }
 }
-extension Data: RedisArgumentConvertible { public var redisArgument: RedisArgument { RedisArgument(bytes: Array(self)) } }
+extension Data: RedisArgumentConvertible {
+    public var redisArgument: RedisArgument { RedisArgument(bytes: Array(self)) }
+}
 extension Double: RedisArgumentConvertible { public var redisArgument: RedisArgument { RedisArgument(String(self)) } }

@@ -19,8 +19,10 @@ extension RedisCommandRunner {
 
     /// `SET key value [PX ms] [NX]`. Returns false when NX prevented the write.
     @discardableResult
-    public func set(_ key: String, _ value: some RedisArgumentConvertible, expiry: Duration? = nil,
-                    onlyIfNotExists: Bool = false) async throws(RedisError) -> Bool {
+    public func set(
+        _ key: String, _ value: some RedisArgumentConvertible, expiry: Duration? = nil,
+        onlyIfNotExists: Bool = false
+    ) async throws(RedisError) -> Bool {
         var args: [RedisArgument] = ["SET", RedisArgument(key), value.redisArgument]
         if let expiry { args += ["PX", RedisArgument(max(1, RedisConfiguration.milliseconds(expiry)))] }
         if onlyIfNotExists { args.append("NX") }
@@ -60,7 +62,8 @@ extension RedisCommandRunner {
     }
 
     @discardableResult
-    public func hset(_ key: String, field: String, value: some RedisArgumentConvertible) async throws(RedisError) -> Int {
+    public func hset(_ key: String, field: String, value: some RedisArgumentConvertible) async throws(RedisError) -> Int
+    {
         try await integer(["HSET", RedisArgument(key), RedisArgument(field), value.redisArgument], "HSET")
     }
 
@@ -73,7 +76,9 @@ extension RedisCommandRunner {
         guard let items = reply.array, items.count % 2 == 0 else { throw .unexpected("HGETALL", reply) }
         var result: [String: [UInt8]] = [:]
         for i in stride(from: 0, to: items.count, by: 2) {
-            guard let name = items[i].string, let value = items[i + 1].bytes else { throw .unexpected("HGETALL", reply) }
+            guard let name = items[i].string, let value = items[i + 1].bytes else {
+                throw .unexpected("HGETALL", reply)
+            }
             result[name] = value
         }
         return result
@@ -88,18 +93,25 @@ extension RedisCommandRunner {
     /// `PEXPIRE key ms`; false when the key does not exist.
     @discardableResult
     public func expire(_ key: String, after: Duration) async throws(RedisError) -> Bool {
-        try await integer(["PEXPIRE", RedisArgument(key), RedisArgument(RedisConfiguration.milliseconds(after))],
-                          "PEXPIRE") == 1
+        try await integer(
+            ["PEXPIRE", RedisArgument(key), RedisArgument(RedisConfiguration.milliseconds(after))],
+            "PEXPIRE") == 1
     }
 
     // MARK: Scripts
 
-    public func eval(_ source: String, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError) -> RedisValue {
-        try await command(["EVAL", RedisArgument(source), RedisArgument(keys.count)] + keys.map { RedisArgument($0) } + args)
+    public func eval(_ source: String, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError)
+        -> RedisValue
+    {
+        try await command(
+            ["EVAL", RedisArgument(source), RedisArgument(keys.count)] + keys.map { RedisArgument($0) } + args)
     }
 
-    public func evalSHA(_ sha: String, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError) -> RedisValue {
-        try await command(["EVALSHA", RedisArgument(sha), RedisArgument(keys.count)] + keys.map { RedisArgument($0) } + args)
+    public func evalSHA(_ sha: String, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError)
+        -> RedisValue
+    {
+        try await command(
+            ["EVALSHA", RedisArgument(sha), RedisArgument(keys.count)] + keys.map { RedisArgument($0) } + args)
     }
 
     /// `SCRIPT LOAD`; returns the SHA1.
@@ -110,11 +122,13 @@ extension RedisCommandRunner {
     }
 
     /// Runs `script` with EVALSHA, loading it first (and again after `NOSCRIPT`, e.g. a server restart).
-    public func run(_ script: RedisScript, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError) -> RedisValue {
+    public func run(_ script: RedisScript, keys: [String] = [], args: [RedisArgument] = []) async throws(RedisError)
+        -> RedisValue
+    {
         if let sha = script.loadedSHA {
             do {
                 return try await evalSHA(sha, keys: keys, args: args)
-            } catch where error.serverErrorPrefix == "NOSCRIPT" {
+            } catch  where error.serverErrorPrefix == "NOSCRIPT" {
                 // fall through and load it again
             }
         }

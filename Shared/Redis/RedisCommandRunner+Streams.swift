@@ -4,8 +4,10 @@ extension RedisCommandRunner {
     /// `XADD stream [MAXLEN ~ n] id f v ...`; returns the new id. `maxLength` caps the stream
     /// approximately (cheap trimming); nil leaves it uncapped.
     @discardableResult
-    public func xadd(_ stream: String, fields: [(String, [UInt8])], maxLength: Int? = nil,
-                     id: String = "*") async throws(RedisError) -> StreamEntryID {
+    public func xadd(
+        _ stream: String, fields: [(String, [UInt8])], maxLength: Int? = nil,
+        id: String = "*"
+    ) async throws(RedisError) -> StreamEntryID {
         var wire = RedisWire(capacity: Self.xaddSize(stream, fields))
         Self.appendXAdd(&wire, stream, fields: fields, maxLength: maxLength, id: id)
         let ids = try await execute(wire, RedisReplyParser.xaddID, fallback: Self.xaddID)
@@ -15,16 +17,20 @@ extension RedisCommandRunner {
 
     /// `xadd` with text values.
     @discardableResult
-    public func xadd(_ stream: String, fields: [(String, String)], maxLength: Int? = nil,
-                     id: String = "*") async throws(RedisError) -> StreamEntryID {
+    public func xadd(
+        _ stream: String, fields: [(String, String)], maxLength: Int? = nil,
+        id: String = "*"
+    ) async throws(RedisError) -> StreamEntryID {
         try await xadd(stream, fields: fields.map { ($0.0, Array($0.1.utf8)) }, maxLength: maxLength, id: id)
     }
 
     /// Many XADDs pipelined, `chunkSize` (default 1000) per round trip; ids in input order.
     /// The first error reply throws (entries before it were added, and so were the others of its chunk).
     @discardableResult
-    public func xaddBatch(_ stream: String, entries: [[(String, [UInt8])]], maxLength: Int? = nil,
-                          chunkSize: Int = 1000) async throws(RedisError) -> [StreamEntryID] {
+    public func xaddBatch(
+        _ stream: String, entries: [[(String, [UInt8])]], maxLength: Int? = nil,
+        chunkSize: Int = 1000
+    ) async throws(RedisError) -> [StreamEntryID] {
         var ids: [StreamEntryID] = []
         ids.reserveCapacity(entries.count)
         var start = 0
@@ -47,8 +53,10 @@ extension RedisCommandRunner {
     }
 
     /// `XRANGE stream start end [COUNT n]`.
-    public func xrange(_ stream: String, start: String = "-", end: String = "+",
-                       count: Int? = nil) async throws(RedisError) -> [StreamEntry] {
+    public func xrange(
+        _ stream: String, start: String = "-", end: String = "+",
+        count: Int? = nil
+    ) async throws(RedisError) -> [StreamEntry] {
         var args: [RedisArgument] = ["XRANGE", RedisArgument(stream), RedisArgument(start), RedisArgument(end)]
         if let count { args += ["COUNT", RedisArgument(count)] }
         return try StreamEntry.parseList(try await command(args), "XRANGE")
@@ -57,14 +65,18 @@ extension RedisCommandRunner {
     /// `XGROUP CREATE stream group startID [MKSTREAM]`. Returns false when the group already
     /// existed (BUSYGROUP is not an error here). `startID` "0" delivers the whole stream, "$" only new entries.
     @discardableResult
-    public func createGroup(_ stream: String, group: String, startID: String = "0",
-                            makeStream: Bool = true) async throws(RedisError) -> Bool {
-        var args: [RedisArgument] = ["XGROUP", "CREATE", RedisArgument(stream), RedisArgument(group), RedisArgument(startID)]
+    public func createGroup(
+        _ stream: String, group: String, startID: String = "0",
+        makeStream: Bool = true
+    ) async throws(RedisError) -> Bool {
+        var args: [RedisArgument] = [
+            "XGROUP", "CREATE", RedisArgument(stream), RedisArgument(group), RedisArgument(startID)
+        ]
         if makeStream { args.append("MKSTREAM") }
         do {
             _ = try await command(args)
             return true
-        } catch where error.serverErrorPrefix == "BUSYGROUP" {
+        } catch  where error.serverErrorPrefix == "BUSYGROUP" {
             return false
         }
     }
@@ -72,13 +84,16 @@ extension RedisCommandRunner {
     /// `XREADGROUP GROUP g c COUNT n [BLOCK ms] STREAMS stream id`. `id` ">" reads new entries;
     /// an explicit id re-reads this consumer's own pending entries after it. With `block`, the socket
     /// timeout is `commandTimeout + block`, and the call holds the connection: use a dedicated one.
-    public func readGroup(_ stream: String, group: String, consumer: String, count: Int, block: Duration? = nil,
-                          id: String = ">") async throws(RedisError) -> [StreamEntry] {
+    public func readGroup(
+        _ stream: String, group: String, consumer: String, count: Int, block: Duration? = nil,
+        id: String = ">"
+    ) async throws(RedisError) -> [StreamEntry] {
         var wire = RedisWire()
         var timeout: Duration? = nil
         if let block { timeout = configuration.commandTimeout + block }
         Self.appendReadGroup(&wire, stream, group: group, consumer: consumer, count: count, block: block, id: id)
-        let batches = try await execute(wire, timeout: timeout, RedisReplyParser.readGroup, fallback: Self.readGroupEntries)
+        let batches = try await execute(
+            wire, timeout: timeout, RedisReplyParser.readGroup, fallback: Self.readGroupEntries)
         return batches.first ?? []
     }
 
@@ -88,22 +103,29 @@ extension RedisCommandRunner {
         guard !ids.isEmpty else { return 0 }
         var wire = RedisWire(capacity: 64 + ids.count * 32)
         Self.appendAck(&wire, stream, group: group, ids: ids)
-        let counts = try await execute(wire, RedisReplyParser.integer("XACK"), fallback: { value throws(RedisError) in
-            guard case .integer(let n) = value else { throw .unexpected("XACK", value) }
-            return n
-        })
+        let counts = try await execute(
+            wire, RedisReplyParser.integer("XACK"),
+            fallback: { value throws(RedisError) in
+                guard case .integer(let n) = value else { throw .unexpected("XACK", value) }
+                return n
+            })
         return counts.first ?? 0
     }
 
     /// `XAUTOCLAIM stream group consumer minIdle start COUNT n`: takes over entries pending
     /// longer than `minIdle` with any consumer (dead ones included). Increments their delivery count.
-    public func autoClaim(_ stream: String, group: String, consumer: String, minIdle: Duration,
-                          start: StreamEntryID = .zero, count: Int = 100) async throws(RedisError) -> StreamAutoClaim {
-        let reply = try await command(["XAUTOCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer),
-                                       RedisArgument(RedisConfiguration.milliseconds(minIdle)), start.redisArgument,
-                                       "COUNT", RedisArgument(max(1, count))])
+    public func autoClaim(
+        _ stream: String, group: String, consumer: String, minIdle: Duration,
+        start: StreamEntryID = .zero, count: Int = 100
+    ) async throws(RedisError) -> StreamAutoClaim {
+        let reply = try await command([
+            "XAUTOCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer),
+            RedisArgument(RedisConfiguration.milliseconds(minIdle)), start.redisArgument,
+            "COUNT", RedisArgument(max(1, count))
+        ])
         guard let parts = reply.array, parts.count >= 2, let cursorText = parts[0].string,
-              let cursor = StreamEntryID(cursorText) else { throw .unexpected("XAUTOCLAIM", reply) }
+            let cursor = StreamEntryID(cursorText)
+        else { throw .unexpected("XAUTOCLAIM", reply) }
         let entries = try StreamEntry.parseList(parts[1], "XAUTOCLAIM")
         var deleted: [StreamEntryID] = []
         if parts.count >= 3, let ids = parts[2].array {
@@ -116,10 +138,14 @@ extension RedisCommandRunner {
     /// `ids` and resets their idle time, without counting a delivery (a consumer still working on
     /// its entries says so). Returns the ids still pending (acked ones are skipped).
     @discardableResult
-    public func keepClaimed(_ stream: String, group: String, consumer: String,
-                            ids: [StreamEntryID]) async throws(RedisError) -> [StreamEntryID] {
+    public func keepClaimed(
+        _ stream: String, group: String, consumer: String,
+        ids: [StreamEntryID]
+    ) async throws(RedisError) -> [StreamEntryID] {
         guard !ids.isEmpty else { return [] }
-        var args: [RedisArgument] = ["XCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer), "0"]
+        var args: [RedisArgument] = [
+            "XCLAIM", RedisArgument(stream), RedisArgument(group), RedisArgument(consumer), "0"
+        ]
         args.reserveCapacity(args.count + ids.count + 1)
         for id in ids { args.append(id.redisArgument) }
         args.append("JUSTID")
@@ -129,10 +155,14 @@ extension RedisCommandRunner {
     }
 
     /// Extended `XPENDING stream group [IDLE ms] start end count [consumer]`.
-    public func pending(_ stream: String, group: String, idle: Duration? = nil, start: String = "-", end: String = "+",
-                        count: Int = 100, consumer: String? = nil) async throws(RedisError) -> [StreamPendingEntry] {
-        let reply = try await command(Self.pendingArguments(stream, group: group, idle: idle, start: start, end: end,
-                                                           count: count, consumer: consumer))
+    public func pending(
+        _ stream: String, group: String, idle: Duration? = nil, start: String = "-", end: String = "+",
+        count: Int = 100, consumer: String? = nil
+    ) async throws(RedisError) -> [StreamPendingEntry] {
+        let reply = try await command(
+            Self.pendingArguments(
+                stream, group: group, idle: idle, start: start, end: end,
+                count: count, consumer: consumer))
         return try Self.parsePending(reply)
     }
 
@@ -144,8 +174,10 @@ extension RedisCommandRunner {
         return size
     }
 
-    static func appendXAdd(_ wire: inout RedisWire, _ stream: String, fields: [(String, [UInt8])],
-                           maxLength: Int?, id: String) {
+    static func appendXAdd(
+        _ wire: inout RedisWire, _ stream: String, fields: [(String, [UInt8])],
+        maxLength: Int?, id: String
+    ) {
         wire.beginCommand(arguments: 3 + (maxLength == nil ? 0 : 3) + fields.count * 2)
         wire.append("XADD")
         wire.append(stream)
@@ -161,8 +193,10 @@ extension RedisCommandRunner {
         }
     }
 
-    static func appendReadGroup(_ wire: inout RedisWire, _ stream: String, group: String, consumer: String,
-                                count: Int, block: Duration?, id: String) {
+    static func appendReadGroup(
+        _ wire: inout RedisWire, _ stream: String, group: String, consumer: String,
+        count: Int, block: Duration?, id: String
+    ) {
         wire.beginCommand(arguments: block == nil ? 9 : 11)
         wire.append("XREADGROUP")
         wire.append("GROUP")
@@ -208,8 +242,10 @@ extension RedisCommandRunner {
         ["XACK", RedisArgument(stream), RedisArgument(group)] + ids.map(\.redisArgument)
     }
 
-    static func pendingArguments(_ stream: String, group: String, idle: Duration?, start: String, end: String,
-                                 count: Int, consumer: String?) -> [RedisArgument] {
+    static func pendingArguments(
+        _ stream: String, group: String, idle: Duration?, start: String, end: String,
+        count: Int, consumer: String?
+    ) -> [RedisArgument] {
         var args: [RedisArgument] = ["XPENDING", RedisArgument(stream), RedisArgument(group)]
         if let idle { args += ["IDLE", RedisArgument(RedisConfiguration.milliseconds(idle))] }
         args += [RedisArgument(start), RedisArgument(end), RedisArgument(max(1, count))]
@@ -223,10 +259,12 @@ extension RedisCommandRunner {
         result.reserveCapacity(rows.count)
         for row in rows {
             guard let cols = row.array, cols.count == 4, let idText = cols[0].string, let id = StreamEntryID(idText),
-                  let consumer = cols[1].string, let idle = cols[2].int, let deliveries = cols[3].int else {
+                let consumer = cols[1].string, let idle = cols[2].int, let deliveries = cols[3].int
+            else {
                 throw .unexpected("XPENDING", reply)
             }
-            result.append(StreamPendingEntry(id: id, consumer: consumer, idleMilliseconds: idle, deliveries: deliveries))
+            result.append(
+                StreamPendingEntry(id: id, consumer: consumer, idleMilliseconds: idle, deliveries: deliveries))
         }
         return result
     }

@@ -16,13 +16,15 @@ extension RedisCommandRunner {
         for group in groups.array ?? [] {
             let info = Self.fieldMap(group)
             guard let name = info["name"]?.string,
-                  let lastDelivered = info["last-delivered-id"]?.string.flatMap(StreamEntryID.init) else { return nil }
+                let lastDelivered = info["last-delivered-id"]?.string.flatMap(StreamEntryID.init)
+            else { return nil }
             var groupBoundary = lastDelivered
             if (info["pending"]?.int ?? 0) > 0 {
                 // XPENDING summary: [count, smallest id, greatest id, consumers].
                 let summary = try await send("XPENDING", stream, name)
                 guard let parts = summary.array, parts.count >= 2,
-                      let oldest = parts[1].string.flatMap(StreamEntryID.init) else { return nil }
+                    let oldest = parts[1].string.flatMap(StreamEntryID.init)
+                else { return nil }
                 groupBoundary = min(groupBoundary, oldest)
             }
             boundary = boundary.map { min($0, groupBoundary) } ?? groupBoundary

@@ -41,7 +41,9 @@ extension RedisCommandRunner {
         _ transform: @escaping @Sendable (RedisReplyParser.Reply) throws(RedisError) -> T,
         fallback: (RedisValue) throws(RedisError) -> T
     ) async throws(RedisError) -> [T] {
-        if let connection = self as? RedisConnection { return try await connection.execute(wire, timeout: timeout, transform) }
+        if let connection = self as? RedisConnection {
+            return try await connection.execute(wire, timeout: timeout, transform)
+        }
         if let client = self as? RedisClient { return try await client.execute(wire, timeout: timeout, transform) }
         var results: [T] = []
         for reply in try await pipeline(wire.decodedCommands(), timeout: timeout) {

@@ -18,9 +18,11 @@ public struct RedisConfiguration: Sendable, CustomStringConvertible {
     /// Socket timeout for one command or pipeline. Default 5 s.
     public var commandTimeout: Duration
 
-    public init(host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil,
-                database: Int = 0, poolSize: Int = 4, connectTimeout: Duration = .seconds(2),
-                commandTimeout: Duration = .seconds(5)) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil,
+        database: Int = 0, poolSize: Int = 4, connectTimeout: Duration = .seconds(2),
+        commandTimeout: Duration = .seconds(5)
+    ) {
         self.host = host
         self.port = port
         self.username = username
@@ -42,7 +44,9 @@ public struct RedisConfiguration: Sendable, CustomStringConvertible {
         var database = 0
         let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         if !path.isEmpty {
-            guard let db = Int(path), db >= 0 else { throw RedisError(.configuration, "the Redis database must be a number") }
+            guard let db = Int(path), db >= 0 else {
+                throw RedisError(.configuration, "the Redis database must be a number")
+            }
             database = db
         }
         let user = components.user.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding ?? $0 }

@@ -39,7 +39,9 @@ public final class RedisConnection: Sendable {
 
     /// Sends all commands in one write and reads all replies (hiredis append + get-reply).
     /// Error replies come back as `.error` elements, in order; I/O errors throw.
-    public func pipeline(_ commands: [[RedisArgument]], timeout: Duration? = nil) async throws(RedisError) -> [RedisValue] {
+    public func pipeline(_ commands: [[RedisArgument]], timeout: Duration? = nil) async throws(RedisError)
+        -> [RedisValue]
+    {
         let ms = timeoutMilliseconds(timeout)
         return try await onThread { context throws(RedisError) in
             try context.executePipeline(commands, timeoutMilliseconds: ms)

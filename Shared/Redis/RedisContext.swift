@@ -23,7 +23,8 @@ final class RedisContext: @unchecked Sendable {
     // MARK: - Commands
 
     func execute(_ args: [RedisArgument], timeoutMilliseconds: Int) throws(RedisError) -> RedisValue {
-        let replies = try executeWire(RedisWire(commands: [args]), timeoutMilliseconds: timeoutMilliseconds, Self.convert)
+        let replies = try executeWire(
+            RedisWire(commands: [args]), timeoutMilliseconds: timeoutMilliseconds, Self.convert)
         guard let reply = replies.first else { throw RedisError(.unexpectedReply, "command: no reply") }
         return reply
     }
@@ -77,15 +78,20 @@ final class RedisContext: @unchecked Sendable {
         let ctx: UnsafeMutablePointer<redisContext>
         if let existing = context { ctx = existing } else { ctx = try connect() }
         if timeoutMilliseconds != currentTimeoutMilliseconds {
-            guard bk_redis_set_timeout(ctx, timeoutMilliseconds) == REDIS_OK else { throw fail(ctx, during: "set timeout") }
+            guard bk_redis_set_timeout(ctx, timeoutMilliseconds) == REDIS_OK else {
+                throw fail(ctx, during: "set timeout")
+            }
             currentTimeoutMilliseconds = timeoutMilliseconds
         }
         return ctx
     }
 
     private func connect() throws(RedisError) -> UnsafeMutablePointer<redisContext> {
-        guard let ctx = bk_redis_connect(configuration.host, Int32(configuration.port),
-                                         configuration.connectTimeoutMilliseconds) else {
+        guard
+            let ctx = bk_redis_connect(
+                configuration.host, Int32(configuration.port),
+                configuration.connectTimeoutMilliseconds)
+        else {
             throw RedisError(.connection, "out of memory creating a Redis context")
         }
         if bk_redis_err(ctx) != 0 {
@@ -110,8 +116,10 @@ final class RedisContext: @unchecked Sendable {
                 }
             }
             if configuration.database != 0,
-               case .error(let message) = try execute(["SELECT", RedisArgument(configuration.database)],
-                                                      timeoutMilliseconds: currentTimeoutMilliseconds) {
+                case .error(let message) = try execute(
+                    ["SELECT", RedisArgument(configuration.database)],
+                    timeoutMilliseconds: currentTimeoutMilliseconds)
+            {
                 throw RedisError(.connection, "SELECT \(configuration.database) failed: \(message)")
             }
             let id = try execute(["CLIENT", "ID"], timeoutMilliseconds: currentTimeoutMilliseconds).int

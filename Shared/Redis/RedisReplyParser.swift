@@ -58,7 +58,8 @@ enum RedisReplyParser {
         entries.reserveCapacity(total)
         for index in 0..<total {
             guard let pair = child(list, index), count(pair) == 2, let idReply = child(pair, 0),
-                  let fieldsReply = child(pair, 1), let id = entryID(idReply) else { throw unexpected(what, list) }
+                let fieldsReply = child(pair, 1), let id = entryID(idReply)
+            else { throw unexpected(what, list) }
             if isNull(fieldsReply) { continue }
             guard let flatCount = count(fieldsReply), flatCount % 2 == 0 else { throw unexpected(what, list) }
             let flat = fieldsReply.pointee.element!
@@ -67,7 +68,8 @@ enum RedisReplyParser {
             var i = 0
             while i < flatCount {
                 guard let nameReply = flat[i], let valueReply = flat[i + 1],
-                      let name = text(nameReply), let value = text(valueReply) else { throw unexpected(what, list) }
+                    let name = text(nameReply), let value = text(valueReply)
+                else { throw unexpected(what, list) }
                 fields.append((String(decoding: name, as: UTF8.self), [UInt8](value)))
                 i += 2
             }
@@ -86,7 +88,11 @@ enum RedisReplyParser {
             guard let pair = child(reply, index), count(pair) == 2, let list = child(pair, 1) else {
                 throw unexpected("XREADGROUP", reply)
             }
-            if result.isEmpty { result = try entries(list, "XREADGROUP") } else { result += try entries(list, "XREADGROUP") }
+            if result.isEmpty {
+                result = try entries(list, "XREADGROUP")
+            } else {
+                result += try entries(list, "XREADGROUP")
+            }
         }
         return result
     }

@@ -34,7 +34,11 @@ extension StreamConsumer {
         for entry in entries {
             if let error = failures[entry.id] {
                 let count = deliveries[entry.id] ?? 1
-                if count >= configuration.maxDeliveries { dead.append((entry, count, error)) } else { failed.append((entry.id, error)) }
+                if count >= configuration.maxDeliveries {
+                    dead.append((entry, count, error))
+                } else {
+                    failed.append((entry.id, error))
+                }
             } else {
                 acked.append(entry.id)
             }
@@ -59,9 +63,12 @@ extension StreamConsumer {
                 wire.append(error)
             }
             for (id, error) in failed {
-                logger.warning("stream handler failed, entry left pending",
-                               metadata: ["entry.id": id.description, "error": error,
-                                          "entry.deliveries": String(deliveries[id] ?? 1)])
+                logger.warning(
+                    "stream handler failed, entry left pending",
+                    metadata: [
+                        "entry.id": id.description, "error": error,
+                        "entry.deliveries": String(deliveries[id] ?? 1)
+                    ])
             }
         }
         for (entry, count, error) in dead {
@@ -74,9 +81,12 @@ extension StreamConsumer {
             logger.error("stream consumer bookkeeping command failed", metadata: ["error": message])
         }
         for (entry, count, error) in dead {
-            logger.error("stream entry dead-lettered",
-                         metadata: ["entry.id": entry.id.description, "entry.deliveries": String(count), "error": error,
-                                    "stream.dead": configuration.deadLetterStream])
+            logger.error(
+                "stream entry dead-lettered",
+                metadata: [
+                    "entry.id": entry.id.description, "entry.deliveries": String(count), "error": error,
+                    "stream.dead": configuration.deadLetterStream
+                ])
         }
         state.withLock {
             $0.statistics.processed += acked.count
@@ -90,11 +100,13 @@ extension StreamConsumer {
     func reclaimPending() async throws(RedisError) {
         var cursor = StreamEntryID.zero
         repeat {
-            let claim = try await client.autoClaim(configuration.stream, group: configuration.group,
-                                                   consumer: configuration.consumer, minIdle: configuration.claimIdleTime,
-                                                   start: cursor, count: configuration.batchSize)
+            let claim = try await client.autoClaim(
+                configuration.stream, group: configuration.group,
+                consumer: configuration.consumer, minIdle: configuration.claimIdleTime,
+                start: cursor, count: configuration.batchSize)
             if !claim.deletedIDs.isEmpty {
-                logger.warning("stream entries vanished while pending", metadata: ["entries": String(claim.deletedIDs.count)])
+                logger.warning(
+                    "stream entries vanished while pending", metadata: ["entries": String(claim.deletedIDs.count)])
                 _ = try await client.hdel(configuration.errorsKey, fields: claim.deletedIDs.map(\.description))
             }
             if !claim.entries.isEmpty {
@@ -103,9 +115,10 @@ extension StreamConsumer {
                 let counts = try await deliveryCounts(claim.entries.map(\.id))
                 let overdue = claim.entries.filter { (counts[$0.id] ?? 1) > configuration.maxDeliveries }
                 if !overdue.isEmpty {
-                    let replies = try await client.pipeline(overdue.map {
-                        deadLetterCommand($0, deliveries: counts[$0.id] ?? 0, error: "")
-                    })
+                    let replies = try await client.pipeline(
+                        overdue.map {
+                            deadLetterCommand($0, deliveries: counts[$0.id] ?? 0, error: "")
+                        })
                     for reply in replies where reply.errorMessage != nil {
                         logger.error("stream dead-letter failed", metadata: ["error": reply.errorMessage ?? ""])
                     }
@@ -121,8 +134,9 @@ extension StreamConsumer {
     /// Delivery counts of our pending entries, one pipelined XPENDING per id.
     private func deliveryCounts(_ ids: [StreamEntryID]) async throws(RedisError) -> [StreamEntryID: Int] {
         let commands = ids.map {
-            RedisClient.pendingArguments(configuration.stream, group: configuration.group, idle: nil,
-                                         start: $0.description, end: $0.description, count: 1, consumer: nil)
+            RedisClient.pendingArguments(
+                configuration.stream, group: configuration.group, idle: nil,
+                start: $0.description, end: $0.description, count: 1, consumer: nil)
         }
         var counts: [StreamEntryID: Int] = [:]
         for reply in try await client.pipeline(commands) {
@@ -132,14 +146,18 @@ extension StreamConsumer {
     }
 
     private func deadLetterCommand(_ entry: StreamEntry, deliveries: Int, error: String) -> [RedisArgument] {
-        var args: [RedisArgument] = ["EVAL", RedisArgument(Self.deadLetterScript), 3,
-                                     RedisArgument(configuration.stream), RedisArgument(configuration.deadLetterStream),
-                                     RedisArgument(configuration.errorsKey),
-                                     RedisArgument(configuration.group), entry.id.redisArgument, RedisArgument(error)]
+        var args: [RedisArgument] = [
+            "EVAL", RedisArgument(Self.deadLetterScript), 3,
+            RedisArgument(configuration.stream), RedisArgument(configuration.deadLetterStream),
+            RedisArgument(configuration.errorsKey),
+            RedisArgument(configuration.group), entry.id.redisArgument, RedisArgument(error)
+        ]
         for field in entry.fields { args += [RedisArgument(field.name), RedisArgument(bytes: field.value)] }
-        args += ["dead.stream", RedisArgument(configuration.stream), "dead.group", RedisArgument(configuration.group),
-                 "dead.id", entry.id.redisArgument, "dead.consumer", RedisArgument(configuration.consumer),
-                 "dead.deliveries", RedisArgument(deliveries)]
+        args += [
+            "dead.stream", RedisArgument(configuration.stream), "dead.group", RedisArgument(configuration.group),
+            "dead.id", entry.id.redisArgument, "dead.consumer", RedisArgument(configuration.consumer),
+            "dead.deliveries", RedisArgument(deliveries)
+        ]
         return args
     }
 
@@ -154,8 +172,9 @@ extension StreamConsumer {
             let held = state.withLock { Array($0.held) }
             guard !held.isEmpty else { continue }
             do throws(RedisError) {
-                try await client.keepClaimed(configuration.stream, group: configuration.group,
-                                             consumer: configuration.consumer, ids: held)
+                try await client.keepClaimed(
+                    configuration.stream, group: configuration.group,
+                    consumer: configuration.consumer, ids: held)
             } catch {
                 logger.warning("stream consumer could not renew its claim", metadata: ["error": error.message])
             }

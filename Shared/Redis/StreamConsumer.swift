@@ -55,19 +55,25 @@ public final class StreamConsumer: Sendable {
 
     /// - Parameters:
     ///   - client: used for acks, claims and dead-lettering; reads use a dedicated connection.
-    public convenience init(client: RedisClient, configuration: Configuration, logger: Logger, handler: @escaping Handler) {
+    public convenience init(
+        client: RedisClient, configuration: Configuration, logger: Logger, handler: @escaping Handler
+    ) {
         self.init(client: client, configuration: configuration, logger: logger, work: .single(handler))
     }
 
-    public convenience init(client: RedisClient, configuration: Configuration, logger: Logger, batchHandler: @escaping BatchHandler) {
+    public convenience init(
+        client: RedisClient, configuration: Configuration, logger: Logger, batchHandler: @escaping BatchHandler
+    ) {
         self.init(client: client, configuration: configuration, logger: logger, work: .batch(batchHandler))
     }
 
     private init(client: RedisClient, configuration: Configuration, logger: Logger, work: Work) {
         self.client = client
         self.configuration = configuration
-        self.logger = logger.with(["stream": configuration.stream, "stream.group": configuration.group,
-                                   "stream.consumer": configuration.consumer])
+        self.logger = logger.with([
+            "stream": configuration.stream, "stream.group": configuration.group,
+            "stream.consumer": configuration.consumer
+        ])
         self.work = work
         self.reader = client.makeDedicatedConnection(name: "redis-reader")
         (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
@@ -120,8 +126,10 @@ public final class StreamConsumer: Sendable {
         while true {
             do throws(RedisError) {
                 if !groupReady {
-                    if try await client.createGroup(configuration.stream, group: configuration.group,
-                                                    startID: configuration.groupStartID) {
+                    if try await client.createGroup(
+                        configuration.stream, group: configuration.group,
+                        startID: configuration.groupStartID)
+                    {
                         logger.info("stream consumer group created")
                     }
                     groupReady = true
@@ -159,9 +167,12 @@ public final class StreamConsumer: Sendable {
                 state.withLock { $0.statistics.redisErrors += 1 }
                 if error.serverErrorPrefix == "NOGROUP" { groupReady = false }
                 if isStopping { break }  // entries carried stay pending and are reclaimed later
-                logger.warning("stream consumer redis error, retrying",
-                               metadata: ["error.code": error.code.rawValue, "error": error.message,
-                                          "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))])
+                logger.warning(
+                    "stream consumer redis error, retrying",
+                    metadata: [
+                        "error.code": error.code.rawValue, "error": error.message,
+                        "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))
+                    ])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.maxRetryBackoff)
             }
@@ -169,15 +180,20 @@ public final class StreamConsumer: Sendable {
     }
 
     /// One `XREADGROUP ... BLOCK` on the reader connection, blocking at most until the next reclaim.
-    private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError) -> [StreamEntry] {
+    private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError)
+        -> [StreamEntry]
+    {
         let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
-        let entries = try await reader.readGroup(configuration.stream, group: configuration.group,
-                                                 consumer: configuration.consumer, count: configuration.batchSize, block: block)
+        let entries = try await reader.readGroup(
+            configuration.stream, group: configuration.group,
+            consumer: configuration.consumer, count: configuration.batchSize, block: block)
         if !entries.isEmpty { state.withLock { $0.held.formUnion(entries.map(\.id)) } }
         return entries
     }
 
-    private func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<[StreamEntry], RedisError> {
+    private func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<
+        [StreamEntry], RedisError
+    > {
         do throws(RedisError) {
             return .success(try await read(until: nextReclaim, clock: clock))
         } catch {

@@ -113,7 +113,8 @@ extension StreamEntry {
         entries.reserveCapacity(items.count)
         for item in items {
             guard let pair = item.array, pair.count == 2, let idText = pair[0].string,
-                  let id = StreamEntryID(idText) else { throw .unexpected(what, value) }
+                let id = StreamEntryID(idText)
+            else { throw .unexpected(what, value) }
             if pair[1].isNull { continue }
             guard let flat = pair[1].array, flat.count % 2 == 0 else { throw .unexpected(what, value) }
             var fields: [(name: String, value: [UInt8])] = []

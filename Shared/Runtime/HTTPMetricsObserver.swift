@@ -39,10 +39,12 @@ final class HTTPMetricsObserver: Sendable {
 
     private func lookUp(_ key: Key) -> Handles {
         let handles = Handles(
-            requests: metrics.counter("bk_http_requests_total", help: "HTTP requests answered.",
-                                      labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]),
-            duration: metrics.histogram("bk_http_request_duration_seconds", help: "Time to answer an HTTP request.",
-                                        labels: [("route", key.route)]))
+            requests: metrics.counter(
+                "bk_http_requests_total", help: "HTTP requests answered.",
+                labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]),
+            duration: metrics.histogram(
+                "bk_http_request_duration_seconds", help: "Time to answer an HTTP request.",
+                labels: [("route", key.route)]))
         cache.withLock { cache in
             if cache.count < maxCachedSeries { cache[key] = handles }
         }

@@ -29,7 +29,9 @@ public struct HealthRoutes: Sendable {
     func readiness() async -> Response {
         async let postgresCheck = check { try await postgres.ping() }
         async let redisCheck = check { try await redis.ping() }
-        let results: [String: JSONValue] = ["postgres": .string(await postgresCheck), "redis": .string(await redisCheck)]
+        let results: [String: JSONValue] = [
+            "postgres": .string(await postgresCheck), "redis": .string(await redisCheck)
+        ]
         let draining = self.draining.isSet
         let ready = !draining && results.values.allSatisfy { $0 == "ok" }
         if ready {

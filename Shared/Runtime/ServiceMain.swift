@@ -26,7 +26,8 @@ public enum ServiceMain {
             let runtime = try ServiceRuntime(settings: settings, logger: logger)
             var router = runtime.makeRouter()
             let services = try await setup(runtime, &router)
-            logger.notice("starting", metadata: ["http.port": String(settings.httpPort), "http.host": settings.httpHost])
+            logger.notice(
+                "starting", metadata: ["http.port": String(settings.httpPort), "http.host": settings.httpHost])
             try await runtime.run(router: router, services: services)
             exit(0)
         } catch {

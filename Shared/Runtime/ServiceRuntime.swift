@@ -24,7 +24,8 @@ public final class ServiceRuntime: Sendable {
         postgresConfiguration.applicationName = settings.instanceID
         var redisConfiguration = try RedisConfiguration(url: settings.redisURL)
         redisConfiguration.poolSize = settings.redisPoolSize
-        self.postgres = PostgresClient(configuration: postgresConfiguration, logger: logger.with(["component": "postgres"]))
+        self.postgres = PostgresClient(
+            configuration: postgresConfiguration, logger: logger.with(["component": "postgres"]))
         self.redis = RedisClient(configuration: redisConfiguration, logger: logger.with(["component": "redis"]))
     }
 
@@ -32,8 +33,10 @@ public final class ServiceRuntime: Sendable {
     /// own routes (and middleware) after.
     public func makeRouter() -> Router {
         var router = Router()
-        HealthRoutes(serviceName: settings.serviceName, postgres: postgres, redis: redis, metrics: metrics,
-                     draining: draining, checkTimeout: .seconds(2)).register(on: &router)
+        HealthRoutes(
+            serviceName: settings.serviceName, postgres: postgres, redis: redis, metrics: metrics,
+            draining: draining, checkTimeout: .seconds(2)
+        ).register(on: &router)
         return router
     }
 
@@ -43,8 +46,9 @@ public final class ServiceRuntime: Sendable {
             host: settings.httpHost, port: settings.httpPort, workerThreads: settings.httpThreads,
             maxBodyBytes: settings.maxBodyBytes)
         let observer = HTTPMetricsObserver(metrics: metrics)
-        return HTTPServer(configuration: configuration, router: router, logger: logger.with(["component": "http"]),
-                          observer: { observer.record($0) })
+        return HTTPServer(
+            configuration: configuration, router: router, logger: logger.with(["component": "http"]),
+            observer: { observer.record($0) })
     }
 
     /// Runs the pools, `services` and the HTTP server for `router` as one `ServiceGroup` until

@@ -32,7 +32,7 @@ public struct ServiceSettings: Sendable {
 
     /// The default HTTP port of each service, so a whole stack runs on one machine without settings.
     public static let defaultPorts: [String: Int] = [
-        "gateway": 8080, "ingest": 8081, "workflow": 8082, "apns-sender": 8083, "liveactivity": 8084,
+        "gateway": 8080, "ingest": 8081, "workflow": 8082, "apns-sender": 8083, "liveactivity": 8084
     ]
 
     public init(serviceName: String, environment: [String: String]) throws(ConfigurationError) {

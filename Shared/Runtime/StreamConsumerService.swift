@@ -12,14 +12,18 @@ public struct StreamConsumerService: Service {
     }
 
     /// A consumer of `stream` in `group`, named after this replica, with the runtime's Redis and logger.
-    public init(runtime: ServiceRuntime, stream: String, group: String,
-                configure: (inout StreamConsumer.Configuration) -> Void = { _ in },
-                handler: @escaping StreamConsumer.Handler) {
-        var configuration = StreamConsumer.Configuration(stream: stream, group: group, consumer: runtime.settings.instanceID)
+    public init(
+        runtime: ServiceRuntime, stream: String, group: String,
+        configure: (inout StreamConsumer.Configuration) -> Void = { _ in },
+        handler: @escaping StreamConsumer.Handler
+    ) {
+        var configuration = StreamConsumer.Configuration(
+            stream: stream, group: group, consumer: runtime.settings.instanceID)
         configure(&configuration)
-        self.consumer = StreamConsumer(client: runtime.redis, configuration: configuration,
-                                       logger: runtime.logger.with(["stream": stream, "group": group]),
-                                       handler: handler)
+        self.consumer = StreamConsumer(
+            client: runtime.redis, configuration: configuration,
+            logger: runtime.logger.with(["stream": stream, "group": group]),
+            handler: handler)
     }
 
     public func run() async throws { await consumer.run() }

@@ -20,7 +20,8 @@ extension APIError {
         APIError(.invalidJSON, "the request body is not valid JSON: \(reason)")
     }
     public static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(.payloadTooLarge, "the request body exceeds \(limit) bytes", details: ["limitBytes": .int(Int64(limit))])
+        APIError(
+            .payloadTooLarge, "the request body exceeds \(limit) bytes", details: ["limitBytes": .int(Int64(limit))])
     }
     public static let internalError = APIError(.internalError, "an internal error occurred")
 }

@@ -47,8 +47,9 @@ public enum CivilCalendar {
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
         let (y, m, d) = date(fromDays: Int(days))
-        return DateTime(year: y, month: m, day: d, hour: Int(secondOfDay / 3600), minute: Int(secondOfDay % 3600 / 60),
-                        second: Int(secondOfDay % 60), microsecond: Int(fraction))
+        return DateTime(
+            year: y, month: m, day: d, hour: Int(secondOfDay / 3600), minute: Int(secondOfDay % 3600 / 60),
+            second: Int(secondOfDay % 60), microsecond: Int(fraction))
     }
 
     public static func daysIn(month: Int, year: Int) -> Int {

@@ -63,8 +63,9 @@ public struct Envelope: Sendable, Equatable {
         var error: APIError?
         if !success, let e = o["error"]?.objectValue, let code = e["code"]?.stringValue {
             let known = ErrorCode.all.first { $0.rawValue == code }
-            error = APIError(known ?? ErrorCode(code, httpStatus: 0), e["message"]?.stringValue ?? "",
-                             details: e["details"].flatMap(Self.nonNull))
+            error = APIError(
+                known ?? ErrorCode(code, httpStatus: 0), e["message"]?.stringValue ?? "",
+                details: e["details"].flatMap(Self.nonNull))
         }
         let data = o["data"].flatMap(Self.nonNull)
         return Envelope(data: data, error: error, metadata: o["metadata"]?.objectValue ?? [:])

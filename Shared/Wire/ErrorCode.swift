@@ -93,6 +93,6 @@ extension ErrorCode {
         .invalidJSON, .tenantRequired, .unauthorized, .installationRequired, .forbiddenScope, .forbiddenTenant,
         .forbiddenInstallation, .notFound, .tenantNotFound, .methodNotAllowed, .installationExists, .conflict,
         .idempotencyKeyReused, .payloadTooLarge, .validationFailed, .rateLimited, .batchTooLarge, .ingestUnavailable,
-        .liveActivityNotFound, .noPushToStartToken, .internalError, .notReady, .upstreamTimeout, .workflowDisabled,
+        .liveActivityNotFound, .noPushToStartToken, .internalError, .notReady, .upstreamTimeout, .workflowDisabled
     ]
 }

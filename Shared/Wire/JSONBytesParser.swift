@@ -80,7 +80,9 @@ enum JSONBytesParser {
             if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") { offset += 1; return .object(members) }
             while true {
                 skipWhitespace()
-                guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw failure("expected a string key") }
+                guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else {
+                    throw failure("expected a string key")
+                }
                 let key = try string()
                 skipWhitespace()
                 guard offset < bytes.count, bytes[offset] == UInt8(ascii: ":") else { throw failure("expected ':'") }
@@ -125,7 +127,9 @@ enum JSONBytesParser {
                     let slice = UnsafeBufferPointer(rebasing: bytes[start..<offset])
                     offset += 1
                     if highBits & 0x80 == 0 { return String(decoding: slice, as: UTF8.self) }
-                    guard let text = String(validating: slice, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
+                    guard let text = String(validating: slice, as: UTF8.self) else {
+                        throw failure("invalid UTF-8 in a string")
+                    }
                     return text
                 }
                 highBits |= c
@@ -139,7 +143,9 @@ enum JSONBytesParser {
                 switch c {
                 case UInt8(ascii: "\""):
                     offset += 1
-                    guard let text = String(validating: out, as: UTF8.self) else { throw failure("invalid UTF-8 in a string") }
+                    guard let text = String(validating: out, as: UTF8.self) else {
+                        throw failure("invalid UTF-8 in a string")
+                    }
                     return text
                 case UInt8(ascii: "\\"):
                     guard offset + 1 < bytes.count else { throw failure("unexpected end of JSON") }
@@ -157,12 +163,16 @@ enum JSONBytesParser {
                     case UInt8(ascii: "u"):
                         var scalar = try hex4()
                         if (0xD800...0xDBFF).contains(scalar) {
-                            guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+                            guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"),
+                                bytes[offset + 1] == UInt8(ascii: "u")
+                            else {
                                 throw failure("unpaired surrogate in a string")
                             }
                             offset += 2
                             let low = try hex4()
-                            guard (0xDC00...0xDFFF).contains(low) else { throw failure("unpaired surrogate in a string") }
+                            guard (0xDC00...0xDFFF).contains(low) else {
+                                throw failure("unpaired surrogate in a string")
+                            }
                             scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                         } else if (0xDC00...0xDFFF).contains(scalar) {
                             throw failure("unpaired surrogate in a string")
@@ -219,7 +229,9 @@ enum JSONBytesParser {
             if offset < bytes.count, bytes[offset] == UInt8(ascii: "e") || bytes[offset] == UInt8(ascii: "E") {
                 integral = false
                 offset += 1
-                if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") { offset += 1 }
+                if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") {
+                    offset += 1
+                }
                 guard offset < bytes.count, isDigit(bytes[offset]) else { throw failure("invalid number") }
                 while offset < bytes.count, isDigit(bytes[offset]) { offset += 1 }
             }

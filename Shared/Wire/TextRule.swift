@@ -22,8 +22,10 @@ public struct TextRule: Sendable {
     public var problem: String
     private let test: @Sendable (String) -> Bool
 
-    public init(minLength: Int = 1, maxLength: Int, pattern: String?, format: String? = nil, problem: String,
-                accepts test: @escaping @Sendable (String) -> Bool) {
+    public init(
+        minLength: Int = 1, maxLength: Int, pattern: String?, format: String? = nil, problem: String,
+        accepts test: @escaping @Sendable (String) -> Bool
+    ) {
         self.minLength = minLength
         self.maxLength = maxLength
         self.pattern = pattern
@@ -34,13 +36,17 @@ public struct TextRule: Sendable {
 
     /// Any text of `minLength...maxLength` code points but U+0000 (PostgreSQL cannot store it).
     public static func length(_ minLength: Int = 1, _ maxLength: Int) -> TextRule {
-        TextRule(minLength: minLength, maxLength: maxLength, pattern: #"^[^\x00]*$"#,
-                 problem: "must not contain U+0000 (NUL)") { !$0.utf8.contains(0) }
+        TextRule(
+            minLength: minLength, maxLength: maxLength, pattern: #"^[^\x00]*$"#,
+            problem: "must not contain U+0000 (NUL)"
+        ) { !$0.utf8.contains(0) }
     }
 
     /// Text of characters from `allowed` only (ASCII): the pattern is the class, the check a byte loop over it.
-    public static func characters(_ allowed: ASCIIClass, _ minLength: Int = 1, _ maxLength: Int,
-                                  problem: String) -> TextRule {
+    public static func characters(
+        _ allowed: ASCIIClass, _ minLength: Int = 1, _ maxLength: Int,
+        problem: String
+    ) -> TextRule {
         TextRule(minLength: minLength, maxLength: maxLength, pattern: "^[\(allowed.regexClass)]*$", problem: problem) {
             $0.utf8.allSatisfy(allowed.contains)
         }
@@ -49,30 +55,37 @@ public struct TextRule: Sendable {
     /// Text with no control characters: C0 and DEL, plus C1 (U+0080 to U+009F) when `c1`.
     public static func noControlCharacters(_ minLength: Int = 1, _ maxLength: Int, c1: Bool = true) -> TextRule {
         let pattern = c1 ? #"^[^\x00-\x1F\x7F-\x9F]*$"# : #"^[^\x00-\x1F\x7F]*$"#
-        return TextRule(minLength: minLength, maxLength: maxLength, pattern: pattern,
-                        problem: "must not contain control characters") { value in
+        return TextRule(
+            minLength: minLength, maxLength: maxLength, pattern: pattern,
+            problem: "must not contain control characters"
+        ) { value in
             var ascii = true
             for byte in value.utf8 {
                 if byte >= 0x80 { ascii = false; break }
                 if byte < 0x20 || byte == 0x7F { return false }
             }
             if ascii { return true }
-            return !value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || (c1 && (0x80...0x9F).contains($0.value)) }
+            return !value.unicodeScalars.contains {
+                $0.value < 0x20 || $0.value == 0x7F || (c1 && (0x80...0x9F).contains($0.value))
+            }
         }
     }
 
     /// A value of `values` only (the document lists them as an `enum`).
     public static func oneOf(_ values: [String]) -> TextRule {
         let set = Set(values)
-        return TextRule(minLength: 1, maxLength: values.map { $0.unicodeScalars.count }.max() ?? 1, pattern: nil,
-                        problem: "must be one of: " + values.joined(separator: ", ")) { set.contains($0) }
+        return TextRule(
+            minLength: 1, maxLength: values.map { $0.unicodeScalars.count }.max() ?? 1, pattern: nil,
+            problem: "must be one of: " + values.joined(separator: ", ")
+        ) { set.contains($0) }
     }
 
     /// A UUID in its 36-character `8-4-4-4-12` form, either case.
     public static let uuid = TextRule(
         minLength: 36, maxLength: 36,
         pattern: "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$", format: "uuid",
-        problem: "must be a UUID") { UUIDTextShape.matches($0) }
+        problem: "must be a UUID"
+    ) { UUIDTextShape.matches($0) }
 
     /// Nil when `value` obeys the rule, else what is wrong: empty, too long, too short, or `problem`.
     public func problem(with value: String) -> String? {

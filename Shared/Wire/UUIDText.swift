@@ -52,7 +52,9 @@ extension UUID {
     public func appendLowercasedText(to bytes: inout [UInt8]) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: 36))
-        bytes.withUnsafeMutableBufferPointer { writeLowercasedText(into: UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+        bytes.withUnsafeMutableBufferPointer {
+            writeLowercasedText(into: UnsafeMutableBufferPointer(rebasing: $0[start...]))
+        }
     }
 
     /// Writes the 36 bytes of the text form at the start of `out`.

@@ -25,8 +25,10 @@ public struct ValidationIssue: Sendable, Hashable, CustomStringConvertible {
     /// What a parser expected at `line`/`column` ("a value", "')'").
     public var expected: String?
 
-    public init(path: String, message: String, index: Int? = nil, line: Int? = nil, column: Int? = nil,
-                code: String? = nil, expected: String? = nil) {
+    public init(
+        path: String, message: String, index: Int? = nil, line: Int? = nil, column: Int? = nil,
+        code: String? = nil, expected: String? = nil
+    ) {
         self.path = path
         self.message = message
         self.index = index

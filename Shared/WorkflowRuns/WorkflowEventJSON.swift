@@ -6,14 +6,16 @@ import Foundation
 /// `{"id", "name", "data", "occurredAt"}`, instants as `EventTimestamp` text (whole microseconds).
 public enum WorkflowEventJSON {
     public static func encode(_ event: WorkflowEvent) -> JSONValue {
-        ["id": .string(event.id), "name": .string(event.name), "data": event.data,
-         "occurredAt": .string(WorkflowTime.text(event.occurredAt))]
+        [
+            "id": .string(event.id), "name": .string(event.name), "data": event.data,
+            "occurredAt": .string(WorkflowTime.text(event.occurredAt))
+        ]
     }
 
     /// nil when `json` is not such an object.
     public static func decode(_ json: JSONValue) -> WorkflowEvent? {
         guard let id = json["id"]?.stringValue, let name = json["name"]?.stringValue,
-              let occurred = json["occurredAt"]?.stringValue.flatMap(EventTimestamp.parse)
+            let occurred = json["occurredAt"]?.stringValue.flatMap(EventTimestamp.parse)
         else { return nil }
         return WorkflowEvent(id: id, name: name, data: json["data"] ?? [:], occurredAt: occurred)
     }

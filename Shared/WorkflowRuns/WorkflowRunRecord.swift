@@ -42,7 +42,7 @@ public struct WorkflowRunRecord: Sendable, Hashable {
             "startedAt": startedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
             "endedAt": endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
             "dueAt": dueAt.map { .string(WorkflowTime.text($0)) } ?? .null,
-            "failure": .null, "cancelReason": .null, "current": .null, "steps": [],
+            "failure": .null, "cancelReason": .null, "current": .null, "steps": []
         ]
         if let state {
             o["trigger"] = WorkflowEventJSON.encode(state.trigger)
@@ -103,7 +103,8 @@ public struct WorkflowRunCursor: Sendable, Hashable {
     /// nil for text that is not a cursor.
     public init?(text: String) {
         let parts = text.split(separator: "_", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidText: String(parts[1])) else {
+        guard parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidText: String(parts[1]))
+        else {
             return nil
         }
         createdAtMicroseconds = micros

@@ -68,8 +68,10 @@ public struct WorkflowMessageInsert: Sendable {
     public var runId: UUID
     public var step: String
 
-    public init(id: UUID, tenantId: UUID, subscriberId: String, content: JSONValue, workflowKey: String, version: Int,
-                runId: UUID, step: String) {
+    public init(
+        id: UUID, tenantId: UUID, subscriberId: String, content: JSONValue, workflowKey: String, version: Int,
+        runId: UUID, step: String
+    ) {
         self.id = id
         self.tenantId = tenantId
         self.subscriberId = subscriberId
@@ -89,18 +91,22 @@ extension WorkflowRunStore {
     /// locked `FOR UPDATE SKIP LOCKED` (another replica's claim is skipped, never waited on), with
     /// their inboxes.
     public static func claimDue(on tx: PostgresConnection, now: Date, limit: Int) async throws -> [ClaimedWorkflowRun] {
-        let rows = try await tx.query("""
+        let rows = try await tx.query(
+            """
             SELECT \(WorkflowRunRecord.columns), timer_token FROM workflow_runs
             WHERE wake_at <= $1::timestamptz ORDER BY wake_at LIMIT $2 FOR UPDATE SKIP LOCKED
             """, [now, limit])
         var claimed: [ClaimedWorkflowRun] = []
         claimed.reserveCapacity(rows.count)
         for row in rows {
-            claimed.append(ClaimedWorkflowRun(record: try WorkflowRunRecord.decode(row),
-                                              timerToken: try row.decode(String?.self, at: 15), inputs: []))
+            claimed.append(
+                ClaimedWorkflowRun(
+                    record: try WorkflowRunRecord.decode(row),
+                    timerToken: try row.decode(String?.self, at: 15), inputs: []))
         }
         guard !claimed.isEmpty else { return [] }
-        let inputRows = try await tx.query("""
+        let inputRows = try await tx.query(
+            """
             SELECT run_id, id, kind, payload, created_at FROM workflow_run_inputs WHERE run_id = ANY ($1::uuid[]) ORDER BY id
             """, [claimed.map(\.record.id)])
         var byRun: [UUID: [WorkflowRunInboxItem]] = [:]
@@ -116,7 +122,8 @@ extension WorkflowRunStore {
             } else {
                 continue  // unreadable: dropped with the others applied
             }
-            byRun[runId, default: []].append(WorkflowRunInboxItem(id: id, kind: kind, createdAt: try row.decode(Date.self, at: 4)))
+            byRun[runId, default: []].append(
+                WorkflowRunInboxItem(id: id, kind: kind, createdAt: try row.decode(Date.self, at: 4)))
         }
         for i in claimed.indices { claimed[i].inputs = byRun[claimed[i].record.id] ?? [] }
         return claimed
@@ -128,22 +135,29 @@ extension WorkflowRunStore {
         let state = save.state
         let live = state.status == .running
         let status = state.status.rawValue
-        try await tx.execute("""
+        try await tx.execute(
+            """
             UPDATE workflow_runs SET status = $2, failure_code = $3, state = $4::jsonb, start_input = NULL,
                 timer_token = $5, timer_due_at = $6::timestamptz, wake_at = $7::timestamptz, updated_at = now(),
                 started_at = COALESCE(started_at, $8::timestamptz), ended_at = $9::timestamptz
             WHERE id = $1::uuid
-            """, [save.id, status, save.failureCode ?? state.failure?.code, state.jsonValue, live ? state.timer?.token : nil,
-                  live ? state.timer?.dueAt : nil, live ? state.timer?.dueAt : nil, state.startedAt,
-                  live ? nil : (state.endedAt ?? state.startedAt)])
+            """,
+            [
+                save.id, status, save.failureCode ?? state.failure?.code, state.jsonValue,
+                live ? state.timer?.token : nil,
+                live ? state.timer?.dueAt : nil, live ? state.timer?.dueAt : nil, state.startedAt,
+                live ? nil : (state.endedAt ?? state.startedAt)
+            ])
         if let last = save.lastInputId {
-            try await tx.execute("DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid AND id <= $2", [save.id, last])
+            try await tx.execute(
+                "DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid AND id <= $2", [save.id, last])
         }
     }
 
     /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state.
     public static func failPending(on tx: PostgresConnection, id: UUID, code: String, now: Date) async throws {
-        try await tx.execute("""
+        try await tx.execute(
+            """
             UPDATE workflow_runs SET status = 'failed', failure_code = $2, wake_at = NULL, updated_at = now(),
                 ended_at = $3::timestamptz WHERE id = $1::uuid
             """, [id, code, now])
@@ -154,7 +168,8 @@ extension WorkflowRunStore {
     /// already present, a redelivered entry, inserts nothing: its sends must not be written).
     public static func insertStarted(on tx: PostgresConnection, _ runs: [WorkflowRunInsert]) async throws -> Set<UUID> {
         guard !runs.isEmpty else { return [] }
-        var ids: [UUID] = [], tenants: [UUID] = [], keys: [String] = [], versions: [Int] = [], subscribers: [String] = []
+        var ids: [UUID] = [], tenants: [UUID] = [], keys: [String] = [], versions: [Int] = [],
+            subscribers: [String] = []
         var triggers: [String] = [], statuses: [String] = [], failures: [String?] = [], states: [String] = []
         var reacts: [String] = [], tokens: [String?] = [], dues: [Date?] = [], starts: [Date] = [], ends: [Date?] = []
         for run in runs {
@@ -168,7 +183,8 @@ extension WorkflowRunStore {
             tokens.append(live ? s.timer?.token : nil); dues.append(live ? s.timer?.dueAt : nil)
             starts.append(s.startedAt); ends.append(live ? nil : (s.endedAt ?? s.startedAt))
         }
-        let rows = try await tx.query("""
+        let rows = try await tx.query(
+            """
             INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, failure_code,
                                        state, reacts_to, timer_token, timer_due_at, wake_at, started_at, ended_at)
             SELECT id, tenant, key, version, subscriber, trigger, status, failure, state::jsonb,
@@ -178,29 +194,40 @@ extension WorkflowRunStore {
                         $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
                 AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
             ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
-            """, [ids, tenants, keys, versions, subscribers, triggers, statuses, failures, states, reacts, tokens, dues,
-                  starts, ends])
+            """,
+            [
+                ids, tenants, keys, versions, subscribers, triggers, statuses, failures, states, reacts, tokens, dues,
+                starts, ends
+            ])
         return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
     }
 
     /// A workflow send's message row (`queued`, to the run's subscriber, naming workflow, version,
     /// run and step). Answers false when the id exists already (the step ran before: not again).
     public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
-        let rows = try await tx.query("""
+        let rows = try await tx.query(
+            """
             INSERT INTO messages (id, tenant_id, target, content, workflow_key, workflow_version, workflow_run_id, workflow_step)
             VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5, $6, $7::uuid, $8)
             ON CONFLICT (id) DO NOTHING RETURNING id
-            """, [message.id, message.tenantId, MessageTarget.subscribers([message.subscriberId]).jsonValue, message.content,
-                  message.workflowKey, message.version, message.runId, message.step])
+            """,
+            [
+                message.id, message.tenantId, MessageTarget.subscribers([message.subscriberId]).jsonValue,
+                message.content,
+                message.workflowKey, message.version, message.runId, message.step
+            ])
         return !rows.isEmpty
     }
 
     /// Puts `event` in the inbox of every live run of its subscriber that reacts to its name
     /// (cancelOn, waitFor) and makes them due now; once per (run, event id). Answers how many.
     @discardableResult
-    public static func route(on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
-                             event: WorkflowEvent) async throws -> Int {
-        try await connection.query("""
+    public static func route(
+        on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
+        event: WorkflowEvent
+    ) async throws -> Int {
+        try await connection.query(
+            """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
                 SELECT id, 'event', $4::jsonb, $5 FROM workflow_runs
@@ -208,25 +235,31 @@ extension WorkflowRunStore {
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """, [tenantId, subscriberId, event.name, WorkflowEventJSON.encode(event), "event:" + event.id]).count
+            """, [tenantId, subscriberId, event.name, WorkflowEventJSON.encode(event), "event:" + event.id]
+        ).count
     }
 
     /// A trigger that started nothing because its subscriber is unknown; once per trigger key.
     /// Answers whether it was new.
     @discardableResult
-    public static func recordSkip(on connection: PostgresConnection, tenantId: UUID, workflowKey: String, triggerKey: String,
-                                  subscriberId: String, reason: String) async throws -> Bool {
-        try await !connection.query("""
+    public static func recordSkip(
+        on connection: PostgresConnection, tenantId: UUID, workflowKey: String, triggerKey: String,
+        subscriberId: String, reason: String
+    ) async throws -> Bool {
+        try await !connection.query(
+            """
             INSERT INTO workflow_trigger_skips (tenant_id, workflow_key, trigger_key, subscriber_id, reason)
             VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1
-            """, [tenantId, workflowKey, triggerKey, subscriberId, reason]).isEmpty
+            """, [tenantId, workflowKey, triggerKey, subscriberId, reason]
+        ).isEmpty
     }
 
     /// Cancel requests for the live runs of every deleted workflow (the sweep behind the
     /// `deleted` notification, which is not durable). Answers how many runs were asked.
     @discardableResult
     public static func cancelRunsOfDeletedWorkflows(on connection: PostgresConnection) async throws -> Int {
-        try await connection.query("""
+        try await connection.query(
+            """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
                 SELECT r.id, 'cancel', '{"reason": "workflow deleted"}'::jsonb, 'cancel-all' FROM workflow_runs r
@@ -235,15 +268,19 @@ extension WorkflowRunStore {
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """).count
+            """
+        ).count
     }
 
     /// The receipts (`delivered`, `opened`) of `messageIds` from `subscriberId` (ingest's
     /// `message_receipts`), for a branch on `{opened:}` / `{delivered:}`.
-    public static func receipts(on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
-                                messageIds: [String]) async throws -> [String: WorkflowReceipts] {
+    public static func receipts(
+        on connection: PostgresConnection, tenantId: UUID, subscriberId: String,
+        messageIds: [String]
+    ) async throws -> [String: WorkflowReceipts] {
         guard !messageIds.isEmpty else { return [:] }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT message_id, kind FROM message_receipts
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND message_id = ANY ($3::text[]) AND kind IN ('delivered', 'opened')
             """, [tenantId, subscriberId, messageIds])
@@ -259,33 +296,41 @@ extension WorkflowRunStore {
 
     /// The subscriber's events named `name` received from `since` on (ingest's `events`), oldest
     /// first: handed to a `waitFor` that just began, so one that arrived while it was set up counts.
-    public static func events(on connection: PostgresConnection, tenantId: UUID, subscriberId: String, name: String,
-                              since: Date, limit: Int = 20) async throws -> [WorkflowEvent] {
-        let rows = try await connection.query("""
+    public static func events(
+        on connection: PostgresConnection, tenantId: UUID, subscriberId: String, name: String,
+        since: Date, limit: Int = 20
+    ) async throws -> [WorkflowEvent] {
+        let rows = try await connection.query(
+            """
             SELECT event_id, name, data, occurred_at FROM events
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = $3 AND received_at >= $4::timestamptz
             ORDER BY received_at LIMIT $5
             """, [tenantId, subscriberId, name, since, limit])
         return try rows.map { row in
-            WorkflowEvent(id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
-                          data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
+            WorkflowEvent(
+                id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
+                data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
         }
     }
 
     /// The subscriber's events named one of `names` received strictly after `receivedAfter`, oldest
     /// first: handed to a run just started from an earlier batch, so a cancel or awaited event that
     /// another replica routed before the run existed still reaches it.
-    public static func eventsReceived(on connection: PostgresConnection, tenantId: UUID, subscriberId: String, names: [String],
-                                      after receivedAfter: Date, limit: Int = 50) async throws -> [WorkflowEvent] {
+    public static func eventsReceived(
+        on connection: PostgresConnection, tenantId: UUID, subscriberId: String, names: [String],
+        after receivedAfter: Date, limit: Int = 50
+    ) async throws -> [WorkflowEvent] {
         guard !names.isEmpty else { return [] }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT event_id, name, data, occurred_at FROM events
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = ANY ($3::text[]) AND received_at > $4::timestamptz
             ORDER BY received_at, event_id LIMIT $5
             """, [tenantId, subscriberId, names, receivedAfter, limit])
         return try rows.map { row in
-            WorkflowEvent(id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
-                          data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
+            WorkflowEvent(
+                id: try row.decode(String.self, at: 0), name: try row.decode(String.self, at: 1),
+                data: try row.decode(JSONValue.self, at: 2), occurredAt: try row.decode(Date.self, at: 3))
         }
     }
 }

@@ -36,32 +36,43 @@ public struct WorkflowRunStore: Sendable {
     /// the same key answers the first run's id with `created == false`. A workflow replica runs
     /// `WorkflowEngine.start` on it shortly after the commit (the subscriber is read then; an unknown
     /// one fails the run with `subscriber_unknown`).
-    public func requestStart(tenantId: UUID, workflowKey: String, version: Int, definition: WorkflowDefinition,
-                             subscriberId: String, trigger: WorkflowEvent, triggerKey: String) async throws -> Start {
+    public func requestStart(
+        tenantId: UUID, workflowKey: String, version: Int, definition: WorkflowDefinition,
+        subscriberId: String, trigger: WorkflowEvent, triggerKey: String
+    ) async throws -> Start {
         try await postgres.withConnection { connection in
-            try await Self.requestStart(on: connection, tenantId: tenantId, workflowKey: workflowKey, version: version,
-                                        definition: definition, subscriberId: subscriberId, trigger: trigger,
-                                        triggerKey: triggerKey)
+            try await Self.requestStart(
+                on: connection, tenantId: tenantId, workflowKey: workflowKey, version: version,
+                definition: definition, subscriberId: subscriberId, trigger: trigger,
+                triggerKey: triggerKey)
         }
     }
 
-    public static func requestStart(on connection: PostgresConnection, tenantId: UUID, workflowKey: String, version: Int,
-                                    definition: WorkflowDefinition, subscriberId: String, trigger: WorkflowEvent,
-                                    triggerKey: String) async throws -> Start {
+    public static func requestStart(
+        on connection: PostgresConnection, tenantId: UUID, workflowKey: String, version: Int,
+        definition: WorkflowDefinition, subscriberId: String, trigger: WorkflowEvent,
+        triggerKey: String
+    ) async throws -> Start {
         let id = UUID()
-        let inserted = try await connection.query("""
+        let inserted = try await connection.query(
+            """
             INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
                                        start_input, reacts_to, wake_at)
             VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, 'pending', $7::jsonb, $8::text[], '-infinity')
             ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
-            """, [id, tenantId, workflowKey, version, subscriberId, triggerKey,
-                  JSONValue.object(["trigger": WorkflowEventJSON.encode(trigger)]), definition.reactsToEvents.sorted()])
+            """,
+            [
+                id, tenantId, workflowKey, version, subscriberId, triggerKey,
+                JSONValue.object(["trigger": WorkflowEventJSON.encode(trigger)]), definition.reactsToEvents.sorted()
+            ])
         if !inserted.isEmpty { return Start(runId: id, created: true) }
         let existing = try await connection.query(
             "SELECT id FROM workflow_runs WHERE tenant_id = $1::uuid AND workflow_key = $2 AND trigger_key = $3",
             [tenantId, workflowKey, triggerKey])
         guard let row = existing.first else {
-            throw PostgresError(code: .serializationFailure, message: "a run with trigger key \(triggerKey) is being written; try again")
+            throw PostgresError(
+                code: .serializationFailure, message: "a run with trigger key \(triggerKey) is being written; try again"
+            )
         }
         return Start(runId: try row.decode(UUID.self, at: 0), created: false)
     }
@@ -81,12 +92,17 @@ public struct WorkflowRunStore: Sendable {
     /// due now; a workflow replica cancels it (sends of later steps never happen). The run reads
     /// `cancelled` once that replica has advanced it (within its poll interval).
     public func requestCancel(tenantId: UUID, runId: UUID, reason: String) async throws -> CancelRequest {
-        try await postgres.withConnection { try await Self.requestCancel(on: $0, tenantId: tenantId, runId: runId, reason: reason) }
+        try await postgres.withConnection {
+            try await Self.requestCancel(on: $0, tenantId: tenantId, runId: runId, reason: reason)
+        }
     }
 
-    public static func requestCancel(on connection: PostgresConnection, tenantId: UUID, runId: UUID,
-                                     reason: String) async throws -> CancelRequest {
-        let rows = try await connection.query("""
+    public static func requestCancel(
+        on connection: PostgresConnection, tenantId: UUID, runId: UUID,
+        reason: String
+    ) async throws -> CancelRequest {
+        let rows = try await connection.query(
+            """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload)
                 SELECT id, 'cancel', $3::jsonb FROM workflow_runs
@@ -95,8 +111,9 @@ public struct WorkflowRunStore: Sendable {
             UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
             """, [tenantId, runId, JSONValue.object(["reason": .string(reason)])])
         if !rows.isEmpty { return .requested }
-        let found = try await connection.query("SELECT 1 FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid",
-                                               [tenantId, runId])
+        let found = try await connection.query(
+            "SELECT 1 FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid",
+            [tenantId, runId])
         return found.isEmpty ? .notFound : .alreadyEnded
     }
 
@@ -111,9 +128,12 @@ public struct WorkflowRunStore: Sendable {
     }
 
     @discardableResult
-    public static func requestCancelAll(on connection: PostgresConnection, tenantId: UUID, workflowKey: String,
-                                        reason: String) async throws -> Int {
-        try await connection.query("""
+    public static func requestCancelAll(
+        on connection: PostgresConnection, tenantId: UUID, workflowKey: String,
+        reason: String
+    ) async throws -> Int {
+        try await connection.query(
+            """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
                 SELECT id, 'cancel', $3::jsonb, 'cancel-all' FROM workflow_runs
@@ -121,18 +141,22 @@ public struct WorkflowRunStore: Sendable {
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """, [tenantId, workflowKey, JSONValue.object(["reason": .string(reason)])]).count
+            """, [tenantId, workflowKey, JSONValue.object(["reason": .string(reason)])]
+        ).count
     }
 
     // MARK: - (c) List, (d) read
 
     /// `GET /v1/workflows/{key}/runs`: newest first, `limit` (1...1000) per page, optionally one
     /// subscriber's and/or one status's (`running` includes pending runs).
-    public func list(tenantId: UUID, workflowKey: String, subscriberId: String? = nil, status: String? = nil,
-                     after cursor: WorkflowRunCursor? = nil, limit: Int = 50) async throws -> WorkflowRunPage {
+    public func list(
+        tenantId: UUID, workflowKey: String, subscriberId: String? = nil, status: String? = nil,
+        after cursor: WorkflowRunCursor? = nil, limit: Int = 50
+    ) async throws -> WorkflowRunPage {
         let statuses: [String]? = status.map { $0 == "running" ? ["pending", "running"] : [$0] }
         let limit = max(1, min(limit, 1000))
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(WorkflowRunRecord.columns) FROM workflow_runs
             WHERE tenant_id = $1::uuid AND workflow_key = $2
               AND ($3::text IS NULL OR subscriber_id = $3)
@@ -152,7 +176,8 @@ public struct WorkflowRunStore: Sendable {
     /// `GET /v1/workflow-runs/{id}`; nil when the tenant has no such run.
     public func run(tenantId: UUID, id: UUID) async throws -> WorkflowRunRecord? {
         let rows = try await postgres.query(
-            "SELECT \(WorkflowRunRecord.columns) FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid", [tenantId, id])
+            "SELECT \(WorkflowRunRecord.columns) FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid",
+            [tenantId, id])
         return try rows.first.map(WorkflowRunRecord.decode)
     }
 
@@ -173,18 +198,23 @@ public struct WorkflowRunStore: Sendable {
 
         /// `{"workflowKey", "version", "runId", "step"}` (the message's `workflow` member).
         public var jsonValue: JSONValue {
-            ["workflowKey": .string(workflowKey), "version": .int(Int64(version)), "runId": .string(runId.lowercasedText),
-             "step": .string(step)]
+            [
+                "workflowKey": .string(workflowKey), "version": .int(Int64(version)),
+                "runId": .string(runId.lowercasedText),
+                "step": .string(step)
+            ]
         }
     }
 
     public func messageOrigin(tenantId: UUID, messageId: UUID) async throws -> MessageOrigin? {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT workflow_key, workflow_version, workflow_run_id, workflow_step FROM messages
             WHERE tenant_id = $1::uuid AND id = $2::uuid AND workflow_run_id IS NOT NULL
             """, [tenantId, messageId])
         guard let row = rows.first else { return nil }
-        return MessageOrigin(workflowKey: try row.decode(String.self, at: 0), version: try row.decode(Int.self, at: 1),
-                             runId: try row.decode(UUID.self, at: 2), step: try row.decode(String.self, at: 3))
+        return MessageOrigin(
+            workflowKey: try row.decode(String.self, at: 0), version: try row.decode(Int.self, at: 1),
+            runId: try row.decode(UUID.self, at: 2), step: try row.decode(String.self, at: 3))
     }
 }

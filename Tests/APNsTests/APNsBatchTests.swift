@@ -13,9 +13,10 @@ struct APNsBatchTests {
     static let topic = "com.example.gym"
 
     private func request(_ token: String, apnsId: String? = UUID().uuidString.lowercased()) -> APNsRequest {
-        APNsRequest(deviceToken: token, topic: Self.topic,
-                    content: MessageContent(title: "Leg day", body: "6:00", data: ["w": 1], collapseId: "legs"),
-                    messageId: "msg-1", apnsId: apnsId)
+        APNsRequest(
+            deviceToken: token, topic: Self.topic,
+            content: MessageContent(title: "Leg day", body: "6:00", data: ["w": 1], collapseId: "legs"),
+            messageId: "msg-1", apnsId: apnsId)
     }
 
     @Test func batchAnswersEachRequestInOrderWithItsOwnHeaders() async throws {
@@ -41,7 +42,10 @@ struct APNsBatchTests {
             // Exactly what the one-at-a-time path records: the request's headers, JWT redacted,
             // then the two libcurl adds.
             let expected = req.headers(authorization: nil).fields.map(\.name)
-            #expect(response.requestHeaders.fields.map(\.name) == ["authorization"] + expected + ["accept", "content-length"])
+            #expect(
+                response.requestHeaders.fields.map(\.name) == ["authorization"] + expected + [
+                    "accept", "content-length"
+                ])
             #expect(response.requestHeaders["apns-id"] == req.apnsId)
             #expect(response.requestHeaders["apns-push-type"] == req.pushType.rawValue)
             #expect(response.requestHeaders["content-length"] == String(req.payload.count))
@@ -64,8 +68,9 @@ struct APNsBatchTests {
         try await sim.post("fail", ["status": 503, "count": 3])
         let requests = (0..<50).map { _ in request(APNsSimulatorProcess.deviceToken(), apnsId: nil) }
         let sleeps = Mutex(0)
-        let results = await client.sendWithRetries(batch: requests, credentials: sim.credentials, unitRandom: { 1 },
-                                                   sleep: { _ in sleeps.withLock { $0 += 1 } })
+        let results = await client.sendWithRetries(
+            batch: requests, credentials: sim.credentials, unitRandom: { 1 },
+            sleep: { _ in sleeps.withLock { $0 += 1 } })
         try #require(results.count == 50)
         #expect(results.filter { $0.attempts.count == 2 }.count == 3)
         #expect(results.filter { $0.attempts.count == 1 }.count == 47)
@@ -86,8 +91,11 @@ struct APNsBatchTests {
         let sim = try await APNsSimulatorProcess()
         let client = try sim.makeClient()
         await client.shutdown()
-        let responses = await client.send(batch: [request(APNsSimulatorProcess.deviceToken()),
-                                                  request(APNsSimulatorProcess.deviceToken())], credentials: sim.credentials)
+        let responses = await client.send(
+            batch: [
+                request(APNsSimulatorProcess.deviceToken()),
+                request(APNsSimulatorProcess.deviceToken())
+            ], credentials: sim.credentials)
         #expect(responses.count == 2)
         #expect(responses.allSatisfy { $0.status == 0 && $0.transportError?.code == .shutdown })
         await sim.stop()

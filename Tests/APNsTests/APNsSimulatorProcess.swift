@@ -22,14 +22,20 @@ final class APNsSimulatorProcess: Sendable {
     var caFile: String { simulator.caFile }
 
     /// An APNs client pointed at this simulator.
-    func makeClient(tokenCache: APNsTokenCache = APNsTokenCache(), maxConcurrentStreams: Int = 1000) throws -> APNsClient {
-        try APNsClient(configuration: .init(environment: .sandbox, baseURL: baseURL, caFile: caFile,
-                                            maxConcurrentStreams: maxConcurrentStreams),
-                       tokenCache: tokenCache, logger: .silent())
+    func makeClient(tokenCache: APNsTokenCache = APNsTokenCache(), maxConcurrentStreams: Int = 1000) throws
+        -> APNsClient
+    {
+        try APNsClient(
+            configuration: .init(
+                environment: .sandbox, baseURL: baseURL, caFile: caFile,
+                maxConcurrentStreams: maxConcurrentStreams),
+            tokenCache: tokenCache, logger: .silent())
     }
 
     @discardableResult
-    func post(_ path: String, _ body: JSONValue = [:]) async throws -> JSONValue { try await simulator.post(path, body) }
+    func post(_ path: String, _ body: JSONValue = [:]) async throws -> JSONValue {
+        try await simulator.post(path, body)
+    }
     func pushes(token: String) async throws -> [JSONValue] { try await simulator.pushes(token: token) }
     func stats() async throws -> JSONValue { try await simulator.stats() }
     func stop() async { await simulator.stop() }

@@ -12,9 +12,13 @@ import BuzzKitTestSupport
 struct APNsSimulatorTests {
     static let topic = "com.example.gym"
 
-    private func request(_ token: String, content: MessageContent = MessageContent(title: "Leg day", body: "6:00 with Maya.",
-                                                                                   data: ["w": 1], collapseId: "legs"),
-                         apnsId: String? = nil) -> APNsRequest {
+    private func request(
+        _ token: String,
+        content: MessageContent = MessageContent(
+            title: "Leg day", body: "6:00 with Maya.",
+            data: ["w": 1], collapseId: "legs"),
+        apnsId: String? = nil
+    ) -> APNsRequest {
         APNsRequest(deviceToken: token, topic: Self.topic, content: content, messageId: "msg-1", apnsId: apnsId)
     }
 
@@ -31,8 +35,11 @@ struct APNsSimulatorTests {
         #expect(response.payload == req.payload)
         // The ledger's headers: exactly what was sent, the JWT redacted.
         let names = response.requestHeaders.fields.map(\.name)
-        #expect(names == ["authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-collapse-id", "apns-id",
-                          "accept", "content-length"])
+        #expect(
+            names == [
+                "authorization", "apns-push-type", "apns-topic", "apns-priority", "apns-collapse-id", "apns-id",
+                "accept", "content-length"
+            ])
         let authorization = try #require(response.requestHeaders["authorization"])
         #expect(authorization.hasPrefix("bearer <redacted kid=\(sim.credentials.keyId) iat="))
         #expect(!authorization.contains("."))
@@ -45,9 +52,12 @@ struct APNsSimulatorTests {
         #expect(push["pushType"]?.stringValue == "alert")
         #expect(push["priority"]?.intValue == 10)
         #expect(push["collapseId"]?.stringValue == "legs")
-        #expect(push["headers"] == ["apns-push-type": "alert", "apns-topic": .string(Self.topic), "apns-priority": "10",
-                                    "apns-collapse-id": "legs", "apns-id": .string(apnsId), "accept": "*/*",
-                                    "content-length": .string(String(req.payload.count))])
+        #expect(
+            push["headers"] == [
+                "apns-push-type": "alert", "apns-topic": .string(Self.topic), "apns-priority": "10",
+                "apns-collapse-id": "legs", "apns-id": .string(apnsId), "accept": "*/*",
+                "content-length": .string(String(req.payload.count))
+            ])
         // The ledger's view is what the simulator received, but for the redacted JWT.
         var ledger = response.requestHeadersJSON.objectValue ?? [:]
         ledger["authorization"] = nil
@@ -81,7 +91,9 @@ struct APNsSimulatorTests {
         let result = await client.sendWithRetries(request(token), credentials: sim.credentials)
         #expect(result.attempts.count == 1)
         #expect(result.attempts.first?.status == 410)
-        #expect(result.outcome == .invalidToken(reason: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123)))
+        #expect(
+            result.outcome
+                == .invalidToken(reason: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123)))
         #expect(try await sim.pushes(token: token).isEmpty)
         await client.shutdown()
         await sim.stop()
@@ -93,7 +105,8 @@ struct APNsSimulatorTests {
         var req = request(APNsSimulatorProcess.deviceToken())
         req.pushType = .liveactivity
         let sleeps = Mutex(0)
-        let result = await client.sendWithRetries(req, credentials: sim.credentials, sleep: { _ in sleeps.withLock { $0 += 1 } })
+        let result = await client.sendWithRetries(
+            req, credentials: sim.credentials, sleep: { _ in sleeps.withLock { $0 += 1 } })
         #expect(result.outcome == .failed(reason: .deviceTokenNotForTopic))
         #expect(result.attempts.count == 1)
         #expect(sleeps.withLock { $0 } == 0)
@@ -128,8 +141,9 @@ struct APNsSimulatorTests {
         let sim = try await APNsSimulatorProcess()
         let client = try sim.makeClient()
         try await sim.post("fail", ["status": 429, "count": 10])
-        let result = await client.sendWithRetries(request(APNsSimulatorProcess.deviceToken()), credentials: sim.credentials,
-                                                  policy: RetryPolicy(maxAttempts: 3), sleep: { _ in })
+        let result = await client.sendWithRetries(
+            request(APNsSimulatorProcess.deviceToken()), credentials: sim.credentials,
+            policy: RetryPolicy(maxAttempts: 3), sleep: { _ in })
         #expect(result.attempts.map(\.status) == [429, 429, 429])
         #expect(result.outcome == .failed(reason: .tooManyRequests))
         await client.shutdown()
@@ -143,10 +157,11 @@ struct APNsSimulatorTests {
         let clock = ManualClock(Date().addingTimeInterval(-61 * 60))
         let client = try sim.makeClient(tokenCache: APNsTokenCache(now: { clock.now }))
         let token = APNsSimulatorProcess.deviceToken()
-        let result = await client.sendWithRetries(request(token), credentials: sim.credentials, sleep: { _ in },
-                                                  onAttempt: { response, _ in
-                                                      if response.reason == .expiredProviderToken { clock.set(Date()) }
-                                                  })
+        let result = await client.sendWithRetries(
+            request(token), credentials: sim.credentials, sleep: { _ in },
+            onAttempt: { response, _ in
+                if response.reason == .expiredProviderToken { clock.set(Date()) }
+            })
         #expect(result.attempts.map(\.status) == [403, 200])
         #expect(result.attempts.first?.reason == .expiredProviderToken)
         let issued = result.attempts.compactMap(\.tokenIssuedAt)
@@ -159,9 +174,11 @@ struct APNsSimulatorTests {
     @Test func wrongKeyFailsAsCredentialProblem() async throws {
         let sim = try await APNsSimulatorProcess()
         let client = try sim.makeClient()
-        let stranger = try APNsCredentials(teamId: sim.credentials.teamId, keyId: sim.credentials.keyId,
-                                           privateKey: ES256PrivateKey.generate())
-        let result = await client.sendWithRetries(request(APNsSimulatorProcess.deviceToken()), credentials: stranger, sleep: { _ in })
+        let stranger = try APNsCredentials(
+            teamId: sim.credentials.teamId, keyId: sim.credentials.keyId,
+            privateKey: ES256PrivateKey.generate())
+        let result = await client.sendWithRetries(
+            request(APNsSimulatorProcess.deviceToken()), credentials: stranger, sleep: { _ in })
         #expect(result.outcome == .failed(reason: .invalidProviderToken))
         #expect(APNsReason.invalidProviderToken.isCredentialProblem)
         await client.shutdown()
@@ -174,8 +191,9 @@ struct APNsSimulatorTests {
         let credentials = sim.credentials
         let statuses = await withTaskGroup(of: Int.self) { group in
             for index in 0..<1000 {
-                let req = request(APNsSimulatorProcess.deviceToken(),
-                                  content: MessageContent(body: "n\(index)", data: ["i": .int(Int64(index))]))
+                let req = request(
+                    APNsSimulatorProcess.deviceToken(),
+                    content: MessageContent(body: "n\(index)", data: ["i": .int(Int64(index))]))
                 group.addTask { await client.send(req, credentials: credentials).status }
             }
             var all: [Int] = []
@@ -195,8 +213,9 @@ struct APNsSimulatorTests {
 
     @Test func transportFailureIsRetryable() async throws {
         // Nothing listens on this port: connect fails, which a sender retries.
-        let client = try APNsClient(configuration: .init(environment: .sandbox, baseURL: "https://127.0.0.1:1"),
-                                    tokenCache: APNsTokenCache(), logger: .silent())
+        let client = try APNsClient(
+            configuration: .init(environment: .sandbox, baseURL: "https://127.0.0.1:1"),
+            tokenCache: APNsTokenCache(), logger: .silent())
         let creds = try APNsCredentials(teamId: "T", keyId: "K", privateKey: ES256PrivateKey.generate())
         let response = await client.send(request(APNsSimulatorProcess.deviceToken()), credentials: creds)
         #expect(response.status == 0)

@@ -5,12 +5,13 @@ import Testing
 
 @Suite("Retry policy and outcome classification")
 struct RetryPolicyTests {
-    @Test(arguments: [
-        // attempt, unit, expected milliseconds (base 500 ms, cap 30 s, jitter 0.5)
-        (1, 0.0, 250), (1, 1.0, 500), (1, 0.5, 375),
-        (2, 1.0, 1000), (3, 1.0, 2000), (4, 0.0, 2000), (6, 1.0, 16000),
-        (7, 1.0, 30000), (7, 0.0, 15000), (50, 1.0, 30000), (0, 1.0, 500),
-    ] as [(Int, Double, Int)])
+    @Test(
+        arguments: [
+            // attempt, unit, expected milliseconds (base 500 ms, cap 30 s, jitter 0.5)
+            (1, 0.0, 250), (1, 1.0, 500), (1, 0.5, 375),
+            (2, 1.0, 1000), (3, 1.0, 2000), (4, 0.0, 2000), (6, 1.0, 16000),
+            (7, 1.0, 30000), (7, 0.0, 15000), (50, 1.0, 30000), (0, 1.0, 500)
+        ] as [(Int, Double, Int)])
     func backoffTable(attempt: Int, unit: Double, expectedMilliseconds: Int) {
         #expect(RetryPolicy.default.delay(afterAttempt: attempt, unit: unit) == .milliseconds(expectedMilliseconds))
     }
@@ -30,41 +31,59 @@ struct RetryPolicyTests {
         #expect(delay >= .milliseconds(1000) && delay <= .milliseconds(2000))
     }
 
-    @Test(arguments: [
-        (200, nil, nil, APNsDisposition.delivered(apnsId: "id-1")),
-        (403, "ExpiredProviderToken", nil, .renewToken),
-        (410, "Unregistered", nil, .invalidToken(reason: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))),
-        (410, "ExpiredToken", nil, .invalidToken(reason: .expiredToken, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))),
-        (400, "BadDeviceToken", nil, .invalidToken(reason: .badDeviceToken, timestamp: nil)),
-        (429, "TooManyRequests", nil, .retryable(reason: .tooManyRequests)),
-        (429, "TooManyProviderTokenUpdates", nil, .retryable(reason: .tooManyProviderTokenUpdates)),
-        (500, "InternalServerError", nil, .retryable(reason: .internalServerError)),
-        (503, "ServiceUnavailable", nil, .retryable(reason: .serviceUnavailable)),
-        (503, "Shutdown", nil, .retryable(reason: .shutdown)),
-        (400, "IdleTimeout", nil, .retryable(reason: .idleTimeout)),
-        (400, "BadTopic", nil, .failed(reason: .badTopic)),
-        (400, "DeviceTokenNotForTopic", nil, .failed(reason: .deviceTokenNotForTopic)),
-        (403, "InvalidProviderToken", nil, .failed(reason: .invalidProviderToken)),
-        (413, "PayloadTooLarge", nil, .failed(reason: .payloadTooLarge)),
-        (400, "SomethingNew", nil, .failed(reason: .unknown("SomethingNew"))),
-        (0, nil, true, .retryable(reason: nil)),
-        (0, nil, false, .failed(reason: nil)),
-    ] as [(Int, String?, Bool?, APNsDisposition)])
+    @Test(
+        arguments: [
+            (200, nil, nil, APNsDisposition.delivered(apnsId: "id-1")),
+            (403, "ExpiredProviderToken", nil, .renewToken),
+            (
+                410, "Unregistered", nil,
+                .invalidToken(reason: .unregistered, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))
+            ),
+            (
+                410, "ExpiredToken", nil,
+                .invalidToken(reason: .expiredToken, timestamp: Date(timeIntervalSince1970: 1_700_000_000.123))
+            ),
+            (400, "BadDeviceToken", nil, .invalidToken(reason: .badDeviceToken, timestamp: nil)),
+            (429, "TooManyRequests", nil, .retryable(reason: .tooManyRequests)),
+            (429, "TooManyProviderTokenUpdates", nil, .retryable(reason: .tooManyProviderTokenUpdates)),
+            (500, "InternalServerError", nil, .retryable(reason: .internalServerError)),
+            (503, "ServiceUnavailable", nil, .retryable(reason: .serviceUnavailable)),
+            (503, "Shutdown", nil, .retryable(reason: .shutdown)),
+            (400, "IdleTimeout", nil, .retryable(reason: .idleTimeout)),
+            (400, "BadTopic", nil, .failed(reason: .badTopic)),
+            (400, "DeviceTokenNotForTopic", nil, .failed(reason: .deviceTokenNotForTopic)),
+            (403, "InvalidProviderToken", nil, .failed(reason: .invalidProviderToken)),
+            (413, "PayloadTooLarge", nil, .failed(reason: .payloadTooLarge)),
+            (400, "SomethingNew", nil, .failed(reason: .unknown("SomethingNew"))),
+            (0, nil, true, .retryable(reason: nil)),
+            (0, nil, false, .failed(reason: nil))
+        ] as [(Int, String?, Bool?, APNsDisposition)])
     func dispositionTable(status: Int, reason: String?, transportRetryable: Bool?, expected: APNsDisposition) {
         let timestamp: Date? = status == 410 ? Date(timeIntervalSince1970: 1_700_000_000.123) : nil
-        let got = APNsDisposition.classify(status: status, reason: reason.map(APNsReason.init(rawValue:)), apnsId: "id-1",
-                                           timestamp: timestamp, transportRetryable: transportRetryable)
+        let got = APNsDisposition.classify(
+            status: status, reason: reason.map(APNsReason.init(rawValue:)), apnsId: "id-1",
+            timestamp: timestamp, transportRetryable: transportRetryable)
         #expect(got == expected)
     }
 
     @Test func outcomeAppliesLimits() {
         let policy = RetryPolicy(maxAttempts: 3)
-        #expect(APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 1, policy: policy, unit: 1) == .retry(after: .milliseconds(500)))
-        #expect(APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 2, policy: policy, unit: 1) == .retry(after: .seconds(1)))
-        #expect(APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 3, policy: policy, unit: 1) == .failed(reason: .serviceUnavailable))
+        #expect(
+            APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 1, policy: policy, unit: 1)
+                == .retry(after: .milliseconds(500)))
+        #expect(
+            APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 2, policy: policy, unit: 1)
+                == .retry(after: .seconds(1)))
+        #expect(
+            APNsOutcome.classify(.retryable(reason: .serviceUnavailable), attempt: 3, policy: policy, unit: 1)
+                == .failed(reason: .serviceUnavailable))
         #expect(APNsOutcome.classify(.renewToken, attempt: 1, policy: policy, unit: 0) == .renewTokenAndRetry)
-        #expect(APNsOutcome.classify(.renewToken, attempt: 3, policy: policy, unit: 0) == .failed(reason: .expiredProviderToken))
-        #expect(APNsOutcome.classify(.failed(reason: .badTopic), attempt: 1, policy: policy, unit: 0) == .failed(reason: .badTopic))
+        #expect(
+            APNsOutcome.classify(.renewToken, attempt: 3, policy: policy, unit: 0)
+                == .failed(reason: .expiredProviderToken))
+        #expect(
+            APNsOutcome.classify(.failed(reason: .badTopic), attempt: 1, policy: policy, unit: 0)
+                == .failed(reason: .badTopic))
     }
 
     @Test func reasonsRoundTrip() {
@@ -76,8 +95,9 @@ struct RetryPolicyTests {
     }
 
     @Test func responseParsing() {
-        let http = HTTPClientResponse(status: 410, headers: ["apns-id": "A-1"],
-                                      body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
+        let http = HTTPClientResponse(
+            status: 410, headers: ["apns-id": "A-1"],
+            body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
         let response = APNsClient.parse(http, latency: .milliseconds(3))
         #expect(response.reason == .unregistered)
         #expect(response.apnsId == "A-1")

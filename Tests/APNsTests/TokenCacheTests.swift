@@ -89,7 +89,9 @@ struct TokenCacheTests {
     }
 
     @Test func credentialErrorsAreClear() {
-        #expect(throws: APNsCredentialsError.self) { try APNsCredentials(teamId: "T", keyId: "K", privateKeyPEM: "nope") }
+        #expect(throws: APNsCredentialsError.self) {
+            try APNsCredentials(teamId: "T", keyId: "K", privateKeyPEM: "nope")
+        }
         do {
             _ = try APNsCredentials(teamId: "", keyId: "K", privateKey: ES256PrivateKey.generate())
             Issue.record("expected an error")

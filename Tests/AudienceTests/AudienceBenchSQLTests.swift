@@ -11,7 +11,7 @@ struct AudienceBenchSQLTests {
         #"plan == "pro""#,
         #"did("workout.completed", within: "7d")"#,
         #"count("app.opened", within: "30d") >= 3"#,
-        #"in_topic("sports")"#,
+        #"in_topic("sports")"#
     ]
 
     @Test(arguments: shapes)
@@ -36,8 +36,9 @@ struct AudienceBenchSQLTests {
         }
         #expect(settings.count >= 8)
         for (name, value) in settings {
-            #expect(script.contains("SET \(name) = \(value);") || script.contains("SET \(name) = '\(value)';"),
-                    "bench/audience.sh does not SET \(name) = \(value)")
+            #expect(
+                script.contains("SET \(name) = \(value);") || script.contains("SET \(name) = '\(value)';"),
+                "bench/audience.sh does not SET \(name) = \(value)")
         }
     }
 }

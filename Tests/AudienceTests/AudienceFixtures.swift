@@ -60,7 +60,9 @@ struct AudienceFixtures {
             var a: [String: JSONValue] = [:]
             if rng.chance(0.85) { a["plan"] = rng.pick(plans) }
             if rng.chance(0.8) {
-                a["age"] = rng.chance(0.8) ? .int(Int64.random(in: 10...80, using: &rng))
+                a["age"] =
+                    rng.chance(0.8)
+                    ? .int(Int64.random(in: 10...80, using: &rng))
                     : rng.pick([.string("30"), .double(30.5), .int(30), .null])
             }
             if rng.chance(0.7) { a["country"] = rng.pick(countries) }
@@ -74,9 +76,11 @@ struct AudienceFixtures {
             case 1: break
             case 2: a["profile"] = ["age": .int(Int64.random(in: 15...70, using: &rng)), "city": rng.pick(cities)]
             default:
-                a["profile"] = ["age": rng.pick([.int(Int64.random(in: 15...70, using: &rng)), "41"]),
-                                "city": rng.pick(cities),
-                                "address": rng.chance(0.8) ? ["country": rng.pick(countries)] : ["DE"]]
+                a["profile"] = [
+                    "age": rng.pick([.int(Int64.random(in: 15...70, using: &rng)), "41"]),
+                    "city": rng.pick(cities),
+                    "address": rng.chance(0.8) ? ["country": rng.pick(countries)] : ["DE"]
+                ]
             }
             var topics: Set<String> = []
             for topic in ["sports", "news", "deals"] where rng.chance(0.35) { topics.insert(topic) }
@@ -84,12 +88,14 @@ struct AudienceFixtures {
             for d in 0..<Int.random(in: 0...2, using: &rng) {
                 devices.append((String(format: "%04x%04x", i, d), rng.pick(["production", "sandbox"]), rng.chance(0.8)))
             }
-            subscribers.append(FixtureSubscriber(
-                id: String(format: "s%03d", i), attributes: a,
-                timezone: rng.chance(0.7) ? rng.pick(["Europe/Berlin", "America/New_York", "America/Chicago"]) : nil,
-                locale: rng.chance(0.7) ? rng.pick(["de-DE", "en-US", "fr-FR"]) : nil,
-                createdAt: now - Int64.random(in: 0...(100 * Self.day), using: &rng) / 1_000_000 * 1_000_000,
-                topics: topics, devices: devices))
+            subscribers.append(
+                FixtureSubscriber(
+                    id: String(format: "s%03d", i), attributes: a,
+                    timezone: rng.chance(0.7)
+                        ? rng.pick(["Europe/Berlin", "America/New_York", "America/Chicago"]) : nil,
+                    locale: rng.chance(0.7) ? rng.pick(["de-DE", "en-US", "fr-FR"]) : nil,
+                    createdAt: now - Int64.random(in: 0...(100 * Self.day), using: &rng) / 1_000_000 * 1_000_000,
+                    topics: topics, devices: devices))
         }
         // Anonymous installations: some are subscribers of their own, some are aliased to a
         // subscriber (and some of those still exist as a subscriber row too).
@@ -97,8 +103,10 @@ struct AudienceFixtures {
             let anonymous = String(format: "anon-%02d", i)
             if i % 3 != 0 { aliases[anonymous] = subscribers[Int.random(in: 0..<count, using: &rng)].id }
             if i % 2 == 0 {
-                subscribers.append(FixtureSubscriber(id: anonymous, attributes: [:], timezone: nil, locale: nil,
-                                                     createdAt: now - 5 * Self.day, topics: [], devices: []))
+                subscribers.append(
+                    FixtureSubscriber(
+                        id: anonymous, attributes: [:], timezone: nil, locale: nil,
+                        createdAt: now - 5 * Self.day, topics: [], devices: []))
             }
         }
         let eventNames = ["workout.completed", "app.opened", "cart.checked_out", "page.viewed"]
@@ -106,14 +114,20 @@ struct AudienceFixtures {
         for n in 0..<2400 {
             let owner = rng.pick(owners)
             var data: [String: JSONValue] = [:]
-            if rng.chance(0.8) { data["total"] = rng.chance(0.85) ? .int(Int64.random(in: 0...100, using: &rng)) : "50" }
+            if rng.chance(0.8) {
+                data["total"] = rng.chance(0.85) ? .int(Int64.random(in: 0...100, using: &rng)) : "50"
+            }
             if rng.chance(0.7) { data["currency"] = rng.pick(["EUR", "USD", 1]) }
             if rng.chance(0.6) { data["items"] = ["count": .int(Int64.random(in: 0...4, using: &rng))] }
             // Mostly the last 60 days; a few just ahead of now (must not count for within:).
-            let offset = rng.chance(0.02) ? -Int64.random(in: 1...3_600, using: &rng) * 1_000_000
+            let offset =
+                rng.chance(0.02)
+                ? -Int64.random(in: 1...3_600, using: &rng) * 1_000_000
                 : Int64.random(in: 0...(60 * Self.day), using: &rng)
-            events.append(FixtureEvent(id: "e\(n)", name: rng.pick(eventNames), storedUnder: owner,
-                                       data: .object(data), occurredAt: now - offset))
+            events.append(
+                FixtureEvent(
+                    id: "e\(n)", name: rng.pick(eventNames), storedUnder: owner,
+                    data: .object(data), occurredAt: now - offset))
         }
     }
 
@@ -123,34 +137,46 @@ struct AudienceFixtures {
     }
 
     func subject(_ s: FixtureSubscriber) -> AudienceSubject {
-        AudienceSubject(attributes: .object(s.attributes), timezone: s.timezone, locale: s.locale,
-                        createdAtMicroseconds: s.createdAt, topics: s.topics,
-                        devices: s.devices.map { AudienceDevice(environment: $0.environment, active: $0.active) },
-                        events: events(of: s.id).map { AudienceEvent(name: $0.name, data: $0.data, occurredAtMicroseconds: $0.occurredAt) })
+        AudienceSubject(
+            attributes: .object(s.attributes), timezone: s.timezone, locale: s.locale,
+            createdAtMicroseconds: s.createdAt, topics: s.topics,
+            devices: s.devices.map { AudienceDevice(environment: $0.environment, active: $0.active) },
+            events: events(of: s.id).map {
+                AudienceEvent(name: $0.name, data: $0.data, occurredAtMicroseconds: $0.occurredAt)
+            })
     }
 
     /// Writes the fixtures for `tenant` (creating the workspace and tenant rows).
     func insert(into postgres: PostgresClient, tenant: UUID) async throws {
         let workspace = UUID()
         try await postgres.execute("INSERT INTO workspaces (id, name) VALUES ($1::uuid, 'w')", [workspace])
-        try await postgres.execute("INSERT INTO tenants (id, workspace_id, name) VALUES ($1::uuid, $2::uuid, 't')", [tenant, workspace])
-        _ = try await postgres.insert(into: "subscribers", columns: ["tenant_id", "id", "attributes", "timezone", "locale", "created_at"],
-                                      rows: subscribers.map { s in
-                                          [tenant, s.id, JSONValue.object(s.attributes), s.timezone, s.locale,
-                                           EventTimestamp.format(microseconds: s.createdAt)]
-                                      })
-        _ = try await postgres.insert(into: "topics", columns: ["tenant_id", "key"],
-                                      rows: ["sports", "news", "deals"].map { [tenant, $0] })
-        _ = try await postgres.insert(into: "topic_subscriptions", columns: ["tenant_id", "topic_key", "subscriber_id"],
-                                      rows: subscribers.flatMap { s in s.topics.map { [tenant, $0, s.id] } })
-        _ = try await postgres.insert(into: "devices", columns: ["tenant_id", "token", "subscriber_id", "environment", "active"],
-                                      rows: subscribers.flatMap { s in s.devices.map { [tenant, $0.token, s.id, $0.environment, $0.active] } })
-        _ = try await postgres.insert(into: "subscriber_aliases", columns: ["tenant_id", "anonymous_id", "subscriber_id"],
-                                      rows: aliases.map { [tenant, $0.key, $0.value] })
-        _ = try await postgres.insert(into: "events", columns: ["tenant_id", "event_id", "name", "subscriber_id", "data", "occurred_at"],
-                                      rows: events.map { e in
-                                          [tenant, e.id, e.name, e.storedUnder, e.data, EventTimestamp.format(microseconds: e.occurredAt)]
-                                      })
+        try await postgres.execute(
+            "INSERT INTO tenants (id, workspace_id, name) VALUES ($1::uuid, $2::uuid, 't')", [tenant, workspace])
+        _ = try await postgres.insert(
+            into: "subscribers", columns: ["tenant_id", "id", "attributes", "timezone", "locale", "created_at"],
+            rows: subscribers.map { s in
+                [
+                    tenant, s.id, JSONValue.object(s.attributes), s.timezone, s.locale,
+                    EventTimestamp.format(microseconds: s.createdAt)
+                ]
+            })
+        _ = try await postgres.insert(
+            into: "topics", columns: ["tenant_id", "key"],
+            rows: ["sports", "news", "deals"].map { [tenant, $0] })
+        _ = try await postgres.insert(
+            into: "topic_subscriptions", columns: ["tenant_id", "topic_key", "subscriber_id"],
+            rows: subscribers.flatMap { s in s.topics.map { [tenant, $0, s.id] } })
+        _ = try await postgres.insert(
+            into: "devices", columns: ["tenant_id", "token", "subscriber_id", "environment", "active"],
+            rows: subscribers.flatMap { s in s.devices.map { [tenant, $0.token, s.id, $0.environment, $0.active] } })
+        _ = try await postgres.insert(
+            into: "subscriber_aliases", columns: ["tenant_id", "anonymous_id", "subscriber_id"],
+            rows: aliases.map { [tenant, $0.key, $0.value] })
+        _ = try await postgres.insert(
+            into: "events", columns: ["tenant_id", "event_id", "name", "subscriber_id", "data", "occurred_at"],
+            rows: events.map { e in
+                [tenant, e.id, e.name, e.storedUnder, e.data, EventTimestamp.format(microseconds: e.occurredAt)]
+            })
     }
 }
 
@@ -163,8 +189,10 @@ enum AudienceDatabase {
     }
 
     /// All matching ids by walking keyset pages of `pageSize`.
-    static func pagedIDs(_ postgres: PostgresClient, _ expression: AudienceExpression, tenant: UUID, now: Date,
-                         pageSize: Int) async throws -> [String] {
+    static func pagedIDs(
+        _ postgres: PostgresClient, _ expression: AudienceExpression, tenant: UUID, now: Date,
+        pageSize: Int
+    ) async throws -> [String] {
         var ids: [String] = []
         var cursor: String?
         while true {
@@ -176,7 +204,9 @@ enum AudienceDatabase {
         }
     }
 
-    static func count(_ postgres: PostgresClient, _ expression: AudienceExpression, tenant: UUID, now: Date) async throws -> Int {
+    static func count(_ postgres: PostgresClient, _ expression: AudienceExpression, tenant: UUID, now: Date)
+        async throws -> Int
+    {
         let query = AudienceQuery.count(expression, tenantId: tenant, now: now)
         guard let row = try await postgres.query(query.sql, query.parameters).first else { return -1 }
         return Int(try row.decode(Int64.self, at: 0))

@@ -15,7 +15,7 @@ struct AudiencePlanTests {
     static let shapes = [
         #"count("app.opened", within: "30d") >= 3"#,
         #"did("workout.completed", within: "7d")"#,
-        #"in_topic("sports")"#,
+        #"in_topic("sports")"#
     ]
 
     @Test(arguments: shapes)

@@ -9,9 +9,12 @@ struct WorkflowExpressionTests {
     static let roots: Set<String> = ["event", "trigger", "subscriber", "steps"]
     static let document: JSONValue = [
         "event": ["name": "workout.completed", "data": ["workoutId": "w1", "minutes": 30, "ok": true, "score": 2.5]],
-        "trigger": ["name": "workout.scheduled", "data": ["workoutId": "w1", "minutes": 45, "ok": true, "score": 2.5, "label": "legs"]],
+        "trigger": [
+            "name": "workout.scheduled",
+            "data": ["workoutId": "w1", "minutes": 45, "ok": true, "score": 2.5, "label": "legs"]
+        ],
         "subscriber": ["id": "alice", "attributes": ["plan": "pro", "age": 30], "timezone": "Europe/Berlin"],
-        "steps": ["r": ["outcome": "matched"]],
+        "steps": ["r": ["outcome": "matched"]]
     ]
 
     @Test(arguments: [
@@ -20,9 +23,9 @@ struct WorkflowExpressionTests {
         ("event.data.minutes < trigger.data.minutes", true),
         ("event.data.minutes >= trigger.data.minutes", false),
         ("event.data.ok == trigger.data.ok", true),
-        ("event.data.ok < trigger.data.ok", false),            // booleans compare only with == and !=
+        ("event.data.ok < trigger.data.ok", false),  // booleans compare only with == and !=
         ("event.data.score == trigger.data.score", true),
-        ("event.data.minutes == trigger.data.label", false),    // different types: false
+        ("event.data.minutes == trigger.data.label", false),  // different types: false
         ("event.data.missing == trigger.data.missing", false),  // missing: false
         ("subscriber.attributes.plan == \"pro\" and subscriber.timezone == \"Europe/Berlin\"", true),
         ("subscriber.attributes.age > 18", true),
@@ -30,7 +33,7 @@ struct WorkflowExpressionTests {
         ("exists(trigger.data.label) and not exists(event.data.label)", true),
         ("trigger.data.label in [\"legs\", \"arms\"]", true),
         ("trigger.data.label startsWith \"le\"", true),
-        ("event.name == \"workout.completed\"", true),
+        ("event.name == \"workout.completed\"", true)
     ])
     func evaluates(_ text: String, _ expected: Bool) throws {
         let expression = try AudienceExpression.parse(text, context: .document(roots: Self.roots))
@@ -42,7 +45,7 @@ struct WorkflowExpressionTests {
         ("event.data.x == 1 and\n  nope.x == 2", 2, 3, "unknown name 'nope'"),
         ("in_topic(\"x\")", 1, 1, "not available"),
         ("event.data.x == ", 1, 17, "expected a value"),
-        ("event.data.x < event.data.x", 1, 16, "compared with itself"),
+        ("event.data.x < event.data.x", 1, 16, "compared with itself")
     ])
     func refuses(_ text: String, _ line: Int, _ column: Int, _ fragment: String) {
         do {
@@ -59,12 +62,20 @@ struct WorkflowExpressionTests {
     }
 
     @Test func templates() {
-        let template = try? WorkflowTemplate.parse("Hi {{subscriber.attributes.plan}}, {{ trigger.data.minutes }} min {{ trigger.data.none }}.").get()
+        let template = try? WorkflowTemplate.parse(
+            "Hi {{subscriber.attributes.plan}}, {{ trigger.data.minutes }} min {{ trigger.data.none }}."
+        ).get()
         var missing: [String] = []
         #expect(template?.render(Self.document, missing: &missing) == "Hi pro, 45 min .")
         #expect(missing == ["trigger.data.none"])
-        if case .failure(let e) = WorkflowTemplate.parse("ok {{ trigger.data.x ") { #expect(e.column == 4) } else { Issue.record("accepted") }
-        if case .success = WorkflowTemplate.parse("{{ trigger.data.x }} {{ steps.a.outcome }}") { Issue.record("accepted steps") }
+        if case .failure(let e) = WorkflowTemplate.parse("ok {{ trigger.data.x ") {
+            #expect(e.column == 4)
+        } else {
+            Issue.record("accepted")
+        }
+        if case .success = WorkflowTemplate.parse("{{ trigger.data.x }} {{ steps.a.outcome }}") {
+            Issue.record("accepted steps")
+        }
         #expect((try? WorkflowTemplate.parse("no placeholders").get())?.parts == [.text("no placeholders")])
     }
 }

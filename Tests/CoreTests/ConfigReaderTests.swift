@@ -10,8 +10,10 @@ import Testing
         try reader.validate()
     }
 
-    @Test(arguments: [("250ms", Duration.milliseconds(250)), ("30s", .seconds(30)), ("5m", .seconds(300)),
-                      ("1h", .seconds(3600)), ("1.5", .milliseconds(1500))])
+    @Test(arguments: [
+        ("250ms", Duration.milliseconds(250)), ("30s", .seconds(30)), ("5m", .seconds(300)),
+        ("1h", .seconds(3600)), ("1.5", .milliseconds(1500))
+    ])
     func durations(text: String, expected: Duration) throws {
         var reader = ConfigReader(environment: ["D": text])
         #expect(reader.duration("D", default: .zero) == expected)

@@ -6,7 +6,7 @@ import Testing
     @Test(arguments: [
         ("null", JSONValue.null), ("true", .bool(true)), ("42", .int(42)), ("-7", .int(-7)), ("1.5", .double(1.5)),
         ("\"hé\\n\"", .string("hé\n")), ("[1,\"a\",null]", .array([1, "a", nil])),
-        ("{\"a\":{\"b\":[true]}}", .object(["a": ["b": [true]]])),
+        ("{\"a\":{\"b\":[true]}}", .object(["a": ["b": [true]]]))
     ])
     func parsesEveryKind(text: String, expected: JSONValue) throws {
         #expect(try JSONValue.parse(text) == expected)
@@ -30,20 +30,26 @@ import Testing
         let pieces = ["plain", "\"", "\\", "\n", "\r", "\t", "\u{00}", "\u{1F}", "\u{7F}", "é", "🎉", "/", " "]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
-            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined()
             let value = JSONValue.string(text)
             #expect(try JSONValue.parse(value.jsonBytes) == value)
-            let foundation = try JSONSerialization.jsonObject(with: Data(("[" + value.jsonString + "]").utf8)) as? [String]
+            let foundation =
+                try JSONSerialization.jsonObject(with: Data(("[" + value.jsonString + "]").utf8)) as? [String]
             #expect(foundation == [text])
         }
     }
 
     /// A success envelope around already-encoded data is byte for byte the envelope of the value.
     @Test func encodedSuccessIsTheSuccessEnvelope() {
-        let values: [JSONValue] = [["id": "s1", "attributes": ["plan": "pro"], "timezone": nil], [1, "two"], "text", nil]
+        let values: [JSONValue] = [
+            ["id": "s1", "attributes": ["plan": "pro"], "timezone": nil], [1, "two"], "text", nil
+        ]
         for value in values {
-            #expect(Envelope.encodedSuccess(encodedData: value.jsonBytes, requestId: "req-\"1\"")
-                == Envelope.success(value).encoded(requestId: "req-\"1\""))
+            #expect(
+                Envelope.encodedSuccess(encodedData: value.jsonBytes, requestId: "req-\"1\"")
+                    == Envelope.success(value).encoded(requestId: "req-\"1\""))
         }
     }
 

@@ -21,8 +21,10 @@ private final class ProbeService: Service {
     private let stopped = Mutex(false)
     private let returned = Mutex(false)
 
-    init(_ name: String, journal: Journal, finishDelay: Duration = .zero, failOnStart: Bool = false,
-         dependsOn dependencies: [ProbeService] = []) {
+    init(
+        _ name: String, journal: Journal, finishDelay: Duration = .zero, failOnStart: Bool = false,
+        dependsOn dependencies: [ProbeService] = []
+    ) {
         self.name = name
         self.journal = journal
         self.finishDelay = finishDelay
@@ -54,7 +56,9 @@ private final class ProbeService: Service {
         journal.add("\(name) shutdown")
         let continuation = stopped.withLock { stopped in
             stopped = true
-            return stop.withLock { c in defer { c = nil }; return c }
+            return stop.withLock { c in
+                defer { c = nil }; return c
+            }
         }
         continuation?.resume()
     }
@@ -66,7 +70,10 @@ private struct ProbeFailure: Error {}
     @Test func shutsDownInReverseOrderAndWaitsForInFlightWork() async throws {
         let journal = Journal()
         let group = ServiceGroup(
-            services: [ProbeService("pool", journal: journal), ProbeService("http", journal: journal, finishDelay: .milliseconds(200))],
+            services: [
+                ProbeService("pool", journal: journal),
+                ProbeService("http", journal: journal, finishDelay: .milliseconds(200))
+            ],
             configuration: .init(signals: []), logger: .silent())
         async let outcome = group.run()
         try await Task.sleep(for: .milliseconds(50))
@@ -82,20 +89,23 @@ private struct ProbeFailure: Error {}
         let journal = Journal()
         let pool = ProbeService("pool", journal: journal)
         let client = ProbeService("client", journal: journal, finishDelay: .milliseconds(100), dependsOn: [pool])
-        let consumer = ProbeService("consumer", journal: journal, finishDelay: .milliseconds(500), dependsOn: [pool, client])
+        let consumer = ProbeService(
+            "consumer", journal: journal, finishDelay: .milliseconds(500), dependsOn: [pool, client])
         let http = ProbeService("http", journal: journal, dependsOn: [consumer])
-        let group = ServiceGroup(services: [pool, client, consumer, http], configuration: .init(signals: []),
-                                 logger: .silent())
+        let group = ServiceGroup(
+            services: [pool, client, consumer, http], configuration: .init(signals: []),
+            logger: .silent())
         async let outcome = group.run()
         try await Task.sleep(for: .milliseconds(50))
         group.triggerShutdown()
         #expect(try await outcome == .stopped)
-        #expect(journal.all == [
-            "http shutdown", "http finished",
-            "consumer shutdown", "consumer finished",
-            "client shutdown", "client finished",
-            "pool shutdown", "pool finished",
-        ])
+        #expect(
+            journal.all == [
+                "http shutdown", "http finished",
+                "consumer shutdown", "consumer finished",
+                "client shutdown", "client finished",
+                "pool shutdown", "pool finished"
+            ])
     }
 
     @Test func aFailureStopsTheOthersLastToFirst() async throws {
@@ -110,7 +120,9 @@ private struct ProbeFailure: Error {}
     @Test func aFailingServiceStopsTheOthersAndIsReported() async throws {
         let journal = Journal()
         let group = ServiceGroup(
-            services: [ProbeService("consumer", journal: journal), ProbeService("broken", journal: journal, failOnStart: true)],
+            services: [
+                ProbeService("consumer", journal: journal), ProbeService("broken", journal: journal, failOnStart: true)
+            ],
             configuration: .init(signals: []), logger: .silent())
         await #expect(throws: ServiceGroupError.self) { try await group.run() }
         #expect(journal.all.contains("consumer finished"))

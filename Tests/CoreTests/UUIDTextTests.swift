@@ -14,7 +14,8 @@ struct UUIDTextTests {
             #expect(UUID(uuidText: uuid.uuidString) == uuid)
             #expect(UUID(uuidText: Array(uuid.uuidString.utf8)) == uuid)
         }
-        let edge = UUID(uuid: (0, 0x0F, 0xF0, 0xFF, 0x10, 0x9A, 0xAB, 0xBC, 0xCD, 0xDE, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89))
+        let edge = UUID(
+            uuid: (0, 0x0F, 0xF0, 0xFF, 0x10, 0x9A, 0xAB, 0xBC, 0xCD, 0xDE, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89))
         #expect(edge.lowercasedText == "000ff0ff-109a-abbc-cdde-ef0123456789")
     }
 
@@ -22,7 +23,7 @@ struct UUIDTextTests {
         "", "not-a-uuid", "00000000-0000-0000-0000-00000000000", "00000000-0000-0000-0000-0000000000000",
         "0000000000000000-0000-0000-000000000000", "00000000-0000-0000-0000_000000000000",
         "g0000000-0000-0000-0000-000000000000", "{00000000-0000-0000-0000-000000000000}",
-        "00000000-0000-0000-0000-00000000000é",
+        "00000000-0000-0000-0000-00000000000é"
     ])
     func refusesWhatFoundationRefuses(_ text: String) {
         #expect(UUID(uuidString: text) == nil)

@@ -11,17 +11,20 @@ struct BehaviourTests {
         try await withGateway { h in
             #expect(try await h.send("PUT", "/v1/topics/news", key: h.tenantKey).status == 201)
             let body: JSONValue = ["ids": ["a", "b"]]
-            let first = try await h.send("POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: body,
-                                         headers: ["Idempotency-Key": "k-1"])
+            let first = try await h.send(
+                "POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: body,
+                headers: ["Idempotency-Key": "k-1"])
             #expect(first.status == 200 && first.data?["added"] == 2)
             #expect(first.envelope.metadata["replayed"] == nil)
-            let again = try await h.send("POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: body,
-                                         headers: ["Idempotency-Key": "k-1"])
+            let again = try await h.send(
+                "POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: body,
+                headers: ["Idempotency-Key": "k-1"])
             #expect(again.status == 200 && again.data == first.data)
             #expect(again.envelope.metadata["replayed"] == true)
             #expect(again.envelope.metadata["requestId"] != first.envelope.metadata["requestId"])
-            let other = try await h.send("POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: ["ids": ["c"]],
-                                         headers: ["Idempotency-Key": "k-1"])
+            let other = try await h.send(
+                "POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: ["ids": ["c"]],
+                headers: ["Idempotency-Key": "k-1"])
             #expect(other.status == 409 && other.code == "idempotency_key_reused")
             // Without the header the call simply runs again (and is idempotent by itself).
             let plain = try await h.send("POST", "/v1/topics/news/subscribers", key: h.tenantKey, body: body)
@@ -29,14 +32,17 @@ struct BehaviourTests {
             // Keys are scoped per tenant: another tenant may use the same key.
             let b = try await h.createTenant("b")
             #expect(try await h.send("PUT", "/v1/topics/news", key: b.key).status == 201)
-            let elsewhere = try await h.send("POST", "/v1/topics/news/subscribers", key: b.key, body: ["ids": ["z"]],
-                                             headers: ["Idempotency-Key": "k-1"])
+            let elsewhere = try await h.send(
+                "POST", "/v1/topics/news/subscribers", key: b.key, body: ["ids": ["z"]],
+                headers: ["Idempotency-Key": "k-1"])
             #expect(elsewhere.status == 200 && elsewhere.envelope.metadata["replayed"] == nil)
             // Admin routes too: a replayed tenant creation does not create a second tenant.
-            let t1 = try await h.send("POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "once"],
-                                      headers: ["Idempotency-Key": "create-once"])
-            let t2 = try await h.send("POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "once"],
-                                      headers: ["Idempotency-Key": "create-once"])
+            let t1 = try await h.send(
+                "POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "once"],
+                headers: ["Idempotency-Key": "create-once"])
+            let t2 = try await h.send(
+                "POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "once"],
+                headers: ["Idempotency-Key": "create-once"])
             #expect(t1.status == 201 && t2.status == 201 && t1.data?["id"] == t2.data?["id"])
             #expect(t2.envelope.metadata["replayed"] == true)
         }
@@ -45,11 +51,13 @@ struct BehaviourTests {
     @Test func aReplayShowsTheSecretAgainWithoutStoringItInClear() async throws {
         try await withGateway { h in
             let body: JSONValue = ["name": "ci", "scopes": ["events:write"], "tenantId": .string(h.tenantID)]
-            let first = try await h.send("POST", "/v1/api-keys", key: h.workspaceKey, body: body,
-                                         headers: ["Idempotency-Key": "secret-once"])
+            let first = try await h.send(
+                "POST", "/v1/api-keys", key: h.workspaceKey, body: body,
+                headers: ["Idempotency-Key": "secret-once"])
             let secret = try #require(first.data?["secret"]?.stringValue)
-            let again = try await h.send("POST", "/v1/api-keys", key: h.workspaceKey, body: body,
-                                         headers: ["Idempotency-Key": "secret-once"])
+            let again = try await h.send(
+                "POST", "/v1/api-keys", key: h.workspaceKey, body: body,
+                headers: ["Idempotency-Key": "secret-once"])
             #expect(again.status == 201 && again.data?["secret"]?.stringValue == secret)
             #expect(again.envelope.metadata["replayed"] == true)
             let stored = try await h.postgres.query(
@@ -66,38 +74,55 @@ struct BehaviourTests {
             // A claim left unfinished (as while the first request runs).
             let scope = try #require(h.bootstrap.tenantID)
             let hash = Data(repeating: 1, count: 32)
-            try await h.postgres.execute("INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, 'busy', $2)",
-                                         [scope, hash])
-            let reply = try await h.send("POST", "/v1/identify", key: h.tenantKey, body: ["anonymousId": "a", "subscriberId": "b"],
-                                         headers: ["Idempotency-Key": "busy"])
+            try await h.postgres.execute(
+                "INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, 'busy', $2)",
+                [scope, hash])
+            let reply = try await h.send(
+                "POST", "/v1/identify", key: h.tenantKey, body: ["anonymousId": "a", "subscriberId": "b"],
+                headers: ["Idempotency-Key": "busy"])
             #expect(reply.status == 409)
         }
     }
 
     @Test func validationListsEveryProblemAtOnce() async throws {
         try await withGateway { h in
-            let reply = try await h.send("PUT", "/v1/subscribers/s1/devices/not-hex", key: h.tenantKey,
-                                         body: ["environment": "staging", "timezone": "Mars/Olympus", "locale": "1234",
-                                                "permission": "maybe", "color": "red"])
+            let reply = try await h.send(
+                "PUT", "/v1/subscribers/s1/devices/not-hex", key: h.tenantKey,
+                body: [
+                    "environment": "staging", "timezone": "Mars/Olympus", "locale": "1234",
+                    "permission": "maybe", "color": "red"
+                ])
             #expect(reply.status == 422 && reply.code == "validation_failed")
             let paths = Set((reply.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue })
             #expect(paths == ["path.token", "environment", "timezone", "locale", "permission", "color"])
             let messages = (reply.envelope.error?.details?.arrayValue ?? []).compactMap { $0["message"]?.stringValue }
             #expect(messages.allSatisfy { !$0.isEmpty })
 
-            let tenant = try await h.send("POST", "/v1/tenants", key: h.workspaceKey,
-                                          body: ["apns": ["teamId": "x", "privateKey": "not a key", "environment": "dev"],
-                                                 "quietHours": ["start": "25:00"]])
-            let tenantPaths = Set((tenant.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue })
-            #expect(tenantPaths == ["name", "apns.teamId", "apns.keyId", "apns.bundleId", "apns.privateKey",
-                                    "apns.environment", "quietHours.start", "quietHours.end"])
-            let subscriber = try await h.send("PUT", "/v1/subscribers/x", key: h.tenantKey, body: ["timezone": "Europe/Berlin"])
+            let tenant = try await h.send(
+                "POST", "/v1/tenants", key: h.workspaceKey,
+                body: [
+                    "apns": ["teamId": "x", "privateKey": "not a key", "environment": "dev"],
+                    "quietHours": ["start": "25:00"]
+                ])
+            let tenantPaths = Set(
+                (tenant.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue })
+            #expect(
+                tenantPaths == [
+                    "name", "apns.teamId", "apns.keyId", "apns.bundleId", "apns.privateKey",
+                    "apns.environment", "quietHours.start", "quietHours.end"
+                ])
+            let subscriber = try await h.send(
+                "PUT", "/v1/subscribers/x", key: h.tenantKey, body: ["timezone": "Europe/Berlin"])
             #expect(subscriber.status == 201 && subscriber.data?["timezone"] == "Europe/Berlin")
-            let notJSON = try await h.send("POST", "/v1/identify", key: h.tenantKey, headers: ["Content-Type": "application/json"])
+            let notJSON = try await h.send(
+                "POST", "/v1/identify", key: h.tenantKey, headers: ["Content-Type": "application/json"])
             #expect(notJSON.status == 400 && notJSON.code == "invalid_json")
             let badLimit = try await h.send("GET", "/v1/subscribers?limit=0&cursor=%%%", key: h.tenantKey)
             #expect(badLimit.status == 422)
-            #expect(Set((badLimit.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue }) == ["limit", "cursor"])
+            #expect(
+                Set((badLimit.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue }) == [
+                    "limit", "cursor"
+                ])
         }
     }
 
@@ -123,7 +148,8 @@ struct BehaviourTests {
                 #expect(hasMore == (cursor != nil))
                 // Inserts between pages, before and after the cursor.
                 inserted += 1
-                _ = try await h.send("PUT", "/v1/subscribers/user-\(String(format: "%03d", inserted * 7 + 1))", key: h.tenantKey)
+                _ = try await h.send(
+                    "PUT", "/v1/subscribers/user-\(String(format: "%03d", inserted * 7 + 1))", key: h.tenantKey)
                 pages += 1
             } while cursor != nil && pages < 50
             let original = seen.filter { created.contains($0) }
@@ -134,7 +160,8 @@ struct BehaviourTests {
     }
 
     @Test func rateLimitAnswers429WithHeaders() async throws {
-        let limit = RateLimitConfiguration(requestsPerSecond: 0.001, burst: 2, keyPrefix: "bk:test:\(UUID().uuidString):")
+        let limit = RateLimitConfiguration(
+            requestsPerSecond: 0.001, burst: 2, keyPrefix: "bk:test:\(UUID().uuidString):")
         try await withGateway(rateLimit: limit) { h in
             var limited: Reply?
             for _ in 0..<20 {
@@ -156,11 +183,16 @@ struct BehaviourTests {
     @Test func tenantsKeepTheirP8KeySealed() async throws {
         try await withGateway { h in
             let pem = ES256Fixture.pem
-            let created = try await h.send("POST", "/v1/tenants", key: h.workspaceKey, body: [
-                "name": "app", "apns": ["teamId": "ABCDE12345", "keyId": "KEY1234567", "privateKey": .string(pem),
-                                        "bundleId": "com.example.app", "environment": "sandbox"],
-                "quietHours": ["start": "22:00", "end": "07:30"],
-            ])
+            let created = try await h.send(
+                "POST", "/v1/tenants", key: h.workspaceKey,
+                body: [
+                    "name": "app",
+                    "apns": [
+                        "teamId": "ABCDE12345", "keyId": "KEY1234567", "privateKey": .string(pem),
+                        "bundleId": "com.example.app", "environment": "sandbox"
+                    ],
+                    "quietHours": ["start": "22:00", "end": "07:30"]
+                ])
             #expect(created.status == 201)
             #expect(created.data?["apns"]?["privateKeyConfigured"] == true)
             #expect(created.data?["quietHours"] == ["start": "22:00", "end": "07:30"])
@@ -170,8 +202,9 @@ struct BehaviourTests {
             let stored = try await h.postgres.query("SELECT apns_private_key FROM tenants WHERE id = $1::uuid", [id])
             let sealed = try #require(try stored[0].decode(Data?.self, at: 0))
             #expect(!String(decoding: sealed, as: UTF8.self).contains("PRIVATE KEY"))
-            let patched = try await h.send("PATCH", "/v1/tenants/\(id)", key: h.workspaceKey,
-                                           body: ["name": "renamed", "quietHours": nil])
+            let patched = try await h.send(
+                "PATCH", "/v1/tenants/\(id)", key: h.workspaceKey,
+                body: ["name": "renamed", "quietHours": nil])
             #expect(patched.status == 200 && patched.data?["name"] == "renamed" && patched.data?["quietHours"] == .null)
             #expect(patched.data?["apns"]?["teamId"] == "ABCDE12345")
             let list = try await h.send("GET", "/v1/tenants", key: h.workspaceKey)
@@ -182,10 +215,14 @@ struct BehaviourTests {
     @Test func aDeviceTokenMovesToItsNewSubscriber() async throws {
         try await withGateway { h in
             let token = deviceToken("moving")
-            #expect(try await h.send("PUT", "/v1/subscribers/alice/devices/\(token.uppercased())", key: h.tenantKey,
-                                     body: ["environment": "sandbox"]).status == 201)
-            let moved = try await h.send("PUT", "/v1/subscribers/bob/devices/\(token)", key: h.tenantKey,
-                                         body: ["environment": "production", "permission": "authorized"])
+            #expect(
+                try await h.send(
+                    "PUT", "/v1/subscribers/alice/devices/\(token.uppercased())", key: h.tenantKey,
+                    body: ["environment": "sandbox"]
+                ).status == 201)
+            let moved = try await h.send(
+                "PUT", "/v1/subscribers/bob/devices/\(token)", key: h.tenantKey,
+                body: ["environment": "production", "permission": "authorized"])
             #expect(moved.status == 200 && moved.data?["subscriberId"] == "bob" && moved.data?["active"] == true)
             #expect(try await h.send("GET", "/v1/subscribers/alice/devices", key: h.tenantKey).items.isEmpty)
             let bob = try await h.send("GET", "/v1/subscribers/bob/devices", key: h.tenantKey)

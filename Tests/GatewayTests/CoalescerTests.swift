@@ -14,9 +14,12 @@ struct CoalescerTests {
         let running = Atomic<Int>(0)
         let mostRunning = Atomic<Int>(0)
         let batches = Mutex<[Int]>([])
-        let coalescer = Coalescer<Int, Int, Int>(maxBatch: 8, maxConcurrent: 2, observeBatch: { size in
-            batches.withLock { $0.append(size) }
-        }) { inputs, done in
+        let coalescer = Coalescer<Int, Int, Int>(
+            maxBatch: 8, maxConcurrent: 2,
+            observeBatch: { size in
+                batches.withLock { $0.append(size) }
+            }
+        ) { inputs, done in
             let now = running.add(1, ordering: .relaxed).newValue
             _ = mostRunning.max(now, ordering: .relaxed)
             queue.asyncAfter(deadline: .now() + .milliseconds(5)) {

@@ -11,7 +11,9 @@ struct DashboardAPITests {
     @Test func theCallingKeyDescribesItself() async throws {
         try await withGateway { h in
             let workspace = try await h.send("GET", "/v1/key", key: h.workspaceKey)
-            #expect(workspace.status == 200 && workspace.data?["kind"] == "workspace" && workspace.data?["tenantId"] == .null)
+            #expect(
+                workspace.status == 200 && workspace.data?["kind"] == "workspace"
+                    && workspace.data?["tenantId"] == .null)
             #expect(workspace.data?["scopes"]?.arrayValue?.count == Scope.all.count)
             #expect(workspace.data?["secret"] == nil)
             let tenant = try await h.send("GET", "/v1/key", key: h.tenantKey)
@@ -35,24 +37,28 @@ struct DashboardAPITests {
             for n in 0..<7 {
                 let id = UUID().uuidString.lowercased()
                 let at = "2026-01-01T00:00:0\(n == 3 ? 2 : n)Z"
-                try await h.postgres.execute("""
+                try await h.postgres.execute(
+                    """
                     INSERT INTO messages (id, tenant_id, target, content, created_at, status, audience_size)
                     VALUES ($1::uuid, $2::uuid, '{"topic":"news"}', $3::jsonb, $4::timestamptz, 'fanned_out', 2)
                     """, [id, h.tenantID, JSONValue.object(["title": .string("m\(n)")]), at])
                 ids.append(id)
             }
-            try await h.postgres.execute("""
+            try await h.postgres.execute(
+                """
                 INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status)
                 VALUES (gen_random_uuid(), $1::uuid, $2::uuid, 'a', 's1', 'sandbox', 'sent'),
                        (gen_random_uuid(), $1::uuid, $2::uuid, 'b', 's2', 'sandbox', 'failed')
                 """, [h.tenantID, ids[6]])
-            try await h.postgres.execute("""
+            try await h.postgres.execute(
+                """
                 INSERT INTO message_receipt_counts (tenant_id, message_id, delivered, opened) VALUES ($1::uuid, $2, 1, 1)
                 """, [h.tenantID, ids[6]])
             var seen: [String] = []
             var cursor: String?
             repeat {
-                let reply = try await h.send("GET", "/v1/messages?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), key: h.tenantKey)
+                let reply = try await h.send(
+                    "GET", "/v1/messages?limit=3" + (cursor.map { "&cursor=\($0)" } ?? ""), key: h.tenantKey)
                 #expect(reply.status == 200)
                 seen += reply.items.compactMap { $0["id"]?.stringValue }
                 cursor = reply.envelope.metadata["cursor"]?.stringValue
@@ -76,16 +82,20 @@ struct DashboardAPITests {
     @Test func subscribersAreSearchedByIdPrefixAndListTheirTopics() async throws {
         try await withGateway { h in
             for id in ["anna", "anne", "ann", "bob", "an%_x", "Anna"] {
-                #expect(try await h.send("PUT", "/v1/subscribers/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
-                                         key: h.tenantKey).status == 201)
+                #expect(
+                    try await h.send(
+                        "PUT", "/v1/subscribers/\(id.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                        key: h.tenantKey
+                    ).status == 201)
             }
             func search(_ prefix: String, limit: Int = 50) async throws -> [String] {
                 let q = prefix.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
                 var ids: [String] = []
                 var cursor: String?
                 repeat {
-                    let reply = try await h.send("GET", "/v1/subscribers?limit=\(limit)&prefix=\(q)" + (cursor.map { "&cursor=\($0)" } ?? ""),
-                                                 key: h.tenantKey)
+                    let reply = try await h.send(
+                        "GET", "/v1/subscribers?limit=\(limit)&prefix=\(q)" + (cursor.map { "&cursor=\($0)" } ?? ""),
+                        key: h.tenantKey)
                     #expect(reply.status == 200)
                     ids += reply.items.compactMap { $0["id"]?.stringValue }
                     cursor = reply.envelope.metadata["cursor"]?.stringValue
@@ -99,10 +109,14 @@ struct DashboardAPITests {
             #expect(try await search("zzz").isEmpty)
             #expect(try await h.send("GET", "/v1/subscribers?prefix=%01", key: h.tenantKey).status == 422)
 
-            #expect(try await h.send("PUT", "/v1/topics/sports", key: h.tenantKey, body: ["name": "Sports"]).status == 201)
+            #expect(
+                try await h.send("PUT", "/v1/topics/sports", key: h.tenantKey, body: ["name": "Sports"]).status == 201)
             #expect(try await h.send("PUT", "/v1/topics/news", key: h.tenantKey).status == 201)
             for topic in ["sports", "news"] {
-                #expect(try await h.send("POST", "/v1/topics/\(topic)/subscribers", key: h.tenantKey, body: ["ids": ["anna"]]).status == 200)
+                #expect(
+                    try await h.send(
+                        "POST", "/v1/topics/\(topic)/subscribers", key: h.tenantKey, body: ["ids": ["anna"]]
+                    ).status == 200)
             }
             let topics = try await h.send("GET", "/v1/subscribers/anna/topics", key: h.tenantKey)
             #expect(topics.items.map { $0["key"]?.stringValue } == ["news", "sports"])
@@ -116,10 +130,11 @@ struct DashboardAPITests {
         try await withGateway { h in
             let body: JSONValue = [
                 "title": "Hello", "body": "World", "data": ["orderId": 42], "deepLink": "demo://orders/42",
-                "action": ["name": "open_order", "data": ["id": 42]], "image": "https://example.com/a.jpg", "sound": "default",
+                "action": ["name": "open_order", "data": ["id": 42]], "image": "https://example.com/a.jpg",
+                "sound": "default",
                 "badge": 3, "interruptionLevel": "time-sensitive",
                 "actions": [["id": "view", "title": "View"], ["id": "stop", "title": "Stop", "destructive": true]],
-                "collapseId": "order-42",
+                "collapseId": "order-42"
             ]
             let reply = try await h.send("POST", "/v1/messages/preview", key: h.tenantKey, body: body)
             #expect(reply.status == 200)
@@ -130,11 +145,13 @@ struct DashboardAPITests {
             #expect(reply.data?["headers"]?["apns-push-type"] == "alert")
             #expect(reply.data?["headers"]?["apns-collapse-id"] == "order-42")
             // With a target, the target is checked too; nothing is sent either way.
-            let targeted = try await h.send("POST", "/v1/messages/preview", key: h.tenantKey,
-                                            body: ["where": "plan ==", "title": "x"])
+            let targeted = try await h.send(
+                "POST", "/v1/messages/preview", key: h.tenantKey,
+                body: ["where": "plan ==", "title": "x"])
             #expect(targeted.status == 422 && targeted.envelope.error?.details?.arrayValue?.first?["path"] == "where")
-            let invalid = try await h.send("POST", "/v1/messages/preview", key: h.tenantKey,
-                                           body: ["title": "x", "badge": -1, "actions": [["id": "a"]], "nonsense": true])
+            let invalid = try await h.send(
+                "POST", "/v1/messages/preview", key: h.tenantKey,
+                body: ["title": "x", "badge": -1, "actions": [["id": "a"]], "nonsense": true])
             #expect(invalid.status == 422)
             let paths = Set(invalid.envelope.error?.details?.arrayValue?.compactMap { $0["path"]?.stringValue } ?? [])
             #expect(paths.isSuperset(of: ["badge", "nonsense"]))
@@ -149,12 +166,14 @@ struct DashboardAPITests {
             // subscriber delivered and opened. One 3 days ago: 1 sent. One 10 days ago: outside both.
             func message(_ ago: String, _ deliveries: [(String, String, String?)]) async throws -> String {
                 let id = UUID().uuidString.lowercased()
-                try await h.postgres.execute("""
+                try await h.postgres.execute(
+                    """
                     INSERT INTO messages (id, tenant_id, target, content, created_at, status)
                     VALUES ($1::uuid, $2::uuid, '{"topic":"t"}', '{"title":"x"}', now() - $3::interval, 'fanned_out')
                     """, [id, h.tenantID, ago])
                 for (n, d) in deliveries.enumerated() {
-                    try await h.postgres.execute("""
+                    try await h.postgres.execute(
+                        """
                         INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
                                                 last_reason, sent_at)
                         VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, 'sandbox', $5, $6,
@@ -163,11 +182,16 @@ struct DashboardAPITests {
                 }
                 return id
             }
-            let recent = try await message("1 hour", [("s1", "sent", nil), ("s1", "sent", nil), ("s2", "sent", nil),
-                                                     ("s3", "invalid_token", "Unregistered")])
+            let recent = try await message(
+                "1 hour",
+                [
+                    ("s1", "sent", nil), ("s1", "sent", nil), ("s2", "sent", nil),
+                    ("s3", "invalid_token", "Unregistered")
+                ])
             _ = try await message("3 days", [("s4", "sent", nil)])
             _ = try await message("10 days", [("s5", "sent", nil)])
-            try await h.postgres.execute("""
+            try await h.postgres.execute(
+                """
                 INSERT INTO message_receipt_counts (tenant_id, message_id, delivered, opened) VALUES ($1::uuid, $2, 1, 1)
                 """, [h.tenantID, recent])
             let day = try await h.send("GET", "/v1/stats/messages?window=24h", key: h.tenantKey)
@@ -184,17 +208,23 @@ struct DashboardAPITests {
             #expect(try await h.send("GET", "/v1/stats/messages?window=1y", key: h.tenantKey).status == 422)
 
             // Events: per hour over 24 h and per name; older ones are outside.
-            for (n, (name, ago)) in [("app.opened", "10 minutes"), ("app.opened", "2 hours"), ("$app.opened", "3 hours"),
-                                     ("old.event", "3 days")].enumerated() {
-                try await h.postgres.execute("""
+            for (n, (name, ago)) in [
+                ("app.opened", "10 minutes"), ("app.opened", "2 hours"), ("$app.opened", "3 hours"),
+                ("old.event", "3 days")
+            ].enumerated() {
+                try await h.postgres.execute(
+                    """
                     INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at) VALUES ($1::uuid, $2, $3, 's1', now() - $4::interval)
                     """, [h.tenantID, "e\(n)", name, ago])
             }
             let events = try await h.send("GET", "/v1/stats/events", key: h.tenantKey)
             #expect(events.status == 200 && events.data?["total"] == 3)
             #expect(events.data?["hours"]?.arrayValue?.count == 24)
-            #expect(events.data?["names"] == [["name": "app.opened", "count": 2, "reserved": false],
-                                              ["name": "$app.opened", "count": 1, "reserved": true]])
+            #expect(
+                events.data?["names"] == [
+                    ["name": "app.opened", "count": 2, "reserved": false],
+                    ["name": "$app.opened", "count": 1, "reserved": true]
+                ])
             let other = try await h.createTenant("elsewhere")
             #expect(try await h.send("GET", "/v1/stats/events", key: other.key).data?["total"] == 0)
             #expect(try await h.send("GET", "/v1/stats/messages", key: other.key).data?["messages"] == 0)
@@ -205,7 +235,9 @@ struct DashboardAPITests {
 /// `Base64URL` of a text (the cursors' encoding), for forging a cursor.
 enum Base64URLText {
     static func encode(_ text: String) -> String {
-        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -11,8 +11,10 @@ import Testing
 /// put no data into markup.
 @Suite("Dashboard static files", .requiresTestStack)
 struct DashboardSiteTests {
-    func get(_ h: GatewayHarness, _ path: String, method: HTTPMethod = .GET,
-             headers: [String: String] = [:]) async throws -> HTTPClientResponse {
+    func get(
+        _ h: GatewayHarness, _ path: String, method: HTTPMethod = .GET,
+        headers: [String: String] = [:]
+    ) async throws -> HTTPClientResponse {
         var fields = HTTPHeaders()
         for (name, value) in headers { fields.add(name: name, value: value) }
         return try await h.client.execute(HTTPClientRequest(method: method, url: h.baseURL + path, headers: fields))
@@ -26,9 +28,13 @@ struct DashboardSiteTests {
                 let page = try await get(h, path)
                 #expect(page.status == 200, "\(path)")
                 #expect(page.headers["Content-Type"] == "text/html; charset=utf-8")
-                #expect(String(decoding: page.body, as: UTF8.self).contains("<script type=\"module\" src=\"/dashboard/app.js\">"))
+                #expect(
+                    String(decoding: page.body, as: UTF8.self).contains(
+                        "<script type=\"module\" src=\"/dashboard/app.js\">"))
                 let csp = page.headers["Content-Security-Policy"] ?? ""
-                #expect(csp.contains("default-src 'self'") && csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"))
+                #expect(
+                    csp.contains("default-src 'self'") && csp.contains("script-src 'self'")
+                        && !csp.contains("unsafe-inline"))
                 #expect(csp.contains("frame-ancestors 'none'"))
                 #expect(page.headers["X-Content-Type-Options"] == "nosniff")
                 #expect(page.headers["Cache-Control"] == "no-cache")
@@ -60,10 +66,12 @@ struct DashboardSiteTests {
     @Test func nothingOutsideTheFolderIsReachable() async throws {
         try await withGateway { h in
             // Sent byte for byte (curl would remove the dot segments before sending).
-            for path in ["/dashboard/../openapi.json", "/dashboard/%2e%2e/openapi.json", "/dashboard/..%2fPackage.swift",
-                         "/dashboard/missing.js", "/dashboard/lib", "/dashboard/.hidden", "/dashboard//etc/passwd",
-                         "/dashboard/lib/../app.js", "/dashboard/app.js%00.png", "/dashboard/./app.js",
-                         "/dashboard/../../../../etc/passwd"] {
+            for path in [
+                "/dashboard/../openapi.json", "/dashboard/%2e%2e/openapi.json", "/dashboard/..%2fPackage.swift",
+                "/dashboard/missing.js", "/dashboard/lib", "/dashboard/.hidden", "/dashboard//etc/passwd",
+                "/dashboard/lib/../app.js", "/dashboard/app.js%00.png", "/dashboard/./app.js",
+                "/dashboard/../../../../etc/passwd"
+            ] {
                 let (status, body) = try await rawGet(port: h.server.port, path: path)
                 #expect(status == 404, "\(path) answered \(status)")
                 #expect(!body.contains("import ") && !body.contains("root:"), "\(path)")
@@ -84,9 +92,13 @@ struct DashboardSiteTests {
                 address.sin_port = UInt16(port).bigEndian
                 address.sin_addr.s_addr = inet_addr("127.0.0.1")
                 let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
-                guard connected == 0 else { continuation.resume(throwing: HarnessError(description: "connect failed")); return }
+                guard connected == 0 else {
+                    continuation.resume(throwing: HarnessError(description: "connect failed")); return
+                }
                 let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
                 _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
                 var received: [UInt8] = []
@@ -106,13 +118,15 @@ struct DashboardSiteTests {
     /// A folder of the operator's own (BUZZKIT_DASHBOARD_DIR): symlinks and hidden files are skipped.
     @Test func aFolderOfOneselfServesItsRegularFilesOnly() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("site"))
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("pages"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("pages"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         try Data("<!doctype html>".utf8).write(to: dir.appendingPathComponent("index.html"))
         try Data("export {}".utf8).write(to: dir.appendingPathComponent("pages/a.js"))
         try Data("secret".utf8).write(to: dir.appendingPathComponent(".env"))
         try Data("x".utf8).write(to: dir.appendingPathComponent("notes.md"))
-        try FileManager.default.createSymbolicLink(atPath: dir.appendingPathComponent("passwd.txt").path, withDestinationPath: "/etc/passwd")
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appendingPathComponent("passwd.txt").path, withDestinationPath: "/etc/passwd")
         let site = try DashboardSite(directory: dir)
         #expect(site.paths == ["/dashboard", "/dashboard/index.html", "/dashboard/pages/a.js"])
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("empty"))
@@ -124,7 +138,8 @@ struct DashboardSiteTests {
     /// Nothing is loaded from another host, there is no inline script or style, and no page builds
     /// markup from strings (`innerHTML`, `outerHTML`, `insertAdjacentHTML`, `document.write`).
     @Test func thePagesLoadNothingFromElsewhereAndNeverParseDataAsMarkup() throws {
-        let root = URL(fileURLWithPath: TestEnvironment.repositoryRoot).appendingPathComponent("Services/gateway/App/Dashboard")
+        let root = URL(fileURLWithPath: TestEnvironment.repositoryRoot).appendingPathComponent(
+            "Services/gateway/App/Dashboard")
         let site = try DashboardSite(directory: root)
         #expect(site.paths.count >= 15)
         let walker = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil))
@@ -133,20 +148,33 @@ struct DashboardSiteTests {
             let text = try String(contentsOf: url, encoding: .utf8)
             let name = url.lastPathComponent
             checked += 1
-            for forbidden in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "@import"] {
+            for forbidden in [
+                "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "@import"
+            ] {
                 #expect(!text.contains(forbidden), "\(name) uses \(forbidden)")
             }
-            for pattern in [#"(import|from)\s*['"]https?:"#, #"url\(\s*['"]?https?:"#, #"(src|href)\s*=\s*["']?(https?:)?//"#] {
-                #expect(text.range(of: pattern, options: .regularExpression) == nil, "\(name) loads from another host (\(pattern))")
+            for pattern in [
+                #"(import|from)\s*['"]https?:"#, #"url\(\s*['"]?https?:"#, #"(src|href)\s*=\s*["']?(https?:)?//"#
+            ] {
+                #expect(
+                    text.range(of: pattern, options: .regularExpression) == nil,
+                    "\(name) loads from another host (\(pattern))")
             }
             if url.pathExtension == "html" {
-                #expect(text.range(of: #"<script(?![^>]*\bsrc=)"#, options: .regularExpression) == nil, "\(name) has an inline script")
-                #expect(text.range(of: #"\sstyle\s*="#, options: .regularExpression) == nil, "\(name) has an inline style")
+                #expect(
+                    text.range(of: #"<script(?![^>]*\bsrc=)"#, options: .regularExpression) == nil,
+                    "\(name) has an inline script")
+                #expect(
+                    text.range(of: #"\sstyle\s*="#, options: .regularExpression) == nil, "\(name) has an inline style")
                 #expect(text.range(of: #"<style"#, options: .regularExpression) == nil, "\(name) has a style element")
-                #expect(text.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil, "\(name) has an inline handler")
+                #expect(
+                    text.range(of: #"\son[a-z]+\s*="#, options: .regularExpression) == nil,
+                    "\(name) has an inline handler")
             }
             if url.pathExtension == "js" {
-                #expect(text.range(of: #"setAttribute\(\s*['"](style|on)"#, options: .regularExpression) == nil, "\(name) sets a style or handler attribute")
+                #expect(
+                    text.range(of: #"setAttribute\(\s*['"](style|on)"#, options: .regularExpression) == nil,
+                    "\(name) sets a style or handler attribute")
             }
         }
         #expect(checked >= 15)

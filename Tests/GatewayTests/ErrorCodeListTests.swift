@@ -28,7 +28,9 @@ struct ErrorCodeListTests {
         for route in GatewayRoute.table {
             for code in route.errorCodes {
                 let listed = ErrorCode.all.first { $0 == code }
-                #expect(listed?.httpStatus == code.httpStatus, "\(route.method) \(route.path): \(code) is not in ErrorCode.all")
+                #expect(
+                    listed?.httpStatus == code.httpStatus,
+                    "\(route.method) \(route.path): \(code) is not in ErrorCode.all")
             }
         }
     }
@@ -42,8 +44,10 @@ struct ErrorCodeListTests {
                 #expect(documented.updateValue(status, forKey: name) == nil, "README lists \(name) twice")
             }
         }
-        #expect(documented == Dictionary(uniqueKeysWithValues: Self.all),
-                "README.md's error-code table and ErrorCode.all differ: only in README \(Set(documented.keys).subtracting(ErrorCode.all.map(\.rawValue)).sorted()), only in ErrorCode.all \(Set(ErrorCode.all.map(\.rawValue)).subtracting(documented.keys).sorted())")
+        #expect(
+            documented == Dictionary(uniqueKeysWithValues: Self.all),
+            "README.md's error-code table and ErrorCode.all differ: only in README \(Set(documented.keys).subtracting(ErrorCode.all.map(\.rawValue)).sorted()), only in ErrorCode.all \(Set(ErrorCode.all.map(\.rawValue)).subtracting(documented.keys).sorted())"
+        )
     }
 
     /// Every `ErrorCode("name", httpStatus: n)` in Shared/ and Services/ is in `ErrorCode.all`
@@ -53,7 +57,9 @@ struct ErrorCodeListTests {
         #expect(!declared.isEmpty)
         for (name, status, file) in declared {
             let listed = ErrorCode.all.first { $0.rawValue == name }
-            #expect(listed?.httpStatus == status, "\(file) declares \(name) (\(status)): add it to ErrorCode.all and the README table")
+            #expect(
+                listed?.httpStatus == status,
+                "\(file) declares \(name) (\(status)): add it to ErrorCode.all and the README table")
         }
     }
 
@@ -63,14 +69,19 @@ struct ErrorCodeListTests {
     /// code names and its status.
     static func errorTable(_ markdown: String) -> [([String], Int)]? {
         let lines = markdown.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard let header = lines.firstIndex(where: { $0.replacingOccurrences(of: " ", with: "") == "|code|status|when|" })
+        guard
+            let header = lines.firstIndex(where: { $0.replacingOccurrences(of: " ", with: "") == "|code|status|when|" })
         else { return nil }
         var rows: [([String], Int)] = []
         for line in lines[(header + 2)...] {
             guard line.hasPrefix("|") else { break }
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             guard cells.count > 2, let status = Int(cells[2]) else { continue }
-            let names = cells[1].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            let names = cells[1].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter {
+                $0.offset % 2 == 1
+            }.map { String($0.element) }
             rows.append((names, status))
         }
         return rows
@@ -86,7 +97,8 @@ struct ErrorCodeListTests {
                 let text = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
                 let range = NSRange(text.startIndex..., in: text)
                 for match in pattern.matches(in: text, range: range) {
-                    guard let name = Range(match.range(at: 1), in: text), let status = Range(match.range(at: 2), in: text)
+                    guard let name = Range(match.range(at: 1), in: text),
+                        let status = Range(match.range(at: 2), in: text)
                     else { continue }
                     found.append((String(text[name]), Int(text[status]) ?? 0, folder + "/" + file))
                 }

@@ -16,8 +16,9 @@ struct EventsEndToEndTests {
         var configuration = IngestConfiguration(consumerName: "e2e")
         configuration.ingestStream = h.gateway.configuration.ingestStream
         configuration.eventsStream = StreamName("bk:test:\(h.schema):events")
-        let services = IngestService.makeServices(postgres: h.postgres, redis: h.redis, configuration: configuration,
-                                                  logger: .silent(), metrics: MetricsRegistry())
+        let services = IngestService.makeServices(
+            postgres: h.postgres, redis: h.redis, configuration: configuration,
+            logger: .silent(), metrics: MetricsRegistry())
         let tasks = services.map { service in Task { try? await service.run() } }
         do {
             try await body()
@@ -30,13 +31,18 @@ struct EventsEndToEndTests {
         for task in tasks { await task.value }
     }
 
-    func batch(_ identity: (String, String), ids: Range<Int>, prefix: String, name: String = "workout.completed") -> JSONValue {
+    func batch(_ identity: (String, String), ids: Range<Int>, prefix: String, name: String = "workout.completed")
+        -> JSONValue
+    {
         .object([
             identity.0: .string(identity.1),
-            "events": .array(ids.map { n in
-                ["id": .string("\(prefix)-\(n)"), "name": .string(name), "data": ["n": .int(Int64(n))],
-                 "timestamp": "2026-11-20T10:00:00Z"]
-            }),
+            "events": .array(
+                ids.map { n in
+                    [
+                        "id": .string("\(prefix)-\(n)"), "name": .string(name), "data": ["n": .int(Int64(n))],
+                        "timestamp": "2026-11-20T10:00:00Z"
+                    ]
+                })
         ])
     }
 
@@ -88,17 +94,27 @@ struct EventsEndToEndTests {
             #expect(rejected.status == 422)
             #expect(rejected.code == "batch_too_large")
 
-            let bad: JSONValue = ["subscriberId": "s", "events": [
-                ["id": "ok-0", "name": "fine", "timestamp": "2026-11-20T10:00:00Z"],
-                ["id": "bad-1", "name": "", "timestamp": "2026-11-20T10:00:00Z"],
-                ["id": "bad-2", "name": "$notification.opened", "data": ["action": "x"], "timestamp": "2026-11-20T10:00:00Z"],
-                ["id": "bad-3", "name": .string(String(repeating: "a", count: 129)), "timestamp": "2026-11-20T10:00:00Z"],
-            ]]
+            let bad: JSONValue = [
+                "subscriberId": "s",
+                "events": [
+                    ["id": "ok-0", "name": "fine", "timestamp": "2026-11-20T10:00:00Z"],
+                    ["id": "bad-1", "name": "", "timestamp": "2026-11-20T10:00:00Z"],
+                    [
+                        "id": "bad-2", "name": "$notification.opened", "data": ["action": "x"],
+                        "timestamp": "2026-11-20T10:00:00Z"
+                    ],
+                    [
+                        "id": "bad-3", "name": .string(String(repeating: "a", count: 129)),
+                        "timestamp": "2026-11-20T10:00:00Z"
+                    ]
+                ]
+            ]
             let reply = try await h.send("POST", "/v1/events", key: h.tenantKey, body: bad)
             #expect(reply.status == 422)
             #expect(reply.code == "validation_failed")
-            let indexes = Set((reply.envelope.error?.details?.arrayValue ?? reply.envelope.error?.details?["issues"]?.arrayValue ?? [])
-                .compactMap { $0["index"]?.intValue })
+            let indexes = Set(
+                (reply.envelope.error?.details?.arrayValue ?? reply.envelope.error?.details?["issues"]?.arrayValue ?? [])
+                    .compactMap { $0["index"]?.intValue })
             #expect(indexes == [1, 2, 3], "\(reply.envelope.error?.details?.jsonString ?? "")")
         }
     }
@@ -108,18 +124,24 @@ struct EventsEndToEndTests {
             try await withIngest(h) {
                 let installation = try await h.registerInstallation("anon-42")
                 let before = batch(("anonymousId", "anon-42"), ids: 0..<3, prefix: "before")
-                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: before, installation: installation).status == 202)
-                let identify = try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                                body: ["anonymousId": "anon-42", "subscriberId": "user-42"],
-                                                installation: installation)
+                #expect(
+                    try await h.send("POST", "/v1/events", key: h.clientKey, body: before, installation: installation)
+                        .status == 202)
+                let identify = try await h.send(
+                    "POST", "/v1/identify", key: h.clientKey,
+                    body: ["anonymousId": "anon-42", "subscriberId": "user-42"],
+                    installation: installation)
                 #expect(identify.status == 200 || identify.status == 201, "\(identify.envelope)")
                 let after = batch(("anonymousId", "anon-42"), ids: 0..<2, prefix: "after")
-                #expect(try await h.send("POST", "/v1/events", key: h.clientKey, body: after, installation: installation).status == 202)
+                #expect(
+                    try await h.send("POST", "/v1/events", key: h.clientKey, body: after, installation: installation)
+                        .status == 202)
                 let direct = batch(("subscriberId", "user-42"), ids: 0..<1, prefix: "direct")
                 #expect(try await h.send("POST", "/v1/events", key: h.tenantKey, body: direct).status == 202)
                 let all = try await events(h, "user-42", count: 6)
-                #expect(Set(all.compactMap { $0["id"]?.stringValue })
-                    == ["before-0", "before-1", "before-2", "after-0", "after-1", "direct-0"])
+                #expect(
+                    Set(all.compactMap { $0["id"]?.stringValue })
+                        == ["before-0", "before-1", "before-2", "after-0", "after-1", "direct-0"])
             }
         }
     }
@@ -128,11 +150,13 @@ struct EventsEndToEndTests {
         try await withGateway { h in
             #expect(try await h.send("PUT", "/v1/subscribers/s1", key: h.tenantKey, body: [:]).status == 201)
             let installation = try await h.registerInstallation("anon-s1")
-            let tracked = try await h.send("POST", "/v1/events", key: h.clientKey,
-                                           body: batch(("anonymousId", "anon-s1"), ids: 0..<1, prefix: "c"),
-                                           installation: installation)
+            let tracked = try await h.send(
+                "POST", "/v1/events", key: h.clientKey,
+                body: batch(("anonymousId", "anon-s1"), ids: 0..<1, prefix: "c"),
+                installation: installation)
             #expect(tracked.status == 202)
-            let read = try await h.send("GET", "/v1/subscribers/s1/events", key: h.clientKey, installation: installation)
+            let read = try await h.send(
+                "GET", "/v1/subscribers/s1/events", key: h.clientKey, installation: installation)
             #expect(read.status == 403)
             #expect(read.code == "forbidden_scope")
         }

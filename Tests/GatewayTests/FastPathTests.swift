@@ -12,14 +12,18 @@ struct FastPathTests {
     /// Tokens leased from Redis several at a time are spent locally: the hot routes still carry
     /// the RateLimit-* headers, `Remaining` counts down to 0, and the burst still ends in a 429.
     @Test func hotRoutesCountDownAndStopAtTheBurst() async throws {
-        let limit = RateLimitConfiguration(requestsPerSecond: 0.001, burst: 6, leaseSize: 3, keyPrefix: "bk:test:\(UUID().uuidString):")
+        let limit = RateLimitConfiguration(
+            requestsPerSecond: 0.001, burst: 6, leaseSize: 3, keyPrefix: "bk:test:\(UUID().uuidString):")
         try await withGateway(rateLimit: limit) { h in
             var remaining: [Int] = []
             var limited: Reply?
             for n in 0..<30 {
-                let reply = n.isMultiple(of: 2)
+                let reply =
+                    n.isMultiple(of: 2)
                     ? try await h.send("GET", "/v1/subscribers/fast-\(n)", key: h.tenantKey)
-                    : try await h.send("PUT", "/v1/subscribers/fast-\(n)", key: h.tenantKey, body: ["attributes": ["n": .int(Int64(n))]])
+                    : try await h.send(
+                        "PUT", "/v1/subscribers/fast-\(n)", key: h.tenantKey,
+                        body: ["attributes": ["n": .int(Int64(n))]])
                 #expect(reply.headers["RateLimit-Limit"] == "6")
                 #expect(reply.headers["RateLimit-Reset"] != nil)
                 let left = try #require(Int(reply.headers["RateLimit-Remaining"] ?? ""))
@@ -46,11 +50,13 @@ struct FastPathTests {
                 #expect(scope.envelope.error?.details?["scope"] == "subscribers:read")
                 #expect(scope.headers["RateLimit-Limit"] != nil && scope.headers["RateLimit-Remaining"] != nil)
 
-                let tenant = try await h.send("GET", "/v1/subscribers/anyone", key: h.tenantKey, tenant: UUID().uuidString)
+                let tenant = try await h.send(
+                    "GET", "/v1/subscribers/anyone", key: h.tenantKey, tenant: UUID().uuidString)
                 #expect(tenant.status == 403 && tenant.code == "forbidden_tenant")
                 #expect(tenant.headers["RateLimit-Limit"] != nil)
 
-                let unknown = try await h.send("GET", "/v1/subscribers/anyone", key: "bk_tk_" + String(repeating: "A", count: 43))
+                let unknown = try await h.send(
+                    "GET", "/v1/subscribers/anyone", key: "bk_tk_" + String(repeating: "A", count: 43))
                 #expect(unknown.status == 401 && unknown.code == "unauthorized")
                 #expect(unknown.envelope.metadata["requestId"]?.stringValue?.isEmpty == false)
             }
@@ -61,11 +67,14 @@ struct FastPathTests {
     /// and a tenant of no workspace stays 404 either way.
     @Test func workspaceKeysTenantFromTheCacheAgrees() async throws {
         try await withGateway { h in
-            #expect(try await h.send("PUT", "/v1/subscribers/ws-user", key: h.workspaceKey, tenant: h.tenantID).status == 201)
+            #expect(
+                try await h.send("PUT", "/v1/subscribers/ws-user", key: h.workspaceKey, tenant: h.tenantID).status
+                    == 201)
             for _ in 0..<3 {
                 let reply = try await h.send("GET", "/v1/subscribers/ws-user", key: h.workspaceKey, tenant: h.tenantID)
                 #expect(reply.status == 200 && reply.data?["id"] == "ws-user")
-                let missing = try await h.send("GET", "/v1/subscribers/ws-user", key: h.workspaceKey, tenant: UUID().uuidString)
+                let missing = try await h.send(
+                    "GET", "/v1/subscribers/ws-user", key: h.workspaceKey, tenant: UUID().uuidString)
                 #expect(missing.status == 404 && missing.code == "tenant_not_found")
                 let none = try await h.send("GET", "/v1/subscribers/ws-user", key: h.workspaceKey)
                 #expect(none.status == 400 && none.code == "tenant_required")

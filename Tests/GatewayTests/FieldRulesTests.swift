@@ -10,7 +10,9 @@ struct FieldRulesTests {
         #expect(FieldRules.locale(tag) == nil)
     }
 
-    @Test(arguments: ["", "e", "engl", "12-US", "en-", "-US", "en--US", "en-abcdefghi", "é-FR", "en US", "en-US.UTF-8", "en-ü"])
+    @Test(arguments: [
+        "", "e", "engl", "12-US", "en-", "-US", "en--US", "en-abcdefghi", "é-FR", "en US", "en-US.UTF-8", "en-ü"
+    ])
     func refusesAnythingElse(_ tag: String) {
         #expect(FieldRules.locale(tag) == "must be a BCP 47 language tag such as en-US")
     }

@@ -48,10 +48,12 @@ final class GatewayHarness: Sendable {
         postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
         redis = try RedisTestSupport.client()
         if other == nil { try await Self.migrate(postgres) }
-        let settings = try ServiceSettings(serviceName: "gateway", environment: [
-            "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
-            "BUZZKIT_HTTP_PORT": "0",
-        ])
+        let settings = try ServiceSettings(
+            serviceName: "gateway",
+            environment: [
+                "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
+                "BUZZKIT_HTTP_PORT": "0"
+            ])
         runtime = try ServiceRuntime(settings: settings, logger: .silent())
         var configuration = GatewayConfiguration(
             secretKey: SecureRandom.bytes(32),
@@ -60,8 +62,9 @@ final class GatewayHarness: Sendable {
         configuration.ingestStream = StreamName("bk:test:\(schema):ingest")
         configuration.liveActivityStream = StreamName("bk:test:\(schema):la")
         configuration.liveActivityDeadline = .milliseconds(500)
-        gateway = try Gateway(configuration: configuration, postgres: postgres, redis: redis, logger: .silent(),
-                              metrics: MetricsRegistry())
+        gateway = try Gateway(
+            configuration: configuration, postgres: postgres, redis: redis, logger: .silent(),
+            metrics: MetricsRegistry())
         var router = runtime.makeRouter()
         gateway.register(on: &router)
         server = HTTPServer(router: router, logger: .silent())
@@ -93,8 +96,10 @@ final class GatewayHarness: Sendable {
         redis.close()
     }
 
-    func send(_ method: String, _ path: String, key: String? = nil, tenant: String? = nil, body: JSONValue? = nil,
-              installation: String? = nil, headers extra: [String: String] = [:]) async throws -> Reply {
+    func send(
+        _ method: String, _ path: String, key: String? = nil, tenant: String? = nil, body: JSONValue? = nil,
+        installation: String? = nil, headers extra: [String: String] = [:]
+    ) async throws -> Reply {
         var headers = HTTPHeaders()
         if let installation { headers.add(name: "BuzzKit-Installation", value: installation) }
         if let key { headers.add(name: "Authorization", value: "Bearer \(key)") }
@@ -105,8 +110,10 @@ final class GatewayHarness: Sendable {
             bytes = body.jsonBytes
             headers.add(name: "Content-Type", value: "application/json")
         }
-        let response = try await client.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method),
-                                                                   url: baseURL + path, headers: headers, body: bytes))
+        let response = try await client.execute(
+            HTTPClientRequest(
+                method: HTTPMethod(rawValue: method),
+                url: baseURL + path, headers: headers, body: bytes))
         let envelope = (try? Envelope.decode(response.body)) ?? Envelope.success(nil)
         return Reply(status: response.status, headers: response.headers, envelope: envelope)
     }
@@ -125,7 +132,8 @@ final class GatewayHarness: Sendable {
 
     /// Registers an installation through the API (client key by default) and returns its token.
     func registerInstallation(_ anonymousID: String, key: String? = nil) async throws -> String {
-        let reply = try await send("POST", "/v1/installations", key: key ?? clientKey, body: ["anonymousId": .string(anonymousID)])
+        let reply = try await send(
+            "POST", "/v1/installations", key: key ?? clientKey, body: ["anonymousId": .string(anonymousID)])
         guard reply.status == 201, let token = reply.data?["token"]?.stringValue else {
             throw HarnessError(description: "registering an installation failed: \(reply.status) \(reply.envelope)")
         }
@@ -148,7 +156,9 @@ struct HarnessError: Error, CustomStringConvertible {
 }
 
 /// Runs `body` with a fresh harness and always closes it.
-func withGateway<T>(rateLimit: RateLimitConfiguration? = nil, _ body: (GatewayHarness) async throws -> T) async throws -> T {
+func withGateway<T>(rateLimit: RateLimitConfiguration? = nil, _ body: (GatewayHarness) async throws -> T) async throws
+    -> T
+{
     let harness = try await GatewayHarness(rateLimit: rateLimit)
     do {
         let result = try await body(harness)

@@ -10,26 +10,36 @@ import Testing
 struct InstallationTests {
     /// A request on a client-key route, made for `identity` (the subscriber id in the path, the
     /// events' identity, identify's anonymous id).
-    static func request(_ route: GatewayRoute, identity: String, anonymous: Bool = true) -> (String, String, JSONValue?) {
+    static func request(_ route: GatewayRoute, identity: String, anonymous: Bool = true) -> (String, String, JSONValue?)
+    {
         let token = deviceToken("device-\(identity)")
         switch route.operationID {
         case "trackEvents":
             let event = Self.event(UUID().uuidString)
-            return ("POST", "/v1/events", [anonymous ? "anonymousId" : "subscriberId": .string(identity), "events": [event]])
+            return (
+                "POST", "/v1/events", [anonymous ? "anonymousId" : "subscriberId": .string(identity), "events": [event]]
+            )
         case "registerDevice":
             return ("PUT", "/v1/subscribers/\(identity)/devices/\(token)", ["environment": "sandbox"])
         case "deleteDevice":
             return ("DELETE", "/v1/subscribers/\(identity)/devices/\(token)", nil)
         case "registerLiveActivity":
-            return ("PUT", "/v1/subscribers/\(identity)/live-activities/act-\(identity)",
-                    ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
+            return (
+                "PUT", "/v1/subscribers/\(identity)/live-activities/act-\(identity)",
+                ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"]
+            )
         case "endLiveActivity":
             return ("DELETE", "/v1/subscribers/\(identity)/live-activities/act-\(identity)", nil)
         case "registerLiveActivityStartToken":
-            return ("PUT", "/v1/subscribers/\(identity)/live-activity-start-tokens/MatchAttributes",
-                    ["token": .string(token), "environment": "sandbox"])
+            return (
+                "PUT", "/v1/subscribers/\(identity)/live-activity-start-tokens/MatchAttributes",
+                ["token": .string(token), "environment": "sandbox"]
+            )
         case "identify":
-            return ("POST", "/v1/identify", ["anonymousId": .string(identity), "subscriberId": .string("user-of-\(identity)")])
+            return (
+                "POST", "/v1/identify",
+                ["anonymousId": .string(identity), "subscriberId": .string("user-of-\(identity)")]
+            )
         default:
             Issue.record("no sample request for the client-key route \(route.method) \(route.path)")
             return (route.method, route.path, nil)
@@ -46,8 +56,11 @@ struct InstallationTests {
     @Test func everyClientKeyRouteIsBoundToTheInstallation() async throws {
         try await withGateway { h in
             let routes = GatewayRoute.table.filter(\.needsInstallation)
-            #expect(Set(routes.map(\.operationID)) == ["trackEvents", "registerDevice", "deleteDevice", "identify",
-                                                       "registerLiveActivity", "endLiveActivity", "registerLiveActivityStartToken"])
+            #expect(
+                Set(routes.map(\.operationID)) == [
+                    "trackEvents", "registerDevice", "deleteDevice", "identify",
+                    "registerLiveActivity", "endLiveActivity", "registerLiveActivityStartToken"
+                ])
             // Tenant B with its own client key and installation.
             let b = try await h.createTenant("tenant-b")
             let bClient = try await h.createKey(scopes: ["events:write"], tenant: b.id, kind: "client")
@@ -67,8 +80,9 @@ struct InstallationTests {
                 #expect(missing.status == 401 && missing.code == "installation_required", "\(label)")
                 let foreign = try await h.send(m2, p2, key: h.clientKey, body: b2, installation: bToken)
                 #expect(foreign.status == 401 && foreign.code == "unauthorized", "\(label)")
-                let unknown = try await h.send(m2, p2, key: h.clientKey, body: b2,
-                                               installation: "bk_inst_" + String(repeating: "A", count: 43))
+                let unknown = try await h.send(
+                    m2, p2, key: h.clientKey, body: b2,
+                    installation: "bk_inst_" + String(repeating: "A", count: 43))
                 #expect(unknown.status == 401 && unknown.code == "unauthorized", "\(label)")
                 let garbage = try await h.send(m2, p2, key: h.clientKey, body: b2, installation: "nope")
                 #expect(garbage.status == 401 && garbage.code == "unauthorized", "\(label)")
@@ -85,36 +99,48 @@ struct InstallationTests {
 
     @Test func registrationShowsTheTokenOnceStoresItsHashAndRefusesATakenAnonymousID() async throws {
         try await withGateway { h in
-            let reply = try await h.send("POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": "anon-reg"])
+            let reply = try await h.send(
+                "POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": "anon-reg"])
             #expect(reply.status == 201)
             let token = try #require(reply.data?["token"]?.stringValue)
             #expect(token.hasPrefix("bk_inst_") && token.utf8.count == 8 + 43)
             #expect(reply.data?["anonymousId"] == "anon-reg" && reply.data?["subscriberId"] == .null)
             #expect(UUID(uuidString: reply.data?["id"]?.stringValue ?? "") != nil)
             #expect(reply.data?["createdAt"]?.stringValue != nil)
-            let rows = try await h.postgres.query("SELECT token_hash FROM installations WHERE anonymous_id = 'anon-reg'")
+            let rows = try await h.postgres.query(
+                "SELECT token_hash FROM installations WHERE anonymous_id = 'anon-reg'")
             #expect(try rows.first?.decode(Data.self, at: 0) == Data(Digest.sha256(Array(token.utf8))))
 
-            let again = try await h.send("POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": "anon-reg"])
+            let again = try await h.send(
+                "POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": "anon-reg"])
             #expect(again.status == 409 && again.code == "installation_exists")
             #expect(again.data == nil)
             // A server key with subscribers:write may register too; the same anonymous id is taken for it as well.
-            #expect(try await h.send("POST", "/v1/installations", key: h.tenantKey, body: ["anonymousId": "anon-reg"]).code
-                == "installation_exists")
-            #expect(try await h.send("POST", "/v1/installations", key: h.tenantKey, body: ["anonymousId": "anon-srv"]).status == 201)
+            #expect(
+                try await h.send("POST", "/v1/installations", key: h.tenantKey, body: ["anonymousId": "anon-reg"]).code
+                    == "installation_exists")
+            #expect(
+                try await h.send("POST", "/v1/installations", key: h.tenantKey, body: ["anonymousId": "anon-srv"])
+                    .status == 201)
             // Another tenant may use the same anonymous id.
             let b = try await h.createTenant("tenant-b")
             let bClient = try await h.createKey(scopes: ["events:write"], tenant: b.id, kind: "client")
-            #expect(try await h.send("POST", "/v1/installations", key: bClient, body: ["anonymousId": "anon-reg"]).status == 201)
+            #expect(
+                try await h.send("POST", "/v1/installations", key: bClient, body: ["anonymousId": "anon-reg"]).status
+                    == 201)
 
-            for bad: JSONValue in [[:], ["anonymousId": ""], ["anonymousId": .string(String(repeating: "é", count: 65))],
-                                   ["anonymousId": 3], ["anonymousId": "a", "extra": 1]] {
+            for bad: JSONValue in [
+                [:], ["anonymousId": ""], ["anonymousId": .string(String(repeating: "é", count: 65))],
+                ["anonymousId": 3], ["anonymousId": "a", "extra": 1]
+            ] {
                 let invalid = try await h.send("POST", "/v1/installations", key: h.clientKey, body: bad)
                 #expect(invalid.status == 422 && invalid.code == "validation_failed", "\(bad)")
             }
             // 128 bytes exactly is fine.
             let longest = String(repeating: "x", count: 128)
-            #expect(try await h.send("POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": .string(longest)]).status == 201)
+            #expect(
+                try await h.send("POST", "/v1/installations", key: h.clientKey, body: ["anonymousId": .string(longest)])
+                    .status == 201)
         }
     }
 
@@ -123,34 +149,51 @@ struct InstallationTests {
         try await withGateway { h in
             let token = try await h.registerInstallation("anon-id")
             let event = Self.event("e1")
-            let early = try await h.send("POST", "/v1/events", key: h.clientKey,
-                                         body: ["subscriberId": "user-a", "events": [event]], installation: token)
+            let early = try await h.send(
+                "POST", "/v1/events", key: h.clientKey,
+                body: ["subscriberId": "user-a", "events": [event]], installation: token)
             #expect(early.status == 403 && early.code == "forbidden_installation")
 
-            let identify = try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                            body: ["anonymousId": "anon-id", "subscriberId": "user-a"], installation: token)
+            let identify = try await h.send(
+                "POST", "/v1/identify", key: h.clientKey,
+                body: ["anonymousId": "anon-id", "subscriberId": "user-a"], installation: token)
             #expect(identify.status == 200)
-            #expect(try await h.send("POST", "/v1/events", key: h.clientKey,
-                                     body: ["subscriberId": "user-a", "events": [event]], installation: token).status == 202)
+            #expect(
+                try await h.send(
+                    "POST", "/v1/events", key: h.clientKey,
+                    body: ["subscriberId": "user-a", "events": [event]], installation: token
+                ).status == 202)
             let device = deviceToken("d-user-a")
-            #expect(try await h.send("PUT", "/v1/subscribers/user-a/devices/\(device)", key: h.clientKey,
-                                     body: ["environment": "sandbox"], installation: token).status == 201)
+            #expect(
+                try await h.send(
+                    "PUT", "/v1/subscribers/user-a/devices/\(device)", key: h.clientKey,
+                    body: ["environment": "sandbox"], installation: token
+                ).status == 201)
             // The anonymous id still works.
-            #expect(try await h.send("POST", "/v1/events", key: h.clientKey,
-                                     body: ["anonymousId": "anon-id", "events": [event]], installation: token).status == 202)
+            #expect(
+                try await h.send(
+                    "POST", "/v1/events", key: h.clientKey,
+                    body: ["anonymousId": "anon-id", "events": [event]], installation: token
+                ).status == 202)
 
-            let moved = try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                         body: ["anonymousId": "anon-id", "subscriberId": "user-b"], installation: token)
+            let moved = try await h.send(
+                "POST", "/v1/identify", key: h.clientKey,
+                body: ["anonymousId": "anon-id", "subscriberId": "user-b"], installation: token)
             #expect(moved.status == 200)
-            let old = try await h.send("POST", "/v1/events", key: h.clientKey,
-                                       body: ["subscriberId": "user-a", "events": [event]], installation: token)
+            let old = try await h.send(
+                "POST", "/v1/events", key: h.clientKey,
+                body: ["subscriberId": "user-a", "events": [event]], installation: token)
             #expect(old.status == 403 && old.code == "forbidden_installation")
-            #expect(try await h.send("POST", "/v1/events", key: h.clientKey,
-                                     body: ["subscriberId": "user-b", "events": [event]], installation: token).status == 202)
+            #expect(
+                try await h.send(
+                    "POST", "/v1/events", key: h.clientKey,
+                    body: ["subscriberId": "user-b", "events": [event]], installation: token
+                ).status == 202)
             // Identify for another installation's anonymous id is refused.
             _ = try await h.registerInstallation("anon-other")
-            let foreign = try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                           body: ["anonymousId": "anon-other", "subscriberId": "user-c"], installation: token)
+            let foreign = try await h.send(
+                "POST", "/v1/identify", key: h.clientKey,
+                body: ["anonymousId": "anon-other", "subscriberId": "user-c"], installation: token)
             #expect(foreign.status == 403 && foreign.code == "forbidden_installation")
         }
     }
@@ -162,12 +205,19 @@ struct InstallationTests {
             do {
                 let token = try await h.registerInstallation("anon-rep")
                 let event = Self.event("e1")
-                #expect(try await replica.send("POST", "/v1/events", key: h.clientKey,
-                                               body: ["anonymousId": "anon-rep", "events": [event]], installation: token).status == 202)
-                #expect(try await h.send("POST", "/v1/identify", key: h.clientKey,
-                                         body: ["anonymousId": "anon-rep", "subscriberId": "user-rep"], installation: token).status == 200)
-                let after = try await replica.send("POST", "/v1/events", key: h.clientKey,
-                                                   body: ["subscriberId": "user-rep", "events": [event]], installation: token)
+                #expect(
+                    try await replica.send(
+                        "POST", "/v1/events", key: h.clientKey,
+                        body: ["anonymousId": "anon-rep", "events": [event]], installation: token
+                    ).status == 202)
+                #expect(
+                    try await h.send(
+                        "POST", "/v1/identify", key: h.clientKey,
+                        body: ["anonymousId": "anon-rep", "subscriberId": "user-rep"], installation: token
+                    ).status == 200)
+                let after = try await replica.send(
+                    "POST", "/v1/events", key: h.clientKey,
+                    body: ["subscriberId": "user-rep", "events": [event]], installation: token)
                 #expect(after.status == 202, "\(after.envelope)")
             } catch {
                 await replica.close()
@@ -189,21 +239,27 @@ struct InstallationTests {
                 let event = Self.event("e1")
                 let body: JSONValue = ["anonymousId": "anon-rev", "events": [event]]
                 // Any client key of the tenant may carry the token; both replicas cache it now.
-                #expect(try await h.send("POST", "/v1/events", key: newKey, body: body, installation: token).status == 202)
-                #expect(try await replica.send("POST", "/v1/events", key: newKey, body: body, installation: token).status == 202)
+                #expect(
+                    try await h.send("POST", "/v1/events", key: newKey, body: body, installation: token).status == 202)
+                #expect(
+                    try await replica.send("POST", "/v1/events", key: newKey, body: body, installation: token).status
+                        == 202)
                 let list = try await h.send("GET", "/v1/api-keys?limit=200", key: h.workspaceKey)
-                let id = try #require(list.items.first { $0["prefix"]?.stringValue == String(oldKey.prefix(14)) }?["id"]?.stringValue)
+                let id = try #require(
+                    list.items.first { $0["prefix"]?.stringValue == String(oldKey.prefix(14)) }?["id"]?.stringValue)
                 #expect(try await h.send("DELETE", "/v1/api-keys/\(id)", key: h.workspaceKey).status == 200)
 
                 let after = try await h.send("POST", "/v1/events", key: newKey, body: body, installation: token)
                 #expect(after.status == 401 && after.code == "unauthorized")
                 let stopped = try await RedisTestSupport.eventually(limit: .seconds(20)) {
-                    try await replica.send("POST", "/v1/events", key: newKey, body: body, installation: token).status == 401
+                    try await replica.send("POST", "/v1/events", key: newKey, body: body, installation: token).status
+                        == 401
                 }
                 #expect(stopped)
                 // The anonymous id is free again: the app registers anew with its new key.
                 let fresh = try await h.registerInstallation("anon-rev", key: newKey)
-                #expect(try await h.send("POST", "/v1/events", key: newKey, body: body, installation: fresh).status == 202)
+                #expect(
+                    try await h.send("POST", "/v1/events", key: newKey, body: body, installation: fresh).status == 202)
             } catch {
                 await replica.close()
                 throw error

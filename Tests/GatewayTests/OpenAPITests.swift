@@ -18,8 +18,10 @@ struct OpenAPITests {
             }
             let table = Set(GatewayRoute.table.map { "\($0.method) \($0.path)" })
             #expect(documented == table)
-            for required in ["GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "PUT /v1/subscribers/{id}",
-                             "POST /v1/tenants", "DELETE /v1/api-keys/{id}", "POST /v1/identify"] {
+            for required in [
+                "GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.json", "PUT /v1/subscribers/{id}",
+                "POST /v1/tenants", "DELETE /v1/api-keys/{id}", "POST /v1/identify"
+            ] {
                 #expect(documented.contains(required), "\(required)")
             }
             // Every documented route is registered: without a key it answers 401 (or 200/503 for the
@@ -27,15 +29,19 @@ struct OpenAPITests {
             for route in GatewayRoute.table {
                 let path = RouteSamples.path(route, .init())
                 let answer = try await h.send(route.method, path, body: RouteSamples.body(route, .init()))
-                #expect(answer.status != 404 && answer.status != 405, "\(route.method) \(route.path) -> \(answer.status)")
+                #expect(
+                    answer.status != 404 && answer.status != 405, "\(route.method) \(route.path) -> \(answer.status)")
                 if route.needsKey { #expect(answer.status == 401, "\(route.method) \(route.path)") }
             }
             // Scopes and error codes are in the document.
             let put = document["paths"]?["/v1/subscribers/{id}"]?["put"]
             #expect(put?["x-scopes"] == ["subscribers:write"])
-            #expect(put?["responses"]?["422"] != nil && put?["responses"]?["429"] != nil && put?["responses"]?["401"] != nil)
+            #expect(
+                put?["responses"]?["422"] != nil && put?["responses"]?["429"] != nil && put?["responses"]?["401"] != nil
+            )
             let codes = document["components"]?["schemas"]?["ErrorCode"]?["enum"]?.arrayValue ?? []
-            let expected = Set(ErrorCode.all.map(\.rawValue)).union(GatewayRoute.table.flatMap(\.errorCodes).map(\.rawValue))
+            let expected = Set(ErrorCode.all.map(\.rawValue)).union(
+                GatewayRoute.table.flatMap(\.errorCodes).map(\.rawValue))
             #expect(Set(codes.compactMap(\.stringValue)) == expected)
             #expect(expected.isSuperset(of: ["installation_required", "forbidden_installation", "installation_exists"]))
             // Client-key routes document the installation header; the registration does not need it.
@@ -49,7 +55,8 @@ struct OpenAPITests {
 
     @Test func theDocumentIsValidOpenAPI() async throws {
         let document = OpenAPIDocument.build(routes: GatewayRoute.table)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("openapi") + ".json")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            TestEnvironment.uniqueName("openapi") + ".json")
         try Data(document.jsonBytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")

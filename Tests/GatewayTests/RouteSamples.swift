@@ -36,13 +36,20 @@ enum RouteSamples {
         case "upsertSubscriber": ["attributes": ["plan": "a"], "timezone": "Europe/Berlin"]
         case "registerDevice": ["environment": "sandbox", "bundleId": "com.example.a"]
         case "registerLiveActivity":
-            ["attributesType": "MatchAttributes", "token": .string(values.token), "environment": "sandbox", "bundleId": "com.example.a"]
+            [
+                "attributesType": "MatchAttributes", "token": .string(values.token), "environment": "sandbox",
+                "bundleId": "com.example.a"
+            ]
         case "registerLiveActivityStartToken": ["token": .string(values.token), "environment": "sandbox"]
         case "identify": ["anonymousId": .string(values.subscriber), "subscriberId": "someone-else"]
         case "createInstallation": ["anonymousId": .string(values.subscriber)]
         case "upsertTopic": ["name": "renamed"]
         case "addTopicSubscribers": ["ids": [.string(values.subscriber), "other"]]
-        case "saveWorkflow": ["trigger": ["event": "signed.up"], "steps": [["name": "hello", "send": ["title": "Hi {{ subscriber.id }}"]]]]
+        case "saveWorkflow":
+            [
+                "trigger": ["event": "signed.up"],
+                "steps": [["name": "hello", "send": ["title": "Hi {{ subscriber.id }}"]]]
+            ]
         case "dryRunWorkflow": ["subscriber": .string(values.subscriber), "event": ["data": [:]]]
         case "updateSettings": ["quietHours": ["start": "22:00", "end": "08:00"]]
         default: nil

@@ -31,33 +31,45 @@ struct SchemathesisTests {
     static let seed = "20261202"
     @Test func theRealGatewayDoesWhatItsDocumentSays() async throws {
         let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")
-        let schemathesis = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent("schemathesis").path
+        let schemathesis = URL(fileURLWithPath: python).deletingLastPathComponent().appendingPathComponent(
+            "schemathesis"
+        ).path
         let stack = try await SchemathesisStack()
         do {
             let runs: [(name: String, headers: [String])] = [
-                ("workspace key + BuzzKit-Tenant", ["Authorization: Bearer \(stack.workspaceKey)",
-                                                    "BuzzKit-Tenant: \(stack.tenantID.lowercasedText)"]),
-                ("tenant key", ["Authorization: Bearer \(stack.tenantKey)"]),
+                (
+                    "workspace key + BuzzKit-Tenant",
+                    [
+                        "Authorization: Bearer \(stack.workspaceKey)",
+                        "BuzzKit-Tenant: \(stack.tenantID.lowercasedText)"
+                    ]
+                ),
+                ("tenant key", ["Authorization: Bearer \(stack.tenantKey)"])
             ]
             for run in runs {
                 let fixtures = TestEnvironment.repositoryRoot + "/Tests/Fixtures/schemathesis"
-                var arguments = ["--config-file", fixtures + "/schemathesis.toml", "--no-color",
-                                 "run", stack.gatewayURL + "/openapi.json", "--checks", "all", "--seed", Self.seed,
-                                 "--max-examples", "8", "--workers", "1", "--output-truncate", "false"]
+                var arguments = [
+                    "--config-file", fixtures + "/schemathesis.toml", "--no-color",
+                    "run", stack.gatewayURL + "/openapi.json", "--checks", "all", "--seed", Self.seed,
+                    "--max-examples", "8", "--workers", "1", "--output-truncate", "false"
+                ]
                 for header in run.headers { arguments += ["-H", header] }
-                let process = try ServiceProcess(path: schemathesis, name: "schemathesis", environment: [
-                    "SCHEMATHESIS_HOOKS": "hooks",
-                    "PYTHONPATH": fixtures,
-                    "BUZZKIT_SCHEMATHESIS_SEGMENT": stack.segment,
-                    "BUZZKIT_SCHEMATHESIS_KEEP_KEYS": stack.keyIDs.joined(separator: ","),
-                ], arguments: arguments)
+                let process = try ServiceProcess(
+                    path: schemathesis, name: "schemathesis",
+                    environment: [
+                        "SCHEMATHESIS_HOOKS": "hooks",
+                        "PYTHONPATH": fixtures,
+                        "BUZZKIT_SCHEMATHESIS_SEGMENT": stack.segment,
+                        "BUZZKIT_SCHEMATHESIS_KEEP_KEYS": stack.keyIDs.joined(separator: ",")
+                    ], arguments: arguments)
                 let status = await process.waitForExit(timeout: .seconds(300))
                 if status == nil { process.signal(SIGKILL) }
                 let output = process.output
                 // Every operation of the document was tried (none left out, none only skipped).
                 let total = Self.operationTotal(output)
-                #expect(total > 0 && output.contains("Tested: \(total)\n"),
-                        "schemathesis (\(run.name)) did not test every operation:\n\(output)")
+                #expect(
+                    total > 0 && output.contains("Tested: \(total)\n"),
+                    "schemathesis (\(run.name)) did not test every operation:\n\(output)")
                 #expect(status == 0, "schemathesis (\(run.name)) found failures:\n\(Self.report(output))")
             }
         } catch {
@@ -107,31 +119,41 @@ final class SchemathesisStack: Sendable {
         let key = ES256PrivateKey.generate()
         let secret = SecureRandom.bytes(32)
         let bootstrap = try await Bootstrapper(postgres: postgres, secretKey: secret).run(
-            workspace: "schemathesis", demo: .init(name: "demo", teamID: "TEAM000001", keyID: "KEY0000001",
-                                                   privateKey: key.pem, bundleID: "com.example.app", environment: "sandbox"))
+            workspace: "schemathesis",
+            demo: .init(
+                name: "demo", teamID: "TEAM000001", keyID: "KEY0000001",
+                privateKey: key.pem, bundleID: "com.example.app", environment: "sandbox"))
         workspaceKey = bootstrap.workspaceKey
         tenantKey = try #require(bootstrap.tenantKey)
         tenantID = try #require(bootstrap.tenantID)
         keyIDs = try await postgres.query("SELECT id::text FROM api_keys").map { try $0.decode(String.self, at: 0) }
         redis = try ThrowawayRedis()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
-        let common = ["BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
-                      "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": Data(secret).base64EncodedString(),
-                      "BUZZKIT_LOG_LEVEL": "warning", "BUZZKIT_DB_POOL_SIZE": "2"]
+        let common = [
+            "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
+            "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": Data(secret).base64EncodedString(),
+            "BUZZKIT_LOG_LEVEL": "warning", "BUZZKIT_DB_POOL_SIZE": "2"
+        ]
         let port = freeLoopbackPort()
         gatewayURL = "http://127.0.0.1:\(port)"
-        gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
-        ]) { _, new in new })
+        gateway = try ServiceProcess(
+            executable: "gateway",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+            ]) { _, new in new })
         let ingestPort = freeLoopbackPort()
-        ingest = try ServiceProcess(executable: "ingest", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1",
-        ]) { _, new in new })
+        ingest = try ServiceProcess(
+            executable: "ingest",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1"
+            ]) { _, new in new })
         let liveActivityPort = freeLoopbackPort()
-        liveActivity = try ServiceProcess(executable: "liveactivity", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(liveActivityPort), "BUZZKIT_APNS_SANDBOX_URL": "https://127.0.0.1:1",
-            "BUZZKIT_APNS_PRODUCTION_URL": "https://127.0.0.1:1", "BUZZKIT_APNS_MAX_ATTEMPTS": "1",
-        ]) { _, new in new })
+        liveActivity = try ServiceProcess(
+            executable: "liveactivity",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(liveActivityPort), "BUZZKIT_APNS_SANDBOX_URL": "https://127.0.0.1:1",
+                "BUZZKIT_APNS_PRODUCTION_URL": "https://127.0.0.1:1", "BUZZKIT_APNS_MAX_ATTEMPTS": "1"
+            ]) { _, new in new })
         http = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         try await waitReady(gatewayURL, gateway)
         try await waitReady("http://127.0.0.1:\(ingestPort)", ingest)
@@ -143,32 +165,52 @@ final class SchemathesisStack: Sendable {
     private func seed() async throws {
         let token = Hex.string(Digest.sha256(Array("schemathesis".utf8)))
         try await send("PUT", "/v1/subscribers/alice", ["attributes": ["plan": "pro"], "timezone": "Europe/Berlin"])
-        try await send("PUT", "/v1/subscribers/alice/devices/\(token)", ["environment": "sandbox", "bundleId": "com.example.app"])
+        try await send(
+            "PUT", "/v1/subscribers/alice/devices/\(token)", ["environment": "sandbox", "bundleId": "com.example.app"])
         try await send("PUT", "/v1/topics/news", ["name": "News"])
         try await send("POST", "/v1/topics/news/subscribers", ["ids": ["alice"]])
         try await send("PUT", "/v1/segments/\(segment)", ["name": "VIP", "where": #"plan == "pro""#])
-        try await send("POST", "/v1/events", ["subscriberId": "alice", "events": [
-            ["id": "seed-1", "name": "app.opened", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))],
-        ]])
+        try await send(
+            "POST", "/v1/events",
+            [
+                "subscriberId": "alice",
+                "events": [
+                    [
+                        "id": "seed-1", "name": "app.opened",
+                        "timestamp": .string(ISO8601DateFormatter().string(from: Date()))
+                    ]
+                ]
+            ])
         try await send("POST", "/v1/messages", ["to": "alice", "title": "Hello", "body": "From the schemathesis run"])
         // What hooks.py points Live Activity sends at: an activity and a push-to-start token of alice.
-        try await send("PUT", "/v1/subscribers/alice/live-activities/act-seed",
-                       ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
-        try await send("PUT", "/v1/subscribers/alice/live-activity-start-tokens/MatchAttributes",
-                       ["token": .string(token), "environment": "sandbox"])
-        try await send("PUT", "/v1/workflows/welcome", ["trigger": ["event": "app.opened"], "steps": [
-            ["name": "pause", "wait": ["duration": "1h"]], ["name": "hello", "send": ["title": "Welcome back"]],
-        ]])
+        try await send(
+            "PUT", "/v1/subscribers/alice/live-activities/act-seed",
+            ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
+        try await send(
+            "PUT", "/v1/subscribers/alice/live-activity-start-tokens/MatchAttributes",
+            ["token": .string(token), "environment": "sandbox"])
+        try await send(
+            "PUT", "/v1/workflows/welcome",
+            [
+                "trigger": ["event": "app.opened"],
+                "steps": [
+                    ["name": "pause", "wait": ["duration": "1h"]], ["name": "hello", "send": ["title": "Welcome back"]]
+                ]
+            ])
     }
 
     private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(tenantKey)")
         headers.add(name: "Content-Type", value: "application/json")
-        let response = try await http.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method), url: gatewayURL + path,
-                                                                headers: headers, body: body.jsonBytes))
+        let response = try await http.execute(
+            HTTPClientRequest(
+                method: HTTPMethod(rawValue: method), url: gatewayURL + path,
+                headers: headers, body: body.jsonBytes))
         guard (200..<300).contains(response.status) else {
-            throw HarnessError(description: "seeding \(method) \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            throw HarnessError(
+                description:
+                    "seeding \(method) \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
     }
 
@@ -178,7 +220,9 @@ final class SchemathesisStack: Sendable {
             let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"))
             return response?.status == 200
         }
-        guard ready, process.isRunning else { throw HarnessError(description: "\(process.name) not ready: \(process.output)") }
+        guard ready, process.isRunning else {
+            throw HarnessError(description: "\(process.name) not ready: \(process.output)")
+        }
     }
 
     func close() async {

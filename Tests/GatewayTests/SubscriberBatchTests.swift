@@ -13,19 +13,29 @@ struct SubscriberBatchTests {
     /// reads see a subscriber or a 404, never another one's row.
     @Test func concurrentWritesOfTheSameSubscriberAreAllApplied() async throws {
         try await withGateway { h in
-            #expect(try await h.send("PUT", "/v1/subscribers/reader", key: h.tenantKey, body: ["attributes": ["who": "reader"]]).status == 201)
+            #expect(
+                try await h.send(
+                    "PUT", "/v1/subscribers/reader", key: h.tenantKey, body: ["attributes": ["who": "reader"]]
+                ).status == 201)
             let replies = try await withThrowingTaskGroup(of: (String, Int, Reply).self) { group in
                 for round in 0..<6 {
                     for n in 0..<10 {
                         group.addTask {
-                            let reply = try await h.send("PUT", "/v1/subscribers/s\(n)", key: h.tenantKey,
-                                                         body: ["attributes": .object(["r\(round)": .int(Int64(round)), "gone": .null]),
-                                                                "timezone": "Europe/Berlin"])
+                            let reply = try await h.send(
+                                "PUT", "/v1/subscribers/s\(n)", key: h.tenantKey,
+                                body: [
+                                    "attributes": .object(["r\(round)": .int(Int64(round)), "gone": .null]),
+                                    "timezone": "Europe/Berlin"
+                                ])
                             return ("s\(n)", round, reply)
                         }
                     }
-                    group.addTask { ("reader", -1, try await h.send("GET", "/v1/subscribers/reader", key: h.tenantKey)) }
-                    group.addTask { ("missing", -1, try await h.send("GET", "/v1/subscribers/missing-\(round)", key: h.tenantKey)) }
+                    group.addTask {
+                        ("reader", -1, try await h.send("GET", "/v1/subscribers/reader", key: h.tenantKey))
+                    }
+                    group.addTask {
+                        ("missing", -1, try await h.send("GET", "/v1/subscribers/missing-\(round)", key: h.tenantKey))
+                    }
                 }
                 var all: [(String, Int, Reply)] = []
                 for try await reply in group { all.append(reply) }
@@ -63,8 +73,12 @@ struct SubscriberBatchTests {
                 for n in 0..<30 {
                     let bad = n % 10 == 0
                     group.addTask {
-                        (bad, try await h.send("PUT", "/v1/subscribers/w\(n)", key: h.workspaceKey,
-                                               tenant: bad ? doomed.id : h.tenantID, body: ["attributes": ["n": .int(Int64(n))]]))
+                        (
+                            bad,
+                            try await h.send(
+                                "PUT", "/v1/subscribers/w\(n)", key: h.workspaceKey,
+                                tenant: bad ? doomed.id : h.tenantID, body: ["attributes": ["n": .int(Int64(n))]])
+                        )
                     }
                 }
                 var all: [(Bool, Reply)] = []
@@ -72,7 +86,9 @@ struct SubscriberBatchTests {
                 return all
             }
             #expect(replies.filter { $0.0 }.allSatisfy { $0.1.status == 500 && $0.1.code == "internal_error" })
-            #expect(replies.filter { !$0.0 }.allSatisfy { $0.1.status == 201 }, "\(replies.filter { !$0.0 }.map(\.1.status))")
+            #expect(
+                replies.filter { !$0.0 }.allSatisfy { $0.1.status == 201 },
+                "\(replies.filter { !$0.0 }.map(\.1.status))")
             #expect(replies.filter { !$0.0 }.count == 27)
         }
     }
@@ -87,19 +103,34 @@ struct SubscriberBatchTests {
             let cases: [(body: JSONValue, expect: (attributes: JSONValue, timezone: JSONValue, locale: JSONValue))] = [
                 ([:], (["keep": "yes"], "Europe/Berlin", nil)),
                 (["timezone": nil], (["keep": "yes"], nil, nil)),
-                (["attributes": tricky], (["keep": "yes", "q": tricky.objectValue!["q"]!, "n": tricky.objectValue!["n"]!], "Europe/Berlin", nil)),
-                (["locale": "en-US", "attributes": ["keep": nil]], ([:], "Europe/Berlin", "en-US")),
+                (
+                    ["attributes": tricky],
+                    (
+                        ["keep": "yes", "q": tricky.objectValue!["q"]!, "n": tricky.objectValue!["n"]!],
+                        "Europe/Berlin", nil
+                    )
+                ),
+                (["locale": "en-US", "attributes": ["keep": nil]], ([:], "Europe/Berlin", "en-US"))
             ]
             for c in cases.indices {
                 for n in 0..<4 {
-                    #expect(try await h.send("PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey,
-                                             body: ["attributes": ["keep": "yes"], "timezone": "Europe/Berlin"]).status == 201)
+                    #expect(
+                        try await h.send(
+                            "PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey,
+                            body: ["attributes": ["keep": "yes"], "timezone": "Europe/Berlin"]
+                        ).status == 201)
                 }
             }
             let replies = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
                 for c in cases.indices {
                     for n in 0..<4 {
-                        group.addTask { (c, try await h.send("PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey, body: cases[c].body)) }
+                        group.addTask {
+                            (
+                                c,
+                                try await h.send(
+                                    "PUT", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey, body: cases[c].body)
+                            )
+                        }
                     }
                 }
                 var all: [(Int, Reply)] = []
@@ -111,13 +142,18 @@ struct SubscriberBatchTests {
                 let expected = cases[c].expect
                 #expect(reply.status == 200)
                 #expect(reply.headers["Content-Type"]?.hasPrefix("application/json") == true)
-                #expect(reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
+                #expect(
+                    reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
                 #expect(reply.data?["timezone"] == expected.timezone)
                 #expect(reply.data?["locale"] == expected.locale)
             }
             let reads = try await withThrowingTaskGroup(of: (Int, Reply).self) { group in
                 for c in cases.indices {
-                    for n in 0..<4 { group.addTask { (c, try await h.send("GET", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey)) } }
+                    for n in 0..<4 {
+                        group.addTask {
+                            (c, try await h.send("GET", "/v1/subscribers/shape-\(c)-\(n)", key: h.tenantKey))
+                        }
+                    }
                 }
                 var all: [(Int, Reply)] = []
                 for try await reply in group { all.append(reply) }
@@ -126,7 +162,8 @@ struct SubscriberBatchTests {
             for (c, reply) in reads {
                 let expected = cases[c].expect
                 #expect(reply.status == 200)
-                #expect(reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
+                #expect(
+                    reply.data?["attributes"] == expected.attributes, "case \(c): \(String(describing: reply.data))")
                 #expect(reply.data?["timezone"] == expected.timezone)
                 #expect(reply.data?["locale"] == expected.locale)
                 #expect(reply.data?["anonymous"] == false)
@@ -143,27 +180,40 @@ struct SubscriberBatchTests {
         try await withGateway { h in
             let tenant = h.bootstrap.tenantID!
             for id in ["old-a", "old-b", "old-c", "old-d"] {
-                try await h.postgres.execute("""
+                try await h.postgres.execute(
+                    """
                     INSERT INTO subscribers (tenant_id, id, attributes, timezone, locale)
                     VALUES ($1::uuid, $2, '{"keep":"yes","drop":1}', 'Europe/Berlin', 'de-DE')
                     """, [tenant, id])
             }
-            func patch(_ id: String, _ attributes: JSONValue?, timezone: String?? = .none, locale: String?? = .none) -> SubscriberBatches.Patch {
-                SubscriberBatches.Patch(key: .init(tenant: tenant, id: id), attributes: attributes,
-                                        timezone: timezone ?? nil, locale: locale ?? nil,
-                                        hasTimezone: timezone != nil, hasLocale: locale != nil)
+            func patch(_ id: String, _ attributes: JSONValue?, timezone: String?? = .none, locale: String?? = .none)
+                -> SubscriberBatches.Patch
+            {
+                SubscriberBatches.Patch(
+                    key: .init(tenant: tenant, id: id), attributes: attributes,
+                    timezone: timezone ?? nil, locale: locale ?? nil,
+                    hasTimezone: timezone != nil, hasLocale: locale != nil)
             }
             typealias Expected = (attributes: JSONValue, timezone: JSONValue, locale: JSONValue, inserted: Bool)
             let cases: [(SubscriberBatches.Patch, Expected)] = [
                 (patch("old-a", ["x": 1]), (["keep": "yes", "drop": 1, "x": 1], "Europe/Berlin", "de-DE", false)),
                 (patch("old-b", nil, timezone: .some(nil)), (["keep": "yes", "drop": 1], nil, "de-DE", false)),
-                (patch("old-c", ["drop": nil, "n": ["deep": nil]]), (["keep": "yes", "n": ["deep": nil]], "Europe/Berlin", "de-DE", false)),
-                (patch("old-d", ["x": 2], locale: "en-US"), (["keep": "yes", "drop": 1, "x": 2], "Europe/Berlin", "en-US", false)),
+                (
+                    patch("old-c", ["drop": nil, "n": ["deep": nil]]),
+                    (["keep": "yes", "n": ["deep": nil]], "Europe/Berlin", "de-DE", false)
+                ),
+                (
+                    patch("old-d", ["x": 2], locale: "en-US"),
+                    (["keep": "yes", "drop": 1, "x": 2], "Europe/Berlin", "en-US", false)
+                ),
                 (patch("new-e", ["x": 3, "n": ["deep": nil]]), (["x": 3, "n": ["deep": nil]], nil, nil, true)),
                 (patch("new-f", ["gone": nil, "y": 1], timezone: "Asia/Tokyo"), (["y": 1], "Asia/Tokyo", nil, true)),
                 (patch("new-g", nil), ([:], nil, nil, true)),
                 (patch("new-h", ["gone": nil], locale: "fr-FR"), ([:], nil, "fr-FR", true)),
-                (patch("new-i", ["z": true], timezone: "Asia/Tokyo", locale: .some(nil)), (["z": true], "Asia/Tokyo", nil, true)),
+                (
+                    patch("new-i", ["z": true], timezone: "Asia/Tokyo", locale: .some(nil)),
+                    (["z": true], "Asia/Tokyo", nil, true)
+                )
             ]
             #expect(Set(cases.compactMap { $0.0.shape }).count == 4, "the batch covers several shapes")
             #expect(cases.filter { $0.0.shape == nil }.count == 3, "and the general statement")

@@ -19,24 +19,27 @@ struct TextRuleTests {
         ("installationAnonymousID", FieldRules.installationAnonymousIDRule),
         ("deepLink", MessageContent.deepLinkRule), ("image", MessageContent.imageRule),
         ("collapseId", MessageContent.collapseIdRule), ("eventName", EventRoutes.nameRule),
-        ("version", FieldRules.versionRule), ("duration", WorkflowRules.durationRule),
+        ("version", FieldRules.versionRule), ("duration", WorkflowRules.durationRule)
     ]
 
-    static let alphabet: [String] = ["a", "Z", "0", "9", "f", "F", "g", ".", "-", "_", ":", "/", " ", "$", "\u{0}", "\u{1F}",
-                                     "\u{7F}", "\u{85}", "\u{9F}", "é", "ü", "😀", "h", "t", "p", "s", "H", "T", "P", "S",
-                                     "%", "#", "[", "\\", "\n", "b", "k", "i", "n"]
+    static let alphabet: [String] = [
+        "a", "Z", "0", "9", "f", "F", "g", ".", "-", "_", ":", "/", " ", "$", "\u{0}", "\u{1F}",
+        "\u{7F}", "\u{85}", "\u{9F}", "é", "ü", "😀", "h", "t", "p", "s", "H", "T", "P", "S",
+        "%", "#", "[", "\\", "\n", "b", "k", "i", "n"
+    ]
 
     static let edgeCases: [String] = [
         "", "a", "en", "en-US", "de_DE", "e", "en-", "EN-us", "zh-Hant-TW", "23:59", "24:00", "+1:00", "00:0a", "09:5",
         "com.example.app", "com", ".", "a.b_c", "ABCDE12345", "abcde12345", "ABCDE1234",
-        "00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-00000000000g", "0000000000000000000000000000000000000",
+        "00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-00000000000g",
+        "0000000000000000000000000000000000000",
         "bk_inst_" + String(repeating: "A", count: 43), "bk_inst_" + String(repeating: "A", count: 42),
         "myapp://orders/42", "myapp:", "1app://x", "https://x.example/a.png", "http://", "HTTPS://a b",
         String(repeating: "ab", count: 32), String(repeating: "ab", count: 33) + "a", "$app.opened", "app.opened",
         "a\u{0}b", "a\u{85}b", "a\u{7F}", "tab\there", "1", "0", "01", "+5", "2147483647", "2147483648", "9999999999",
         "1999999999", "2147483639", "214748364", "21474836470",
         "30s", "0s", "05m", "365d", "366d", "400d", "8760h", "8761h", "525600m", "525601m", "31536000s", "31536001s",
-        "9999999999s", "1d", "d", "1", "36h", "299d", "359d", "364d", "99d", "8759h", "8700h", "1w",
+        "9999999999s", "1d", "d", "1", "36h", "299d", "359d", "364d", "99d", "8759h", "8700h", "1w"
     ]
 
     @Test(arguments: rules.map(\.0))
@@ -44,19 +47,25 @@ struct TextRuleTests {
         let rule = try #require(Self.rules.first { $0.0 == name }?.1)
         let pattern = try #require(rule.pattern, "\(name) has no pattern")
         let regex = try NSRegularExpression(pattern: pattern)
-        var generator = SplitMix(seed: name.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 })
+        var generator = SplitMix(
+            seed: name.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 })
         var samples = Self.edgeCases
         for _ in 0..<3000 {
             let count = Int(generator.next() % 80)
-            samples.append((0..<count).map { _ in Self.alphabet[Int(generator.next() % UInt64(Self.alphabet.count))] }.joined())
+            samples.append(
+                (0..<count).map { _ in Self.alphabet[Int(generator.next() % UInt64(Self.alphabet.count))] }.joined())
         }
         for sample in samples {
             let range = NSRange(sample.startIndex..., in: sample)
-            let matches = regex.firstMatch(in: sample, options: [.anchored], range: range).map { $0.range == range } ?? false
+            let matches =
+                regex.firstMatch(in: sample, options: [.anchored], range: range).map { $0.range == range } ?? false
             let length = sample.unicodeScalars.count
-            let documented = matches && (rule.minLength...rule.maxLength).contains(length)
+            let documented =
+                matches && (rule.minLength...rule.maxLength).contains(length)
                 && sample.utf8.count <= (rule.maxUTF8Bytes ?? Int.max)
-            #expect(rule.accepts(sample) == documented, "\(name): \(sample.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(
+                rule.accepts(sample) == documented,
+                "\(name): \(sample.unicodeScalars.map { String($0.value, radix: 16) })")
         }
     }
 

@@ -33,22 +33,29 @@ import Testing
 
     @Test func nowTaskAndDeferredAnswersAreEnvelopesWithTheirRequestId() async throws {
         try await withServer(routes: { router in
-            router.on("GET", "/answer/:how", answering: { request in
-                switch request.pathParameters["how"] {
-                case "now": .now(.json("now", headers: ["X-How": "now"]))
-                case "task": .task { _ in
-                    try await Task.sleep(for: .milliseconds(1))
-                    return .json("task", headers: ["X-How": "task"])
-                }
-                case "deferred": .deferred { responder in
-                    DispatchQueue.global().async { responder.respond(.json("deferred", headers: ["X-How": "deferred"])) }
-                }
-                default: .now(.error(APIError(.notFound, "no such answer")))
-                }
-            })
+            router.on(
+                "GET", "/answer/:how",
+                answering: { request in
+                    switch request.pathParameters["how"] {
+                    case "now": .now(.json("now", headers: ["X-How": "now"]))
+                    case "task":
+                        .task { _ in
+                            try await Task.sleep(for: .milliseconds(1))
+                            return .json("task", headers: ["X-How": "task"])
+                        }
+                    case "deferred":
+                        .deferred { responder in
+                            DispatchQueue.global().async {
+                                responder.respond(.json("deferred", headers: ["X-How": "deferred"]))
+                            }
+                        }
+                    default: .now(.error(APIError(.notFound, "no such answer")))
+                    }
+                })
         }) { _, base in
             for how in ["now", "task", "deferred"] {
-                let (status, headers, body) = try await send("GET", "\(base)/answer/\(how)", headers: ["X-Request-Id": "req-\(how)"])
+                let (status, headers, body) = try await send(
+                    "GET", "\(base)/answer/\(how)", headers: ["X-Request-Id": "req-\(how)"])
                 #expect(status == 200)
                 #expect(headers["x-how"] == how)
                 #expect(headers["x-request-id"] == "req-\(how)")
@@ -66,12 +73,17 @@ import Testing
     /// gate that never opens into a failure instead of a hang.)
     @Test func deferredRequestsAnsweredTogetherEachGetTheirOwn() async throws {
         let gate = Gate(count: 4)
-        try await withServer(configuration: .init(handlerDeadline: .seconds(20)), routes: { router in
-            router.on("GET", "/held/:id", answering: { request in
-                let id = request.pathParameters["id"] ?? ""
-                return .deferred { responder in gate.arrive(id, responder) }
-            })
-        }) { server, base in
+        try await withServer(
+            configuration: .init(handlerDeadline: .seconds(20)),
+            routes: { router in
+                router.on(
+                    "GET", "/held/:id",
+                    answering: { request in
+                        let id = request.pathParameters["id"] ?? ""
+                        return .deferred { responder in gate.arrive(id, responder) }
+                    })
+            }
+        ) { server, base in
             let ids = (0..<4).map { "r\($0)" }
             let answers = try await getConcurrently(ids.map { "\(base)/held/\($0)" })
             #expect(answers.count == 4)
@@ -90,9 +102,11 @@ import Testing
                 response.headers.replaceOrAdd(name: "X-Middleware", value: "yes")
                 return response
             }
-            router.on("GET", "/deferred", answering: { _ in
-                .deferred { responder in DispatchQueue.global().async { responder.respond(.json("late")) } }
-            })
+            router.on(
+                "GET", "/deferred",
+                answering: { _ in
+                    .deferred { responder in DispatchQueue.global().async { responder.respond(.json("late")) } }
+                })
         }) { _, base in
             let (status, headers, body) = try await send("GET", "\(base)/deferred")
             #expect(status == 200)
@@ -102,9 +116,12 @@ import Testing
     }
 
     @Test func anUnansweredDeferredRequestGetsTheDeadlineAnswer() async throws {
-        try await withServer(configuration: .init(handlerDeadline: .milliseconds(100)), routes: { router in
-            router.on("GET", "/never", answering: { _ in .deferred { _ in } })
-        }) { _, base in
+        try await withServer(
+            configuration: .init(handlerDeadline: .milliseconds(100)),
+            routes: { router in
+                router.on("GET", "/never", answering: { _ in .deferred { _ in } })
+            }
+        ) { _, base in
             let (status, _, body) = try await send("GET", "\(base)/never")
             #expect(status == 504)
             #expect(try Envelope.from(body).error?.code == .upstreamTimeout)
@@ -115,7 +132,8 @@ import Testing
         var router = Router()
         let arrived = Mutex(false)
         router.on("GET", "/never", answering: { _ in .deferred { _ in arrived.withLock { $0 = true } } })
-        let server = HTTPServer(configuration: .init(shutdownGracePeriod: .milliseconds(200)), router: router, logger: .silent())
+        let server = HTTPServer(
+            configuration: .init(shutdownGracePeriod: .milliseconds(200)), router: router, logger: .silent())
         try server.start()
         let base = "http://127.0.0.1:\(server.port)"
         let request = Task { try await send("GET", "\(base)/never") }

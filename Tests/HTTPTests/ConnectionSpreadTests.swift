@@ -6,10 +6,13 @@ import Testing
 /// connections (a proxy, a load generator) gets every thread, not whichever won a race to accept.
 @Suite struct ConnectionSpreadTests {
     @Test func connectionsAreSharedEquallyByTheNetworkThreads() async throws {
-        try await withServer(configuration: .init(workerThreads: 2), routes: { router in
-            // Answered on the network thread itself: the body names that thread.
-            router.get("/thread", sync: { _ in .text(String(UInt(bitPattern: Int(bitPattern: pthread_self())))) })
-        }) { server, _ in
+        try await withServer(
+            configuration: .init(workerThreads: 2),
+            routes: { router in
+                // Answered on the network thread itself: the body names that thread.
+                router.get("/thread", sync: { _ in .text(String(UInt(bitPattern: Int(bitPattern: pthread_self())))) })
+            }
+        ) { server, _ in
             let threads = try await servingThreads(port: server.port, connections: 8)
             let perThread = Dictionary(grouping: threads, by: { $0 }).mapValues(\.count)
             #expect(perThread.count == 2, "\(perThread)")
@@ -40,7 +43,9 @@ import Testing
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard connected == 0 else { throw SocketError(step: "connect") }
         }
@@ -58,7 +63,8 @@ import Testing
                 guard let split = text.range(of: "\r\n\r\n") else { continue }
                 let head = text[..<split.lowerBound].lowercased()
                 guard let lengthLine = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
-                      let length = Int(lengthLine.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) else {
+                    let length = Int(lengthLine.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+                else {
                     throw SocketError(step: "content-length")
                 }
                 let body = text[split.upperBound...]

@@ -11,8 +11,9 @@ import Testing
             router.post("/echo") { request in .json(try request.jsonBody()) }
         }) { _, base in
             let urls = ["\(base)/async/1", "\(base)/sync", "\(base)/missing", "\(base)/async/2", "\(base)/sync"]
-            let (exitCode, output) = try await curl(["-s", "-w", "%{http_code} %{num_connects}\n"]
-                                                      + urls.flatMap { ["-o", "/dev/null", $0] })
+            let (exitCode, output) = try await curl(
+                ["-s", "-w", "%{http_code} %{num_connects}\n"]
+                    + urls.flatMap { ["-o", "/dev/null", $0] })
             #expect(exitCode == 0)
             let lines = output.split(separator: "\n").map { $0.split(separator: " ") }
             #expect(lines.map { String($0[0]) } == ["200", "200", "404", "200", "200"])
@@ -20,8 +21,9 @@ import Testing
 
             // Requests with bodies keep the connection too.
             let post = ["-d", "{\"a\":1}", "\(base)/echo"]
-            let (postExit, postOutput) = try await curl(["-s", "-o", "/dev/null", "-w", "%{num_connects}\n"]
-                                                        + post + ["--next"] + ["-s", "-o", "/dev/null", "-w", "%{num_connects}\n"] + post)
+            let (postExit, postOutput) = try await curl(
+                ["-s", "-o", "/dev/null", "-w", "%{num_connects}\n"]
+                    + post + ["--next"] + ["-s", "-o", "/dev/null", "-w", "%{num_connects}\n"] + post)
             #expect(postExit == 0)
             #expect(postOutput.split(separator: "\n").compactMap { Int($0) }.reduce(0, +) == 1)
         }
@@ -58,8 +60,9 @@ import Testing
             try? await Task.sleep(for: .seconds(30))
             return .json("late")
         }
-        let server = HTTPServer(configuration: .init(shutdownGracePeriod: .milliseconds(200)),
-                                router: router, logger: .silent())
+        let server = HTTPServer(
+            configuration: .init(shutdownGracePeriod: .milliseconds(200)),
+            router: router, logger: .silent())
         try server.start()
         let base = "http://127.0.0.1:\(server.port)"
         let inFlight = Task { try await send("GET", "\(base)/stuck") }
@@ -78,9 +81,10 @@ import Testing
             }
             router.get("/sync/:n", sync: { request in .json(.string(request.pathParameters["n"] ?? "")) })
         }) { _, base in
-            let results = try await getConcurrently((0..<200).map { n in
-                "\(base)/\(n.isMultiple(of: 2) ? "item" : "sync")/\(n)"
-            })
+            let results = try await getConcurrently(
+                (0..<200).map { n in
+                    "\(base)/\(n.isMultiple(of: 2) ? "item" : "sync")/\(n)"
+                })
             #expect(results.count == 200)
             for (n, result) in results.enumerated() {
                 #expect(result.status == 200)

@@ -14,19 +14,24 @@ struct Boom: Error, CustomStringConvertible {
     @Test func routesWithPathParametersAndQuery() async throws {
         try await withServer(routes: { router in
             router.get("/v1/subscribers/:id/devices/:token") { request in
-                .json(["id": .string(request.pathParameters["id"] ?? ""),
-                       "token": .string(request.pathParameters["token"] ?? ""),
-                       "cursor": .string(request.query["cursor"] ?? ""),
-                       "q": .string(request.query["q"] ?? ""),
-                       "route": .string(request.routePattern)])
+                .json([
+                    "id": .string(request.pathParameters["id"] ?? ""),
+                    "token": .string(request.pathParameters["token"] ?? ""),
+                    "cursor": .string(request.query["cursor"] ?? ""),
+                    "q": .string(request.query["q"] ?? ""),
+                    "route": .string(request.routePattern)
+                ])
             }
         }) { _, base in
             let (status, _, body) = try await send(
                 "GET", "\(base)/v1/subscribers/user%201/devices/abc%2Fdef?cursor=a%2Bb&q=x+y")
             #expect(status == 200)
             let envelope = try Envelope.from(body)
-            #expect(envelope.data == ["id": "user 1", "token": "abc/def", "cursor": "a+b", "q": "x y",
-                                      "route": "/v1/subscribers/:id/devices/:token"])
+            #expect(
+                envelope.data == [
+                    "id": "user 1", "token": "abc/def", "cursor": "a+b", "q": "x y",
+                    "route": "/v1/subscribers/:id/devices/:token"
+                ])
         }
     }
 
@@ -116,9 +121,12 @@ struct Boom: Error, CustomStringConvertible {
     @Test(arguments: [false, true])
     func bodyOverLimitIs413(chunked: Bool) async throws {
         let limit = 1024
-        try await withServer(configuration: .init(maxBodyBytes: limit), routes: { router in
-            router.post("/upload") { request in .json(.int(Int64(request.body.count))) }
-        }) { _, base in
+        try await withServer(
+            configuration: .init(maxBodyBytes: limit),
+            routes: { router in
+                router.post("/upload") { request in .json(.int(Int64(request.body.count))) }
+            }
+        ) { _, base in
             let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("body"))
             try Data(repeating: 0x61, count: 4 * limit).write(to: file)
             defer { try? FileManager.default.removeItem(at: file) }
@@ -134,7 +142,8 @@ struct Boom: Error, CustomStringConvertible {
             #expect(envelope.error?.details == ["limitBytes": .int(Int64(limit))])
 
             // At the limit it is accepted.
-            let (status, _, bytes) = try await send("POST", "\(base)/upload", body: [UInt8](repeating: 0x61, count: limit))
+            let (status, _, bytes) = try await send(
+                "POST", "\(base)/upload", body: [UInt8](repeating: 0x61, count: limit))
             #expect(status == 200)
             #expect(try Envelope.from(bytes).data == .int(Int64(limit)))
         }
@@ -142,10 +151,13 @@ struct Boom: Error, CustomStringConvertible {
 
     @Test func unexpectedThrowIs500WithoutLeakingAndIsLogged() async throws {
         let sink = CapturingSink()
-        try await withServer(logger: Logger(label: "test", logLevel: .debug, sink: sink), routes: { router in
-            router.get("/boom") { _ in throw Boom() }
-            router.get("/boom-sync", sync: { _ in throw Boom() })
-        }) { _, base in
+        try await withServer(
+            logger: Logger(label: "test", logLevel: .debug, sink: sink),
+            routes: { router in
+                router.get("/boom") { _ in throw Boom() }
+                router.get("/boom-sync", sync: { _ in throw Boom() })
+            }
+        ) { _, base in
             for path in ["/boom", "/boom-sync"] {
                 let (status, headers, body) = try await send("GET", base + path)
                 #expect(status == 500)
@@ -207,9 +219,12 @@ struct Boom: Error, CustomStringConvertible {
 
     @Test func observerSeesRoutePatternStatusAndDuration() async throws {
         let logs = Mutex<[RequestLog]>([])
-        try await withServer(observer: { log in logs.withLock { $0.append(log) } }, routes: { router in
-            router.get("/v1/subscribers/:id") { _ in .json(nil) }
-        }) { _, base in
+        try await withServer(
+            observer: { log in logs.withLock { $0.append(log) } },
+            routes: { router in
+                router.get("/v1/subscribers/:id") { _ in .json(nil) }
+            }
+        ) { _, base in
             _ = try await send("GET", "\(base)/v1/subscribers/42")
             _ = try await send("GET", "\(base)/v1/zzz")
         }
@@ -224,12 +239,15 @@ struct Boom: Error, CustomStringConvertible {
     }
 
     @Test func handlerDeadlineAnswers504() async throws {
-        try await withServer(configuration: .init(handlerDeadline: .milliseconds(100)), routes: { router in
-            router.get("/slow") { _ in
-                try await Task.sleep(for: .seconds(30))
-                return .json(nil)
+        try await withServer(
+            configuration: .init(handlerDeadline: .milliseconds(100)),
+            routes: { router in
+                router.get("/slow") { _ in
+                    try await Task.sleep(for: .seconds(30))
+                    return .json(nil)
+                }
             }
-        }) { _, base in
+        ) { _, base in
             let (status, _, body) = try await send("GET", "\(base)/slow")
             #expect(status == 504)
             #expect(try Envelope.from(body).error?.code == .upstreamTimeout)
@@ -243,4 +261,3 @@ struct Boom: Error, CustomStringConvertible {
         }
     }
 }
-

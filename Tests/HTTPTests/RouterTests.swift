@@ -18,11 +18,13 @@ import Testing
     @Test(arguments: [
         ("GET", "/v1/subscribers/abc", "/v1/subscribers/:id", ["id": "abc"]),
         ("GET", "/v1/subscribers/abc/", "/v1/subscribers/:id", ["id": "abc"]),
-        ("GET", "/v1/subscribers/a%20b%2Fc/devices/t%C3%A9", "/v1/subscribers/:id/devices/:token",
-         ["id": "a b/c", "token": "té"]),
+        (
+            "GET", "/v1/subscribers/a%20b%2Fc/devices/t%C3%A9", "/v1/subscribers/:id/devices/:token",
+            ["id": "a b/c", "token": "té"]
+        ),
         ("GET", "/v1/messages/search", "/v1/messages/search", [:]),
         ("POST", "/v1/messages/search", "/v1/messages/:id", ["id": "search"]),
-        ("HEAD", "/healthz", "/healthz", [:]),
+        ("HEAD", "/healthz", "/healthz", [:])
     ])
     func matches(method: String, path: String, pattern: String, parameters: [String: String]) {
         guard case .found(let route, let bound) = router().match(method: method, path: path) else {
@@ -74,7 +76,8 @@ import Testing
         router.use { request, next in try await next(request) }
         router.get("/after", sync: { _ in .text("b") })
         guard case .found(let before, _) = router.match(method: "GET", path: "/before"),
-              case .found(let after, _) = router.match(method: "GET", path: "/after") else {
+            case .found(let after, _) = router.match(method: "GET", path: "/after")
+        else {
             Issue.record("routes did not match")
             return
         }
@@ -91,8 +94,10 @@ import Testing
         #expect(request.query["bad"] == "%zz")
     }
 
-    @Test(arguments: [("abc-123", true), ("a.b_c:d", true), ("", false), ("has space", false),
-                      (String(repeating: "x", count: 129), false), ("<script>", false)])
+    @Test(arguments: [
+        ("abc-123", true), ("a.b_c:d", true), ("", false), ("has space", false),
+        (String(repeating: "x", count: 129), false), ("<script>", false)
+    ])
     func requestIdValidation(id: String, valid: Bool) {
         #expect(RequestID.isValid(id) == valid)
         let request = Request(method: "GET", path: "/", headers: ["x-request-id": id])

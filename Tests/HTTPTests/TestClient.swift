@@ -1,7 +1,7 @@
 import Foundation
 import BuzzKitWire
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // The HTTP client of these tests, kept behind one function so it can be swapped for
@@ -12,8 +12,10 @@ struct TestClientError: Error, CustomStringConvertible {
     var description: String
 }
 
-func send(_ method: String, _ url: String, headers: [String: String] = [:],
-          body: [UInt8]? = nil) async throws -> (status: Int, headers: [String: String], body: [UInt8]) {
+func send(
+    _ method: String, _ url: String, headers: [String: String] = [:],
+    body: [UInt8]? = nil
+) async throws -> (status: Int, headers: [String: String], body: [UInt8]) {
     guard let target = URL(string: url) else { throw TestClientError(description: "bad URL \(url)") }
     var request = URLRequest(url: target)
     request.httpMethod = method

@@ -5,10 +5,12 @@ import Testing
 
 /// Starts a server on a free loopback port with the given routes, runs `body` with its base URL,
 /// and always shuts it down.
-func withServer<T>(configuration: HTTPServer.Configuration = .init(), logger: Logger = .silent(),
-                   observer: (@Sendable (RequestLog) -> Void)? = nil,
-                   routes: (inout Router) -> Void,
-                   _ body: (HTTPServer, String) async throws -> T) async throws -> T {
+func withServer<T>(
+    configuration: HTTPServer.Configuration = .init(), logger: Logger = .silent(),
+    observer: (@Sendable (RequestLog) -> Void)? = nil,
+    routes: (inout Router) -> Void,
+    _ body: (HTTPServer, String) async throws -> T
+) async throws -> T {
     var router = Router()
     routes(&router)
     let server = HTTPServer(configuration: configuration, router: router, logger: logger, observer: observer)

@@ -28,16 +28,19 @@ final class IngestHarness: Sendable {
         self.configuration = configuration
         producer = IngestProducer(redis: redis, stream: configuration.ingestStream)
         intake = EventIntake(producer: producer, logger: .silent())
-        services = IngestService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
-                                              logger: .silent(), metrics: MetricsRegistry())
+        services = IngestService.makeServices(
+            postgres: postgres, redis: redis, configuration: configuration,
+            logger: .silent(), metrics: MetricsRegistry())
         tasks = services.map { service in Task { try? await service.run() } }
     }
 
     /// - Parameter redis: a client on another Redis (the restart test's own server); default the shared one.
     /// - Parameter retention: the in-process maintenance service's (days, months ahead), so a test that
     ///   runs `bk_events_maintain` itself gets the same outcome whichever of the two runs last.
-    static func start(redis: RedisClient? = nil, consumers: Int = 2,
-                      retention: (days: Int, monthsAhead: Int)? = nil) async throws -> IngestHarness {
+    static func start(
+        redis: RedisClient? = nil, consumers: Int = 2,
+        retention: (days: Int, monthsAhead: Int)? = nil
+    ) async throws -> IngestHarness {
         let schema = TestEnvironment.uniqueName("ingest")
         let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
         // Parallel tests race on the database-wide `CREATE EXTENSION IF NOT EXISTS pgcrypto` of the
@@ -46,7 +49,7 @@ final class IngestHarness: Sendable {
             do {
                 try await Migrator(client: postgres, logger: .silent()).migrate()
                 break
-            } catch where attempt < 5 {
+            } catch  where attempt < 5 {
                 try await Task.sleep(for: .milliseconds(100 * attempt))
             }
         }
@@ -63,8 +66,9 @@ final class IngestHarness: Sendable {
             configuration.retentionDays = retention.days
             configuration.partitionsAhead = retention.monthsAhead
         }
-        return IngestHarness(schema: schema, postgres: postgres, redis: try redis ?? RedisTestSupport.client(),
-                             configuration: configuration)
+        return IngestHarness(
+            schema: schema, postgres: postgres, redis: try redis ?? RedisTestSupport.client(),
+            configuration: configuration)
     }
 
     func stop() async {
@@ -97,10 +101,14 @@ final class IngestHarness: Sendable {
     func waitUntilDrained() async throws -> Bool {
         try await RedisTestSupport.eventually {
             // Not drained while the consumers have not created their group yet (NOGROUP).
-            guard let pending = try? await self.redis.send("XPENDING", self.configuration.ingestStream.rawValue, self.configuration.group),
-                  let info = try? await self.redis.send("XINFO", "GROUPS", self.configuration.ingestStream.rawValue)
+            guard
+                let pending = try? await self.redis.send(
+                    "XPENDING", self.configuration.ingestStream.rawValue, self.configuration.group),
+                let info = try? await self.redis.send("XINFO", "GROUPS", self.configuration.ingestStream.rawValue)
             else { return false }
-            guard let count = pending.array?.first?.int, count == 0, let group = info.array?.first?.array else { return false }
+            guard let count = pending.array?.first?.int, count == 0, let group = info.array?.first?.array else {
+                return false
+            }
             // lag 0: nothing left unread.
             for i in stride(from: 0, to: group.count - 1, by: 2) where group[i].string == "lag" {
                 return group[i + 1].int == 0
@@ -111,14 +119,19 @@ final class IngestHarness: Sendable {
 
     /// Every event published on `bk:events` so far, entry by entry.
     func published() async throws -> [PublishedEvent] {
-        try await redis.xrange(configuration.eventsStream.rawValue).flatMap { try PublishedEventBatch(entry: $0).publishedEvents }
+        try await redis.xrange(configuration.eventsStream.rawValue).flatMap {
+            try PublishedEventBatch(entry: $0).publishedEvents
+        }
     }
 
     /// A workspace and tenant row (for tables with foreign keys to tenants).
     func makeTenant() async throws -> UUID {
-        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('test') RETURNING id").first!.decode(UUID.self, at: 0)
-        return try await postgres.query("INSERT INTO tenants (workspace_id, name) VALUES ($1, 'app') RETURNING id", [workspace])
-            .first!.decode(UUID.self, at: 0)
+        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('test') RETURNING id").first!
+            .decode(UUID.self, at: 0)
+        return try await postgres.query(
+            "INSERT INTO tenants (workspace_id, name) VALUES ($1, 'app') RETURNING id", [workspace]
+        )
+        .first!.decode(UUID.self, at: 0)
     }
 }
 
@@ -126,10 +139,14 @@ final class IngestHarness: Sendable {
 enum Bodies {
     static let base = EventTimestamp.microseconds(Date()) - 3_600_000_000
 
-    static func event(_ id: String, _ name: String = "workout.completed", data: JSONValue = ["duration": 42],
-                      offsetSeconds: Int = 0) -> JSONValue {
-        ["id": .string(id), "name": .string(name), "data": data,
-         "timestamp": .string(EventTimestamp.format(microseconds: base + Int64(offsetSeconds) * 1_000_000))]
+    static func event(
+        _ id: String, _ name: String = "workout.completed", data: JSONValue = ["duration": 42],
+        offsetSeconds: Int = 0
+    ) -> JSONValue {
+        [
+            "id": .string(id), "name": .string(name), "data": data,
+            "timestamp": .string(EventTimestamp.format(microseconds: base + Int64(offsetSeconds) * 1_000_000))
+        ]
     }
 
     static func batch(subscriber: String? = nil, anonymous: String? = nil, _ events: [JSONValue]) -> JSONValue {

@@ -26,7 +26,9 @@ final class PersistentRedis: Sendable {
         let directory = (parent as NSString).appendingPathComponent(TestEnvironment.uniqueName("redis-aof"))
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let output = try await PostgresTestSupport.commonShell(#"echo "PORT=$(bk_free_port)""#, arguments: [])
-        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("PORT=") }), let port = Int(line.dropFirst(5)) else {
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("PORT=") }),
+            let port = Int(line.dropFirst(5))
+        else {
             throw RedisError(.configuration, "no free port: \(output)")
         }
         let server = PersistentRedis(port: port, directory: directory)
@@ -37,7 +39,8 @@ final class PersistentRedis: Sendable {
     var url: String { "redis://127.0.0.1:\(port)" }
 
     private func launch() async throws {
-        _ = try await PostgresTestSupport.commonShell(#"""
+        _ = try await PostgresTestSupport.commonShell(
+            #"""
             redis-server --bind 127.0.0.1 --port "$2" --dir "$1" --appendonly yes --appendfsync everysec --save "" \
               --daemonize yes --pidfile "$1/redis.pid" --logfile "$1/redis.log" >/dev/null
             for _ in $(seq 1 200); do redis-cli -p "$2" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
@@ -48,7 +51,8 @@ final class PersistentRedis: Sendable {
 
     /// `SHUTDOWN` (persists the AOF and exits), wait for the exit, start again on the same folder.
     func restart() async throws {
-        _ = try await PostgresTestSupport.commonShell(#"""
+        _ = try await PostgresTestSupport.commonShell(
+            #"""
             pid="$(cat "$1/redis.pid")"
             redis-cli -p "$2" shutdown >/dev/null 2>&1 || true
             for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -57,8 +61,9 @@ final class PersistentRedis: Sendable {
     }
 
     func stop() async {
-        _ = try? await PostgresTestSupport.commonShell(#"redis-cli -p "$2" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$1""#,
-                                                       arguments: [directory, String(port)])
+        _ = try? await PostgresTestSupport.commonShell(
+            #"redis-cli -p "$2" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$1""#,
+            arguments: [directory, String(port)])
     }
 }
 
@@ -91,7 +96,8 @@ final class AcceptedLog: Sendable {
             var n = 0
             while !stop.load(ordering: .relaxed) {
                 let ids = (0..<10).map { "b\(n)-e\($0)" }
-                let body = Bodies.batch(subscriber: "u\(n % 7)", ids.enumerated().map { Bodies.event($1, offsetSeconds: $0) })
+                let body = Bodies.batch(
+                    subscriber: "u\(n % 7)", ids.enumerated().map { Bodies.event($1, offsetSeconds: $0) })
                 do {
                     _ = try await harness.intake.accept(tenantId: tenant, json: body)
                     log.accept(ids)
@@ -104,24 +110,30 @@ final class AcceptedLog: Sendable {
         }
         // Some batches before, a restart in the middle, more batches after. The whole suite runs
         // alongside, so the patience is generous; what is checked is what was accepted, not speed.
-        #expect(await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= 300 },
-                "accepted \(log.accepted.count) events before the restart, \(log.failed) batches refused")
+        #expect(
+            await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= 300 },
+            "accepted \(log.accepted.count) events before the restart, \(log.failed) batches refused")
         try await server.restart()
         let beforeRestart = log.accepted.count
-        #expect(await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= beforeRestart + 300 },
-                "accepted \(log.accepted.count - beforeRestart) events after the restart, \(log.failed) batches refused")
+        #expect(
+            await RedisTestSupport.eventually(limit: .seconds(120)) { log.accepted.count >= beforeRestart + 300 },
+            "accepted \(log.accepted.count - beforeRestart) events after the restart, \(log.failed) batches refused")
         stop.store(true, ordering: .relaxed)
         await producer.value
 
         let accepted = Set(log.accepted)
         #expect(accepted.count == log.accepted.count)
         _ = try await RedisTestSupport.eventually(limit: .seconds(60)) {
-            try await harness.count("SELECT count(*) FROM events WHERE tenant_id = $1 AND event_id = ANY($2)", [tenant, Array(accepted)]) == accepted.count
+            try await harness.count(
+                "SELECT count(*) FROM events WHERE tenant_id = $1 AND event_id = ANY($2)", [tenant, Array(accepted)])
+                == accepted.count
         }
-        let stored = try await harness.count("SELECT count(*) FROM events WHERE tenant_id = $1 AND event_id = ANY($2)", [tenant, Array(accepted)])
+        let stored = try await harness.count(
+            "SELECT count(*) FROM events WHERE tenant_id = $1 AND event_id = ANY($2)", [tenant, Array(accepted)])
         #expect(stored == accepted.count)
         let duplicated = try await harness.count(
-            "SELECT count(*) FROM (SELECT event_id FROM events WHERE tenant_id = $1 GROUP BY event_id HAVING count(*) > 1) d", [tenant])
+            "SELECT count(*) FROM (SELECT event_id FROM events WHERE tenant_id = $1 GROUP BY event_id HAVING count(*) > 1) d",
+            [tenant])
         #expect(duplicated == 0)
         await harness.stop()
         redis.close()

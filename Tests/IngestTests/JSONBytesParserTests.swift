@@ -11,7 +11,7 @@ import BuzzKitWire
         #"{"esc":"quote \" slash \\ \/ \b\f\n\r\t","u":"\u00e9\u4e2d\ud83d\ude00","raw":"é中😀"}"#,
         #"{"nested":{"a":[{},[],{"b":[null]}]}}"#,
         #""just a string""#, "true", "false", "null", "0", "-12",
-        "[1.0, 4e1, -0.0, 1.5e1, 0.5, 1e19, 9223372036854775808, -9223372036854775808]", "\u{FEFF}{\"bom\":1}",
+        "[1.0, 4e1, -0.0, 1.5e1, 0.5, 1e19, 9223372036854775808, -9223372036854775808]", "\u{FEFF}{\"bom\":1}"
     ])
     func parsesLikeJSONDecoder(text: String) throws {
         let fast = try JSONValue.parse(Array(text.utf8))
@@ -21,14 +21,16 @@ import BuzzKitWire
     }
 
     @Test func integersStayIntegersAndTheLastOfARepeatedKeyWins() throws {
-        #expect(try JSONValue.parse(Array("[42, 42.5, 4e1, 1.0]".utf8)) == .array([.int(42), .double(42.5), .int(40), .int(1)]))
+        #expect(
+            try JSONValue.parse(Array("[42, 42.5, 4e1, 1.0]".utf8))
+                == .array([.int(42), .double(42.5), .int(40), .int(1)]))
         #expect(try JSONValue.parse(Array(#"{"k":1,"k":2}"#.utf8)) == ["k": 2])
     }
 
     @Test(arguments: [
         "", " ", "{", "[1,]", #"{"a":1,}"#, #"{"a" 1}"#, "{a:1}", "01", "-", "1.", "1e", ".5", "+1", "tru", "nul",
         #""unterminated"#, "\"tab\there\"", #""bad \x escape""#, #""\ud83d alone""#, "[1] [2]", "1e999",
-        "// comment\n1", "NaN",
+        "// comment\n1", "NaN"
     ])
     func refusesWhatIsNotJSON(text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(text.utf8)) }

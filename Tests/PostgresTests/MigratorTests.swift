@@ -9,9 +9,12 @@ import BuzzKitTestSupport
 struct MigratorTests {
     /// A fresh folder holding `files` (name -> SQL).
     static func directory(_ files: [String: String]) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("migrations"))
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            TestEnvironment.uniqueName("migrations"))
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        for (name, sql) in files { try sql.write(to: url.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        for (name, sql) in files {
+            try sql.write(to: url.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
         return url
     }
 
@@ -20,7 +23,7 @@ struct MigratorTests {
         // Slow on purpose, so two concurrent migrators overlap while it runs.
         "0002_slow.sql": "SELECT pg_sleep(0.3); INSERT INTO log (file) VALUES ('0002');",
         "0003_more.sql": "CREATE TABLE things (id int PRIMARY KEY);\nINSERT INTO log (file) VALUES ('0003');",
-        "README.md": "not a migration",
+        "README.md": "not a migration"
     ]
 
     @Test func appliesOnceAndSecondRunIsNoOp() async throws {
@@ -33,7 +36,9 @@ struct MigratorTests {
             let second = try await migrator.migrate()
             #expect(second.isEmpty)
             #expect(try await migrator.applied().map(\.version) == [1, 2, 3])
-            let log = try await client.query("SELECT file FROM log ORDER BY file").map { try $0.decode(String.self, at: 0) }
+            let log = try await client.query("SELECT file FROM log ORDER BY file").map {
+                try $0.decode(String.self, at: 0)
+            }
             #expect(log == ["0002", "0003"])
         }
     }
@@ -49,7 +54,8 @@ struct MigratorTests {
                 let (appliedA, appliedB) = try await (fromA, fromB)
                 #expect((appliedA + appliedB).map(\.version).sorted() == [1, 2, 3])
                 let log = try await a.query("SELECT file, count(*) FROM log GROUP BY file ORDER BY file")
-                #expect(try log.map { try $0.decode((String, Int).self) }.map { "\($0.0):\($0.1)" } == ["0002:1", "0003:1"])
+                #expect(
+                    try log.map { try $0.decode((String, Int).self) }.map { "\($0.0):\($0.1)" } == ["0002:1", "0003:1"])
             }
         }
     }
@@ -74,7 +80,7 @@ struct MigratorTests {
     @Test func failingMigrationLeavesNothingBehind() async throws {
         let folder = try Self.directory([
             "0001_ok.sql": "CREATE TABLE a (id int);",
-            "0002_bad.sql": "CREATE TABLE b (id int); SELEC oops;",
+            "0002_bad.sql": "CREATE TABLE b (id int); SELEC oops;"
         ])
         try await withClient(schema: TestEnvironment.uniqueName("migf")) { (client: PostgresClient) async throws in
             let migrator = Migrator(client: client, directory: folder, logger: .silent())

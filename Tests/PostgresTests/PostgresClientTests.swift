@@ -10,7 +10,9 @@ struct PostgresClientTests {
         try await withClient(schema: TestEnvironment.uniqueName("errors")) { (client: PostgresClient) async throws in
             try await client.execute("CREATE TABLE t (id int PRIMARY KEY)")
             try await client.execute("INSERT INTO t VALUES ($1)", [1])
-            let duplicate = await #expect(throws: PostgresError.self) { try await client.execute("INSERT INTO t VALUES ($1)", [1]) }
+            let duplicate = await #expect(throws: PostgresError.self) {
+                try await client.execute("INSERT INTO t VALUES ($1)", [1])
+            }
             #expect(duplicate?.code == .uniqueViolation)
             #expect(duplicate?.constraint == "t_pkey")
             #expect(duplicate?.detail?.contains("already exists") == true)
@@ -52,7 +54,8 @@ struct PostgresClientTests {
     }
 
     @Test func connectionLeftInTransactionIsCleanedUp() async throws {
-        try await withClient(schema: TestEnvironment.uniqueName("leak"), poolSize: 1) { (client: PostgresClient) async throws in
+        try await withClient(schema: TestEnvironment.uniqueName("leak"), poolSize: 1) {
+            (client: PostgresClient) async throws in
             try await client.execute("CREATE TABLE t (v int)")
             try await client.withConnection { connection in
                 try await connection.execute("BEGIN")
@@ -89,7 +92,9 @@ struct PostgresClientTests {
     @Test func callbackQueriesShareThePoolWithTasks() async throws {
         let schema = TestEnvironment.uniqueName("callback")
         try await withClient(schema: schema, poolSize: 2) { (client: PostgresClient) async throws in
-            @Sendable func viaCallback(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws -> PostgresRows {
+            @Sendable func viaCallback(_ sql: String, _ parameters: [any PostgresEncodable] = []) async throws
+                -> PostgresRows
+            {
                 try await withCheckedThrowingContinuation { continuation in
                     client.query(sql, parameters) { continuation.resume(with: $0) }
                 }
@@ -134,7 +139,8 @@ struct PostgresClientTests {
 
     @Test func copyWritesRows() async throws {
         try await withClient(schema: TestEnvironment.uniqueName("copy")) { (client: PostgresClient) async throws in
-            try await client.execute("CREATE TABLE t (id int8, name text, doc jsonb, tags text[], raw bytea, at timestamptz)")
+            try await client.execute(
+                "CREATE TABLE t (id int8, name text, doc jsonb, tags text[], raw bytea, at timestamptz)")
             let at = Date(timeIntervalSince1970: 1_700_000_000)
             let tricky = "tab\there\nnewline \\backslash \\N not null \r"
             var rows: [[any PostgresEncodable]] = []
@@ -144,7 +150,8 @@ struct PostgresClientTests {
                 let tags: [String] = ["a", "b,c", "d\"e"]
                 rows.append([i, name, doc, tags, Data([UInt8(i % 256), 0x5c]), at])
             }
-            let written = try await client.copy(into: "t", columns: ["id", "name", "doc", "tags", "raw", "at"], rows: rows)
+            let written = try await client.copy(
+                into: "t", columns: ["id", "name", "doc", "tags", "raw", "at"], rows: rows)
             #expect(written == 5000)
             let summary = try await client.query("SELECT count(*), count(name), sum(id) FROM t")
             #expect(try summary[0].decode((Int, Int, Int).self) == (5000, 5000 - 715, 4999 * 5000 / 2))
@@ -157,7 +164,8 @@ struct PostgresClientTests {
             #expect(gotAt == at)
             // A bad row aborts the whole COPY and the connection stays usable.
             let bad = await #expect(throws: PostgresError.self) {
-                try await client.copy(into: "t", columns: ["id"], rows: [[1], ["not a number"]] as [[any PostgresEncodable]])
+                try await client.copy(
+                    into: "t", columns: ["id"], rows: [[1], ["not a number"]] as [[any PostgresEncodable]])
             }
             #expect(bad?.code == .invalidTextRepresentation)
             #expect(try await client.query("SELECT count(*) FROM t")[0].decode(Int.self, at: 0) == 5000)
@@ -169,7 +177,8 @@ struct PostgresClientTests {
             try await client.execute("CREATE TABLE t (id int8 PRIMARY KEY, name text)")
             let rows: [[any PostgresEncodable]] = (0..<2500).map { [$0, "n\($0)"] }
             #expect(try await client.insert(into: "t", columns: ["id", "name"], rows: rows) == 2500)
-            let again = try await client.insert(into: "t", columns: ["id", "name"], rows: Array(rows.prefix(10)), suffix: "ON CONFLICT (id) DO NOTHING")
+            let again = try await client.insert(
+                into: "t", columns: ["id", "name"], rows: Array(rows.prefix(10)), suffix: "ON CONFLICT (id) DO NOTHING")
             #expect(again == 0)
             #expect(try await client.query("SELECT count(*) FROM t")[0].decode(Int.self, at: 0) == 2500)
         }

@@ -20,7 +20,7 @@ struct PostgresCodingUnitTests {
         ("2024-05-01 12:00:00", 1_714_564_800.0),
         ("2024-05-01", 1_714_521_600.0),
         ("1969-12-31 23:59:59.75+00", -0.25),
-        ("1900-01-01 00:09:21+00:09:21", -2_208_988_800.0),
+        ("1900-01-01 00:09:21+00:09:21", -2_208_988_800.0)
     ])
     func timestampsParse(text: String, seconds: Double) throws {
         let date = try Self.decode(text, as: Date.self)
@@ -39,7 +39,10 @@ struct PostgresCodingUnitTests {
     }
 
     @Test func arrayLiteralsParse() throws {
-        #expect(try Self.decode(#"{a,"b c",NULL,"NULL","q\"x","\\"}"#, as: [String?].self) == ["a", "b c", nil, "NULL", "q\"x", "\\"])
+        #expect(
+            try Self.decode(#"{a,"b c",NULL,"NULL","q\"x","\\"}"#, as: [String?].self) == [
+                "a", "b c", nil, "NULL", "q\"x", "\\"
+            ])
         #expect(try Self.decode("{}", as: [Int].self) == [])
         #expect(try Self.decode("{1,-2,3}", as: [Int64].self) == [1, -2, 3])
         #expect(throws: PostgresDecodingError.self) { try Self.decode("{{1,2},{3,4}}", as: [Int].self) }

@@ -4,7 +4,10 @@ import BuzzKitPostgres
 @Suite("PostgresConfiguration")
 struct PostgresConfigurationTests {
     @Test func parsesURL() throws {
-        let c = try PostgresConfiguration(url: "postgres://app:s%40cret@db.internal:6543/buzz?sslmode=require&pool_size=9&statement_timeout=1500&application_name=gw")
+        let c = try PostgresConfiguration(
+            url:
+                "postgres://app:s%40cret@db.internal:6543/buzz?sslmode=require&pool_size=9&statement_timeout=1500&application_name=gw"
+        )
         #expect(c.user == "app" && c.password == "s@cret" && c.host == "db.internal" && c.port == 6543)
         #expect(c.database == "buzz" && c.sslMode == "require" && c.poolSize == 9 && c.applicationName == "gw")
         #expect(c.statementTimeout == .milliseconds(1500))

@@ -12,11 +12,16 @@ struct PostgresRestartTests {
         var configuration = try PostgresConfiguration(url: server.url)
         configuration.poolSize = 2
         let sink = CapturingSink()
-        let client = PostgresClient(configuration: configuration, logger: Logger(label: "restart", logLevel: .warning, sink: sink))
+        let client = PostgresClient(
+            configuration: configuration, logger: Logger(label: "restart", logLevel: .warning, sink: sink))
         do {
             // Open both pooled connections, so both are stale after the restart.
             let pids = try await withThrowingTaskGroup(of: Int.self) { group in
-                for _ in 0..<2 { group.addTask { try await client.query("SELECT pg_backend_pid(), pg_sleep(0.1)")[0].decode(Int.self, at: 0) } }
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await client.query("SELECT pg_backend_pid(), pg_sleep(0.1)")[0].decode(Int.self, at: 0)
+                    }
+                }
                 return try await group.reduce(into: Set<Int>()) { $0.insert($1) }
             }
             #expect(pids.count == 2)
@@ -33,7 +38,9 @@ struct PostgresRestartTests {
             // The stale connections were noticed and reopened (not merely lucky).
             #expect(sink.captured.contains { $0.contains("postgres.reconnect") })
             // A transaction on a reopened connection works too.
-            let committed = try await client.withTransaction { tx in try await tx.query("SELECT 1")[0].decode(Int.self, at: 0) }
+            let committed = try await client.withTransaction { tx in
+                try await tx.query("SELECT 1")[0].decode(Int.self, at: 0)
+            }
             #expect(committed == 1)
             // The listener reconnects and LISTENs again; notify until one arrives.
             let received = try await withThrowingTaskGroup(of: String?.self) { group in

@@ -40,7 +40,9 @@ import Testing
         let schema = TestEnvironment.uniqueName("prep")
         let client = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
         try await withCleanup {
-            await #expect(throws: PostgresError.self) { try await client.query("SELECT * FROM missing WHERE id = $1", [1]) }
+            await #expect(throws: PostgresError.self) {
+                try await client.query("SELECT * FROM missing WHERE id = $1", [1])
+            }
             // The connection is still usable and nothing bad was cached.
             try await client.execute("CREATE TABLE missing (id int)")
             #expect(try await client.query("SELECT * FROM missing WHERE id = $1", [1]).isEmpty)

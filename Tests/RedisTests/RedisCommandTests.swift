@@ -57,7 +57,9 @@ import BuzzKitTestSupport
 
     @Test func scriptsRunAndReloadAfterFlush() async throws {
         let key = "\(prefix):script"
-        #expect(try await client.eval("return redis.call('INCRBY', KEYS[1], ARGV[1])", keys: [key], args: ["7"]) == .integer(7))
+        #expect(
+            try await client.eval("return redis.call('INCRBY', KEYS[1], ARGV[1])", keys: [key], args: ["7"])
+                == .integer(7))
         let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1]) + 0")
         #expect(try await client.run(script, keys: [key], args: ["3"]) == .integer(10))
         #expect(try await client.run(script, keys: [key], args: ["1"]) == .integer(11))

@@ -6,7 +6,7 @@ import BuzzKitRedis
         ("redis://127.0.0.1:6380", "127.0.0.1", 6380, nil as String?, 0),
         ("redis://:s3cret@cache.local:7000/3", "cache.local", 7000, "s3cret", 3),
         ("redis://localhost", "localhost", 6379, nil, 0),
-        ("redis://app:pw%40x@h:1/0", "h", 1, "pw@x", 0),
+        ("redis://app:pw%40x@h:1/0", "h", 1, "pw@x", 0)
     ])
     func parsesURLs(url: String, host: String, port: Int, password: String?, db: Int) throws {
         let configuration = try RedisConfiguration(url: url)
@@ -36,7 +36,8 @@ import BuzzKitRedis
         #expect(StreamEntryID("x-1") == nil)
         #expect(StreamEntryID("1-2")! < StreamEntryID("1-10")!)
         #expect(StreamEntryID("2-0")! > StreamEntryID("1-99")!)
-        #expect(StreamEntryID("18446744073709551615-18446744073709551615")
+        #expect(
+            StreamEntryID("18446744073709551615-18446744073709551615")
                 == StreamEntryID(milliseconds: .max, sequence: .max))
         for bad in ["", "-", "1-", "-1", "1-2-3", "18446744073709551616-0", "1-18446744073709551616", " 1-2", "1-2a"] {
             #expect(StreamEntryID(bad) == nil, "\(bad)")

@@ -44,7 +44,8 @@ import BuzzKitTestSupport
         #expect(pending.map(\.id) == read[2...].map(\.id))
         #expect(pending.allSatisfy { $0.consumer == "a" && $0.deliveries == 1 })
         // Nothing new: a BLOCK read returns empty after the block time.
-        #expect(try await reader.readGroup(stream, group: "g", consumer: "a", count: 10, block: .milliseconds(50)).isEmpty)
+        #expect(
+            try await reader.readGroup(stream, group: "g", consumer: "a", count: 10, block: .milliseconds(50)).isEmpty)
         // Consumer b takes over everything a holds.
         let claim = try await client.autoClaim(stream, group: "g", consumer: "b", minIdle: .zero, count: 10)
         #expect(claim.entries.map(\.id) == read[2...].map(\.id))
@@ -74,8 +75,9 @@ struct ForwardingRunner: RedisCommandRunner {
         let runner = ForwardingRunner(client: client)
         let stream = TestEnvironment.uniqueName("generic")
         let payload: [UInt8] = [0, 13, 10, 36, 42, 0xFF]
-        let ids = try await runner.xaddBatch(stream, entries: (0..<30).map { [("n", Array(String($0).utf8)), ("p", payload)] },
-                                             maxLength: 1000, chunkSize: 8)
+        let ids = try await runner.xaddBatch(
+            stream, entries: (0..<30).map { [("n", Array(String($0).utf8)), ("p", payload)] },
+            maxLength: 1000, chunkSize: 8)
         #expect(ids.count == 30 && ids == ids.sorted())
         try await runner.createGroup(stream, group: "g")
         let read = try await runner.readGroup(stream, group: "g", consumer: "c", count: 50, block: .milliseconds(10))

@@ -38,7 +38,8 @@ struct Poison: Error, CustomStringConvertible {
         #expect(dead.count == 25)
 
         let seen = Seen()
-        let consumer = StreamConsumer(client: client, configuration: fastConfiguration("b"), logger: .silent()) { entry in
+        let consumer = StreamConsumer(client: client, configuration: fastConfiguration("b"), logger: .silent()) {
+            entry in
             seen.record(entry.id)
         }
         let done = try await withRunning(consumer) {
@@ -106,7 +107,9 @@ struct Poison: Error, CustomStringConvertible {
             }
         }
         #expect(recorded)
-        #expect(try await client.hget(configuration.errorsKey, field: id.description) == Array("poison entry cannot be handled".utf8))
+        #expect(
+            try await client.hget(configuration.errorsKey, field: id.description)
+                == Array("poison entry cannot be handled".utf8))
         let pending = try await client.pending(stream, group: "workers", count: 10)
         #expect(pending.map(\.id) == [id])
         #expect(seen.snapshot[id] == 1)
@@ -147,8 +150,10 @@ struct Poison: Error, CustomStringConvertible {
             seen.record(entry.id)
             if entry.id == ids[0] { try await Task.sleep(for: .seconds(14)) }  // over two claim idle times
         }
-        let first = StreamConsumer(client: client, configuration: configuration("a"), logger: .silent(), handler: handler)
-        let second = StreamConsumer(client: client, configuration: configuration("b"), logger: .silent(), handler: handler)
+        let first = StreamConsumer(
+            client: client, configuration: configuration("a"), logger: .silent(), handler: handler)
+        let second = StreamConsumer(
+            client: client, configuration: configuration("b"), logger: .silent(), handler: handler)
         let done = try await withRunning(first, second) {
             try await RedisTestSupport.eventually {
                 guard seen.snapshot.count == ids.count else { return false }

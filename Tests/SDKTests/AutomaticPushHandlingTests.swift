@@ -5,17 +5,19 @@ import Testing
 
 @Suite("SDK: automatic push handling")
 struct AutomaticPushHandlingTests {
-    let plan = LocalPlan(id: "run_1:nudge", fireAt: .init(year: 2030, month: 1, day: 2, hour: 7, minute: 0),
-                         title: "Leg day", cancelOn: ["workout.completed"], messageId: "msg_local")
+    let plan = LocalPlan(
+        id: "run_1:nudge", fireAt: .init(year: 2030, month: 1, day: 2, hour: 7, minute: 0),
+        title: "Leg day", cancelOn: ["workout.completed"], messageId: "msg_local")
 
-    let tapped = PushPayload(content: {
-        var content = MessageContent()
-        content.body = "Booked"
-        content.deepLink = "gym://bookings/1"
-        content.action = PushAction(name: "show_offer", data: ["offerId": "o_1"])
-        content.actions = [PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")]
-        return content
-    }(), messageId: "msg_1")
+    let tapped = PushPayload(
+        content: {
+            var content = MessageContent()
+            content.body = "Booked"
+            content.deepLink = "gym://bookings/1"
+            content.action = PushAction(name: "show_offer", data: ["offerId": "o_1"])
+            content.actions = [PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")]
+            return content
+        }(), messageId: "msg_1")
 
     @Test func onByDefaultSilentPushesReachTheSDKWithoutTheApp() async throws {
         let h = try Harness()
@@ -43,7 +45,10 @@ struct AutomaticPushHandlingTests {
         _ = await h.pushes.send(.opened(tapped, actionIdentifier: "reply", input: "See you"))
         #expect(log.all == ["action show_offer", "handler gym://bookings/1"])
         let opened = h.transport.sentEvents.first { $0["name"] == "$notification.opened" }
-        #expect(opened?["data"] == ["messageId": "msg_1", "action": "reply", "input": "See you", "deepLink": "gym://bookings/1"])
+        #expect(
+            opened?["data"] == [
+                "messageId": "msg_1", "action": "reply", "input": "See you", "deepLink": "gym://bookings/1"
+            ])
         h.transport.clear()
         _ = await h.pushes.send(.dismissed(tapped))
         #expect(h.transport.sentNames == ["$notification.dismissed"])

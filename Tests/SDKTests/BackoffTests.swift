@@ -15,8 +15,10 @@ final class AttemptTimes: Sendable {
 @Suite("SDK: retrying a failed flush with backoff")
 struct BackoffTests {
     /// A transport that fails `/v1/events` while `failing` says so, recording each attempt's time.
-    func harness(failing: @escaping @Sendable (Int) -> Bool,
-                 configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws -> (Harness, AttemptTimes) {
+    func harness(
+        failing: @escaping @Sendable (Int) -> Bool,
+        configure: (inout BuzzKit.Configuration) -> Void = { _ in }
+    ) throws -> (Harness, AttemptTimes) {
         let clock = ManualClock()
         let times = AttemptTimes()
         let transport = FakeTransport { request, _ in

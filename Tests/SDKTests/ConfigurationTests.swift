@@ -30,7 +30,7 @@ struct ConfigurationTests {
         #expect(configuration.retryBaseDelay == 5)
         #expect(configuration.retryMaxDelay == 300)
         #if !canImport(os)
-        #expect(configuration.logHandler == nil)  // nowhere on Linux
+            #expect(configuration.logHandler == nil)  // nowhere on Linux
         #endif
     }
 
@@ -65,10 +65,11 @@ struct ConfigurationTests {
     /// the property did.
     @Test func automaticSessionTrackingFalseAsAnArgumentEmitsNoSessions() async throws {
         let h = try Harness { current in
-            current = Configuration(apiKey: current.apiKey, baseURL: current.baseURL, automaticSessionTracking: false,
-                                    pushEnvironment: current.pushEnvironment, storageDirectory: current.storageDirectory,
-                                    appVersion: current.appVersion, appBuild: current.appBuild,
-                                    bundleId: current.bundleId, logHandler: current.logHandler)
+            current = Configuration(
+                apiKey: current.apiKey, baseURL: current.baseURL, automaticSessionTracking: false,
+                pushEnvironment: current.pushEnvironment, storageDirectory: current.storageDirectory,
+                appVersion: current.appVersion, appBuild: current.appBuild,
+                bundleId: current.bundleId, logHandler: current.logHandler)
         }
         await h.client.handle(.foreground)
         await h.clock.advance(by: 10)

@@ -12,7 +12,8 @@ struct EndToEndTests {
         do {
             try await body(stack)
         } catch {
-            Issue.record("gateway log: \(stack.gateway.output.suffix(2000))\ningest log: \(stack.ingest.output.suffix(2000))")
+            Issue.record(
+                "gateway log: \(stack.gateway.output.suffix(2000))\ningest log: \(stack.ingest.output.suffix(2000))")
             await stack.close()
             throw error
         }
@@ -23,7 +24,8 @@ struct EndToEndTests {
         try await withStack { stack in
             let directory = TemporaryDirectory()
             let subscriber = TestEnvironment.uniqueName("runner")
-            let first = try stack.client(directory: directory, transport: LosesAnswers(URLSessionTransport(timeout: 10), failures: 1))
+            let first = try stack.client(
+                directory: directory, transport: LosesAnswers(URLSessionTransport(timeout: 10), failures: 1))
             first.identify(subscriber)
             await first.flushEvents()  // the identify itself, no events yet
             for n in 0..<120 { first.track("workout.completed", data: ["n": .int(Int64(n))]) }
@@ -82,7 +84,11 @@ struct EndToEndTests {
             client.track("on.time")
             await client.flushEvents()
             #expect(await client.pendingEventCount() == 0)
-            #expect(logs.all.contains { $0.message.contains("rejected by the API and dropped") && $0.metadata["error.code"] == "validation_failed" })
+            #expect(
+                logs.all.contains {
+                    $0.message.contains("rejected by the API and dropped")
+                        && $0.metadata["error.code"] == "validation_failed"
+                })
             let stored = try await stack.waitForEvent("on.time", of: subscriber)
             #expect(stored.compactMap { $0["name"]?.stringValue } == ["on.time"])
         }
@@ -94,13 +100,17 @@ struct EndToEndTests {
             let subscriber = TestEnvironment.uniqueName("planned")
             let client = try stack.client(directory: directory)
             client.identify(subscriber)
-            let plan = LocalPlan(id: "run_e2e:nudge", fireAt: .init(year: 2030, month: 1, day: 2, hour: 7, minute: 0),
-                                 title: "Leg day", cancelOn: ["workout.completed"], messageId: "msg_e2e")
+            let plan = LocalPlan(
+                id: "run_e2e:nudge", fireAt: .init(year: 2030, month: 1, day: 2, hour: 7, minute: 0),
+                title: "Leg day", cancelOn: ["workout.completed"], messageId: "msg_e2e")
             // The payload exactly as the server encodes it, read back as iOS hands it to the app.
             let userInfo = try #require(JSONValue.parse(PushPayload.local(plan).encode()).anyValue as? [String: Any])
             #expect(await client.didReceiveRemoteNotification(userInfo: userInfo) == .newData)
             let stored = try await stack.waitForEvent("$local.scheduled", of: subscriber)
-            #expect(stored.first { $0["name"] == "$local.scheduled" }?["data"] == ["localId": "run_e2e:nudge", "messageId": "msg_e2e"])
+            #expect(
+                stored.first { $0["name"] == "$local.scheduled" }?["data"] == [
+                    "localId": "run_e2e:nudge", "messageId": "msg_e2e"
+                ])
         }
     }
 
@@ -117,17 +127,22 @@ struct EndToEndTests {
             await client.flushEvents()
             let first = Data((0..<32).map { UInt8($0) }), rotated = Data((0..<32).map { UInt8(255 - $0) })
             let start = Data(repeating: 0x5A, count: 40)
-            await client.activities.run(FakeActivityProvider(attributesType: "MatchAttributes", script: [
-                .activity(id: "act_e2e", attributesType: "MatchAttributes"),
-                .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: first),
-                .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: rotated),
-                .pushToStartToken(attributesType: "MatchAttributes", token: start),
-            ]))
+            await client.activities.run(
+                FakeActivityProvider(
+                    attributesType: "MatchAttributes",
+                    script: [
+                        .activity(id: "act_e2e", attributesType: "MatchAttributes"),
+                        .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: first),
+                        .pushToken(id: "act_e2e", attributesType: "MatchAttributes", token: rotated),
+                        .pushToStartToken(attributesType: "MatchAttributes", token: start)
+                    ]))
             #expect(await client.activities.pendingTokenCount() == 0)
             let activities = try await stack.get("/v1/subscribers/\(subscriber)/live-activities")
             #expect(activities.arrayValue?.count == 1)
             #expect(activities.arrayValue?.first?["token"] == .string(Hex.string(rotated)))  // the rotation replaced it
-            #expect(activities.arrayValue?.first?["state"] == "active" && activities.arrayValue?.first?["attributesType"] == "MatchAttributes")
+            #expect(
+                activities.arrayValue?.first?["state"] == "active"
+                    && activities.arrayValue?.first?["attributesType"] == "MatchAttributes")
             #expect(activities.arrayValue?.first?["environment"] == "sandbox")
             let starts = try await stack.get("/v1/subscribers/\(subscriber)/live-activity-start-tokens")
             #expect(starts.arrayValue?.map { $0["token"] } == [.string(Hex.string(start))])
@@ -167,10 +182,11 @@ struct EndToEndTests {
             #expect(stored.compactMap { $0["name"]?.stringValue } == ["before.logout", "logged.out"])
 
             // The server insists on it: the same client key without the header is refused.
-            let bare = try await stack.http.send(TransportRequest(
-                method: "POST", url: URL(string: stack.baseURL.absoluteString + "/v1/events")!,
-                headers: ["Authorization": "Bearer \(stack.clientKey)", "Content-Type": "application/json"],
-                body: JSONValue.object(["subscriberId": .string(subscriber), "events": .array([])]).jsonBytes))
+            let bare = try await stack.http.send(
+                TransportRequest(
+                    method: "POST", url: URL(string: stack.baseURL.absoluteString + "/v1/events")!,
+                    headers: ["Authorization": "Bearer \(stack.clientKey)", "Content-Type": "application/json"],
+                    body: JSONValue.object(["subscriberId": .string(subscriber), "events": .array([])]).jsonBytes))
             #expect(bare.status == 401)
             #expect((try? Envelope.decode(bare.body))?.error?.code.rawValue == "installation_required")
         }

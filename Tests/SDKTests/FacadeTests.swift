@@ -17,7 +17,8 @@ struct FacadeTests {
         configuration.appVersion = "2.0"
         configuration.appBuild = "7"
         BuzzKit.configure(configuration, platform: Platform(clock: ManualClock(), transport: transport))
-        BuzzKit.configure(configuration, platform: Platform(clock: ManualClock(), transport: FakeTransport()))  // ignored
+        // ignored
+        BuzzKit.configure(configuration, platform: Platform(clock: ManualClock(), transport: FakeTransport()))
         let shared = try #require(BuzzKit.shared)
         #expect(shared.actions === BuzzKit.actions)
         #expect(BuzzKit.activities === shared.activities)

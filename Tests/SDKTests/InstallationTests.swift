@@ -10,8 +10,12 @@ struct InstallationTests {
     static let header = "BuzzKit-Installation"
 
     /// Answers `/v1/installations` with `tokens` in turn, everything else with `other`.
-    static func server(tokens: [String], other: @escaping @Sendable (TransportRequest) -> TransportResponse = { _ in FakeTransport.accepted() })
-        -> FakeTransport {
+    static func server(
+        tokens: [String],
+        other: @escaping @Sendable (TransportRequest) -> TransportResponse = { _ in FakeTransport.accepted() }
+    )
+        -> FakeTransport
+    {
         let issued = Mutex(0)
         return FakeTransport(autoInstall: false) { request, _ in
             guard request.url.path == "/v1/installations" else { return other(request) }
@@ -45,8 +49,11 @@ struct InstallationTests {
         await h.client.flushEvents()
         #expect(paths(transport).filter { $0 == "POST /v1/installations" }.count == 1)
         #expect(transport.requests.dropFirst().allSatisfy { $0.headers[Self.header] == "bk_inst_one" })
-        #expect(Set(paths(transport)) == ["POST /v1/installations", "POST /v1/events", "POST /v1/identify",
-                                          "PUT /v1/subscribers/user-1/devices/01"])
+        #expect(
+            Set(paths(transport)) == [
+                "POST /v1/installations", "POST /v1/events", "POST /v1/identify",
+                "PUT /v1/subscribers/user-1/devices/01"
+            ])
     }
 
     @Test func theTokenIsKeptInTheStoreAcrossRestarts() async throws {
@@ -72,7 +79,10 @@ struct InstallationTests {
         await h.client.flushEvents()
         let after = h.client.anonymousId
         #expect(before != after)
-        #expect(h.transport.installations.compactMap { try? JSONValue.parse($0.body)["anonymousId"]?.stringValue } == [before, after])
+        #expect(
+            h.transport.installations.compactMap { try? JSONValue.parse($0.body)["anonymousId"]?.stringValue } == [
+                before, after
+            ])
         let batches = h.transport.requests.filter { $0.url.path == "/v1/events" }
         #expect(batches.count == 2)
         #expect(try JSONValue.parse(batches[0].body)["subscriberId"] == "user-1")
@@ -84,12 +94,16 @@ struct InstallationTests {
     @Test(arguments: ["installation_required", "unauthorized"])
     func aRefusedTokenIsDroppedAndTheInstallationRegisteredAgainOnce(code: String) async throws {
         let transport = Self.server(tokens: ["bk_inst_old", "bk_inst_new"]) { request in
-            request.headers[Self.header] == "bk_inst_new" ? FakeTransport.accepted() : FakeTransport.error(code, status: 401)
+            request.headers[Self.header] == "bk_inst_new"
+                ? FakeTransport.accepted() : FakeTransport.error(code, status: 401)
         }
         let h = try Harness(transport: transport)
         h.client.track("a")
         await h.client.flushEvents()
-        #expect(paths(transport) == ["POST /v1/installations", "POST /v1/events", "POST /v1/installations", "POST /v1/events"])
+        #expect(
+            paths(transport) == [
+                "POST /v1/installations", "POST /v1/events", "POST /v1/installations", "POST /v1/events"
+            ])
         #expect(await h.client.pendingEventCount() == 0)
         let later = Self.server(tokens: ["bk_inst_unused"])
         let restarted = try h.restarted(transport: later)
@@ -108,11 +122,15 @@ struct InstallationTests {
         h.client.identify("user-1")
         h.client.track("a")
         await h.client.flushEvents()
-        #expect(paths(transport) == ["POST /v1/installations", "POST /v1/identify", "POST /v1/events",
-                                     "POST /v1/installations", "POST /v1/identify", "POST /v1/events"])
+        #expect(
+            paths(transport) == [
+                "POST /v1/installations", "POST /v1/identify", "POST /v1/events",
+                "POST /v1/installations", "POST /v1/identify", "POST /v1/events"
+            ])
         let again = transport.requests[4]
         #expect(again.headers[Self.header] == "bk_inst_new")
-        #expect(try JSONValue.parse(again.body) == ["anonymousId": .string(h.client.anonymousId), "subscriberId": "user-1"])
+        #expect(
+            try JSONValue.parse(again.body) == ["anonymousId": .string(h.client.anonymousId), "subscriberId": "user-1"])
     }
 
     @Test func aServerThatKeepsRefusingGetsOneNewRegistrationNotALoop() async throws {
@@ -122,7 +140,10 @@ struct InstallationTests {
         let h = try Harness(transport: transport)
         h.client.track("a")
         await h.client.flushEvents()
-        #expect(paths(transport) == ["POST /v1/installations", "POST /v1/events", "POST /v1/installations", "POST /v1/events"])
+        #expect(
+            paths(transport) == [
+                "POST /v1/installations", "POST /v1/events", "POST /v1/installations", "POST /v1/events"
+            ])
         #expect(await h.client.pendingEventCount() == 0)  // an API error: dropped, logged
         #expect(h.logs.contains(.error, "rejected by the API and dropped"))
     }
@@ -135,7 +156,8 @@ struct InstallationTests {
         #expect(paths(transport) == ["POST /v1/installations"])
         #expect(await h.client.pendingEventCount() == 1)
         transport.respond { request, _ in
-            request.url.path == "/v1/installations" ? FakeTransport.installation(token: "bk_inst_late", anonymousId: "x")
+            request.url.path == "/v1/installations"
+                ? FakeTransport.installation(token: "bk_inst_late", anonymousId: "x")
                 : FakeTransport.accepted()
         }
         await h.client.flushEvents()
@@ -145,7 +167,8 @@ struct InstallationTests {
 
     @Test func aServerWithoutInstallationsIsSentToWithoutTheHeader() async throws {
         let transport = FakeTransport(autoInstall: false) { request, _ in
-            request.url.path == "/v1/installations" ? FakeTransport.error(.notFound, status: 404) : FakeTransport.accepted()
+            request.url.path == "/v1/installations"
+                ? FakeTransport.error(.notFound, status: 404) : FakeTransport.accepted()
         }
         let h = try Harness(transport: transport)
         h.client.track("a")
@@ -171,8 +194,9 @@ struct InstallationTests {
         await app.client.start()
         await app.client.waitForPendingWrites()
         let extensionTransport = FakeTransport()
-        let outcome = await DeliveryReceipt.deliver(messageId: "m", storageDirectory: app.directory.url, configuration: nil,
-                                                    transport: extensionTransport, clock: app.clock)
+        let outcome = await DeliveryReceipt.deliver(
+            messageId: "m", storageDirectory: app.directory.url, configuration: nil,
+            transport: extensionTransport, clock: app.clock)
         #expect(outcome == .sent)
         #expect(extensionTransport.installations.count == 1)
         #expect(extensionTransport.requests.first?.headers[Self.header] == "bk_inst_" + app.client.anonymousId)
@@ -189,8 +213,9 @@ struct InstallationTests {
         let transport = FakeTransport(autoInstall: false) { request, _ in
             guard request.url.path == "/v1/installations" else { return FakeTransport.accepted() }
             if let app = holder.withLock({ $0 }) {
-                _ = await DeliveryReceipt.deliver(messageId: "m", storageDirectory: app.directory.url, configuration: nil,
-                                                  transport: FakeTransport())
+                _ = await DeliveryReceipt.deliver(
+                    messageId: "m", storageDirectory: app.directory.url, configuration: nil,
+                    transport: FakeTransport())
             }
             return FakeTransport.error("installation_exists", status: 409)
         }

@@ -5,10 +5,11 @@ import Testing
 
 @Suite("SDK: local plans (bk.local, bk.cancel)")
 struct LocalPlanTests {
-    let plan = LocalPlan(id: "run_1:nudge", fireAt: .init(year: 2026, month: 9, day: 3, hour: 7, minute: 0),
-                         title: "Leg day", body: "6:00 with Maya.", data: ["workoutId": "w_9"],
-                         deepLink: "gym://workouts/legs", cancelOn: ["workout.completed", "workout.skipped"],
-                         messageId: "msg_local")
+    let plan = LocalPlan(
+        id: "run_1:nudge", fireAt: .init(year: 2026, month: 9, day: 3, hour: 7, minute: 0),
+        title: "Leg day", body: "6:00 with Maya.", data: ["workoutId": "w_9"],
+        deepLink: "gym://workouts/legs", cancelOn: ["workout.completed", "workout.skipped"],
+        messageId: "msg_local")
 
     func userInfo(_ payload: PushPayload) throws -> [AnyHashable: Any] {
         try #require(JSONValue.parse(payload.encode()).anyValue as? [String: Any])

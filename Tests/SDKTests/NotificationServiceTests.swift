@@ -7,9 +7,11 @@ import Testing
 @Suite("SDK: the notification service extension")
 struct NotificationServiceTests {
     @Test func buttonsBecomeADerivedCategoryWithTextInput() throws {
-        let buttons = [PushButton(id: "confirm", title: "Confirm", foreground: true),
-                       PushButton(id: "skip", title: "Skip", destructive: true),
-                       PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")]
+        let buttons = [
+            PushButton(id: "confirm", title: "Confirm", foreground: true),
+            PushButton(id: "skip", title: "Skip", destructive: true),
+            PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")
+        ]
         var content = MessageContent()
         content.body = "Booked"
         content.actions = buttons
@@ -39,13 +41,17 @@ struct NotificationServiceTests {
         app.client.identify("user-1")
         await app.client.flushEvents()  // the identify reached the server
         let extensionTransport = FakeTransport()
-        let outcome = await DeliveryReceipt.deliver(messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
-                                                    transport: extensionTransport, clock: app.clock)
+        let outcome = await DeliveryReceipt.deliver(
+            messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
+            transport: extensionTransport, clock: app.clock)
         #expect(outcome == .sent)
-        #expect(extensionTransport.bodies("/v1/events") == [[
-            "subscriberId": "user-1",
-            "events": .array([extensionTransport.sentEvents[0]]),
-        ]])
+        #expect(
+            extensionTransport.bodies("/v1/events") == [
+                [
+                    "subscriberId": "user-1",
+                    "events": .array([extensionTransport.sentEvents[0]])
+                ]
+            ])
         #expect(extensionTransport.sentNames == ["$notification.delivered"])
         #expect(extensionTransport.sentEvents.first?["data"] == ["messageId": "msg_9"])
         #expect(extensionTransport.requests.first?.headers["Authorization"] == "Bearer bk_ck_test")
@@ -57,8 +63,9 @@ struct NotificationServiceTests {
         app.client.identify("user-1")
         await app.client.flushEvents()  // offline: the identify is still pending
         let extensionTransport = FakeTransport()
-        let outcome = await DeliveryReceipt.deliver(messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
-                                                    transport: extensionTransport, clock: app.clock)
+        let outcome = await DeliveryReceipt.deliver(
+            messageId: "msg_9", storageDirectory: app.directory.url, configuration: nil,
+            transport: extensionTransport, clock: app.clock)
         #expect(outcome == .sent)
         let batch = try #require(extensionTransport.bodies("/v1/events").first)
         #expect(batch["anonymousId"] == .string(app.client.anonymousId))
@@ -74,8 +81,9 @@ struct NotificationServiceTests {
             throw NetworkDown()
         }
         let clock = ManualClock()
-        async let outcome = DeliveryReceipt.deliver(messageId: "msg_9", storageDirectory: app.directory.url,
-                                                    configuration: nil, transport: hanging, clock: clock, deadline: 5)
+        async let outcome = DeliveryReceipt.deliver(
+            messageId: "msg_9", storageDirectory: app.directory.url,
+            configuration: nil, transport: hanging, clock: clock, deadline: 5)
         #expect(await eventually { clock.pendingCount == 1 })
         await clock.advance(by: 5)
         #expect(await outcome == .savedForApp)
@@ -91,17 +99,19 @@ struct NotificationServiceTests {
         let app = try Harness()
         await app.client.start()
         await app.clock.advance(by: 5)
-        let outcome = await DeliveryReceipt.deliver(messageId: "m", storageDirectory: app.directory.url,
-                                                    configuration: nil, transport: FakeTransport { _, _ in throw NetworkDown() },
-                                                    clock: app.clock)
+        let outcome = await DeliveryReceipt.deliver(
+            messageId: "m", storageDirectory: app.directory.url,
+            configuration: nil, transport: FakeTransport { _, _ in throw NetworkDown() },
+            clock: app.clock)
         #expect(outcome == .savedForApp)
         #expect(await app.client.pendingEventCount() == 1)
     }
 
     @Test func withoutAnyAPIKeyTheReceiptIsDropped() async throws {
         let directory = TemporaryDirectory()
-        let outcome = await DeliveryReceipt.deliver(messageId: "m", storageDirectory: directory.url, configuration: nil,
-                                                    transport: FakeTransport())
+        let outcome = await DeliveryReceipt.deliver(
+            messageId: "m", storageDirectory: directory.url, configuration: nil,
+            transport: FakeTransport())
         #expect(outcome == .dropped)
     }
 }

@@ -30,18 +30,21 @@ final class TestDelegate: BuzzKitDelegate {
 
 @Suite("SDK: push payloads and routing")
 struct PushRoutingTests {
-    let payload = PushPayload(content: {
-        var content = MessageContent()
-        content.title = "Leg day"
-        content.body = "6:00 with Maya."
-        content.deepLink = "gym://workouts/legs"
-        content.action = PushAction(name: "show_offer", data: ["offerId": "o_1", "nested": ["a": [1, 2]]])
-        content.actions = [PushButton(id: "confirm", title: "Confirm"),
-                           PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")]
-        content.image = "https://cdn.example.com/a.png"
-        content.data = ["bookingId": 42, "tags": ["x", "y"], "price": 9.5, "none": nil]
-        return content
-    }(), messageId: "msg_1")
+    let payload = PushPayload(
+        content: {
+            var content = MessageContent()
+            content.title = "Leg day"
+            content.body = "6:00 with Maya."
+            content.deepLink = "gym://workouts/legs"
+            content.action = PushAction(name: "show_offer", data: ["offerId": "o_1", "nested": ["a": [1, 2]]])
+            content.actions = [
+                PushButton(id: "confirm", title: "Confirm"),
+                PushButton(id: "reply", title: "Reply", input: true, placeholder: "Say something")
+            ]
+            content.image = "https://cdn.example.com/a.png"
+            content.data = ["bookingId": 42, "tags": ["x", "y"], "price": 9.5, "none": nil]
+            return content
+        }(), messageId: "msg_1")
 
     @Test func aPayloadParsesFromUserInfoExactlyAsSent() throws {
         let userInfo = try #require(JSONValue.parse(payload.encode()).anyValue as? [String: Any])
@@ -67,7 +70,10 @@ struct PushRoutingTests {
         #expect(log.all == ["action show_offer o_1", "handler gym://workouts/legs"])
         #expect(h.opener.urls.isEmpty)
         let events = h.transport.sentEvents
-        #expect(events.compactMap { $0["name"]?.stringValue } == ["$notification.opened", "$action.triggered", "$deeplink.opened"])
+        #expect(
+            events.compactMap { $0["name"]?.stringValue } == [
+                "$notification.opened", "$action.triggered", "$deeplink.opened"
+            ])
         #expect(events[0]["data"] == ["messageId": "msg_1", "deepLink": "gym://workouts/legs"])
         #expect(events[1]["data"] == ["name": "show_offer", "handled": true, "messageId": "msg_1"])
         #expect(events[2]["data"] == ["url": "gym://workouts/legs", "via": "handler", "messageId": "msg_1"])
@@ -79,9 +85,11 @@ struct PushRoutingTests {
         (true, false, true, DeepLinkRoute.handler),
         (true, false, false, DeepLinkRoute.system),
         (false, false, true, DeepLinkRoute.handler),
-        (false, false, false, DeepLinkRoute.system),
+        (false, false, false, DeepLinkRoute.system)
     ])
-    func linksGoDelegateThenHandlerThenSystem(delegate: Bool, takes: Bool, handler: Bool, via: DeepLinkRoute) async throws {
+    func linksGoDelegateThenHandlerThenSystem(delegate: Bool, takes: Bool, handler: Bool, via: DeepLinkRoute)
+        async throws
+    {
         let h = try Harness()
         let log = CallLog()
         if delegate { h.client.delegate = await TestDelegate(log: log, takes: takes) }
@@ -113,8 +121,11 @@ struct PushRoutingTests {
         h.client.delegate = await TestDelegate(log: log, takes: true)
         await h.client.notificationOpened(payload, actionIdentifier: "reply", input: "See you there")
         let opened = h.transport.sentEvents.first { $0["name"] == "$notification.opened" }
-        #expect(opened?["data"] == ["messageId": "msg_1", "action": "reply", "input": "See you there",
-                                    "deepLink": "gym://workouts/legs"])
+        #expect(
+            opened?["data"] == [
+                "messageId": "msg_1", "action": "reply", "input": "See you there",
+                "deepLink": "gym://workouts/legs"
+            ])
         #expect(log.all.last == "delegate.didOpen reply")
     }
 

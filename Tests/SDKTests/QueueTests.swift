@@ -9,7 +9,7 @@ struct QueueTests {
         ("", "empty"),
         (String(repeating: "é", count: 65), "130 bytes of UTF-8"),
         ("$app.opened", "reserved prefix"),
-        ("$custom", "reserved prefix, unknown"),
+        ("$custom", "reserved prefix, unknown")
     ])
     func anInvalidNameIsLoggedAndDroppedNeverSent(name: String, why: String) async throws {
         let h = try Harness()
@@ -29,16 +29,23 @@ struct QueueTests {
 
     @Test func everyEventIsOnDiskBeforeAnyNetworkCall() async throws {
         let h = try Harness()
-        h.client.track("workout.completed", data: ["duration": 42, "program": "legs", "coupon": nil,
-                                                   "items": ["mat", "strap"], "shipping": ["express": true], "total": 49.9])
+        h.client.track(
+            "workout.completed",
+            data: [
+                "duration": 42, "program": "legs", "coupon": nil,
+                "items": ["mat", "strap"], "shipping": ["express": true], "total": 49.9
+            ])
         #expect(await h.client.pendingEventCount() == 1)
         #expect(h.transport.requests.isEmpty)
         await h.client.flushEvents()
         #expect(await h.client.pendingEventCount() == 0)
         let events = h.transport.sentEvents
         #expect(events.count == 1)
-        #expect(events.first?["data"] == ["duration": 42, "program": "legs", "coupon": nil, "items": ["mat", "strap"],
-                                          "shipping": ["express": true], "total": 49.9])
+        #expect(
+            events.first?["data"] == [
+                "duration": 42, "program": "legs", "coupon": nil, "items": ["mat", "strap"],
+                "shipping": ["express": true], "total": 49.9
+            ])
         #expect(events.first?["id"]?.stringValue?.isEmpty == false)
         #expect(h.transport.requests.first?.headers["Authorization"] == "Bearer bk_ck_test")
     }
@@ -113,11 +120,14 @@ struct QueueTests {
     }
 
     // (401 is retried once with a new installation token: InstallationTests.)
-    @Test(arguments: [(422, ErrorCode.validationFailed), (403, ErrorCode.forbiddenScope), (413, ErrorCode.payloadTooLarge)])
+    @Test(arguments: [
+        (422, ErrorCode.validationFailed), (403, ErrorCode.forbiddenScope), (413, ErrorCode.payloadTooLarge)
+    ])
     func anAPIErrorDropsTheBatchAndTheNextOneGoesThrough(status: Int, code: ErrorCode) async throws {
-        let h = try Harness(transport: FakeTransport { _, index in
-            index == 0 ? FakeTransport.error(code, status: status) : FakeTransport.accepted()
-        })
+        let h = try Harness(
+            transport: FakeTransport { _, index in
+                index == 0 ? FakeTransport.error(code, status: status) : FakeTransport.accepted()
+            })
         for n in 0..<150 { h.client.track("e", data: ["n": .int(Int64(n))]) }
         await h.client.flushEvents()
         #expect(await h.client.pendingEventCount() == 0)

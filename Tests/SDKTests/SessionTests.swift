@@ -114,7 +114,8 @@ struct SessionTests {
         await second.client.flushEvents()
         let events = second.transport.sentEvents
         #expect(events.compactMap { $0["name"]?.stringValue } == ["$app.backgrounded", "$session.ended", "$app.opened"])
-        #expect(events[1]["data"] == ["durationSec": 75])  // one session: from the first launch's start to the background
+        // one session: from the first launch's start to the background
+        #expect(events[1]["data"] == ["durationSec": 75])
     }
 
     @Test func automaticSessionTrackingOffEmitsNoneOfTheThree() async throws {
@@ -145,8 +146,10 @@ struct SessionTests {
         await updated.client.start()
         await updated.client.flushEvents()
         #expect(updated.transport.sentNames == ["$app.updated"])
-        #expect(updated.transport.sentEvents.first?["data"] ==
-                ["fromVersion": "1.0", "toVersion": "1.0", "fromBuild": "1", "toBuild": "2"])
+        #expect(
+            updated.transport.sentEvents.first?["data"] == [
+                "fromVersion": "1.0", "toVersion": "1.0", "fromBuild": "1", "toBuild": "2"
+            ])
     }
 
     @Test func everyReservedEventTheSDKSendsPassesTheServersValidation() async throws {

@@ -11,7 +11,8 @@ import Testing
 struct AudienceStreamTests {
     @Test("a did/count audience streamed in many cursor pages reaches each matching device once")
     func streamedInPages() async throws {
-        try await withPushStack(senderSettings: ["BUZZKIT_FANOUT_PAGE_SIZE": "6", "BUZZKIT_SENDER_CHUNK_SIZE": "4"]) { stack in
+        try await withPushStack(senderSettings: ["BUZZKIT_FANOUT_PAGE_SIZE": "6", "BUZZKIT_SENDER_CHUNK_SIZE": "4"]) {
+            stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             var devices: [String: [String]] = [:]
             for n in 0..<40 {
@@ -27,17 +28,20 @@ struct AudienceStreamTests {
             for n in 0..<40 {
                 let id = String(format: "m%02d", n)
                 for k in 0..<(n % 3) {
-                    try await stack.postgres.execute("""
+                    try await stack.postgres.execute(
+                        """
                         INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at)
                         VALUES ($1::uuid, $2, 'app.opened', $3, now() - interval '1 hour')
                         """, [tenant, "e-\(id)-\(k)", id])
                     opened[id, default: 0] += 1
                 }
                 if n % 4 == 0 {
-                    try await stack.postgres.execute("""
+                    try await stack.postgres.execute(
+                        """
                         INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1::uuid, $2, $3)
                         """, [tenant, "anon-\(id)", id])
-                    try await stack.postgres.execute("""
+                    try await stack.postgres.execute(
+                        """
                         INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at)
                         VALUES ($1::uuid, $2, 'app.opened', $3, now() - interval '2 hours')
                         """, [tenant, "e-anon-\(id)", "anon-\(id)"])
@@ -45,7 +49,8 @@ struct AudienceStreamTests {
                 }
             }
             // An old event never counts (outside the window).
-            try await stack.postgres.execute("""
+            try await stack.postgres.execute(
+                """
                 INSERT INTO events (tenant_id, event_id, name, subscriber_id, occurred_at)
                 VALUES ($1::uuid, 'e-old', 'app.opened', 'm01', now() - interval '40 days')
                 """, [tenant])
@@ -63,8 +68,12 @@ struct AudienceStreamTests {
             for token in expected { #expect(try await stack.simulator.pushes(token: token).count == 1) }
             let recorded = try await stack.postgres.query(
                 "SELECT fanout_count, fanout_after_subscriber FROM messages WHERE id = $1::uuid", [id])
-            #expect(try recorded.first?.decode(Int64.self, at: 0) == Int64(matching.count), "every streamed subscriber counted once")
-            #expect(try recorded.first?.decode(String?.self, at: 1) == matching.max { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            #expect(
+                try recorded.first?.decode(Int64.self, at: 0) == Int64(matching.count),
+                "every streamed subscriber counted once")
+            #expect(
+                try recorded.first?.decode(String?.self, at: 1)
+                    == matching.max { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         }
     }
 }

@@ -16,25 +16,35 @@ struct DashboardBrowserTests {
     func dashboardInChromium() async throws {
         let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")
         let chromium = ProcessInfo.processInfo.environment["BK_CHROMIUM"] ?? "/usr/bin/chromium"
-        try #require(FileManager.default.isExecutableFile(atPath: chromium), "Debian's chromium is missing (deploy/lib/common.sh installs it)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: chromium),
+            "Debian's chromium is missing (deploy/lib/common.sh installs it)")
         try await withPushStack { stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             _ = try await stack.startIngest()
             _ = try await stack.startWorkflow(clock: WorkflowClockFile())
             try await seed(stack)
-            let output = (ProcessInfo.processInfo.environment["TEST_OUTPUT_DIR"]
-                          ?? FileManager.default.temporaryDirectory.path) + "/dashboard"
+            let output =
+                (ProcessInfo.processInfo.environment["TEST_OUTPUT_DIR"]
+                    ?? FileManager.default.temporaryDirectory.path) + "/dashboard"
             try? FileManager.default.removeItem(atPath: output)
             let script = TestEnvironment.repositoryRoot + "/Tests/Browser/dashboard_test.py"
-            let browser = try ServiceProcess(path: python, name: "dashboard-browser", environment: [
-                "BK_URL": stack.gatewayURL, "BK_WORKSPACE_KEY": stack.workspaceKey,
-                "BK_TENANT_ID": stack.tenantID.uuidString.lowercased(), "BK_OUTPUT_DIR": output, "BK_CHROMIUM": chromium,
-            ], arguments: [script])
+            let browser = try ServiceProcess(
+                path: python, name: "dashboard-browser",
+                environment: [
+                    "BK_URL": stack.gatewayURL, "BK_WORKSPACE_KEY": stack.workspaceKey,
+                    "BK_TENANT_ID": stack.tenantID.uuidString.lowercased(), "BK_OUTPUT_DIR": output,
+                    "BK_CHROMIUM": chromium
+                ], arguments: [script])
             let status = await browser.waitForExit(timeout: .seconds(600))
-            #expect(status == 0, "the browser scenarios failed:\n\(browser.output)\ngateway:\n\(stack.gateway.output.suffix(3000))")
-            for name in ["signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
-                         "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
-                         "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled"] {
+            #expect(
+                status == 0,
+                "the browser scenarios failed:\n\(browser.output)\ngateway:\n\(stack.gateway.output.suffix(3000))")
+            for name in [
+                "signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
+                "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
+                "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled"
+            ] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }
         }
@@ -46,28 +56,60 @@ struct DashboardBrowserTests {
     private func seed(_ stack: PushStack) async throws {
         for (id, tokens) in [("pro-1", 2), ("pro-2", 1), ("pro-3", 1), ("free-1", 1)] {
             let plan = id.hasPrefix("pro") ? "pro" : "free"
-            #expect(try await stack.api("PUT", "/v1/subscribers/\(id)", body: ["attributes": ["plan": .string(plan)]]).status == 201)
+            #expect(
+                try await stack.api("PUT", "/v1/subscribers/\(id)", body: ["attributes": ["plan": .string(plan)]])
+                    .status == 201)
             try await registerDevices(stack, id, count: tokens)
         }
-        #expect(try await stack.api("PUT", "/v1/subscribers/xss-1", body: [
-            "attributes": ["plan": "free", "note": .string(Self.xss)], "timezone": "Europe/Berlin",
-        ]).status == 201)
+        #expect(
+            try await stack.api(
+                "PUT", "/v1/subscribers/xss-1",
+                body: [
+                    "attributes": ["plan": "free", "note": .string(Self.xss)], "timezone": "Europe/Berlin"
+                ]
+            ).status == 201)
         let tokens = try await registerDevices(stack, "xss-1", count: 2)
-        try await stack.postgres.execute("UPDATE devices SET active = false, invalid_reason = 'Unregistered' WHERE token = $1", [tokens[1]])
+        try await stack.postgres.execute(
+            "UPDATE devices SET active = false, invalid_reason = 'Unregistered' WHERE token = $1", [tokens[1]])
         #expect(try await stack.api("PUT", "/v1/topics/news", body: ["name": "News"]).status == 201)
         #expect(try await stack.api("POST", "/v1/topics/news/subscribers", body: ["ids": ["xss-1"]]).status == 200)
         let now = Date()
-        let stamp = { (ago: TimeInterval) -> JSONValue in .string(ISO8601DateFormatter().string(from: now.addingTimeInterval(-ago))) }
-        #expect(try await stack.api("POST", "/v1/events", body: ["subscriberId": "xss-1", "events": [
-            ["id": "e1", "name": "$app.opened", "timestamp": stamp(120)],
-            ["id": "e2", "name": "checkout.completed", "data": ["total": 42, "label": .string(Self.xss)], "timestamp": stamp(60)],
-        ]]).status == 202)
+        let stamp = { (ago: TimeInterval) -> JSONValue in
+            .string(ISO8601DateFormatter().string(from: now.addingTimeInterval(-ago)))
+        }
+        #expect(
+            try await stack.api(
+                "POST", "/v1/events",
+                body: [
+                    "subscriberId": "xss-1",
+                    "events": [
+                        ["id": "e1", "name": "$app.opened", "timestamp": stamp(120)],
+                        [
+                            "id": "e2", "name": "checkout.completed", "data": ["total": 42, "label": .string(Self.xss)],
+                            "timestamp": stamp(60)
+                        ]
+                    ]
+                ]
+            ).status == 202)
         let message = try await stack.send(["to": "xss-1", "title": .string(Self.xss), "body": "Rendered as text"])
         _ = try await stack.waitSettled(message)
-        #expect(try await stack.api("POST", "/v1/events", body: ["subscriberId": "xss-1", "events": [
-            ["id": "r1", "name": "$notification.delivered", "data": ["messageId": .string(message)], "timestamp": stamp(30)],
-            ["id": "r2", "name": "$notification.opened", "data": ["messageId": .string(message)], "timestamp": stamp(20)],
-        ]]).status == 202)
+        #expect(
+            try await stack.api(
+                "POST", "/v1/events",
+                body: [
+                    "subscriberId": "xss-1",
+                    "events": [
+                        [
+                            "id": "r1", "name": "$notification.delivered", "data": ["messageId": .string(message)],
+                            "timestamp": stamp(30)
+                        ],
+                        [
+                            "id": "r2", "name": "$notification.opened", "data": ["messageId": .string(message)],
+                            "timestamp": stamp(20)
+                        ]
+                    ]
+                ]
+            ).status == 202)
         // The events and receipts are stored (ingest) before the browser looks.
         let stored = try await RedisTestSupport.eventually(limit: .seconds(60)) {
             let events = try await stack.api("GET", "/v1/subscribers/xss-1/events?limit=10")
@@ -82,8 +124,9 @@ struct DashboardBrowserTests {
         var tokens: [String] = []
         for _ in 0..<count {
             let token = PushStack.token()
-            let reply = try await stack.api("PUT", "/v1/subscribers/\(id)/devices/\(token)",
-                                            body: ["environment": "sandbox", "bundleId": .string(PushStack.bundleId)])
+            let reply = try await stack.api(
+                "PUT", "/v1/subscribers/\(id)/devices/\(token)",
+                body: ["environment": "sandbox", "bundleId": .string(PushStack.bundleId)])
             #expect(reply.status == 201, "\(reply.envelope)")
             tokens.append(token)
         }

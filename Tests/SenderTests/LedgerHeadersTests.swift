@@ -13,10 +13,11 @@ struct LedgerHeadersTests {
         let tricky: HTTPHeaders = [
             "apns-topic": "com.example.app",
             "apns-collapse-id": "quote \" backslash \\ tab \t newline \n bell \u{07} é 🚀",
-            "authorization": "bearer eyJ.abc.def",
+            "authorization": "bearer eyJ.abc.def"
         ]
         let first = try JSONValue.parse(ledger.json(tricky))
-        #expect(first == .object(Dictionary(uniqueKeysWithValues: tricky.map { ($0.name, JSONValue.string($0.value)) })))
+        #expect(
+            first == .object(Dictionary(uniqueKeysWithValues: tricky.map { ($0.name, JSONValue.string($0.value)) })))
         let second = try JSONValue.parse(ledger.json(["apns-priority": "10"]))
         #expect(second == .object(["apns-priority": .string("10")]))
         #expect(try JSONValue.parse(ledger.json(HTTPHeaders())) == .object([:]))

@@ -6,31 +6,43 @@ import Testing
 
 extension PushStack {
     /// Starts one liveactivity replica (the sender's APNs settings: the simulator).
-    func startLiveActivity(_ instance: String = TestEnvironment.uniqueName("la"), settings: [String: String] = [:]) async throws
-        -> ServiceProcess {
+    func startLiveActivity(_ instance: String = TestEnvironment.uniqueName("la"), settings: [String: String] = [:])
+        async throws
+        -> ServiceProcess
+    {
         let port = freeLoopbackPort()
-        let process = try ServiceProcess(executable: "liveactivity", environment: senderEnvironment.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
-        ]) { _, new in new }.merging(settings) { _, new in new })
+        let process = try ServiceProcess(
+            executable: "liveactivity",
+            environment: senderEnvironment.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance
+            ]) { _, new in new }.merging(settings) { _, new in new })
         senders.withLock { $0.append(process) }
         let ready = try await RedisTestSupport.eventually(limit: .seconds(30)) {
             guard process.isRunning else { return true }
             return (try? await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz")))?.status == 200
         }
-        guard ready, process.isRunning else { throw StackError(description: "liveactivity did not become ready: \(process.output)") }
+        guard ready, process.isRunning else {
+            throw StackError(description: "liveactivity did not become ready: \(process.output)")
+        }
         return process
     }
 
     func registerActivity(_ subscriber: String, _ activity: String, token: String) async throws {
-        let reply = try await api("PUT", "/v1/subscribers/\(subscriber)/live-activities/\(activity)",
-                                  body: ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
-        guard (200..<300).contains(reply.status) else { throw StackError(description: "register: \(reply.status) \(reply.envelope)") }
+        let reply = try await api(
+            "PUT", "/v1/subscribers/\(subscriber)/live-activities/\(activity)",
+            body: ["attributesType": "MatchAttributes", "token": .string(token), "environment": "sandbox"])
+        guard (200..<300).contains(reply.status) else {
+            throw StackError(description: "register: \(reply.status) \(reply.envelope)")
+        }
     }
 
     func registerStartToken(_ subscriber: String, token: String) async throws {
-        let reply = try await api("PUT", "/v1/subscribers/\(subscriber)/live-activity-start-tokens/MatchAttributes",
-                                  body: ["token": .string(token), "environment": "sandbox"])
-        guard (200..<300).contains(reply.status) else { throw StackError(description: "register: \(reply.status) \(reply.envelope)") }
+        let reply = try await api(
+            "PUT", "/v1/subscribers/\(subscriber)/live-activity-start-tokens/MatchAttributes",
+            body: ["token": .string(token), "environment": "sandbox"])
+        guard (200..<300).contains(reply.status) else {
+            throw StackError(description: "register: \(reply.status) \(reply.envelope)")
+        }
     }
 
     func sendLiveActivity(_ body: JSONValue, headers: [String: String] = [:]) async throws -> Reply {
@@ -57,31 +69,38 @@ struct LiveActivityEndToEndTests {
 
             let started = try await stack.sendLiveActivity([
                 "to": "fan", "event": "start", "attributesType": "MatchAttributes", "attributes": ["matchId": "m_1"],
-                "contentState": ["score": 0], "alert": ["title": "Kick-off", "body": "The match started", "sound": "default"],
-                "timestamp": 1_800_000_000,
+                "contentState": ["score": 0],
+                "alert": ["title": "Kick-off", "body": "The match started", "sound": "default"],
+                "timestamp": 1_800_000_000
             ])
             #expect(started.status == 200, "\(started.envelope)")
             let startResults = started.data?["results"]?.arrayValue ?? []
             #expect(startResults.count == 1)
             #expect(startResults.first?["status"] == "sent" && startResults.first?["apnsStatus"] == 200)
-            #expect(startResults.first?["attributesType"] == "MatchAttributes" && startResults.first?["token"] == .string(startToken))
+            #expect(
+                startResults.first?["attributesType"] == "MatchAttributes"
+                    && startResults.first?["token"] == .string(startToken))
             let startPush = try #require(try await stack.simulator.pushes(token: startToken).first)
             #expect(startPush["pushType"] == "liveactivity")
             #expect(startPush["topic"] == .string(PushStack.bundleId + ".push-type.liveactivity"))
             #expect(startPush["priority"] == 10)
             #expect(startPush["headers"]?["apns-push-type"] == "liveactivity")
-            #expect(startPush["apnsId"]?.stringValue?.lowercased() == startResults.first?["apnsId"]?.stringValue?.lowercased())
-            #expect(try await stack.aps(startToken) == [
-                "timestamp": 1_800_000_000, "event": "start", "content-state": ["score": 0],
-                "attributes-type": "MatchAttributes", "attributes": ["matchId": "m_1"], "input-push-token": 1,
-                "alert": ["title": "Kick-off", "body": "The match started", "sound": "default"],
-            ])
+            #expect(
+                startPush["apnsId"]?.stringValue?.lowercased()
+                    == startResults.first?["apnsId"]?.stringValue?.lowercased())
+            #expect(
+                try await stack.aps(startToken) == [
+                    "timestamp": 1_800_000_000, "event": "start", "content-state": ["score": 0],
+                    "attributes-type": "MatchAttributes", "attributes": ["matchId": "m_1"], "input-push-token": 1,
+                    "alert": ["title": "Kick-off", "body": "The match started", "sound": "default"]
+                ])
 
             // The new activity reports its token (the SDK does this); then update and end it.
             try await stack.registerActivity("fan", "act-1", token: activityToken)
             let updated = try await stack.sendLiveActivity([
-                "to": "fan", "event": "update", "activityId": "act-1", "contentState": ["score": 1], "priority": "normal",
-                "staleDate": "2027-01-15T12:00:00Z", "timestamp": 1_800_000_060,
+                "to": "fan", "event": "update", "activityId": "act-1", "contentState": ["score": 1],
+                "priority": "normal",
+                "staleDate": "2027-01-15T12:00:00Z", "timestamp": 1_800_000_060
             ])
             #expect(updated.status == 200, "\(updated.envelope)")
             #expect(updated.data?["results"]?.arrayValue?.first?["status"] == "sent")
@@ -89,20 +108,24 @@ struct LiveActivityEndToEndTests {
             let updatePush = try #require(try await stack.simulator.pushes(token: activityToken).first)
             #expect(updatePush["pushType"] == "liveactivity" && updatePush["priority"] == 5)
             #expect(updatePush["topic"] == .string(PushStack.bundleId + ".push-type.liveactivity"))
-            #expect(try await stack.aps(activityToken) == [
-                "timestamp": 1_800_000_060, "event": "update", "content-state": ["score": 1], "stale-date": 1_800_014_400,
-            ])
+            #expect(
+                try await stack.aps(activityToken) == [
+                    "timestamp": 1_800_000_060, "event": "update", "content-state": ["score": 1],
+                    "stale-date": 1_800_014_400
+                ])
 
             let ended = try await stack.sendLiveActivity([
                 "to": "fan", "event": "end", "activityId": "act-1", "contentState": ["score": 3],
                 "dismissalDate": "2027-01-15T13:00:00+01:00", "timestamp": 1_800_000_120,
-                "alert": ["title": "Full time", "body": "3-1"],
+                "alert": ["title": "Full time", "body": "3-1"]
             ])
             #expect(ended.data?["results"]?.arrayValue?.first?["status"] == "sent", "\(ended.envelope)")
-            #expect(try await stack.aps(activityToken, 1) == [
-                "timestamp": 1_800_000_120, "event": "end", "content-state": ["score": 3], "dismissal-date": 1_800_014_400,
-                "alert": ["title": "Full time", "body": "3-1"],
-            ])
+            #expect(
+                try await stack.aps(activityToken, 1) == [
+                    "timestamp": 1_800_000_120, "event": "end", "content-state": ["score": 3],
+                    "dismissal-date": 1_800_014_400,
+                    "alert": ["title": "Full time", "body": "3-1"]
+                ])
             let registry = try await stack.api("GET", "/v1/subscribers/fan/live-activities")
             let row = registry.data?.arrayValue?.first
             #expect(row?["state"] == "ended" && row?["endedBy"] == "send" && row?["lastEvent"] == "end")
@@ -114,7 +137,9 @@ struct LiveActivityEndToEndTests {
             #expect(message.data?["content"]?["liveActivity"]?["event"] == "end")
             let deliveryId = try #require(ended.data?["results"]?.arrayValue?.first?["deliveryId"]?.stringValue)
             let delivery = try await stack.api("GET", "/v1/deliveries/\(deliveryId)")
-            #expect(delivery.data?["delivery"]?["status"] == "sent" && delivery.data?["delivery"]?["deviceToken"] == .string(activityToken))
+            #expect(
+                delivery.data?["delivery"]?["status"] == "sent"
+                    && delivery.data?["delivery"]?["deviceToken"] == .string(activityToken))
             let attempt = delivery.data?["attempts"]?.arrayValue?.first
             #expect(attempt?["status"] == 200)
             #expect(attempt?["headers"]?["apns-push-type"] == "liveactivity")
@@ -131,10 +156,14 @@ struct LiveActivityEndToEndTests {
             _ = try await stack.startLiveActivity()
             let old = PushStack.token(), new = PushStack.token()
             try await stack.registerActivity("rot", "act", token: old)
-            let first = try await stack.sendLiveActivity(["to": "rot", "event": "update", "activityId": "act", "contentState": ["n": 1]])
+            let first = try await stack.sendLiveActivity([
+                "to": "rot", "event": "update", "activityId": "act", "contentState": ["n": 1]
+            ])
             #expect(first.data?["results"]?.arrayValue?.first?["token"] == .string(old))
             try await stack.registerActivity("rot", "act", token: new)
-            let second = try await stack.sendLiveActivity(["to": "rot", "event": "update", "activityId": "act", "contentState": ["n": 2]])
+            let second = try await stack.sendLiveActivity([
+                "to": "rot", "event": "update", "activityId": "act", "contentState": ["n": 2]
+            ])
             #expect(second.data?["results"]?.arrayValue?.map { $0["token"] } == [.string(new)])
             #expect(try await stack.simulator.pushes(token: old).count == 1)
             #expect(try await stack.simulator.pushes(token: new).count == 1)
@@ -150,7 +179,7 @@ struct LiveActivityEndToEndTests {
             try await stack.registerStartToken("two", token: b)
             let reply = try await stack.sendLiveActivity([
                 "to": "two", "event": "start", "attributesType": "MatchAttributes", "contentState": ["score": 0],
-                "alert": ["title": "Starting"],
+                "alert": ["title": "Starting"]
             ])
             let results = reply.data?["results"]?.arrayValue ?? []
             #expect(Set(results.compactMap { $0["token"]?.stringValue }) == [a, b], "\(reply.envelope)")
@@ -161,10 +190,13 @@ struct LiveActivityEndToEndTests {
             }
             // Nothing registered: 422 for start, 404 for update and end, never a silent success.
             let none = try await stack.sendLiveActivity([
-                "to": "nobody", "event": "start", "attributesType": "MatchAttributes", "contentState": [:], "alert": ["title": "x"],
+                "to": "nobody", "event": "start", "attributesType": "MatchAttributes", "contentState": [:],
+                "alert": ["title": "x"]
             ])
             #expect(none.status == 422 && none.envelope.error?.code.rawValue == "no_push_to_start_token")
-            let missing = try await stack.sendLiveActivity(["to": "two", "event": "update", "activityId": "nope", "contentState": [:]])
+            let missing = try await stack.sendLiveActivity([
+                "to": "two", "event": "update", "activityId": "nope", "contentState": [:]
+            ])
             #expect(missing.status == 404 && missing.envelope.error?.code.rawValue == "live_activity_not_found")
         }
     }
@@ -175,14 +207,18 @@ struct LiveActivityEndToEndTests {
             let token = PushStack.token()
             try await stack.registerActivity("gone", "act", token: token)
             _ = try await stack.simulator.post("unregister", ["token": .string(token)])
-            let refused = try await stack.sendLiveActivity(["to": "gone", "event": "update", "activityId": "act", "contentState": [:]])
+            let refused = try await stack.sendLiveActivity([
+                "to": "gone", "event": "update", "activityId": "act", "contentState": [:]
+            ])
             let result = refused.data?["results"]?.arrayValue?.first
             #expect(result?["status"] == "invalid_token" && result?["apnsStatus"] == 410, "\(refused.envelope)")
             #expect(result?["reason"] == "Unregistered")
             let registry = try await stack.api("GET", "/v1/subscribers/gone/live-activities")
             #expect(registry.data?.arrayValue?.first?["tokenStatus"] == "invalid")
             #expect(registry.data?.arrayValue?.first?["tokenInvalidReason"] == "Unregistered")
-            let skipped = try await stack.sendLiveActivity(["to": "gone", "event": "update", "activityId": "act", "contentState": [:]])
+            let skipped = try await stack.sendLiveActivity([
+                "to": "gone", "event": "update", "activityId": "act", "contentState": [:]
+            ])
             #expect(skipped.data?["results"]?.arrayValue?.first?["status"] == "token_invalid")
             #expect(skipped.data?["results"]?.arrayValue?.first?["deliveryId"] == .null)
             #expect(try await stack.simulator.stats()["accepted"]?.intValue == 0)
@@ -194,18 +230,24 @@ struct LiveActivityEndToEndTests {
             _ = try await stack.startLiveActivity()
             let token = PushStack.token()
             try await stack.registerActivity("rules", "act", token: token)
-            let newer = try await stack.sendLiveActivity(["to": "rules", "event": "update", "activityId": "act",
-                                                          "contentState": ["v": 2], "timestamp": 2000])
+            let newer = try await stack.sendLiveActivity([
+                "to": "rules", "event": "update", "activityId": "act",
+                "contentState": ["v": 2], "timestamp": 2000
+            ])
             #expect(newer.data?["results"]?.arrayValue?.first?["status"] == "sent")
-            let older = try await stack.sendLiveActivity(["to": "rules", "event": "update", "activityId": "act",
-                                                          "contentState": ["v": 1], "timestamp": 1000])
+            let older = try await stack.sendLiveActivity([
+                "to": "rules", "event": "update", "activityId": "act",
+                "contentState": ["v": 1], "timestamp": 1000
+            ])
             #expect(older.status == 200 && older.data?["results"]?.arrayValue?.first?["status"] == "stale_timestamp")
             #expect(try await stack.simulator.pushes(token: token).count == 1)
 
             let deleted = try await stack.api("DELETE", "/v1/subscribers/rules/live-activities/act")
             #expect(deleted.data?["ended"] == true)
-            let after = try await stack.sendLiveActivity(["to": "rules", "event": "update", "activityId": "act",
-                                                          "contentState": ["v": 3], "timestamp": 3000])
+            let after = try await stack.sendLiveActivity([
+                "to": "rules", "event": "update", "activityId": "act",
+                "contentState": ["v": 3], "timestamp": 3000
+            ])
             #expect(after.data?["results"]?.arrayValue?.first?["status"] == "activity_ended")
             #expect(after.data?["messageId"] == .null)
             #expect(try await stack.simulator.pushes(token: token).count == 1)
@@ -249,7 +291,9 @@ struct LiveActivityEndToEndTests {
         try await withPushStack { stack in
             let token = PushStack.token()
             try await stack.registerActivity("queued", "act", token: token)
-            let late = try await stack.sendLiveActivity(["to": "queued", "event": "update", "activityId": "act", "contentState": [:]])
+            let late = try await stack.sendLiveActivity([
+                "to": "queued", "event": "update", "activityId": "act", "contentState": [:]
+            ])
             #expect(late.status == 504 && late.envelope.error?.code.rawValue == "upstream_timeout")
             _ = try await stack.startLiveActivity()
             let arrived = try await RedisTestSupport.eventually(limit: .seconds(30)) {
@@ -268,9 +312,12 @@ struct LiveActivityEndToEndTests {
             let token = PushStack.token()
             try await stack.registerActivity("killed", "act", token: token)
             _ = try await stack.simulator.post("delay", ["ms": 6000, "count": 1])
-            async let reply = stack.sendLiveActivity(["to": "killed", "event": "update", "activityId": "act", "contentState": [:]])
+            async let reply = stack.sendLiveActivity([
+                "to": "killed", "event": "update", "activityId": "act", "contentState": [:]
+            ])
             let sending = try await RedisTestSupport.eventually(limit: .seconds(10)) {
-                let rows = try await stack.postgres.query("SELECT count(*)::int FROM deliveries WHERE status = 'sending'")
+                let rows = try await stack.postgres.query(
+                    "SELECT count(*)::int FROM deliveries WHERE status = 'sending'")
                 return try rows.first?.decode(Int.self, at: 0) == 1
             }
             #expect(sending)
@@ -285,7 +332,8 @@ struct LiveActivityEndToEndTests {
             try await Task.sleep(for: .seconds(7))  // past the simulator's delay: whatever was sent has arrived
             #expect(try await stack.simulator.pushes(token: token).count <= 1)
             let attempts = try await stack.postgres.query("SELECT count(*)::int FROM delivery_attempts")
-            #expect(try attempts.first?.decode(Int.self, at: 0) == 0)  // the killed replica recorded nothing; nobody re-sent
+            // the killed replica recorded nothing; nobody re-sent
+            #expect(try attempts.first?.decode(Int.self, at: 0) == 0)
             let deliveries = try await stack.postgres.query("SELECT count(*)::int FROM deliveries")
             #expect(try deliveries.first?.decode(Int.self, at: 0) == 1)
         }

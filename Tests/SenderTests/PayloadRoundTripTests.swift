@@ -16,10 +16,13 @@ struct PayloadRoundTripTests {
             let data: JSONValue = ["bookingId": 7, "slots": ["09:00", "10:00"], "vip": true, "note": nil]
             let id = try await stack.send([
                 "to": "lin", "title": "Class tomorrow", "subtitle": "Spin", "body": "Keep your spot?",
-                "data": data, "deepLink": "gym://bookings/7", "action": ["name": "show_offer", "data": ["offerId": "o1"]],
-                "actions": [["id": "confirm", "title": "Confirm", "foreground": true],
-                            ["id": "reply", "title": "Reply", "input": true, "placeholder": "Message"]],
-                "image": "https://example.com/spin.jpg", "badge": 3, "threadId": "bookings",
+                "data": data, "deepLink": "gym://bookings/7",
+                "action": ["name": "show_offer", "data": ["offerId": "o1"]],
+                "actions": [
+                    ["id": "confirm", "title": "Confirm", "foreground": true],
+                    ["id": "reply", "title": "Reply", "input": true, "placeholder": "Message"]
+                ],
+                "image": "https://example.com/spin.jpg", "badge": 3, "threadId": "bookings"
             ])
             _ = try await stack.waitSettled(id)
             let pushes = try await stack.simulator.pushes(token: token)
@@ -28,7 +31,8 @@ struct PayloadRoundTripTests {
 
             // As iOS hands it to the app: a Foundation dictionary.
             let userInfo = try #require(JSONValue.parse(Array(text.utf8)).anyValue as? [String: Any])
-            let payload = try PushPayload.parse(userInfo: Dictionary(uniqueKeysWithValues: userInfo.map { (AnyHashable($0.key), $0.value) }))
+            let payload = try PushPayload.parse(
+                userInfo: Dictionary(uniqueKeysWithValues: userInfo.map { (AnyHashable($0.key), $0.value) }))
             #expect(payload.bk.messageId == id)
             #expect(payload.bk.deepLink == "gym://bookings/7")
             #expect(payload.bk.action?.name == "show_offer")

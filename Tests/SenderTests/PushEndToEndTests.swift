@@ -7,15 +7,19 @@ import Testing
 /// apns-sender -> APNs simulator, and the ledger read back through the gateway.
 @Suite("push end to end", .serialized, .requiresTestStack)
 struct PushEndToEndTests {
-    @Test("one subscriber with two devices: both receive it, with the right headers and payload, and the ledger has the exact bytes")
+    @Test(
+        "one subscriber with two devices: both receive it, with the right headers and payload, and the ledger has the exact bytes"
+    )
     func subscriberWithTwoDevices() async throws {
         try await withPushStack { stack in
             let sender = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             let tokens = [PushStack.token(), PushStack.token()]
             try await stack.addSubscriber("alice", tokens: tokens)
             try await stack.addSubscriber("bob", tokens: [PushStack.token()])
-            let id = try await stack.send(["to": "alice", "title": "Hello", "body": "Your order shipped",
-                                           "data": ["orderId": 42, "tags": ["a", "b"]], "collapseId": "order-42"])
+            let id = try await stack.send([
+                "to": "alice", "title": "Hello", "body": "Your order shipped",
+                "data": ["orderId": 42, "tags": ["a", "b"]], "collapseId": "order-42"
+            ])
             let message = try await stack.waitSettled(id)
             #expect(message["audienceSize"]?.intValue == 2)
             #expect(message["counts"]?["sent"]?.intValue == 2)
@@ -36,7 +40,8 @@ struct PushEndToEndTests {
                 let payload = try JSONValue.parse(Array((push["payload"]?.stringValue ?? "").utf8))
                 #expect(payload["aps"]?["alert"]?["title"]?.stringValue == "Hello")
                 #expect(payload["bk"]?["data"] == ["orderId": 42, "tags": ["a", "b"]])
-                #expect(payload["bk"]?["messageId"]?.stringValue == id || payload["bk"]?["id"]?.stringValue == id
+                #expect(
+                    payload["bk"]?["messageId"]?.stringValue == id || payload["bk"]?["id"]?.stringValue == id
                         || push["payload"]?.stringValue?.contains(id) == true)
                 let detail = try await stack.api("GET", "/v1/deliveries/\(delivery["id"]?.stringValue ?? "")")
                 #expect(detail.status == 200)
@@ -58,7 +63,8 @@ struct PushEndToEndTests {
 
     @Test("a topic send reaches every subscribed device exactly once, and no one else")
     func topicSend() async throws {
-        try await withPushStack(senderSettings: ["BUZZKIT_SENDER_CHUNK_SIZE": "7", "BUZZKIT_FANOUT_PAGE_SIZE": "10"]) { stack in
+        try await withPushStack(senderSettings: ["BUZZKIT_SENDER_CHUNK_SIZE": "7", "BUZZKIT_FANOUT_PAGE_SIZE": "10"]) {
+            stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             var subscribed: [String] = []
             var ids: [String] = []
@@ -146,9 +152,11 @@ struct PushEndToEndTests {
         try await withPushStack { stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             try await stack.addSubscriber("erin", tokens: [PushStack.token()])
-            let reply = try await stack.api("POST", "/v1/messages", body: [
-                "to": "erin", "title": "big", "data": ["blob": .string(String(repeating: "x", count: 5000))],
-            ])
+            let reply = try await stack.api(
+                "POST", "/v1/messages",
+                body: [
+                    "to": "erin", "title": "big", "data": ["blob": .string(String(repeating: "x", count: 5000))]
+                ])
             #expect(reply.status == 422)
             #expect(reply.envelope.error?.code.rawValue == "validation_failed")
             let paths = (reply.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue }
@@ -163,10 +171,13 @@ struct PushEndToEndTests {
         try await withPushStack { stack in
             let unknown = try await stack.api("POST", "/v1/messages", body: ["segment": "vip", "body": "x"])
             #expect(unknown.status == 422)
-            #expect((unknown.envelope.error?.details?.arrayValue ?? []).contains { $0["path"]?.stringValue == "segment" })
+            #expect(
+                (unknown.envelope.error?.details?.arrayValue ?? []).contains { $0["path"]?.stringValue == "segment" })
             let broken = try await stack.api("POST", "/v1/messages", body: ["where": "plan ==", "body": "x"])
             #expect(broken.status == 422)
-            let whereIssue = (broken.envelope.error?.details?.arrayValue ?? []).first { $0["path"]?.stringValue == "where" }
+            let whereIssue = (broken.envelope.error?.details?.arrayValue ?? []).first {
+                $0["path"]?.stringValue == "where"
+            }
             #expect((whereIssue?["message"]?.stringValue ?? "").contains("line 1, column"))
             // target and content problems together
             let both = try await stack.api("POST", "/v1/messages", body: ["to": "a", "topic": "b", "badge": -1])
@@ -190,8 +201,11 @@ struct PushEndToEndTests {
                 let tokens = (0..<(n % 4 == 0 ? 2 : 1)).map { _ in PushStack.token() }
                 try await stack.addSubscriber(id, tokens: tokens)
                 let plan = n % 3 == 0 ? "pro" : "free"
-                #expect(try await stack.api("PUT", "/v1/subscribers/\(id)",
-                                            body: ["attributes": ["plan": .string(plan), "age": .int(Int64(n))]]).status == 200)
+                #expect(
+                    try await stack.api(
+                        "PUT", "/v1/subscribers/\(id)",
+                        body: ["attributes": ["plan": .string(plan), "age": .int(Int64(n))]]
+                    ).status == 200)
                 devices[id] = tokens
             }
             let inactive = devices["s03"]![0]
@@ -209,7 +223,8 @@ struct PushEndToEndTests {
             for token in expected { #expect(try await stack.simulator.pushes(token: token).count == 1) }
 
             // A saved segment: its expression is recorded on the message.
-            let saved = try await stack.api("PUT", "/v1/segments/adults", body: ["name": "Adults", "where": "age >= 18"])
+            let saved = try await stack.api(
+                "PUT", "/v1/segments/adults", body: ["name": "Adults", "where": "age >= 18"])
             #expect(saved.status == 201, "\(saved.envelope)")
             let segmentMessage = try await stack.send(["segment": "adults", "title": "Hi"])
             let settled = try await stack.waitSettled(segmentMessage)
@@ -263,7 +278,8 @@ struct PushEndToEndTests {
             try await stack.addSubscriber("hank", tokens: [token])
             // What the gateway leaves behind when Redis refused the XADD: the row alone.
             let id = UUID()
-            try await stack.postgres.execute("""
+            try await stack.postgres.execute(
+                """
                 INSERT INTO messages (id, tenant_id, target, content, updated_at)
                 VALUES ($1::uuid, $2::uuid, '{"to": ["hank"]}', '{"body": "late but sent"}', now() - interval '1 minute')
                 """, [id, stack.tenantID])

@@ -51,25 +51,32 @@ final class PushStack: Sendable {
         let key = ES256PrivateKey.generate()
         keyId = String(TestEnvironment.uniqueName("K").filter { $0.isLetter || $0.isNumber }.suffix(10)).uppercased()
         let bootstrap = try await Bootstrapper(postgres: postgres, secretKey: secret).run(
-            workspace: "push", demo: .init(name: "demo", teamID: Self.teamId, keyID: keyId, privateKey: key.pem,
-                                           bundleID: Self.bundleId, environment: "sandbox"))
+            workspace: "push",
+            demo: .init(
+                name: "demo", teamID: Self.teamId, keyID: keyId, privateKey: key.pem,
+                bundleID: Self.bundleId, environment: "sandbox"))
         tenantKey = bootstrap.tenantKey!
         tenantID = bootstrap.tenantID!
         workspaceKey = bootstrap.workspaceKey
-        simulator = try await APNsSimulator(keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
+        simulator = try await APNsSimulator(
+            keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let databaseURL = TestEnvironment.postgresURL + separator + "search_path=" + schema
-        let common = ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secretKey,
-                      "BUZZKIT_LOG_LEVEL": "info"]
+        let common = [
+            "BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secretKey,
+            "BUZZKIT_LOG_LEVEL": "info"
+        ]
         let port = freeLoopbackPort()
         gatewayURL = "http://127.0.0.1:\(port)"
-        gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
-        ]) { _, new in new })
+        gateway = try ServiceProcess(
+            executable: "gateway",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+            ]) { _, new in new })
         senderEnvironment = common.merging([
             "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
             "BUZZKIT_APNS_CA_FILE": simulator.caFile, "BUZZKIT_APNS_RETRY_BASE": "50ms",
-            "BUZZKIT_OUTBOX_SWEEP_INTERVAL": "1s", "BUZZKIT_OUTBOX_REQUEUE_AFTER": "5s",
+            "BUZZKIT_OUTBOX_SWEEP_INTERVAL": "1s", "BUZZKIT_OUTBOX_REQUEUE_AFTER": "5s"
         ]) { _, new in new }.merging(senderSettings) { _, new in new }
         http = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         try await waitReady(gatewayURL, process: gateway)
@@ -78,9 +85,11 @@ final class PushStack: Sendable {
     /// Starts one apns-sender replica named `instance`.
     func startSender(_ instance: String, settings: [String: String] = [:]) async throws -> ServiceProcess {
         let port = freeLoopbackPort()
-        let process = try ServiceProcess(executable: "apns-sender", environment: senderEnvironment.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
-        ]) { _, new in new }.merging(settings) { _, new in new })
+        let process = try ServiceProcess(
+            executable: "apns-sender",
+            environment: senderEnvironment.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance
+            ]) { _, new in new }.merging(settings) { _, new in new })
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)
         return process
@@ -89,9 +98,11 @@ final class PushStack: Sendable {
     /// Starts the ingest service on the stack's database and Redis (receipts, events).
     func startIngest() async throws -> ServiceProcess {
         let port = freeLoopbackPort()
-        let process = try ServiceProcess(executable: "ingest", environment: senderEnvironment.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("ingest"),
-        ]) { _, new in new })
+        let process = try ServiceProcess(
+            executable: "ingest",
+            environment: senderEnvironment.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("ingest")
+            ]) { _, new in new })
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)
         return process
@@ -103,7 +114,9 @@ final class PushStack: Sendable {
             let response = try? await http.execute(HTTPClientRequest(url: base + "/readyz"))
             return response?.status == 200
         }
-        guard ready, process.isRunning else { throw StackError(description: "\(process.name) did not become ready: \(process.output)") }
+        guard ready, process.isRunning else {
+            throw StackError(description: "\(process.name) did not become ready: \(process.output)")
+        }
     }
 
     func close() async {
@@ -124,9 +137,11 @@ final class PushStack: Sendable {
 
     /// A subscriber with devices (sandbox unless told), straight in SQL.
     func addSubscriber(_ id: String, tokens: [String], environment: String = "sandbox") async throws {
-        try await postgres.execute("INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, id])
+        try await postgres.execute(
+            "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, id])
         for token in tokens {
-            try await postgres.execute("""
+            try await postgres.execute(
+                """
                 INSERT INTO devices (tenant_id, token, subscriber_id, environment, bundle_id)
                 VALUES ($1::uuid, $2, $3, $4, $5)
                 """, [tenantID, token, id, environment, Self.bundleId])
@@ -134,8 +149,10 @@ final class PushStack: Sendable {
     }
 
     func subscribe(_ subscribers: [String], topic: String) async throws {
-        try await postgres.execute("INSERT INTO topics (tenant_id, key) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, topic])
-        try await postgres.execute("""
+        try await postgres.execute(
+            "INSERT INTO topics (tenant_id, key) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, topic])
+        try await postgres.execute(
+            """
             INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id) SELECT $1::uuid, $2, unnest($3::text[])
             """, [tenantID, topic, subscribers])
     }
@@ -148,8 +165,10 @@ final class PushStack: Sendable {
         var data: JSONValue? { envelope.data }
     }
 
-    func api(_ method: String, _ path: String, body: JSONValue? = nil, key: String? = nil,
-             headers extra: [String: String] = [:]) async throws -> Reply {
+    func api(
+        _ method: String, _ path: String, body: JSONValue? = nil, key: String? = nil,
+        headers extra: [String: String] = [:]
+    ) async throws -> Reply {
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(key ?? tenantKey)")
         for (name, value) in extra { headers.add(name: name, value: value) }
@@ -158,8 +177,10 @@ final class PushStack: Sendable {
             bytes = body.jsonBytes
             headers.add(name: "Content-Type", value: "application/json")
         }
-        let response = try await http.execute(HTTPClientRequest(method: HTTPMethod(rawValue: method), url: gatewayURL + path,
-                                                                headers: headers, body: bytes))
+        let response = try await http.execute(
+            HTTPClientRequest(
+                method: HTTPMethod(rawValue: method), url: gatewayURL + path,
+                headers: headers, body: bytes))
         let envelope = (try? Envelope.decode(response.body)) ?? Envelope.success(nil)
         return Reply(status: response.status, envelope: envelope)
     }
@@ -197,7 +218,9 @@ final class PushStack: Sendable {
             if let status { path += "&status=\(status)" }
             if let cursor { path += "&cursor=\(cursor)" }
             let reply = try await api("GET", path)
-            guard reply.status == 200 else { throw StackError(description: "list failed: \(reply.status) \(reply.envelope)") }
+            guard reply.status == 200 else {
+                throw StackError(description: "list failed: \(reply.status) \(reply.envelope)")
+            }
             all += reply.data?.arrayValue ?? []
             cursor = reply.envelope.metadata["cursor"]?.stringValue
         } while cursor != nil

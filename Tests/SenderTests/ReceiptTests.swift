@@ -25,21 +25,30 @@ struct ReceiptTests {
             #expect(settled["receipts"] == ["delivered": 0, "opened": 0, "dismissed": 0])
 
             // Both of ada's devices report delivery: one subscriber, counted once. ada opens it.
-            let ada: JSONValue = ["subscriberId": "ada", "events": [
-                receipt("$notification.delivered", id: "r1", messageId: id),
-                receipt("$notification.delivered", id: "r2", messageId: id),
-                receipt("$notification.opened", id: "r3", messageId: id, extra: ["action": "open"]),
-            ]]
+            let ada: JSONValue = [
+                "subscriberId": "ada",
+                "events": [
+                    receipt("$notification.delivered", id: "r1", messageId: id),
+                    receipt("$notification.delivered", id: "r2", messageId: id),
+                    receipt("$notification.opened", id: "r3", messageId: id, extra: ["action": "open"])
+                ]
+            ]
             #expect(try await stack.api("POST", "/v1/events", body: ada).status == 202)
-            let grace: JSONValue = ["subscriberId": "grace", "events": [
-                receipt("$notification.delivered", id: "r4", messageId: id),
-                receipt("$notification.dismissed", id: "r5", messageId: id),
-            ]]
+            let grace: JSONValue = [
+                "subscriberId": "grace",
+                "events": [
+                    receipt("$notification.delivered", id: "r4", messageId: id),
+                    receipt("$notification.dismissed", id: "r5", messageId: id)
+                ]
+            ]
             #expect(try await stack.api("POST", "/v1/events", body: grace).status == 202)
             // A receipt for a message nobody sent is stored as an event and counted nowhere.
-            let stray: JSONValue = ["subscriberId": "grace", "events": [
-                receipt("$notification.opened", id: "r6", messageId: UUID().uuidString.lowercased()),
-            ]]
+            let stray: JSONValue = [
+                "subscriberId": "grace",
+                "events": [
+                    receipt("$notification.opened", id: "r6", messageId: UUID().uuidString.lowercased())
+                ]
+            ]
             #expect(try await stack.api("POST", "/v1/events", body: stray).status == 202)
 
             var message: JSONValue = .null

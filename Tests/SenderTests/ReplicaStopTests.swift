@@ -11,12 +11,15 @@ import Testing
 /// every delivery ends `sent` (never failed / sender_lost).
 @Suite("replica stopped mid-send", .requiresTestStack)
 struct ReplicaStopTests {
-    @Test("stopping one of two replicas mid-send: the other finishes, no device receives the message twice",
-          arguments: [SIGKILL, SIGTERM])
+    @Test(
+        "stopping one of two replicas mid-send: the other finishes, no device receives the message twice",
+        arguments: [SIGKILL, SIGTERM])
     func replicaStopped(signal: Int32) async throws {
-        let settings = ["BUZZKIT_SENDER_CLAIM_IDLE": "2s", "BUZZKIT_SENDER_RECLAIM_INTERVAL": "1s",
-                        "BUZZKIT_SENDER_STALE_SENDING": "6s", "BUZZKIT_SENDER_CONCURRENCY": "2",
-                        "BUZZKIT_SENDER_CHUNK_SIZE": "20"]
+        let settings = [
+            "BUZZKIT_SENDER_CLAIM_IDLE": "2s", "BUZZKIT_SENDER_RECLAIM_INTERVAL": "1s",
+            "BUZZKIT_SENDER_STALE_SENDING": "6s", "BUZZKIT_SENDER_CONCURRENCY": "2",
+            "BUZZKIT_SENDER_CHUNK_SIZE": "20"
+        ]
         try await withPushStack(senderSettings: settings) { stack in
             var tokens: [String] = []
             var subscribers: [String] = []
@@ -61,7 +64,8 @@ struct ReplicaStopTests {
             #expect(sameNotification.values.allSatisfy { $0.first?.hasSuffix("|" + id.lowercased()) == true })
             #expect(Set(received.keys) == Set(tokens))
             let rows = try await stack.postgres.query(
-                "SELECT device_token, status, error_code, sending_by FROM deliveries WHERE message_id = $1::uuid", [UUID(uuidString: id)!])
+                "SELECT device_token, status, error_code, sending_by FROM deliveries WHERE message_id = $1::uuid",
+                [UUID(uuidString: id)!])
             #expect(rows.count == tokens.count)
             var sentByB = 0
             for row in rows {

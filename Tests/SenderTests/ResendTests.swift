@@ -9,10 +9,14 @@ import Testing
 /// attempt timed out although the simulator had taken it.
 @Suite("re-sends keep the notification's identity", .serialized, .requiresTestStack)
 struct ResendTests {
-    @Test("kill -9 while the simulator holds the answers: another replica sends again, same ids, both attempts on the ledger")
+    @Test(
+        "kill -9 while the simulator holds the answers: another replica sends again, same ids, both attempts on the ledger"
+    )
     func resendAfterKill() async throws {
-        let settings = ["BUZZKIT_SENDER_CLAIM_IDLE": "2s", "BUZZKIT_SENDER_RECLAIM_INTERVAL": "1s",
-                        "BUZZKIT_SENDER_STALE_SENDING": "3s"]
+        let settings = [
+            "BUZZKIT_SENDER_CLAIM_IDLE": "2s", "BUZZKIT_SENDER_RECLAIM_INTERVAL": "1s",
+            "BUZZKIT_SENDER_STALE_SENDING": "3s"
+        ]
         try await withPushStack(senderSettings: settings) { stack in
             var tokens: [String] = []
             for n in 0..<4 {

@@ -25,7 +25,8 @@ struct StaleClaimSweepTests {
         let tenant = UUID(), message = UUID()
         let lost = UUID(), recorded = UUID(), fresh = UUID(), done = UUID()
         for (id, status) in [(lost, "sending"), (recorded, "sent"), (fresh, "sending"), (done, "sent")] {
-            try await postgres.execute("""
+            try await postgres.execute(
+                """
                 INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
                                         sending_by, sending_at, apns_id)
                 VALUES ($1::uuid, $2::uuid, $3::uuid, $4, 's', 'sandbox', $5, 'dead-replica', now() - interval '1 hour',
@@ -33,31 +34,37 @@ struct StaleClaimSweepTests {
                 """, [id, tenant, message, id.uuidString.lowercased(), status])
         }
         // The dead replica's chunks (lost + recorded; done alone) claimed an hour ago; a live replica's just now.
-        try await postgres.execute("""
+        try await postgres.execute(
+            """
             INSERT INTO delivery_claims (delivery_ids, sending_by, claimed_at)
             VALUES (ARRAY[$1::uuid, $2::uuid], 'dead-replica', now() - interval '1 hour'),
                    (ARRAY[$4::uuid], 'dead-replica', now() - interval '1 hour'),
                    (ARRAY[$3::uuid], 'live-replica', now())
             """, [lost, recorded, fresh, done])
-        let apnsIDBefore = try await postgres.query("SELECT apns_id::text FROM deliveries WHERE id = $1::uuid", [lost])[0]
-            .decode(String.self, at: 0)
+        let apnsIDBefore = try await postgres.query("SELECT apns_id::text FROM deliveries WHERE id = $1::uuid", [lost])[
+            0
+        ]
+        .decode(String.self, at: 0)
         let configuration = SenderConfiguration(secretKey: SecureRandom.bytes(32), staleSending: .seconds(60))
         let sender = DeliverySender(
             postgres: postgres,
-            credentials: try TenantCredentialStore(postgres: postgres, secretKey: configuration.secretKey, ttl: .seconds(60)),
+            credentials: try TenantCredentialStore(
+                postgres: postgres, secretKey: configuration.secretKey, ttl: .seconds(60)),
             messages: PreparedMessageCache(postgres: postgres),
             clients: APNsClientPool(settings: configuration.clientSettings, logger: .silent()),
             configuration: configuration, instance: "sweeping-replica", logger: .silent())
-        let sweeper = OutboxSweeper(postgres: postgres, redis: redis, messages: StreamName(rawValue: schema),
-                                    interval: .seconds(10), requeueAfter: .seconds(30),
-                                    takeOver: { try await sender.takeOverStaleClaims() }, logger: .silent())
+        let sweeper = OutboxSweeper(
+            postgres: postgres, redis: redis, messages: StreamName(rawValue: schema),
+            interval: .seconds(10), requeueAfter: .seconds(30),
+            takeOver: { try await sender.takeOverStaleClaims() }, logger: .silent())
         try await sweeper.sweep()
 
         let rows = try await postgres.query(
             "SELECT id, status, error_code, sending_by, attempt_count, apns_id::text FROM deliveries")
         var byID: [UUID: (status: String, code: String?, by: String?, attempts: Int, apnsID: String?)] = [:]
         for row in rows {
-            let (id, status, code, by, attempts, apnsID) = try row.decode((UUID, String, String?, String?, Int, String?).self)
+            let (id, status, code, by, attempts, apnsID) = try row.decode(
+                (UUID, String, String?, String?, Int, String?).self)
             byID[id] = (status, code, by, attempts, apnsID)
         }
         // Sent again by the sweeping replica: its own answer ends it, never sender_lost.
@@ -67,7 +74,8 @@ struct StaleClaimSweepTests {
         #expect(byID[lost]?.attempts == 1)
         #expect(byID[lost]?.apnsID == apnsIDBefore)
         let attempts = try await postgres.query(
-            "SELECT attempt, status, apns_id, error FROM delivery_attempts WHERE delivery_id = $1::uuid ORDER BY attempt", [lost])
+            "SELECT attempt, status, apns_id, error FROM delivery_attempts WHERE delivery_id = $1::uuid ORDER BY attempt",
+            [lost])
         try #require(attempts.count == 1)
         let (number, status, apnsID, error) = try attempts[0].decode((Int, Int, String?, String?).self)
         #expect(number == 1)
@@ -81,7 +89,8 @@ struct StaleClaimSweepTests {
         #expect(byID[done]?.status == "sent")
         #expect(byID[fresh]?.status == "sending")
         #expect(byID[fresh]?.by == "dead-replica")
-        #expect(try await postgres.query("SELECT 1 FROM delivery_attempts WHERE delivery_id <> $1::uuid", [lost]).isEmpty)
+        #expect(
+            try await postgres.query("SELECT 1 FROM delivery_attempts WHERE delivery_id <> $1::uuid", [lost]).isEmpty)
         // The taken-over chunk's row went with its record, the one with nothing left is deleted.
         let claims = try await postgres.query("SELECT sending_by FROM delivery_claims")
         #expect(try claims.map { try $0.decode(String.self, at: 0) } == ["live-replica"])

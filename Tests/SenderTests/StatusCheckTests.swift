@@ -20,12 +20,15 @@ struct StatusCheckTests {
                 do {
                     _ = try await Migrator(client: postgres, logger: .silent()).migrate()
                     break
-                } catch where attempt < 5 {
+                } catch  where attempt < 5 {
                     try await Task.sleep(for: .milliseconds(100 * attempt))
                 }
             }
-            outcome = .success((try await Self.checkList(postgres, schema: schema, table: "messages", column: "status"),
-                                try await Self.checkList(postgres, schema: schema, table: "deliveries", column: "status")))
+            outcome = .success(
+                (
+                    try await Self.checkList(postgres, schema: schema, table: "messages", column: "status"),
+                    try await Self.checkList(postgres, schema: schema, table: "deliveries", column: "status")
+                ))
         } catch {
             outcome = .failure(error)
         }
@@ -40,8 +43,11 @@ struct StatusCheckTests {
 
     /// The values of the one `CHECK (column IN (...))` constraint on `table.column`: Postgres keeps
     /// it as `CHECK ((column = ANY (ARRAY['a'::text, 'b'::text])))`.
-    static func checkList(_ postgres: PostgresClient, schema: String, table: String, column: String) async throws -> Set<String> {
-        let rows = try await postgres.query("""
+    static func checkList(_ postgres: PostgresClient, schema: String, table: String, column: String) async throws
+        -> Set<String>
+    {
+        let rows = try await postgres.query(
+            """
             SELECT pg_get_constraintdef(c.oid)
             FROM pg_constraint c
             JOIN pg_class t ON t.oid = c.conrelid

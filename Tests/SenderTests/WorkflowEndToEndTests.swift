@@ -22,18 +22,22 @@ struct WorkflowEndToEndTests {
     }
 
     static let nudge = """
-    {"trigger": {"event": "workout.scheduled", "where": "event.data.kind == \\"legs\\""},
-     "cancelOn": [{"event": "workout.completed", "where": "event.data.workoutId == trigger.data.workoutId"}],
-     "steps": [{"name": "pause", "wait": {"duration": "1h"}},
-               {"name": "nudge", "send": {"title": "Leg day", "body": "Workout {{ trigger.data.workoutId }}", "policy": "ignore"}}]}
-    """
+        {"trigger": {"event": "workout.scheduled", "where": "event.data.kind == \\"legs\\""},
+         "cancelOn": [{"event": "workout.completed", "where": "event.data.workoutId == trigger.data.workoutId"}],
+         "steps": [{"name": "pause", "wait": {"duration": "1h"}},
+                   {"name": "nudge", "send": {"title": "Leg day", "body": "Workout {{ trigger.data.workoutId }}", "policy": "ignore"}}]}
+        """
 
     @Test("trigger where, wait, send: one push after the wait, naming workflow, version, run and step")
     func triggerWaitSend() async throws {
         try await withWorkflowStack { stack, clock, token in
             try await stack.putWorkflow("nudge", Self.nudge)
-            try await stack.track("alice", [("e-arms", "workout.scheduled", ["kind": "arms", "workoutId": "w0"]),
-                                            ("e-legs", "workout.scheduled", ["kind": "legs", "workoutId": "w1"])])
+            try await stack.track(
+                "alice",
+                [
+                    ("e-arms", "workout.scheduled", ["kind": "arms", "workoutId": "w0"]),
+                    ("e-legs", "workout.scheduled", ["kind": "legs", "workoutId": "w1"])
+                ])
             let runs = try await stack.waitRuns("nudge", count: 1) { $0.status == "running" && $0.dueAt != nil }
             #expect(runs.count == 1, "the arms workout matches no trigger where")
             #expect(try await stack.simulator.pushes(token: token).isEmpty)
@@ -46,7 +50,8 @@ struct WorkflowEndToEndTests {
             let steps = done[0].state?["outcomes"]?.arrayValue ?? []
             #expect(steps.map { $0["decision"] } == ["waited", "sent"])
             let messageId = try #require(steps.last?["messageIds"]?.arrayValue?.first?.stringValue)
-            let origin = try await stack.postgres.query("""
+            let origin = try await stack.postgres.query(
+                """
                 SELECT workflow_key, workflow_version, workflow_run_id::text, workflow_step FROM messages WHERE id = $1::uuid
                 """, [messageId])
             let row = try #require(origin.first)
@@ -65,8 +70,12 @@ struct WorkflowEndToEndTests {
     func cancelOnMidWait() async throws {
         try await withWorkflowStack { stack, clock, token in
             try await stack.putWorkflow("nudge", Self.nudge)
-            try await stack.track("alice", [("e1", "workout.scheduled", ["kind": "legs", "workoutId": "w1"]),
-                                            ("e2", "workout.scheduled", ["kind": "legs", "workoutId": "w2"])])
+            try await stack.track(
+                "alice",
+                [
+                    ("e1", "workout.scheduled", ["kind": "legs", "workoutId": "w1"]),
+                    ("e2", "workout.scheduled", ["kind": "legs", "workoutId": "w2"])
+                ])
             try await stack.waitRuns("nudge", count: 2) { $0.status == "running" }
             try await stack.track("alice", [("c1", "workout.completed", ["workoutId": "w1"])])
             let runs = try await stack.waitRuns("nudge", count: 1) { $0.status == "cancelled" }
@@ -85,24 +94,33 @@ struct WorkflowEndToEndTests {
     @Test("waitFor matched and timed out, each branched on")
     func waitForMatchedAndTimedOut() async throws {
         try await withWorkflowStack { stack, clock, token in
-            try await stack.putWorkflow("review", """
-            {"trigger": {"event": "order.placed"},
-             "steps": [{"name": "review", "waitFor": {"event": "review.written", "where": "event.data.orderId == trigger.data.orderId", "timeout": "1d"}},
-                       {"name": "check", "branch": {"if": {"matched": "review"},
-                          "then": [{"name": "thanks", "send": {"body": "Thanks for the review", "policy": "ignore"}}],
-                          "else": [{"name": "ask", "send": {"body": "How was it?", "policy": "ignore"}}]}}]}
-            """)
-            try await stack.track("alice", [("o1", "order.placed", ["orderId": "1"]), ("o2", "order.placed", ["orderId": "2"])])
+            try await stack.putWorkflow(
+                "review",
+                """
+                {"trigger": {"event": "order.placed"},
+                 "steps": [{"name": "review", "waitFor": {"event": "review.written", "where": "event.data.orderId == trigger.data.orderId", "timeout": "1d"}},
+                           {"name": "check", "branch": {"if": {"matched": "review"},
+                              "then": [{"name": "thanks", "send": {"body": "Thanks for the review", "policy": "ignore"}}],
+                              "else": [{"name": "ask", "send": {"body": "How was it?", "policy": "ignore"}}]}}]}
+                """)
+            try await stack.track(
+                "alice", [("o1", "order.placed", ["orderId": "1"]), ("o2", "order.placed", ["orderId": "2"])])
             try await stack.waitRuns("review", count: 2) { $0.status == "running" && $0.state?["awaiting"] != nil }
             // A review of another order matches nothing; the one of order 1 matches its run.
-            try await stack.track("alice", [("r9", "review.written", ["orderId": "9"]), ("r1", "review.written", ["orderId": "1"])])
+            try await stack.track(
+                "alice", [("r9", "review.written", ["orderId": "9"]), ("r1", "review.written", ["orderId": "1"])])
             try await stack.waitRuns("review", count: 1) { $0.status == "completed" }
             clock.advance(86_401)
             let runs = try await stack.waitRuns("review", count: 2) { $0.status == "completed" }
-            let byOrder = Dictionary(uniqueKeysWithValues: runs.map { ($0.state?["trigger"]?["data"]?["orderId"]?.stringValue ?? "", $0.state) })
+            let byOrder = Dictionary(
+                uniqueKeysWithValues: runs.map {
+                    ($0.state?["trigger"]?["data"]?["orderId"]?.stringValue ?? "", $0.state)
+                })
             #expect(byOrder["1"]??["outcomes"]?.arrayValue?.first?["decision"] == "matched")
             #expect(byOrder["2"]??["outcomes"]?.arrayValue?.first?["decision"] == "timed_out")
-            let bodies = try await stack.alerts(token, atLeast: 2).compactMap { $0["aps"]?["alert"]?["body"]?.stringValue }
+            let bodies = try await stack.alerts(token, atLeast: 2).compactMap {
+                $0["aps"]?["alert"]?["body"]?.stringValue
+            }
             #expect(bodies.sorted() == ["How was it?", "Thanks for the review"])
         }
     }
@@ -110,27 +128,35 @@ struct WorkflowEndToEndTests {
     @Test("branch on opened: the receipt posted with the send's messageId decides")
     func branchOnOpened() async throws {
         try await withWorkflowStack { stack, clock, token in
-            try await stack.putWorkflow("onboard", """
-            {"trigger": {"event": "signed.up"},
-             "steps": [{"name": "welcome", "send": {"body": "Welcome", "policy": "ignore"}},
-                       {"name": "pause", "wait": {"duration": "1d"}},
-                       {"name": "check", "branch": {"if": {"opened": "welcome"},
-                          "then": [{"name": "tip", "send": {"body": "A tip for you", "policy": "ignore"}}],
-                          "else": [{"name": "again", "send": {"body": "Welcome again", "policy": "ignore"}}]}}]}
-            """)
+            try await stack.putWorkflow(
+                "onboard",
+                """
+                {"trigger": {"event": "signed.up"},
+                 "steps": [{"name": "welcome", "send": {"body": "Welcome", "policy": "ignore"}},
+                           {"name": "pause", "wait": {"duration": "1d"}},
+                           {"name": "check", "branch": {"if": {"opened": "welcome"},
+                              "then": [{"name": "tip", "send": {"body": "A tip for you", "policy": "ignore"}}],
+                              "else": [{"name": "again", "send": {"body": "Welcome again", "policy": "ignore"}}]}}]}
+                """)
             try await stack.track("alice", [("s1", "signed.up", [:])])
             let runs = try await stack.waitRuns("onboard", count: 1) { $0.status == "running" && $0.dueAt != nil }
             _ = try await stack.alerts(token, atLeast: 1)
-            let welcomeId = try #require(runs[0].state?["outcomes"]?.arrayValue?.first?["messageIds"]?.arrayValue?.first?.stringValue)
-            try await stack.track("alice", [("rcpt1", "$notification.opened", ["messageId": .string(welcomeId), "action": "open"])])
+            let welcomeId = try #require(
+                runs[0].state?["outcomes"]?.arrayValue?.first?["messageIds"]?.arrayValue?.first?.stringValue)
+            try await stack.track(
+                "alice", [("rcpt1", "$notification.opened", ["messageId": .string(welcomeId), "action": "open"])])
             _ = try await RedisTestSupport.eventually(limit: .seconds(30)) {
-                try await !stack.postgres.query("SELECT 1 FROM message_receipts WHERE message_id = $1 AND kind = 'opened'", [welcomeId]).isEmpty
+                try await !stack.postgres.query(
+                    "SELECT 1 FROM message_receipts WHERE message_id = $1 AND kind = 'opened'", [welcomeId]
+                ).isEmpty
             }
             clock.advance(86_401)
             let done = try await stack.waitRuns("onboard", count: 1) { $0.status == "completed" }
             let check = done[0].state?["outcomes"]?.arrayValue?.first { $0["step"] == "check" }
             #expect(check?["decision"] == "then")
-            let bodies = try await stack.alerts(token, atLeast: 2).compactMap { $0["aps"]?["alert"]?["body"]?.stringValue }
+            let bodies = try await stack.alerts(token, atLeast: 2).compactMap {
+                $0["aps"]?["alert"]?["body"]?.stringValue
+            }
             #expect(bodies == ["Welcome", "A tip for you"])
         }
     }
@@ -138,12 +164,15 @@ struct WorkflowEndToEndTests {
     @Test("waitUntil 07:00 Europe/Berlin across both DST changes, and quiet hours shift and ignore")
     func dstAndQuietHours() async throws {
         try await withWorkflowStack { stack, clock, token in
-            try await stack.postgres.execute("UPDATE subscribers SET timezone = 'Europe/Berlin' WHERE tenant_id = $1::uuid", [stack.tenantID])
-            try await stack.putWorkflow("morning", """
-            {"trigger": {"event": "plan.made"},
-             "steps": [{"name": "morning", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
-                       {"name": "go", "send": {"body": "Good morning", "policy": "ignore"}}]}
-            """)
+            try await stack.postgres.execute(
+                "UPDATE subscribers SET timezone = 'Europe/Berlin' WHERE tenant_id = $1::uuid", [stack.tenantID])
+            try await stack.putWorkflow(
+                "morning",
+                """
+                {"trigger": {"event": "plan.made"},
+                 "steps": [{"name": "morning", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
+                           {"name": "go", "send": {"body": "Good morning", "policy": "ignore"}}]}
+                """)
             // Spring forward (29 March 2026, 02:00 CET -> 03:00 CEST): 07:00 is 05:00 UTC.
             clock.set(now: EventTimestamp.parse("2026-03-28T12:00:00Z")!)
             try await Task.sleep(for: .milliseconds(200))
@@ -164,13 +193,16 @@ struct WorkflowEndToEndTests {
 
             // Quiet hours 22:00-08:00 (Berlin for alice) at 23:00 Berlin: a respecting send waits
             // for 08:00, an ignoring one goes now.
-            try await stack.postgres.execute("UPDATE tenants SET quiet_hours_start = '22:00', quiet_hours_end = '08:00' WHERE id = $1::uuid",
-                                             [stack.tenantID])
-            try await stack.putWorkflow("late", """
-            {"trigger": {"event": "late.thing"},
-             "steps": [{"name": "polite", "send": {"body": "polite", "policy": "respect"}},
-                       {"name": "urgent", "send": {"body": "urgent", "policy": "ignore"}}]}
-            """)
+            try await stack.postgres.execute(
+                "UPDATE tenants SET quiet_hours_start = '22:00', quiet_hours_end = '08:00' WHERE id = $1::uuid",
+                [stack.tenantID])
+            try await stack.putWorkflow(
+                "late",
+                """
+                {"trigger": {"event": "late.thing"},
+                 "steps": [{"name": "polite", "send": {"body": "polite", "policy": "respect"}},
+                           {"name": "urgent", "send": {"body": "urgent", "policy": "ignore"}}]}
+                """)
             clock.set(now: EventTimestamp.parse("2026-11-10T22:00:00Z")!)  // 23:00 CET
             try await Task.sleep(for: .milliseconds(200))
             try await stack.track("alice", [("l1", "late.thing", [:])])
@@ -182,7 +214,9 @@ struct WorkflowEndToEndTests {
             #expect(try await stack.simulator.pushes(token: token).count == 2, "nothing sent inside quiet hours yet")
             clock.set(now: EventTimestamp.parse("2026-11-11T07:00:01Z")!)
             try await stack.waitRuns("late", count: 1) { $0.status == "completed" }
-            let bodies = try await stack.alerts(token, atLeast: 4).compactMap { $0["aps"]?["alert"]?["body"]?.stringValue }
+            let bodies = try await stack.alerts(token, atLeast: 4).compactMap {
+                $0["aps"]?["alert"]?["body"]?.stringValue
+            }
             #expect(Array(bodies.suffix(2)).sorted() == ["polite", "urgent"])
         }
     }
@@ -190,23 +224,30 @@ struct WorkflowEndToEndTests {
     @Test("a new version leaves a running run on its own; an unknown subscriber's trigger is skipped")
     func versionsAndUnknownSubscribers() async throws {
         try await withWorkflowStack { stack, clock, token in
-            try await stack.putWorkflow("ver", """
-            {"trigger": {"event": "go"}, "steps": [{"name": "w", "wait": {"duration": "1h"}}, {"name": "s", "send": {"body": "v1", "policy": "ignore"}}]}
-            """)
+            try await stack.putWorkflow(
+                "ver",
+                """
+                {"trigger": {"event": "go"}, "steps": [{"name": "w", "wait": {"duration": "1h"}}, {"name": "s", "send": {"body": "v1", "policy": "ignore"}}]}
+                """)
             try await stack.track("alice", [("g1", "go", [:])])
             try await stack.waitRuns("ver", count: 1) { $0.status == "running" }
-            try await stack.putWorkflow("ver", """
-            {"trigger": {"event": "go"}, "steps": [{"name": "w", "wait": {"duration": "1h"}}, {"name": "s", "send": {"body": "v2", "policy": "ignore"}}]}
-            """)
+            try await stack.putWorkflow(
+                "ver",
+                """
+                {"trigger": {"event": "go"}, "steps": [{"name": "w", "wait": {"duration": "1h"}}, {"name": "s", "send": {"body": "v2", "policy": "ignore"}}]}
+                """)
             try await stack.track("alice", [("g2", "go", [:])])
             try await stack.track("nobody", [("g3", "go", [:])])
             try await stack.waitRuns("ver", count: 2) { $0.status == "running" }
             clock.advance(3601)
             try await stack.waitRuns("ver", count: 2) { $0.status == "completed" }
-            let bodies = try await stack.alerts(token, atLeast: 2).compactMap { $0["aps"]?["alert"]?["body"]?.stringValue }
+            let bodies = try await stack.alerts(token, atLeast: 2).compactMap {
+                $0["aps"]?["alert"]?["body"]?.stringValue
+            }
             #expect(bodies.sorted() == ["v1", "v2"])
             #expect(try await stack.runs("ver").count == 2)
-            let skips = try await stack.postgres.query("SELECT subscriber_id FROM workflow_trigger_skips WHERE trigger_key = 'g3'")
+            let skips = try await stack.postgres.query(
+                "SELECT subscriber_id FROM workflow_trigger_skips WHERE trigger_key = 'g3'")
             #expect(skips.count == 1)
         }
     }
@@ -224,7 +265,8 @@ struct WorkflowEndToEndTests {
                 let token = PushStack.token()
                 tokens.append(token)
                 try await stack.addSubscriber("s\(i)", tokens: [token])
-                try await stack.track("s\(i)", [("e\(i)", "workout.scheduled", ["kind": "legs", "workoutId": .string("w\(i)")])])
+                try await stack.track(
+                    "s\(i)", [("e\(i)", "workout.scheduled", ["kind": "legs", "workoutId": .string("w\(i)")])])
             }
             try await stack.waitRuns("nudge", count: 20) { $0.status == "running" && $0.dueAt != nil }
             first.signal(SIGKILL)
@@ -236,7 +278,8 @@ struct WorkflowEndToEndTests {
             for token in tokens { _ = try await stack.alerts(token, atLeast: 1) }
             try await Task.sleep(for: .seconds(2))
             for token in tokens { #expect(try await stack.simulator.pushes(token: token).count == 1) }
-            let messages = try await stack.postgres.query("SELECT count(*)::int FROM messages WHERE workflow_key = 'nudge'")
+            let messages = try await stack.postgres.query(
+                "SELECT count(*)::int FROM messages WHERE workflow_key = 'nudge'")
             #expect(try messages[0].decode(Int.self, at: 0) == 20)
         }
     }

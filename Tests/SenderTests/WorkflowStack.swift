@@ -32,19 +32,25 @@ struct WorkflowClockFile {
 
 extension PushStack {
     /// Starts one workflow replica (polling every 50 ms) reading `clock`.
-    func startWorkflow(_ instance: String = TestEnvironment.uniqueName("workflow"), clock: WorkflowClockFile) async throws -> ServiceProcess {
+    func startWorkflow(_ instance: String = TestEnvironment.uniqueName("workflow"), clock: WorkflowClockFile)
+        async throws -> ServiceProcess
+    {
         let port = freeLoopbackPort()
-        let process = try ServiceProcess(executable: "workflow", environment: senderEnvironment.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
-            "BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE": clock.path, "BUZZKIT_WORKFLOW_POLL_INTERVAL": "50ms",
-        ]) { _, new in new })
+        let process = try ServiceProcess(
+            executable: "workflow",
+            environment: senderEnvironment.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
+                "BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE": clock.path, "BUZZKIT_WORKFLOW_POLL_INTERVAL": "50ms"
+            ]) { _, new in new })
         senders.withLock { $0.append(process) }
         let ready = try await RedisTestSupport.eventually(limit: .seconds(30)) {
             guard process.isRunning else { return true }
             let response = try? await http.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"))
             return response?.status == 200
         }
-        guard ready, process.isRunning else { throw StackError(description: "workflow did not become ready: \(process.output)") }
+        guard ready, process.isRunning else {
+            throw StackError(description: "workflow did not become ready: \(process.output)")
+        }
         return process
     }
 
@@ -58,37 +64,60 @@ extension PushStack {
 
     /// Tracks events for `subscriber` through the gateway (`POST /v1/events`).
     func track(_ subscriber: String, _ events: [(id: String, name: String, data: JSONValue)]) async throws {
-        let body: JSONValue = ["subscriberId": .string(subscriber), "events": .array(events.map {
-            ["id": .string($0.id), "name": .string($0.name), "data": $0.data, "timestamp": .string(EventTimestamp.format(Date()))]
-        })]
+        let body: JSONValue = [
+            "subscriberId": .string(subscriber),
+            "events": .array(
+                events.map {
+                    [
+                        "id": .string($0.id), "name": .string($0.name), "data": $0.data,
+                        "timestamp": .string(EventTimestamp.format(Date()))
+                    ]
+                })
+        ]
         let reply = try await api("POST", "/v1/events", body: body)
         guard reply.status == 202 else { throw StackError(description: "track: \(reply.status) \(reply.envelope)") }
     }
 
     /// The runs of `key` as stored (status, state), newest last.
-    func runs(_ key: String) async throws -> [(id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)] {
-        try await postgres.query("""
+    func runs(_ key: String) async throws -> [(
+        id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?
+    )] {
+        try await postgres.query(
+            """
             SELECT id::text, subscriber_id, status, state, timer_due_at FROM workflow_runs
             WHERE tenant_id = $1::uuid AND workflow_key = $2 ORDER BY created_at, id
-            """, [tenantID, key]).map { row in
-            (try row.decode(String.self, at: 0), try row.decode(String.self, at: 1), try row.decode(String.self, at: 2),
-             try row.decode(JSONValue?.self, at: 3), try row.decode(Date?.self, at: 4))
+            """, [tenantID, key]
+        ).map { row in
+            (
+                try row.decode(String.self, at: 0), try row.decode(String.self, at: 1),
+                try row.decode(String.self, at: 2),
+                try row.decode(JSONValue?.self, at: 3), try row.decode(Date?.self, at: 4)
+            )
         }
     }
 
     /// Waits until `key` has `count` runs that satisfy `condition`; returns all runs then.
     @discardableResult
-    func waitRuns(_ key: String, count: Int, limit: Duration = .seconds(30),
-                  _ condition: @escaping ((id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)) -> Bool)
-        async throws -> [(id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)] {
+    func waitRuns(
+        _ key: String, count: Int, limit: Duration = .seconds(30),
+        _ condition:
+            @escaping ((id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)) -> Bool
+    )
+        async throws -> [(id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)]
+    {
         var last: [(id: String, subscriber: String, status: String, state: JSONValue?, dueAt: Date?)] = []
         let done = try await RedisTestSupport.eventually(limit: limit) {
             last = try await runs(key)
             return last.filter(condition).count >= count
         }
         guard done else {
-            let logs = senders.withLock { $0 }.filter { $0.name.contains("workflow") }.map { String($0.output.suffix(3000)) }
-            throw StackError(description: "runs of \(key) never reached \(count): \(last.map { "\($0.status) \($0.state?.jsonString ?? "null")" }); workflow logs: \(logs)")
+            let logs = senders.withLock { $0 }.filter { $0.name.contains("workflow") }.map {
+                String($0.output.suffix(3000))
+            }
+            throw StackError(
+                description:
+                    "runs of \(key) never reached \(count): \(last.map { "\($0.status) \($0.state?.jsonString ?? "null")" }); workflow logs: \(logs)"
+            )
         }
         return last
     }

@@ -4,7 +4,7 @@ import BuzzKitTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Tests for BuzzKitHTTPClient against real local servers: a Python HTTP/1.1 echo server
@@ -21,8 +21,9 @@ struct HTTPClientTests {
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         try await withCleanup {
-            let response = try await client.execute(HTTPClientRequest(
-                url: "\(base)/some/path?x=1", headers: ["X-Test": "abc", "X-Empty": ""]))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    url: "\(base)/some/path?x=1", headers: ["X-Test": "abc", "X-Empty": ""]))
 
             #expect(response.status == 200)
             #expect(response.httpVersion == .http1_1)
@@ -52,9 +53,10 @@ struct HTTPClientTests {
             // Larger than 1 kB so curl would use `Expect: 100-continue` if the client did not stop it.
             let text = "{\"hello\":\"world\"}" + String(repeating: "x", count: 4000)
 
-            let response = try await client.execute(HTTPClientRequest(
-                method: HTTPMethod(rawValue: method), url: "\(base)/echo",
-                headers: ["Content-Type": "application/json"], body: Array(text.utf8)))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    method: HTTPMethod(rawValue: method), url: "\(base)/echo",
+                    headers: ["Content-Type": "application/json"], body: Array(text.utf8)))
 
             #expect(response.status == 200)
             let echo = try Echo.decode(response.body)
@@ -125,8 +127,9 @@ struct HTTPClientTests {
         let server = try EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
-        let client = try HTTPClient(configuration: .init(httpVersion: .http1_1, maxConnectionsPerHost: 16),
-                                    logger: .silent())
+        let client = try HTTPClient(
+            configuration: .init(httpVersion: .http1_1, maxConnectionsPerHost: 16),
+            logger: .silent())
         try await withCleanup {
             let paths = try await withThrowingTaskGroup(of: String.self) { group in
                 for index in 0..<1000 {
@@ -158,8 +161,10 @@ struct HTTPClientTests {
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         await withCleanup {
             let error = await #expect(throws: HTTPClientError.self) {
-                try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=10000",
-                                                           timeout: .milliseconds(200)))
+                try await client.execute(
+                    HTTPClientRequest(
+                        url: "\(base)/delay?ms=10000",
+                        timeout: .milliseconds(200)))
             }
             #expect(error?.code == .timeout)
             #expect(error?.isRetryable == true)
@@ -204,8 +209,10 @@ struct HTTPClientTests {
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
         try await withCleanup {
             let slow = Task {
-                try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=30000",
-                                                           timeout: .seconds(60)))
+                try await client.execute(
+                    HTTPClientRequest(
+                        url: "\(base)/delay?ms=30000",
+                        timeout: .seconds(60)))
             }
             try await server.waitForHits(1, client: client)
             slow.cancel()
@@ -245,8 +252,10 @@ struct HTTPClientTests {
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
 
         let slow = Task {
-            try await client.execute(HTTPClientRequest(url: "\(base)/delay?ms=30000",
-                                                       timeout: .seconds(60)))
+            try await client.execute(
+                HTTPClientRequest(
+                    url: "\(base)/delay?ms=30000",
+                    timeout: .seconds(60)))
         }
         try await server.waitForHits(1, client: client)
         await client.shutdown()
@@ -266,8 +275,9 @@ struct HTTPClientTests {
         let server = try await NGHTTPServer.start()
         defer { server.stop() }
         let base = server.baseURL
-        let client = try HTTPClient(configuration: .init(httpVersion: .http2, caFile: server.certificatePath),
-                                    logger: .silent())
+        let client = try HTTPClient(
+            configuration: .init(httpVersion: .http2, caFile: server.certificatePath),
+            logger: .silent())
         try await withCleanup {
             // nghttpd allows 100 concurrent streams per connection: stay within it so that any
             // second connection would mean the client failed to wait for multiplexing.
@@ -298,9 +308,10 @@ struct HTTPClientTests {
         try await withCleanup {
             let payload = Array("{\"aps\":{\"alert\":\"hi\"}}".utf8)
 
-            let response = try await client.execute(HTTPClientRequest(
-                method: .POST, url: "\(base)/hello.txt",
-                headers: ["content-type": "application/json", "apns-topic": "com.example"], body: payload))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    method: .POST, url: "\(base)/hello.txt",
+                    headers: ["content-type": "application/json", "apns-topic": "com.example"], body: payload))
 
             #expect(response.status == 200)
             #expect(response.httpVersion == .http2)
@@ -342,9 +353,10 @@ struct HTTPClientTests {
         }
         let client = try HTTPClient(configuration: configuration, logger: .silent())
         try await withCleanup {
-            let request = HTTPClientRequest(method: .POST, url: "\(base)/hello.txt",
-                                            headers: ["content-type": "application/json"],
-                                            body: Array(repeating: UInt8(ascii: "x"), count: 300))
+            let request = HTTPClientRequest(
+                method: .POST, url: "\(base)/hello.txt",
+                headers: ["content-type": "application/json"],
+                body: Array(repeating: UInt8(ascii: "x"), count: 300))
             _ = try await client.execute(request)  // warm up: connect and handshake
 
             let clock = ContinuousClock()
@@ -364,8 +376,9 @@ struct HTTPClientTests {
             }
             let elapsed = clock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("http2Throughput: \(total) POSTs in \(seconds) s = \(Int(Double(total) / seconds)) requests/s,"
-                  + " connections opened \(client.connectionsOpened), failures \(failures)")
+            print(
+                "http2Throughput: \(total) POSTs in \(seconds) s = \(Int(Double(total) / seconds)) requests/s,"
+                    + " connections opened \(client.connectionsOpened), failures \(failures)")
             #expect(failures == 0)
         } finally: {
             await client.shutdown()
@@ -433,7 +446,8 @@ private final class EchoServer {
             if chunk.isEmpty { break }
             line.append(chunk)
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw FixtureError(message: "echo server did not report its port")
@@ -483,16 +497,21 @@ private final class NGHTTPServer {
         try FileManager.default.createDirectory(atPath: docroot, withIntermediateDirectories: true)
         do {
             try Data(helloText.utf8).write(to: URL(fileURLWithPath: docroot + "/hello.txt"))
-            try run("/usr/bin/openssl", [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "2",
-                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            ])
+            try run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"
+                ])
             let port = try freePortOrThrow()
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try nghttpdPath())
-            process.arguments = (echoUpload ? ["--echo-upload"] : []) + ["-a", "127.0.0.1", "-d", docroot,
-                                 String(port), directory + "/key.pem", directory + "/cert.pem"]
+            process.arguments =
+                (echoUpload ? ["--echo-upload"] : []) + [
+                    "-a", "127.0.0.1", "-d", docroot,
+                    String(port), directory + "/key.pem", directory + "/cert.pem"
+                ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()

@@ -11,9 +11,11 @@ import Testing
     static let services = ["gateway", "ingest", "workflow", "apns-sender", "liveactivity"]
 
     func environment(port: Int, databaseURL: String = TestEnvironment.postgresURL) -> [String: String] {
-        ["BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
-         "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_LOG_LEVEL": "info",
-         "BUZZKIT_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="]
+        [
+            "BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": TestEnvironment.redisURL,
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_LOG_LEVEL": "info",
+            "BUZZKIT_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+        ]
     }
 
     @Test(arguments: services)
@@ -22,7 +24,8 @@ import Testing
         let process = try ServiceProcess(executable: service, environment: environment(port: port))
         let client = try HTTPClient(logger: .silent())
         try await withCleanup {
-            let ready = try await waitForStatus(client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
+            let ready = try await waitForStatus(
+                client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
             let readiness = try Envelope.decode(ready.body)
             #expect(readiness.data?["ready"] == true)
             #expect(readiness.data?["checks"]?["postgres"] == "ok")
@@ -73,8 +76,9 @@ import Testing
     }
 
     @Test func invalidConfigurationExitsWithEX_CONFIGAndSaysWhy() async throws {
-        let process = try ServiceProcess(executable: "workflow",
-                                         environment: ["BUZZKIT_HTTP_PORT": "not-a-port", "BUZZKIT_REDIS_URL": "http://x"])
+        let process = try ServiceProcess(
+            executable: "workflow",
+            environment: ["BUZZKIT_HTTP_PORT": "not-a-port", "BUZZKIT_REDIS_URL": "http://x"])
         #expect(await process.waitForExit() == 78)
         #expect(process.output.contains("BUZZKIT_HTTP_PORT=not-a-port"))
         #expect(process.output.contains("BUZZKIT_REDIS_URL"))
@@ -121,8 +125,10 @@ import Testing
     }
 
     /// Polls `url` until it answers `status`, failing early when the process exits.
-    private func waitForStatus(_ client: HTTPClient, _ url: String, status: Int, process: ServiceProcess,
-                               timeout: Duration = .seconds(30)) async throws -> HTTPClientResponse {
+    private func waitForStatus(
+        _ client: HTTPClient, _ url: String, status: Int, process: ServiceProcess,
+        timeout: Duration = .seconds(30)
+    ) async throws -> HTTPClientResponse {
         let deadline = ContinuousClock.now + timeout
         var last = "no answer"
         while ContinuousClock.now < deadline {
@@ -133,7 +139,8 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw ServiceTestFailure("\(process.name) did not answer \(status) at \(url) (\(last)); output:\n\(process.output)")
+        throw ServiceTestFailure(
+            "\(process.name) did not answer \(status) at \(url) (\(last)); output:\n\(process.output)")
     }
 }
 

@@ -17,15 +17,18 @@ public final class APNsSimulator: Sendable {
     /// Starts a simulator that accepts provider tokens signed by `publicKeyPEM` for `keyId`/`teamId`.
     /// `record: false` passes `--no-record` (benchmarks).
     public init(keyId: String, teamId: String, publicKeyPEM: String, record: Bool = true) async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("apns-sim")).path
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("apns-sim"))
+            .path
         directory = dir
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try await Self.run("/bin/bash", [TestEnvironment.repositoryRoot + "/Tools/apns-sim/make-certs.sh", dir])
         caFile = dir + "/ca.pem"
         let publicKeyPath = dir + "/provider.pem"
         try publicKeyPEM.write(toFile: publicKeyPath, atomically: true, encoding: .utf8)
-        var arguments = ["--port", "0", "--control-port", "0", "--threads", "1",
-                         "--cert", dir + "/cert.pem", "--key", dir + "/key.pem", "--key", "\(keyId)=\(teamId):\(publicKeyPath)"]
+        var arguments = [
+            "--port", "0", "--control-port", "0", "--threads", "1",
+            "--cert", dir + "/cert.pem", "--key", dir + "/key.pem", "--key", "\(keyId)=\(teamId):\(publicKeyPath)"
+        ]
         if !record { arguments.append("--no-record") }
         process = try ServiceProcess(executable: "apns-sim", environment: [:], arguments: arguments)
         let deadline = ContinuousClock.now + .seconds(20)
@@ -53,11 +56,13 @@ public final class APNsSimulator: Sendable {
     /// `POST /control/<path>` with a JSON body; returns the parsed answer.
     @discardableResult
     public func post(_ path: String, _ body: JSONValue = [:]) async throws -> JSONValue {
-        let response = try await control.execute(HTTPClientRequest(
-            method: .POST, url: "http://127.0.0.1:\(controlPort)/control/\(path)",
-            headers: ["content-type": "application/json"], body: body.jsonBytes))
+        let response = try await control.execute(
+            HTTPClientRequest(
+                method: .POST, url: "http://127.0.0.1:\(controlPort)/control/\(path)",
+                headers: ["content-type": "application/json"], body: body.jsonBytes))
         guard response.status == 200 else {
-            throw APNsSimulatorError(description: "control \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            throw APNsSimulatorError(
+                description: "control \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
         return try JSONValue.parse(response.body)
     }
@@ -87,7 +92,8 @@ public final class APNsSimulator: Sendable {
     }
 
     private func get(_ path: String) async throws -> JSONValue {
-        let response = try await control.execute(HTTPClientRequest(url: "http://127.0.0.1:\(controlPort)/control/\(path)"))
+        let response = try await control.execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(controlPort)/control/\(path)"))
         return try JSONValue.parse(response.body)
     }
 
@@ -95,8 +101,8 @@ public final class APNsSimulator: Sendable {
         for line in output.split(separator: "\n") where line.hasPrefix("apns-sim listening on ") {
             let words = line.split(separator: " ")
             guard words.count >= 6,
-                  let port = words[3].split(separator: ":").last.flatMap({ Int($0) }),
-                  let controlPort = words[5].split(separator: ":").last.flatMap({ Int($0) })
+                let port = words[3].split(separator: ":").last.flatMap({ Int($0) }),
+                let controlPort = words[5].split(separator: ":").last.flatMap({ Int($0) })
             else { continue }
             return (port, controlPort)
         }
@@ -105,7 +111,9 @@ public final class APNsSimulator: Sendable {
 
     /// Runs a setup command to its end, waiting off the cooperative pool (`Subprocess`).
     private static func run(_ executable: String, _ arguments: [String]) async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("apns-sim-setup") + ".log").path
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+            TestEnvironment.uniqueName("apns-sim-setup") + ".log"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: log) }
         let status = try await Subprocess.run([executable] + arguments, outputPath: log)
         guard status == 0 else {

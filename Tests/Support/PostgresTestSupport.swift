@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import BuzzKitCore
 import BuzzKitPostgres
@@ -22,12 +22,13 @@ public final class ThrowawayPostgres: Sendable {
     public static func start() async throws -> ThrowawayPostgres {
         let parent = ProcessInfo.processInfo.environment["TEST_RUN_DIR"] ?? NSTemporaryDirectory()
         let directory = (parent as NSString).appendingPathComponent(TestEnvironment.uniqueName("pg"))
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         let output = try await PostgresTestSupport.commonShell(
             #"port="$(bk_free_port)"; bk_start_postgres "$1" "$port" && echo "PORT=$port""#, arguments: [directory])
         guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("PORT=") }),
-              let port = Int(line.dropFirst(5))
+            let port = Int(line.dropFirst(5))
         else { throw PostgresTestSupport.ShellError(status: -1, output: output) }
         let server = ThrowawayPostgres(directory: directory, port: port)
         server.registerForCleanup()
@@ -51,8 +52,8 @@ public final class ThrowawayPostgres: Sendable {
     /// not leave the server behind.
     private func registerForCleanup() {
         guard let runDirectory = ProcessInfo.processInfo.environment["TEST_RUN_DIR"],
-              let pidFile = FileManager.default.contents(atPath: directory + "/data/postmaster.pid"),
-              let pid = String(decoding: pidFile, as: UTF8.self).split(separator: "\n").first
+            let pidFile = FileManager.default.contents(atPath: directory + "/data/postmaster.pid"),
+            let pid = String(decoding: pidFile, as: UTF8.self).split(separator: "\n").first
         else { return }
         let path = runDirectory + "/children"
         if let handle = FileHandle(forWritingAtPath: path) {
@@ -94,7 +95,9 @@ public enum PostgresTestSupport {
     /// Runs through `Subprocess` (a thread of its own waits for the child, never the Swift pool).
     public static func commonShell(_ script: String, arguments: [String]) async throws -> String {
         let common = TestEnvironment.repositoryRoot + "/deploy/lib/common.sh"
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("sh") + ".log").path
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent(
+            TestEnvironment.uniqueName("sh") + ".log"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let argv = ["/bin/bash", "-c", "set -e; source \"\(common)\"; " + script, "bash"] + arguments
         let status = try await Subprocess.run(argv, outputPath: outputPath)

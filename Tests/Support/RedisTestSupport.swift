@@ -14,8 +14,10 @@ public enum RedisTestSupport {
 
     /// Polls `condition` every 20 ms until it holds or `limit` passes; returns whether it held.
     /// A generous upper bound for asynchronous work, not a timing assertion.
-    public static func eventually(limit: Duration = .seconds(30),
-                                  _ condition: () async throws -> Bool) async rethrows -> Bool {
+    public static func eventually(
+        limit: Duration = .seconds(30),
+        _ condition: () async throws -> Bool
+    ) async rethrows -> Bool {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
@@ -66,14 +68,17 @@ public final class ThrowawayRedis: @unchecked Sendable {
     private func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--daemonize", "no", "--loglevel", "warning"]
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--loglevel", "warning"
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
         if let runDir = ProcessInfo.processInfo.environment["TEST_RUN_DIR"],
-           let handle = FileHandle(forWritingAtPath: "\(runDir)/children") ?? Self.create("\(runDir)/children") {
+            let handle = FileHandle(forWritingAtPath: "\(runDir)/children") ?? Self.create("\(runDir)/children")
+        {
             handle.seekToEndOfFile()
             handle.write(Data("\(process.processIdentifier)\n".utf8))
             try? handle.close()
@@ -107,7 +112,9 @@ public final class ThrowawayRedis: @unchecked Sendable {
     private static func freePort() throws -> Int {
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()"]
+        python.arguments = [
+            "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()"
+        ]
         let pipe = Pipe()
         python.standardOutput = pipe
         try python.run()

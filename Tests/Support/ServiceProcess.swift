@@ -13,14 +13,16 @@ public final class ServiceProcess: Sendable {
     /// Starts `executable` (a product name in the build's bin folder) with `environment` added to
     /// the test's own environment.
     public convenience init(executable: String, environment: [String: String], arguments: [String] = []) throws {
-        try self.init(path: URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(executable).path,
-                      name: executable, environment: environment, arguments: arguments)
+        try self.init(
+            path: URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(executable).path,
+            name: executable, environment: environment, arguments: arguments)
     }
 
     /// Starts any program (e.g. the Python of a browser test), recorded for cleanup like a service.
     public init(path: String, name: String, environment: [String: String], arguments: [String] = []) throws {
         self.name = name
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(TestEnvironment.uniqueName(name)).log")
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(TestEnvironment.uniqueName(name)).log")
         logPath = log.path
         let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let pid = try Subprocess.spawn([path] + arguments, environment: merged, outputPath: log.path)

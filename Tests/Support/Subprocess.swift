@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs a short-lived child process (a setup script, `make-certs.sh`) and waits for it without
@@ -14,7 +14,9 @@ public enum Subprocess {
     public static func run(_ argv: [String], outputPath: String? = nil) async throws -> Int32 {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
-                do { continuation.resume(returning: try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null")) } catch {
+                do {
+                    continuation.resume(returning: try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null"))
+                } catch {
                     continuation.resume(throwing: error)
                 }
             }
@@ -55,7 +57,8 @@ public enum Subprocess {
         let cEnvironment = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { cEnvironment?.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = cEnvironment.map { posix_spawn(&pid, argv[0], &actions, nil, cArgs, $0) }
+        let spawned =
+            cEnvironment.map { posix_spawn(&pid, argv[0], &actions, nil, cArgs, $0) }
             ?? posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
         guard spawned == 0 else { throw Failure(description: "posix_spawn \(argv[0]) failed: \(spawned)") }
         return pid

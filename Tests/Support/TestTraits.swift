@@ -6,20 +6,24 @@ import Testing
 extension Trait where Self == ConditionTrait {
     /// The shared test PostgreSQL (`TEST_POSTGRES_URL`).
     public static var requiresPostgres: Self {
-        .enabled(if: TestEnvironment.hasPostgres,
-                 "TEST_POSTGRES_URL is not set: this integration test runs under ./deploy/test")
+        .enabled(
+            if: TestEnvironment.hasPostgres,
+            "TEST_POSTGRES_URL is not set: this integration test runs under ./deploy/test")
     }
 
     /// The shared test Redis (`TEST_REDIS_URL`).
     public static var requiresRedis: Self {
-        .enabled(if: TestEnvironment.hasRedis,
-                 "TEST_REDIS_URL is not set: this integration test runs under ./deploy/test")
+        .enabled(
+            if: TestEnvironment.hasRedis,
+            "TEST_REDIS_URL is not set: this integration test runs under ./deploy/test")
     }
 
     /// Everything `./deploy/test` provides: PostgreSQL and Redis (URLs and folders) and the built
     /// executables (`BUZZKIT_BIN_DIR`), for end-to-end tests that run the services.
     public static var requiresTestStack: Self {
-        .enabled(if: TestEnvironment.hasTestStack,
-                 "TEST_POSTGRES_URL, TEST_REDIS_URL, TEST_POSTGRES_DIR, TEST_REDIS_DIR or BUZZKIT_BIN_DIR is not set: this end-to-end test runs under ./deploy/test")
+        .enabled(
+            if: TestEnvironment.hasTestStack,
+            "TEST_POSTGRES_URL, TEST_REDIS_URL, TEST_POSTGRES_DIR, TEST_REDIS_DIR or BUZZKIT_BIN_DIR is not set: this end-to-end test runs under ./deploy/test"
+        )
     }
 }

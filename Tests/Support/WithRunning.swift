@@ -11,8 +11,9 @@ public func withRunning<T>(
     shutdownTimeout: Duration = .seconds(60),
     _ body: () async throws -> T
 ) async throws -> T {
-    let group = ServiceGroup(services: services, configuration: .init(signals: [], shutdownTimeout: shutdownTimeout),
-                             logger: .silent())
+    let group = ServiceGroup(
+        services: services, configuration: .init(signals: [], shutdownTimeout: shutdownTimeout),
+        logger: .silent())
     async let outcome = group.run()
     let result: Result<T, any Error>
     do {

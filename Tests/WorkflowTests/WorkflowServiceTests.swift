@@ -41,14 +41,16 @@ final class WorkflowServiceHarness: Sendable {
         configuration.pollInterval = .milliseconds(20)
         configuration.clock = clock.workflowClock
         self.configuration = configuration
-        services = WorkflowService.makeServices(postgres: store.postgres, redis: redis, configuration: configuration,
-                                                logger: Logger(label: "workflow-test", logLevel: .warning), metrics: MetricsRegistry())
+        services = WorkflowService.makeServices(
+            postgres: store.postgres, redis: redis, configuration: configuration,
+            logger: Logger(label: "workflow-test", logLevel: .warning), metrics: MetricsRegistry())
         tasks = services.map { service in Task { try? await service.run() } }
     }
 
     static func start(at start: Date = Date()) async throws -> WorkflowServiceHarness {
-        WorkflowServiceHarness(store: try await WorkflowStoreFixture.start(poolSize: 8), redis: try RedisTestSupport.client(),
-                               clock: ManualClock(start))
+        WorkflowServiceHarness(
+            store: try await WorkflowStoreFixture.start(poolSize: 8), redis: try RedisTestSupport.client(),
+            clock: ManualClock(start))
     }
 
     func stop() async {
@@ -62,41 +64,58 @@ final class WorkflowServiceHarness: Sendable {
     func publish(_ subscriber: String, _ events: [(id: String, name: String, data: JSONValue)]) async throws {
         let received = EventTimestamp.microseconds(Date())
         for event in events {
-            try await store.postgres.execute("""
+            try await store.postgres.execute(
+                """
                 INSERT INTO events (tenant_id, event_id, name, subscriber_id, data, occurred_at, received_at)
                 VALUES ($1::uuid, $2, $3, $4, $5::jsonb, $6::timestamptz, $7::timestamptz)
-                """, [store.tenantId, event.id, event.name, subscriber, event.data, clock.now,
-                      Date(timeIntervalSince1970: Double(received) / 1_000_000)])
+                """,
+                [
+                    store.tenantId, event.id, event.name, subscriber, event.data, clock.now,
+                    Date(timeIntervalSince1970: Double(received) / 1_000_000)
+                ])
         }
-        let batch = PublishedEventBatch(tenantId: store.tenantId, subscriberId: subscriber, anonymousId: nil,
-                                        receivedAtMicroseconds: received, events: events.map {
-                                            IngestEntry.Event(id: $0.id, name: $0.name,
-                                                              timestampMicroseconds: EventTimestamp.microseconds(clock.now),
-                                                              dataJSON: $0.data.jsonBytes)
-                                        })
+        let batch = PublishedEventBatch(
+            tenantId: store.tenantId, subscriberId: subscriber, anonymousId: nil,
+            receivedAtMicroseconds: received,
+            events: events.map {
+                IngestEntry.Event(
+                    id: $0.id, name: $0.name,
+                    timestampMicroseconds: EventTimestamp.microseconds(clock.now),
+                    dataJSON: $0.data.jsonBytes)
+            })
         try await redis.xadd(configuration.eventsStream.rawValue, fields: batch.fields)
     }
 
     func runs(_ key: String) async throws -> [WorkflowRunRecord] {
-        try await WorkflowRunStore(postgres: store.postgres).list(tenantId: store.tenantId, workflowKey: key, limit: 1000).runs.reversed()
+        try await WorkflowRunStore(postgres: store.postgres).list(
+            tenantId: store.tenantId, workflowKey: key, limit: 1000
+        ).runs.reversed()
     }
 
     @discardableResult
-    func waitRuns(_ key: String, count: Int, _ condition: @escaping (WorkflowRunRecord) -> Bool) async throws -> [WorkflowRunRecord] {
+    func waitRuns(_ key: String, count: Int, _ condition: @escaping (WorkflowRunRecord) -> Bool) async throws
+        -> [WorkflowRunRecord]
+    {
         var last: [WorkflowRunRecord] = []
         let done = try await RedisTestSupport.eventually(limit: .seconds(20)) {
             last = try await runs(key)
             return last.filter(condition).count >= count
         }
-        guard done else { throw TestFailure("runs of \(key) never reached \(count): \(last.map { $0.jsonValue.jsonString })") }
+        guard done else {
+            throw TestFailure("runs of \(key) never reached \(count): \(last.map { $0.jsonValue.jsonString })")
+        }
         return last
     }
 
     /// The messages the runs wrote (content body by subscriber), oldest first.
     func messages(_ key: String) async throws -> [(subscriber: String, body: String?, step: String)] {
-        try await store.postgres.query("""
+        try await store.postgres.query(
+            """
             SELECT target->'to'->>0, content->>'body', workflow_step FROM messages WHERE workflow_key = $1 ORDER BY created_at, id
-            """, [key]).map { (try $0.decode(String.self, at: 0), try $0.decode(String?.self, at: 1), try $0.decode(String.self, at: 2)) }
+            """, [key]
+        ).map {
+            (try $0.decode(String.self, at: 0), try $0.decode(String?.self, at: 1), try $0.decode(String.self, at: 2))
+        }
     }
 }
 
@@ -109,7 +128,9 @@ struct WorkflowServiceTests {
         defer { Task { await h.stop() } }
         try await h.store.save("nudge", nudgeDefinition)
         try await h.store.subscriber("alice")
-        try await h.publish("alice", [("e1", "workout.scheduled", ["workoutId": "w1"]), ("e2", "workout.scheduled", ["workoutId": "w2"])])
+        try await h.publish(
+            "alice",
+            [("e1", "workout.scheduled", ["workoutId": "w1"]), ("e2", "workout.scheduled", ["workoutId": "w2"])])
         try await h.waitRuns("nudge", count: 2) { $0.status == "running" && $0.dueAt != nil }
         try await h.publish("alice", [("c1", "workout.completed", ["workoutId": "w1"])])
         let runs = try await h.waitRuns("nudge", count: 1) { $0.status == "cancelled" }
@@ -130,15 +151,20 @@ struct WorkflowServiceTests {
         let (version, definition) = try await h.store.save("nudge", nudgeDefinition)
         try await h.store.subscriber("alice")
         let store = WorkflowRunStore(postgres: h.store.postgres)
-        let trigger = WorkflowEvent(id: "api-1", name: "workout.scheduled", data: ["workoutId": "w9"], occurredAt: Date())
-        let a = try await store.requestStart(tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
-                                             subscriberId: "alice", trigger: trigger, triggerKey: "api:k1")
-        let ghost = try await store.requestStart(tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
-                                                 subscriberId: "ghost", trigger: trigger, triggerKey: "api:k2")
+        let trigger = WorkflowEvent(
+            id: "api-1", name: "workout.scheduled", data: ["workoutId": "w9"], occurredAt: Date())
+        let a = try await store.requestStart(
+            tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
+            subscriberId: "alice", trigger: trigger, triggerKey: "api:k1")
+        let ghost = try await store.requestStart(
+            tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
+            subscriberId: "ghost", trigger: trigger, triggerKey: "api:k2")
         try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "running" && $0.state != nil }
         let failed = try await h.waitRuns("nudge", count: 1) { $0.id == ghost.runId && $0.status == "failed" }
         #expect(failed.first { $0.id == ghost.runId }?.failureCode == "subscriber_unknown")
-        #expect(try await store.requestCancel(tenantId: h.store.tenantId, runId: a.runId, reason: "by the API") == .requested)
+        #expect(
+            try await store.requestCancel(tenantId: h.store.tenantId, runId: a.runId, reason: "by the API")
+                == .requested)
         let cancelled = try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "cancelled" }
         #expect(cancelled.first { $0.id == a.runId }?.state?.cancelReason == "by the API")
         h.clock.advance(3601)
@@ -149,7 +175,9 @@ struct WorkflowServiceTests {
     @Test func aLocalSendFailsTheRunWithItsOwnCodeAndSendsNothing() async throws {
         let h = try await WorkflowServiceHarness.start()
         defer { Task { await h.stop() } }
-        try await h.store.save("local", """
+        try await h.store.save(
+            "local",
+            """
             {"trigger": {"event": "workout.scheduled"}, "cancelOn": [{"event": "workout.completed"}],
              "steps": [{"name": "morning-of", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
                        {"name": "nudge", "send": {"deliver": "local", "title": "Leg day", "body": "6:00 with Maya."}}]}

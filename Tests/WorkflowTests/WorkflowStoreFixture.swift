@@ -26,13 +26,15 @@ final class WorkflowStoreFixture: Sendable {
             do {
                 try await Migrator(client: postgres, logger: .silent()).migrate()
                 break
-            } catch where attempt < 5 {
+            } catch  where attempt < 5 {
                 try await Task.sleep(for: .milliseconds(100 * attempt))
             }
         }
-        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('w') RETURNING id")[0].decode(UUID.self, at: 0)
-        let tenant = try await postgres.query("INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 't') RETURNING id",
-                                              [workspace])[0].decode(UUID.self, at: 0)
+        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('w') RETURNING id")[0].decode(
+            UUID.self, at: 0)
+        let tenant = try await postgres.query(
+            "INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 't') RETURNING id",
+            [workspace])[0].decode(UUID.self, at: 0)
         return WorkflowStoreFixture(schema: schema, postgres: postgres, tenantId: tenant)
     }
 
@@ -53,14 +55,16 @@ final class WorkflowStoreFixture: Sendable {
         }
         let canonical = String(decoding: parsed.canonicalJSON, as: UTF8.self)
         let version = try await postgres.withTransaction { tx -> Int in
-            let rows = try await tx.query("""
+            let rows = try await tx.query(
+                """
                 INSERT INTO workflows (tenant_id, key, current_version, trigger_event) VALUES ($1::uuid, $2, 1, $3)
                 ON CONFLICT (tenant_id, key) DO UPDATE SET current_version = workflows.current_version + 1,
                     trigger_event = EXCLUDED.trigger_event, deleted_at = NULL, enabled = true
                 RETURNING current_version
                 """, [tenantId, key, parsed.trigger.event])
             let version = try rows[0].decode(Int.self, at: 0)
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 INSERT INTO workflow_versions (tenant_id, workflow_key, version, definition, digest)
                 VALUES ($1::uuid, $2, $3, $4, sha256(convert_to($4, 'UTF8')))
                 """, [tenantId, key, version, canonical])
@@ -70,7 +74,8 @@ final class WorkflowStoreFixture: Sendable {
     }
 
     func subscriber(_ id: String, attributes: JSONValue = [:], timezone: String? = nil) async throws {
-        try await postgres.execute("""
+        try await postgres.execute(
+            """
             INSERT INTO subscribers (tenant_id, id, attributes, timezone) VALUES ($1::uuid, $2, $3::jsonb, $4)
             ON CONFLICT (tenant_id, id) DO UPDATE SET attributes = EXCLUDED.attributes, timezone = EXCLUDED.timezone
             """, [tenantId, id, attributes, timezone])

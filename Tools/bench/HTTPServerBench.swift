@@ -30,10 +30,12 @@ enum HTTPServerBench {
         } else {
             router.get("/hello") { _ in .json(["message": "hello"]) }
         }
-        let server = HTTPServer(configuration: .init(host: "127.0.0.1", port: port, workerThreads: threads),
-                                router: router, logger: .silent())
+        let server = HTTPServer(
+            configuration: .init(host: "127.0.0.1", port: port, workerThreads: threads),
+            router: router, logger: .silent())
         try server.start()
-        FileHandle.standardError.write(Data("http-server bench listening on 127.0.0.1:\(server.port) mode=\(mode)\n".utf8))
+        FileHandle.standardError.write(
+            Data("http-server bench listening on 127.0.0.1:\(server.port) mode=\(mode)\n".utf8))
         await waitForTerminationSignal()
         await server.shutdown()
     }

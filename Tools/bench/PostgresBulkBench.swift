@@ -50,7 +50,9 @@ enum PostgresBulkBench {
         let elapsed = clock.now - start
         await client.shutdown()
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("mode=\(mode) rows=\(written) seconds=\(String(format: "%.3f", seconds)) rows_per_s=\(Int(Double(written) / seconds))")
+        print(
+            "mode=\(mode) rows=\(written) seconds=\(String(format: "%.3f", seconds)) rows_per_s=\(Int(Double(written) / seconds))"
+        )
     }
 
     struct BenchUsage: Error, CustomStringConvertible {
@@ -64,13 +66,21 @@ enum PostgresBulkBench {
         return (0..<count).map { i in
             let token = String(repeating: String(format: "%016llx", UInt64(i) &* 0x9E37_79B9_7F4A_7C15), count: 4)
             let payload: JSONValue = [
-                "aps": ["alert": ["title": .string("Your order #\(i) shipped"), "body": "It will arrive on Thursday between 9am and 1pm. Tap to track it."],
-                        "sound": "default", "badge": .int(Int64(i % 9)), "thread-id": "orders"],
-                "bk": ["m": .string(uuid(i, 7).uuidString), "dl": .string("shop://orders/\(i)"), "a": ["name": "track", "data": ["order": .int(Int64(i))]]],
-                "data": ["campaign": "spring-sale", "variant": "b"],
+                "aps": [
+                    "alert": [
+                        "title": .string("Your order #\(i) shipped"),
+                        "body": "It will arrive on Thursday between 9am and 1pm. Tap to track it."
+                    ],
+                    "sound": "default", "badge": .int(Int64(i % 9)), "thread-id": "orders"
+                ],
+                "bk": [
+                    "m": .string(uuid(i, 7).uuidString), "dl": .string("shop://orders/\(i)"),
+                    "a": ["name": "track", "data": ["order": .int(Int64(i))]]
+                ],
+                "data": ["campaign": "spring-sale", "variant": "b"]
             ]
             let row: [any PostgresEncodable] = [
-                uuid(i, 1), uuid(i, 2), token, "sent", i % 3 + 1, base.addingTimeInterval(Double(i) / 1000), payload,
+                uuid(i, 1), uuid(i, 2), token, "sent", i % 3 + 1, base.addingTimeInterval(Double(i) / 1000), payload
             ]
             return row
         }
@@ -81,8 +91,11 @@ enum PostgresBulkBench {
         withUnsafeBytes(of: UInt64(i).bigEndian) { for (k, b) in $0.enumerated() { bytes[8 + k] = b } }
         bytes[6] = 0x40 | (bytes[6] & 0x0f)
         bytes[8] = 0x80 | (bytes[8] & 0x3f)
-        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
     }
 
     /// COPY text line, same escaping as the wrapper (for the psql file).

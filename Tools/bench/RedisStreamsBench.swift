@@ -73,7 +73,9 @@ enum RedisStreamsBench {
         consumer.stop()
         await running.value
         print("consume_rate \(Int(Double(produced) / consumeSeconds))")
-        print("consumed \(handled.load(ordering: .relaxed)) pending_after \(try await client.pending(stream, group: "bench", count: 10).count)")
+        print(
+            "consumed \(handled.load(ordering: .relaxed)) pending_after \(try await client.pending(stream, group: "bench", count: 10).count)"
+        )
         try await client.del(stream)
         client.close()
     }

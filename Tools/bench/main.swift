@@ -4,7 +4,8 @@ import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
-    FileHandle.standardError.write(Data("usage: buzzkit-bench <http-server|redis-streams|postgres-bulk> [options]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: buzzkit-bench <http-server|redis-streams|postgres-bulk> [options]\n".utf8))
     exit(2)
 }
 let rest = Array(arguments.dropFirst())

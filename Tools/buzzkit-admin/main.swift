@@ -64,16 +64,19 @@ case "migrate":
         fail("migrate failed: \(error)")
     }
 case "bootstrap":
-    guard let workspace = options["--workspace"], !workspace.isEmpty else { fail("--workspace NAME is required", status: 2) }
+    guard let workspace = options["--workspace"], !workspace.isEmpty else {
+        fail("--workspace NAME is required", status: 2)
+    }
     var secretKey: [UInt8]?
     if let raw = environment["BUZZKIT_SECRET_KEY"], let data = Data(base64Encoded: raw), data.count == 32 {
         secretKey = Array(data)
     }
     var demo: Bootstrapper.DemoTenant?
     if let tenantName = options["--demo-tenant"] {
-        var tenant = Bootstrapper.DemoTenant(name: tenantName, teamID: options["--apns-team-id"],
-                                             keyID: options["--apns-key-id"], bundleID: options["--bundle-id"],
-                                             environment: options["--environment"] ?? "sandbox")
+        var tenant = Bootstrapper.DemoTenant(
+            name: tenantName, teamID: options["--apns-team-id"],
+            keyID: options["--apns-key-id"], bundleID: options["--bundle-id"],
+            environment: options["--environment"] ?? "sandbox")
         if let file = options["--apns-key-file"] {
             guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else { fail("cannot read \(file)") }
             tenant.privateKey = pem

@@ -28,9 +28,11 @@ extension BuzzKit {
     public func permissionChanged(_ permission: NotificationPermission) {
         emit(ReservedEvent.permissionChanged, ["status": .string(permission.rawValue)])
         jobs.submit { [self] in
-            try? await store.setValues([StateKey.devicePermission: permission.rawValue,
-                                        StateKey.observedPermission: permission.rawValue,
-                                        StateKey.deviceRegistrationPending: "1"])
+            try? await store.setValues([
+                StateKey.devicePermission: permission.rawValue,
+                StateKey.observedPermission: permission.rawValue,
+                StateKey.deviceRegistrationPending: "1"
+            ])
         }
     }
 
@@ -44,8 +46,10 @@ extension BuzzKit {
             let previous = try? await store.value(StateKey.observedPermission)
             guard previous != current.rawValue else { return }
             do {
-                try await store.setValues([StateKey.observedPermission: current.rawValue,
-                                           StateKey.devicePermission: current.rawValue])
+                try await store.setValues([
+                    StateKey.observedPermission: current.rawValue,
+                    StateKey.devicePermission: current.rawValue
+                ])
             } catch {
                 logger.error("cannot store the notification permission", ["error": String(describing: error)])
             }
@@ -55,22 +59,28 @@ extension BuzzKit {
 
     func sendPendingDeviceRegistration() async -> FlushPassResult {
         guard (try? await store.value(StateKey.deviceRegistrationPending)) != nil,
-              let token = try? await store.value(StateKey.deviceToken) else { return .finished }
+            let token = try? await store.value(StateKey.deviceToken)
+        else { return .finished }
         let permission = try? await store.value(StateKey.devicePermission)
         var body: [String: JSONValue] = [
             "environment": .string((configuration.pushEnvironment ?? .detected).rawValue),
             "appVersion": .string(configuration.appVersion),
             "locale": .string(Locale.current.identifier.replacingOccurrences(of: "_", with: "-")),
-            "timezone": .string(TimeZone.current.identifier),
+            "timezone": .string(TimeZone.current.identifier)
         ]
         if let bundle = configuration.bundleId { body["bundleId"] = .string(bundle) }
         if let permission { body["permission"] = .string(permission) }
-        switch await api.registerDevice(subscriber: identity.value, token: token, body: .object(body), as: anonymousId) {
+        switch await api.registerDevice(subscriber: identity.value, token: token, body: .object(body), as: anonymousId)
+        {
         case .accepted:
             try? await store.setValue(nil, for: StateKey.deviceRegistrationPending)
         case .rejected(let status, let error):
-            logger.error("device registration rejected by the API",
-                         ["status": String(status), "error.code": error?.code.rawValue ?? "", "error.message": error?.message ?? ""])
+            logger.error(
+                "device registration rejected by the API",
+                [
+                    "status": String(status), "error.code": error?.code.rawValue ?? "",
+                    "error.message": error?.message ?? ""
+                ])
             try? await store.setValue(nil, for: StateKey.deviceRegistrationPending)
         case .retryLater(let reason):
             logger.warning("device registration not sent; retried on the next flush", ["reason": reason])

@@ -32,7 +32,8 @@ extension BuzzKit {
         do {
             client = try BuzzKit(configuration: configuration, platform: platform, actions: sharedActions)
         } catch {
-            logger.error("BuzzKit could not open its storage; nothing will be tracked", ["error": String(describing: error)])
+            logger.error(
+                "BuzzKit could not open its storage; nothing will be tracked", ["error": String(describing: error)])
             return
         }
         let installed = facade.withLock { f -> Bool in
@@ -101,7 +102,9 @@ extension BuzzKit {
     }
 
     /// A notification was opened (only needed with `automaticPushHandling` off).
-    public static func notificationOpened(userInfo: [AnyHashable: Any], actionIdentifier: String?, input: String? = nil) async {
+    public static func notificationOpened(userInfo: [AnyHashable: Any], actionIdentifier: String?, input: String? = nil)
+        async
+    {
         guard let payload = try? PushPayload.parse(userInfo: userInfo), let client = shared else { return }
         await client.notificationOpened(payload, actionIdentifier: actionIdentifier, input: input)
     }

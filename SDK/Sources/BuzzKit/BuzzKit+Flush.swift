@@ -57,8 +57,9 @@ extension BuzzKit {
                 return
             }
             s.consecutiveFailures += 1
-            let delay = Self.retryDelay(failures: s.consecutiveFailures, base: configuration.retryBaseDelay,
-                                        cap: configuration.retryMaxDelay, unit: Double.random(in: 0...1))
+            let delay = Self.retryDelay(
+                failures: s.consecutiveFailures, base: configuration.retryBaseDelay,
+                cap: configuration.retryMaxDelay, unit: Double.random(in: 0...1))
             let deadline = now.addingTimeInterval(delay)
             s.backoffUntil = deadline
             s.flushTimer?.work.cancel()
@@ -66,8 +67,12 @@ extension BuzzKit {
         }
         if failed {
             let (failures, until) = state.withLock { ($0.consecutiveFailures, $0.backoffUntil) }
-            logger.info("flush retry scheduled", ["failures": String(failures),
-                                                  "retry.in": String(format: "%.1f", until.map { $0.timeIntervalSince(now) } ?? 0)])
+            logger.info(
+                "flush retry scheduled",
+                [
+                    "failures": String(failures),
+                    "retry.in": String(format: "%.1f", until.map { $0.timeIntervalSince(now) } ?? 0)
+                ])
         }
     }
 
@@ -106,16 +111,21 @@ extension BuzzKit {
                     logger.debug("event batch sent", ["count": String(ids.count)])
                 case .rejected(let status, let error):
                     try await store.delete(ids: ids)
-                    logger.error("event batch rejected by the API and dropped",
-                                 ["count": String(ids.count), "status": String(status),
-                                  "error.code": error?.code.rawValue ?? "", "error.message": error?.message ?? ""])
+                    logger.error(
+                        "event batch rejected by the API and dropped",
+                        [
+                            "count": String(ids.count), "status": String(status),
+                            "error.code": error?.code.rawValue ?? "", "error.message": error?.message ?? ""
+                        ])
                 case .retryLater(let reason):
                     let given = try await store.recordFailedAttempt(ids: ids, maxAttempts: configuration.maxAttempts)
-                    logger.warning("event batch not sent; kept for a retry",
-                                   ["count": String(ids.count), "reason": reason, "givenUp": String(given)])
+                    logger.warning(
+                        "event batch not sent; kept for a retry",
+                        ["count": String(ids.count), "reason": reason, "givenUp": String(given)])
                     if given > 0 {
-                        logger.error("events given up after too many failed attempts",
-                                     ["count": String(given), "maxAttempts": String(configuration.maxAttempts)])
+                        logger.error(
+                            "events given up after too many failed attempts",
+                            ["count": String(given), "maxAttempts": String(configuration.maxAttempts)])
                     }
                     return .networkFailure
                 }

@@ -19,8 +19,10 @@ extension BuzzKit {
         guard let anonymous else { return }
         jobs.submit { [self] in
             do {
-                try await store.setValues([StateKey.subscriberId: subscriberId,
-                                           StateKey.pendingIdentify: anonymous + "\u{1F}" + subscriberId])
+                try await store.setValues([
+                    StateKey.subscriberId: subscriberId,
+                    StateKey.pendingIdentify: anonymous + "\u{1F}" + subscriberId
+                ])
                 if try await store.value(StateKey.deviceToken) != nil {
                     try await store.setValue("1", for: StateKey.deviceRegistrationPending)
                 }
@@ -47,9 +49,11 @@ extension BuzzKit {
             do {
                 // A pending identify stays: it links the old anonymous id, and its installation
                 // must be identified for the old subscriber's queued events to be accepted.
-                try await store.setValues([StateKey.subscriberId: nil, StateKey.anonymousId: fresh,
-                                           StateKey.sessionStart: nil,
-                                           StateKey.backgroundAt: nil, StateKey.lastActiveAt: nil])
+                try await store.setValues([
+                    StateKey.subscriberId: nil, StateKey.anonymousId: fresh,
+                    StateKey.sessionStart: nil,
+                    StateKey.backgroundAt: nil, StateKey.lastActiveAt: nil
+                ])
             } catch {
                 logger.error("cannot store the reset identity", ["error": String(describing: error)])
             }
@@ -67,7 +71,8 @@ extension BuzzKit {
         case .accepted:
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
         case .rejected(let status, let error):
-            logger.error("identify rejected by the API", ["status": String(status), "error.code": error?.code.rawValue ?? ""])
+            logger.error(
+                "identify rejected by the API", ["status": String(status), "error.code": error?.code.rawValue ?? ""])
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
         case .retryLater(let reason):
             logger.warning("identify not sent; retried on the next flush", ["reason": reason])

@@ -49,7 +49,8 @@ extension BuzzKit {
         if let cancel = payload.bk.cancel {
             await jobs.run { [self] in try? await store.forgetCancelOn(matching: cancel.runId) }
             let removed = await platform.notifications.removePending(matching: cancel.runId)
-            logger.info("local notifications cancelled by the server", ["run.id": cancel.runId, "count": String(removed.count)])
+            logger.info(
+                "local notifications cancelled by the server", ["run.id": cancel.runId, "count": String(removed.count)])
             outcome = .newData
         }
         return outcome
@@ -60,21 +61,25 @@ extension BuzzKit {
     /// workflow waits for).
     private func schedule(_ plan: LocalPlan, messageId: String?) async -> Bool {
         let messageId = plan.messageId ?? messageId
-        var content = PushPayload(aps: .init(alert: .init(title: plan.title, body: plan.body)),
-                                  bk: .init(messageId: messageId, deepLink: plan.deepLink, data: plan.data))
+        var content = PushPayload(
+            aps: .init(alert: .init(title: plan.title, body: plan.body)),
+            bk: .init(messageId: messageId, deepLink: plan.deepLink, data: plan.data))
         if plan.title == nil && plan.body == nil { content.aps.alert = nil }
-        let request = LocalNotificationRequest(id: plan.id, fireAt: plan.fireAt, title: plan.title, body: plan.body,
-                                               payload: content)
+        let request = LocalNotificationRequest(
+            id: plan.id, fireAt: plan.fireAt, title: plan.title, body: plan.body,
+            payload: content)
         do {
             try await platform.notifications.schedule(request)
         } catch {
-            logger.error("cannot schedule a local notification", ["local.id": plan.id, "error": String(describing: error)])
+            logger.error(
+                "cannot schedule a local notification", ["local.id": plan.id, "error": String(describing: error)])
             return false
         }
         if !plan.cancelOn.isEmpty {
             await jobs.run { [self] in
                 do { try await store.addCancelOn(plan.cancelOn, localId: plan.id) } catch {
-                    logger.error("cannot store cancelOn names", ["local.id": plan.id, "error": String(describing: error)])
+                    logger.error(
+                        "cannot store cancelOn names", ["local.id": plan.id, "error": String(describing: error)])
                 }
             }
         }
@@ -88,7 +93,8 @@ extension BuzzKit {
     // MARK: - Opened and dismissed
 
     /// The person opened a notification (`userInfo` as iOS hands it). See `notificationOpened(_:actionIdentifier:input:)`.
-    public func notificationOpened(userInfo: [AnyHashable: Any], actionIdentifier: String?, input: String? = nil) async {
+    public func notificationOpened(userInfo: [AnyHashable: Any], actionIdentifier: String?, input: String? = nil) async
+    {
         guard let payload = try? PushPayload.parse(userInfo: userInfo) else { return }
         await notificationOpened(payload, actionIdentifier: actionIdentifier, input: input)
     }

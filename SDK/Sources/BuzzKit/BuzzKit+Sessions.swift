@@ -27,8 +27,10 @@ extension BuzzKit {
                 stopHeartbeat()
                 emit(ReservedEvent.appBackgrounded, at: now)
                 await jobs.run { [self] in
-                    try? await store.setValues([StateKey.backgroundAt: String(now.timeIntervalSince1970),
-                                                StateKey.lastActiveAt: String(now.timeIntervalSince1970)])
+                    try? await store.setValues([
+                        StateKey.backgroundAt: String(now.timeIntervalSince1970),
+                        StateKey.lastActiveAt: String(now.timeIntervalSince1970)
+                    ])
                 }
             }
             await flushEvents()
@@ -48,21 +50,27 @@ extension BuzzKit {
         if let start, background == nil {
             guard firstInProcess else { return }  // already in the foreground (a repeated signal)
             // The previous process died in the foreground: its last heartbeat is its background.
-            background = (try? await store.value(StateKey.lastActiveAt)).flatMap(Double.init).map { max($0, start) } ?? start
+            background =
+                (try? await store.value(StateKey.lastActiveAt)).flatMap(Double.init).map { max($0, start) } ?? start
         }
         if let start, let background {
             let away = now.timeIntervalSince1970 - background
             if away <= configuration.sessionResumeWindow {
-                try? await store.setValues([StateKey.backgroundAt: nil, StateKey.lastActiveAt: String(now.timeIntervalSince1970)])
+                try? await store.setValues([
+                    StateKey.backgroundAt: nil, StateKey.lastActiveAt: String(now.timeIntervalSince1970)
+                ])
                 return
             }
             let duration = max(0, background - start)
-            emit(ReservedEvent.sessionEnded, ["durationSec": .int(Int64(duration.rounded()))],
-                 at: Date(timeIntervalSince1970: background))
+            emit(
+                ReservedEvent.sessionEnded, ["durationSec": .int(Int64(duration.rounded()))],
+                at: Date(timeIntervalSince1970: background))
         }
         emit(ReservedEvent.appOpened, at: now)
-        try? await store.setValues([StateKey.sessionStart: String(now.timeIntervalSince1970), StateKey.backgroundAt: nil,
-                                    StateKey.lastActiveAt: String(now.timeIntervalSince1970)])
+        try? await store.setValues([
+            StateKey.sessionStart: String(now.timeIntervalSince1970), StateKey.backgroundAt: nil,
+            StateKey.lastActiveAt: String(now.timeIntervalSince1970)
+        ])
     }
 
     // MARK: - Heartbeat
@@ -97,7 +105,9 @@ extension BuzzKit {
         }
         guard running else { return }
         let now = clock.now()
-        await jobs.run { [self] in try? await store.setValue(String(now.timeIntervalSince1970), for: StateKey.lastActiveAt) }
+        await jobs.run { [self] in
+            try? await store.setValue(String(now.timeIntervalSince1970), for: StateKey.lastActiveAt)
+        }
         state.withLock { s in
             guard s.inForeground, s.heartbeat == nil else { return }
             s.heartbeat = clock.schedule(after: interval) { [weak self] in await self?.beat() }

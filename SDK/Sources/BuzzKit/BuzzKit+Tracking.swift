@@ -21,8 +21,9 @@ extension BuzzKit {
         if let reserved = ReservedEvent.named(name) {
             let problems = reserved.problems(in: data)
             if !problems.isEmpty {
-                logger.error("reserved event dropped: invalid data",
-                             ["event.name": name, "reason": problems.map(\.message).joined(separator: "; ")])
+                logger.error(
+                    "reserved event dropped: invalid data",
+                    ["event.name": name, "reason": problems.map(\.message).joined(separator: "; ")])
                 return
             }
         } else {

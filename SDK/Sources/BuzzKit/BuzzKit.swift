@@ -53,14 +53,17 @@ public final class BuzzKit: Sendable {
     /// Opens the queue database (in the app group's container when `appGroup` is set, else in
     /// `storageDirectory`, else Application Support/BuzzKit) and reads the stored identity.
     /// Nothing runs until `start()`.
-    public init(configuration: Configuration, platform: Platform = .current, actions: ActionRegistry = ActionRegistry()) throws {
+    public init(configuration: Configuration, platform: Platform = .current, actions: ActionRegistry = ActionRegistry())
+        throws
+    {
         self.configuration = configuration
         self.platform = platform
         self.actions = actions
         logger = SDKLogger(handler: configuration.logHandler)
         store = try EventStore(directory: try Self.storageDirectory(for: configuration))
-        api = APIClient(transport: platform.transport, baseURL: configuration.baseURL, apiKey: configuration.apiKey,
-                        store: store, logger: logger)
+        api = APIClient(
+            transport: platform.transport, baseURL: configuration.baseURL, apiKey: configuration.apiKey,
+            store: store, logger: logger)
         var anonymousId = try store.valueNow(StateKey.anonymousId)
         if anonymousId == nil {
             let fresh = Self.newIdentifier()
@@ -86,8 +89,10 @@ public final class BuzzKit: Sendable {
         guard first else { return }
         let environment = configuration.pushEnvironment ?? .detected
         do {
-            try await store.setValues([StateKey.apiKey: configuration.apiKey, StateKey.baseURL: configuration.baseURL.absoluteString,
-                                       StateKey.pushEnvironment: environment.rawValue])
+            try await store.setValues([
+                StateKey.apiKey: configuration.apiKey, StateKey.baseURL: configuration.baseURL.absoluteString,
+                StateKey.pushEnvironment: environment.rawValue
+            ])
         } catch {
             logger.error("cannot store settings", ["error": String(describing: error)])
         }
@@ -148,16 +153,17 @@ public final class BuzzKit: Sendable {
     static func storageDirectory(for configuration: Configuration) throws -> URL {
         if let group = configuration.appGroup {
             #if canImport(Darwin)
-            if let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group) {
-                return container.appendingPathComponent("BuzzKit", isDirectory: true)
-            }
+                if let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group) {
+                    return container.appendingPathComponent("BuzzKit", isDirectory: true)
+                }
             #endif
             if let directory = configuration.storageDirectory { return directory }
             throw StorageUnavailable(message: "the app group \(group) has no container (check the entitlement)")
         }
         if let directory = configuration.storageDirectory { return directory }
-        let support = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask,
-                                                  appropriateFor: nil, create: true)
+        let support = try FileManager.default.url(
+            for: .applicationSupportDirectory, in: .userDomainMask,
+            appropriateFor: nil, create: true)
         return support.appendingPathComponent("BuzzKit", isDirectory: true)
     }
 
@@ -169,8 +175,12 @@ public final class BuzzKit: Sendable {
             if version == nil && build == nil {
                 emit(ReservedEvent.appInstalled, ["version": .string(current.0), "build": .string(current.1)])
             } else if version != current.0 || build != current.1 {
-                emit(ReservedEvent.appUpdated, ["fromVersion": .string(version ?? ""), "toVersion": .string(current.0),
-                                                "fromBuild": .string(build ?? ""), "toBuild": .string(current.1)])
+                emit(
+                    ReservedEvent.appUpdated,
+                    [
+                        "fromVersion": .string(version ?? ""), "toVersion": .string(current.0),
+                        "fromBuild": .string(build ?? ""), "toBuild": .string(current.1)
+                    ])
             } else {
                 return
             }

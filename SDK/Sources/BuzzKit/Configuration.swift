@@ -131,7 +131,8 @@ public enum PushEnvironment: String, Sendable, Hashable {
     /// one (`development` is sandbox), else sandbox for debug builds and production otherwise.
     public static var detected: PushEnvironment {
         if let path = Bundle.main.path(forResource: "embedded", ofType: "mobileprovision"),
-           let data = FileManager.default.contents(atPath: path) {
+            let data = FileManager.default.contents(atPath: path)
+        {
             let text = String(decoding: data, as: UTF8.self)
             if let range = text.range(of: "<key>aps-environment</key>") {
                 let rest = text[range.upperBound...].prefix(80)
@@ -140,9 +141,9 @@ public enum PushEnvironment: String, Sendable, Hashable {
             }
         }
         #if DEBUG
-        return .sandbox
+            return .sandbox
         #else
-        return .production
+            return .production
         #endif
     }
 }

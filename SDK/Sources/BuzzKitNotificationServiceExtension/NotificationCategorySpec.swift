@@ -28,8 +28,9 @@ public struct NotificationCategorySpec: Sendable, Hashable {
         guard !buttons.isEmpty else { return nil }
         id = payload.bk.category ?? payload.aps.category ?? PushPayload.derivedCategory(for: buttons)
         actions = buttons.map { button in
-            Action(id: button.id, title: button.title, destructive: button.destructive, foreground: button.foreground,
-                   textInput: button.input, placeholder: button.input ? (button.placeholder ?? "") : nil)
+            Action(
+                id: button.id, title: button.title, destructive: button.destructive, foreground: button.foreground,
+                textInput: button.input, placeholder: button.input ? (button.placeholder ?? "") : nil)
         }
     }
 }

@@ -32,23 +32,28 @@ public struct APNsSender: Sendable {
     let sender: DeliverySender
     let clients: APNsClientPool
 
-    public init(runtime: ServiceRuntime, configuration: SenderConfiguration,
-                messages: StreamName = .messages, deliveries: StreamName = .deliveries) throws {
+    public init(
+        runtime: ServiceRuntime, configuration: SenderConfiguration,
+        messages: StreamName = .messages, deliveries: StreamName = .deliveries
+    ) throws {
         self.runtime = runtime
         self.configuration = configuration
         self.messagesStream = messages
         self.deliveriesStream = deliveries
         let logger = runtime.logger
-        let credentials = try TenantCredentialStore(postgres: runtime.postgres, secretKey: configuration.secretKey,
-                                                    ttl: configuration.credentialsTTL)
+        let credentials = try TenantCredentialStore(
+            postgres: runtime.postgres, secretKey: configuration.secretKey,
+            ttl: configuration.credentialsTTL)
         clients = APNsClientPool(settings: configuration.clientSettings, logger: logger.with(["component": "apns"]))
         let metrics = SenderMetrics(registry: runtime.metrics)
-        fanOut = FanOut(postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
-                        pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger, metrics: metrics)
-        sender = DeliverySender(postgres: runtime.postgres, credentials: credentials,
-                                messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
-                                configuration: configuration, instance: runtime.settings.instanceID, logger: logger,
-                                metrics: metrics)
+        fanOut = FanOut(
+            postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
+            pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger, metrics: metrics)
+        sender = DeliverySender(
+            postgres: runtime.postgres, credentials: credentials,
+            messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
+            configuration: configuration, instance: runtime.settings.instanceID, logger: logger,
+            metrics: metrics)
     }
 
     let messagesStream: StreamName
@@ -61,7 +66,8 @@ public struct APNsSender: Sendable {
     public var services: [any Service] {
         let configuration = configuration
         let fanOut = fanOut, sender = sender
-        let fanoutService = StreamConsumerService(runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
+        let fanoutService = StreamConsumerService(
+            runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
             configure: { c in
                 c.batchSize = max(4, configuration.fanoutConcurrency)
                 c.maxConcurrentHandlers = configuration.fanoutConcurrency
@@ -69,7 +75,8 @@ public struct APNsSender: Sendable {
                 c.reclaimInterval = configuration.reclaimInterval
             },
             handler: { entry in try await fanOut.handle(try MessageEntry(entry: entry)) })
-        let deliveryService = StreamConsumerService(runtime: runtime, stream: deliveriesStream.rawValue, group: ConsumerGroup.sender,
+        let deliveryService = StreamConsumerService(
+            runtime: runtime, stream: deliveriesStream.rawValue, group: ConsumerGroup.sender,
             configure: { c in
                 c.batchSize = configuration.concurrency
                 c.maxConcurrentHandlers = configuration.concurrency
@@ -77,10 +84,11 @@ public struct APNsSender: Sendable {
                 c.reclaimInterval = configuration.reclaimInterval
             },
             handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
-        let sweeper = OutboxSweeper(postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
-                                    interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
-                                    takeOver: { try await sender.takeOverStaleClaims() },
-                                    trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
+        let sweeper = OutboxSweeper(
+            postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
+            interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
+            takeOver: { try await sender.takeOverStaleClaims() },
+            trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
         return [clients, sweeper, deliveryService, fanoutService]
     }
 }

@@ -17,8 +17,10 @@ enum AudienceCursor {
 
     /// Calls `page` with each page of at most `pageSize` subscriber ids (never an empty one), in
     /// id order, until the audience is exhausted.
-    static func stream(_ query: AudienceSQL, configuration: PostgresConfiguration, logger: Logger, pageSize: Int,
-                       page: ([String]) async throws -> Void) async throws {
+    static func stream(
+        _ query: AudienceSQL, configuration: PostgresConfiguration, logger: Logger, pageSize: Int,
+        page: ([String]) async throws -> Void
+    ) async throws {
         let size = max(1, pageSize)
         let connection = try await PostgresConnection.connect(configuration: configuration, logger: logger)
         do {

@@ -72,14 +72,16 @@ struct DeliverySender: Sendable {
         let (claimID, claimed) = try await claim(chunk)
         metrics.claim.observe(ContinuousClock.now - started)
         guard !claimed.isEmpty else { return }
-        try await sendAndRecord(claimed, prepared, tenant: chunk.tenantId, claimID: claimID, lostWith: nil, started: started)
+        try await sendAndRecord(
+            claimed, prepared, tenant: chunk.tenantId, claimID: claimID, lostWith: nil, started: started)
     }
 
     /// Sends a dead replica's chunk again (already claimed by this replica: `takeOverStaleClaims`).
     func resend(_ lost: LostChunk) async throws {
         let prepared = try await prepare(tenant: lost.tenantId, message: lost.messageId)
-        try await sendAndRecord(lost.deliveries, prepared, tenant: lost.tenantId, claimID: lost.claimID,
-                                lostWith: lost.lostWith, started: ContinuousClock.now)
+        try await sendAndRecord(
+            lost.deliveries, prepared, tenant: lost.tenantId, claimID: lost.claimID,
+            lostWith: lost.lostWith, started: ContinuousClock.now)
     }
 
     /// What a chunk's sending needs: the tenant's credentials and the prepared message, or why
@@ -104,22 +106,34 @@ struct DeliverySender: Sendable {
         return prepared
     }
 
-    private func sendAndRecord(_ claimed: [Claimed], _ prepared: Prepared, tenant: UUID, claimID: String?,
-                               lostWith: String?, started: ContinuousClock.Instant) async throws {
+    private func sendAndRecord(
+        _ claimed: [Claimed], _ prepared: Prepared, tenant: UUID, claimID: String?,
+        lostWith: String?, started: ContinuousClock.Instant
+    ) async throws {
         let claimedAt = ContinuousClock.now
         let now = Date()
         var outcomes: [Outcome]
         if let problem = prepared.tenant.problem {
-            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: []) }
+            outcomes = claimed.map {
+                Outcome(
+                    claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: [])
+            }
         } else if let unsendable = prepared.unsendable {
-            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: []) }
+            outcomes = claimed.map {
+                Outcome(
+                    claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: [])
+            }
         } else if let message = prepared.message, message.isExpired(now: now) {
-            outcomes = claimed.map { Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: []) }
+            outcomes = claimed.map {
+                Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: [])
+            }
         } else if let message = prepared.message, let apns = prepared.tenant.credentials {
             outcomes = await send(claimed, message: message, credentials: apns, tenant: tenant)
             metrics.send.observe(ContinuousClock.now - claimedAt)
         } else {
-            outcomes = claimed.map { Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: []) }
+            outcomes = claimed.map {
+                Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: [])
+            }
         }
         if let lostWith {
             for index in outcomes.indices { outcomes[index].lostWith = lostWith }
@@ -146,7 +160,8 @@ struct DeliverySender: Sendable {
     /// statement inserts the chunk's `delivery_claims` row (how a sweeper finds a chunk whose
     /// replica stopped mid-send); `record` deletes it with the outcomes.
     private func claim(_ chunk: DeliveryChunk) async throws -> (claimID: String?, deliveries: [Claimed]) {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             WITH c AS (
                 UPDATE deliveries SET status = 'sending', sending_by = $3, sending_at = now(),
                     apns_id = coalesce(apns_id, gen_random_uuid()), updated_at = now()
@@ -163,9 +178,10 @@ struct DeliverySender: Sendable {
             """, [chunk.deliveryIds.arrayParameter, chunk.tenantId, instance, chunk.messageId])
         // Ids stay text (PostgreSQL's lowercase form): they only go back to it and into `apns-id`.
         let claimed = try rows.map { row in
-            Claimed(id: try row.decode(String.self, at: 0), token: try row.decode(String.self, at: 1),
-                    environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 2)) ?? .production,
-                    apnsId: try row.decode(String.self, at: 3), attemptCount: try row.decode(Int.self, at: 4))
+            Claimed(
+                id: try row.decode(String.self, at: 0), token: try row.decode(String.self, at: 1),
+                environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 2)) ?? .production,
+                apnsId: try row.decode(String.self, at: 3), attemptCount: try row.decode(Int.self, at: 4))
         }
         return (try rows.first?.decode(String?.self, at: 5), claimed)
     }
@@ -174,8 +190,10 @@ struct DeliverySender: Sendable {
 
     /// One batch per environment (a chunk is almost always one): the first attempts go out
     /// together through the (team, environment) client, retries per delivery (`RetryPolicy`).
-    private func send(_ claimed: [Claimed], message: PreparedMessage, credentials: APNsCredentials,
-                      tenant: UUID) async -> [Outcome] {
+    private func send(
+        _ claimed: [Claimed], message: PreparedMessage, credentials: APNsCredentials,
+        tenant: UUID
+    ) async -> [Outcome] {
         var byEnvironment: [APNsEnvironment: [Claimed]] = [:]
         for delivery in claimed { byEnvironment[delivery.environment, default: []].append(delivery) }
         var outcomes: [Outcome] = []
@@ -187,7 +205,9 @@ struct DeliverySender: Sendable {
             } catch {
                 logger.error("apns client could not be made", metadata: ["error": "\(error)"])
                 outcomes += deliveries.map {
-                    Outcome(claimed: $0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable", attempts: [])
+                    Outcome(
+                        claimed: $0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable",
+                        attempts: [])
                 }
                 continue
             }
@@ -197,8 +217,9 @@ struct DeliverySender: Sendable {
                 request.apnsId = delivery.apnsId
                 return request
             }
-            let results = await client.sendWithRetries(batch: requests, credentials: credentials,
-                                                       policy: configuration.retryPolicy)
+            let results = await client.sendWithRetries(
+                batch: requests, credentials: credentials,
+                policy: configuration.retryPolicy)
             for (delivery, result) in zip(deliveries, results) { outcomes.append(Self.outcome(delivery, result)) }
         }
         return outcomes
@@ -206,8 +227,9 @@ struct DeliverySender: Sendable {
 
     static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult) -> Outcome {
         let last = result.attempts.last
-        var outcome = Outcome(claimed: delivery, status: .failed, lastStatus: last.map(\.status),
-                              lastReason: last?.reason?.rawValue, attempts: result.attempts)
+        var outcome = Outcome(
+            claimed: delivery, status: .failed, lastStatus: last.map(\.status),
+            lastReason: last?.reason?.rawValue, attempts: result.attempts)
         switch result.outcome {
         case .delivered:
             outcome.status = .sent
@@ -241,14 +263,21 @@ struct DeliverySender: Sendable {
     /// was lost.
     private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?, message: PreparedMessage?) async throws {
         let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count + ($1.lostWith == nil ? 0 : 1) }
-        var aId = PostgresArrayText(capacity: 2 + attemptCount * 39), aNumber = PostgresArrayText(capacity: 2 + attemptCount * 2)
-        var aPayload = PostgresArrayText(capacity: 2 + attemptCount * 2), aHeaders = PostgresArrayText(capacity: 2 + attemptCount * 300)
-        var aStatus = PostgresArrayText(capacity: 2 + attemptCount * 4), aReason = PostgresArrayText(capacity: 2 + attemptCount * 5)
-        var aApnsId = PostgresArrayText(capacity: 2 + attemptCount * 39), aLatency = PostgresArrayText(capacity: 2 + attemptCount * 3)
+        var aId = PostgresArrayText(capacity: 2 + attemptCount * 39),
+            aNumber = PostgresArrayText(capacity: 2 + attemptCount * 2)
+        var aPayload = PostgresArrayText(capacity: 2 + attemptCount * 2),
+            aHeaders = PostgresArrayText(capacity: 2 + attemptCount * 300)
+        var aStatus = PostgresArrayText(capacity: 2 + attemptCount * 4),
+            aReason = PostgresArrayText(capacity: 2 + attemptCount * 5)
+        var aApnsId = PostgresArrayText(capacity: 2 + attemptCount * 39),
+            aLatency = PostgresArrayText(capacity: 2 + attemptCount * 3)
         var aError = PostgresArrayText(capacity: 2 + attemptCount * 5)
-        var uId = PostgresArrayText(capacity: 2 + outcomes.count * 39), uStatus = PostgresArrayText(capacity: 2 + outcomes.count * 7)
-        var uAttempts = PostgresArrayText(capacity: 2 + outcomes.count * 2), uLast = PostgresArrayText(capacity: 2 + outcomes.count * 4)
-        var uReason = PostgresArrayText(capacity: 2 + outcomes.count * 5), uCode = PostgresArrayText(capacity: 2 + outcomes.count * 5)
+        var uId = PostgresArrayText(capacity: 2 + outcomes.count * 39),
+            uStatus = PostgresArrayText(capacity: 2 + outcomes.count * 7)
+        var uAttempts = PostgresArrayText(capacity: 2 + outcomes.count * 2),
+            uLast = PostgresArrayText(capacity: 2 + outcomes.count * 4)
+        var uReason = PostgresArrayText(capacity: 2 + outcomes.count * 5),
+            uCode = PostgresArrayText(capacity: 2 + outcomes.count * 5)
         // The payload is the same for (almost) every attempt of a chunk: send each distinct one once
         // and an index per attempt (1-based, as SQL arrays are).
         var payloads = PostgresArrayText(capacity: 256)
@@ -269,13 +298,17 @@ struct DeliverySender: Sendable {
                     payloads.append(utf8: payload)
                     aPayload.append(next)
                 }
-                aHeaders.append(utf8: headerJSON.json(outcome.attempts.first?.requestHeaders
-                                                      ?? Self.lostHeaders(message, apnsId: outcome.claimed.apnsId)))
+                aHeaders.append(
+                    utf8: headerJSON.json(
+                        outcome.attempts.first?.requestHeaders
+                            ?? Self.lostHeaders(message, apnsId: outcome.claimed.apnsId)))
                 aStatus.append(0)
                 aReason.appendNull()
                 aApnsId.append(outcome.claimed.apnsId)
                 aLatency.append(0)
-                aError.append("unknown: the answer was lost with replica \(lostWith), which stopped mid-send; sent again with the same apns-id and apns-collapse-id")
+                aError.append(
+                    "unknown: the answer was lost with replica \(lostWith), which stopped mid-send; sent again with the same apns-id and apns-collapse-id"
+                )
             }
             for (index, attempt) in outcome.attempts.enumerated() {
                 aId.append(outcome.claimed.id)
@@ -326,8 +359,9 @@ struct DeliverySender: Sendable {
             """
         let ledgerParameters: [any PostgresEncodable] = [
             aId.value, aNumber.value, aPayload.value, aHeaders.value, aStatus.value, aReason.value, aApnsId.value,
-            aLatency.value, aError.value, uId.value, uStatus.value, uAttempts.value, uLast.value, uReason.value, uCode.value,
-            payloads.value, claimID,
+            aLatency.value, aError.value, uId.value, uStatus.value, uAttempts.value, uLast.value, uReason.value,
+            uCode.value,
+            payloads.value, claimID
         ]
         try await retryingLedgerWrite(logger: logger) {
             if invalid.isEmpty {
@@ -337,7 +371,8 @@ struct DeliverySender: Sendable {
             try await postgres.withTransaction { tx in
                 try await tx.execute(ledgerSQL, ledgerParameters)
                 // Not when the device registered again after APNs's timestamp (updated_at moves then).
-                try await tx.execute("""
+                try await tx.execute(
+                    """
                     UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
                     FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
                     WHERE d.tenant_id = $1::uuid AND d.token = u.token AND d.updated_at <= u.at
@@ -364,7 +399,8 @@ struct DeliverySender: Sendable {
     /// whose deliveries all ended is deleted. Returns how many deliveries were sent again.
     @discardableResult
     func takeOverStaleClaims(limit: Int = 50) async throws -> Int {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             WITH stale AS (
                 SELECT id, sending_by FROM delivery_claims WHERE claimed_at < now() - make_interval(secs => $1)
                 ORDER BY claimed_at LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -392,14 +428,17 @@ struct DeliverySender: Sendable {
                 continue
             }
             let tenant = try row.decode(UUID.self, at: 3), message = try row.decode(UUID.self, at: 4)
-            let delivery = Claimed(id: id, token: try row.decode(String.self, at: 5),
-                                   environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 6)) ?? .production,
-                                   apnsId: try row.decode(String.self, at: 7), attemptCount: try row.decode(Int.self, at: 8))
+            let delivery = Claimed(
+                id: id, token: try row.decode(String.self, at: 5),
+                environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 6)) ?? .production,
+                apnsId: try row.decode(String.self, at: 7), attemptCount: try row.decode(Int.self, at: 8))
             if let last = chunks.last, last.claimID == claimID, last.tenantId == tenant, last.messageId == message {
                 chunks[chunks.count - 1].deliveries.append(delivery)
             } else {
-                chunks.append(LostChunk(claimID: claimID, lostWith: try row.decode(String.self, at: 1),
-                                        tenantId: tenant, messageId: message, deliveries: [delivery]))
+                chunks.append(
+                    LostChunk(
+                        claimID: claimID, lostWith: try row.decode(String.self, at: 1),
+                        tenantId: tenant, messageId: message, deliveries: [delivery]))
             }
         }
         if !empty.isEmpty {
@@ -407,12 +446,14 @@ struct DeliverySender: Sendable {
         }
         // A claim row spans one chunk (one tenant and message), except those migration 0009 made
         // per replica: only the last part of such a row deletes it when recorded.
-        for index in chunks.indices where index + 1 < chunks.count && chunks[index + 1].claimID == chunks[index].claimID {
+        for index in chunks.indices where index + 1 < chunks.count && chunks[index + 1].claimID == chunks[index].claimID
+        {
             chunks[index].claimID = nil
         }
         let total = chunks.reduce(0) { $0 + $1.deliveries.count }
-        logger.warning("re-sending deliveries a stopped replica had claimed",
-                       metadata: ["count": String(total), "chunks": String(chunks.count)])
+        logger.warning(
+            "re-sending deliveries a stopped replica had claimed",
+            metadata: ["count": String(total), "chunks": String(chunks.count)])
         try await withThrowingTaskGroup(of: Void.self) { group in
             for chunk in chunks { group.addTask { try await resend(chunk) } }
             try await group.waitForAll()

@@ -27,7 +27,8 @@ struct FanOut: Sendable {
 
     func handle(_ entry: MessageEntry) async throws {
         let message = entry.messageId, tenant = entry.tenantId
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             UPDATE messages SET status = 'fanning_out', updated_at = now()
             WHERE id = $1::uuid AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
             RETURNING target, environment, fanout_after_subscriber, fanout_after_token, created_at
@@ -43,23 +44,28 @@ struct FanOut: Sendable {
         let apns = try await credentials.get(tenant)
         if let problem = apns.problem {
             try await fail(message, code: problem.code, problem.message)
-            logger.warning("message failed: tenant cannot send", metadata: [
-                "message.id": message.lowercasedText, "tenant": tenant.lowercasedText, "error.code": problem.code,
-            ])
+            logger.warning(
+                "message failed: tenant cannot send",
+                metadata: [
+                    "message.id": message.lowercasedText, "tenant": tenant.lowercasedText, "error.code": problem.code
+                ])
             return
         }
         if case .expression(let text, _) = target {
             let sentAt = try row.decode(Date.self, at: 4)
-            try await fanOutExpression(text, message: message, tenant: tenant, environment: environment,
-                                       after: afterSubscriber, now: sentAt)
+            try await fanOutExpression(
+                text, message: message, tenant: tenant, environment: environment,
+                after: afterSubscriber, now: sentAt)
             return
         }
         while true {
             let pageStarted = ContinuousClock.now
             defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
-            let page = try await postgres.query(Self.pageSQL(target), Self.pageParameters(
-                target, tenant: tenant, message: message, environment: environment,
-                afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize))
+            let page = try await postgres.query(
+                Self.pageSQL(target),
+                Self.pageParameters(
+                    target, tenant: tenant, message: message, environment: environment,
+                    afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize))
             var ids: [UUID] = []
             ids.reserveCapacity(page.count)
             // nil: a concurrent fan-out of the same message inserted it (and queues it itself).
@@ -72,7 +78,8 @@ struct FanOut: Sendable {
             let last = page[page.count - 1]
             afterSubscriber = try last.decode(String.self, at: 0)
             afterToken = try last.decode(String.self, at: 1)
-            try await postgres.execute("""
+            try await postgres.execute(
+                """
                 UPDATE messages SET fanout_after_subscriber = $2, fanout_after_token = $3,
                     fanout_count = fanout_count + $4, updated_at = now()
                 WHERE id = $1::uuid
@@ -85,8 +92,10 @@ struct FanOut: Sendable {
     /// windows do not move between pages or after a restart); each page of subscriber ids has its
     /// devices inserted and queued like a `to` list, then its last id is recorded, so a crash
     /// resumes after it (the statement runs again from there: `AudienceQuery.all(after:)`).
-    private func fanOutExpression(_ text: String, message: UUID, tenant: UUID, environment: String?, after: String?,
-                                  now: Date) async throws {
+    private func fanOutExpression(
+        _ text: String, message: UUID, tenant: UUID, environment: String?, after: String?,
+        now: Date
+    ) async throws {
         let expression: AudienceExpression
         do {
             expression = try AudienceExpression.parse(text)
@@ -95,18 +104,23 @@ struct FanOut: Sendable {
             return
         }
         let query = AudienceQuery.all(expression, tenantId: tenant, after: after, now: now)
-        try await AudienceCursor.stream(query, configuration: postgres.configuration, logger: logger,
-                                        pageSize: max(1, pageSize / 2)) { subscribers in
+        try await AudienceCursor.stream(
+            query, configuration: postgres.configuration, logger: logger,
+            pageSize: max(1, pageSize / 2)
+        ) { subscribers in
             let pageStarted = ContinuousClock.now
             defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
-            let page = try await postgres.query(Self.pageSQL(.subscribers(subscribers)), Self.pageParameters(
-                .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
-                afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
+            let page = try await postgres.query(
+                Self.pageSQL(.subscribers(subscribers)),
+                Self.pageParameters(
+                    .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
+                    afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
             var ids: [UUID] = []
             ids.reserveCapacity(page.count)
             for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
             try await enqueue(ids, message: message, tenant: tenant)
-            try await postgres.execute("""
+            try await postgres.execute(
+                """
                 UPDATE messages SET fanout_after_subscriber = $2, fanout_count = fanout_count + $3, updated_at = now()
                 WHERE id = $1::uuid
                 """, [message, subscribers[subscribers.count - 1], subscribers.count])
@@ -128,7 +142,8 @@ struct FanOut: Sendable {
     }
 
     private func finish(_ message: UUID) async throws {
-        try await postgres.execute("""
+        try await postgres.execute(
+            """
             UPDATE messages SET status = 'fanned_out', updated_at = now(),
                 audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
             WHERE id = $1::uuid
@@ -137,7 +152,8 @@ struct FanOut: Sendable {
     }
 
     private func fail(_ message: UUID, code: String, _ text: String) async throws {
-        try await postgres.execute("""
+        try await postgres.execute(
+            """
             UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now() WHERE id = $1::uuid
             """, [message, code, text])
     }
@@ -183,8 +199,10 @@ struct FanOut: Sendable {
             """
     }
 
-    static func pageParameters(_ target: MessageTarget, tenant: UUID, message: UUID, environment: String?,
-                               afterSubscriber: String?, afterToken: String?, limit: Int) -> [any PostgresEncodable] {
+    static func pageParameters(
+        _ target: MessageTarget, tenant: UUID, message: UUID, environment: String?,
+        afterSubscriber: String?, afterToken: String?, limit: Int
+    ) -> [any PostgresEncodable] {
         let selector: any PostgresEncodable
         switch target {
         case .subscribers(let ids): selector = ids

@@ -32,8 +32,10 @@ struct OutboxSweeper: Service {
     let logger: Logger
     private let stopped = OneShot<Void>()
 
-    init(postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
-         takeOver: (@Sendable () async throws -> Int)? = nil, trimmedStreams: [StreamName] = [], logger: Logger) {
+    init(
+        postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
+        takeOver: (@Sendable () async throws -> Int)? = nil, trimmedStreams: [StreamName] = [], logger: Logger
+    ) {
         self.postgres = postgres
         self.redis = redis
         self.messages = messages
@@ -55,7 +57,8 @@ struct OutboxSweeper: Service {
                 do {
                     try await redis.trimAcknowledged(stream.rawValue)
                 } catch {
-                    logger.debug("stream trim failed", metadata: ["stream": stream.rawValue, "error": error.description])
+                    logger.debug(
+                        "stream trim failed", metadata: ["stream": stream.rawValue, "error": error.description])
                 }
             }
             // Sleep in short steps so a stop is noticed quickly (a OneShot wait cannot be cancelled).
@@ -71,7 +74,8 @@ struct OutboxSweeper: Service {
     /// One pass; returns how many messages were re-enqueued.
     @discardableResult
     func sweep() async throws -> Int {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             UPDATE messages m SET updated_at = now()
             FROM (SELECT id FROM messages
                   WHERE status IN ('queued', 'fanning_out') AND updated_at < now() - make_interval(secs => $1)
@@ -82,7 +86,8 @@ struct OutboxSweeper: Service {
             """, [requeueAfter.seconds])
         if !rows.isEmpty {
             let entries = try rows.map { row in
-                MessageEntry(tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0)).fields
+                MessageEntry(tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0))
+                    .fields
             }
             try await redis.xaddBatch(messages.rawValue, entries: entries)
             logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])

@@ -53,8 +53,9 @@ final class PreparedMessageCache: Sendable {
             throw UnsendableMessage(description: rejection.issues.map(\.description).joined(separator: "; "))
         case .success(let content):
             let template = APNsRequest(deviceToken: "", topic: bundleId, content: content, messageId: id.lowercasedText)
-            return PreparedMessage(id: id, content: content, template: template,
-                                   payloadText: String(decoding: template.payload, as: UTF8.self))
+            return PreparedMessage(
+                id: id, content: content, template: template,
+                payloadText: String(decoding: template.payload, as: UTF8.self))
         }
     }
 }

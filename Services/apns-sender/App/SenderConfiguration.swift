@@ -44,13 +44,15 @@ public struct SenderConfiguration: Sendable {
     public var requeueAfter: Duration
     public var credentialsTTL: Duration
 
-    public init(secretKey: [UInt8], sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
-                productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
-                requestTimeout: Duration = .seconds(10), retryPolicy: RetryPolicy = .default, concurrency: Int = 8,
-                chunkSize: Int = 100, pageSize: Int = 1000, claimIdle: Duration = .seconds(120),
-                reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(120),
-                sweepInterval: Duration = .seconds(10), requeueAfter: Duration = .seconds(30),
-                credentialsTTL: Duration = .seconds(60)) {
+    public init(
+        secretKey: [UInt8], sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
+        productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
+        requestTimeout: Duration = .seconds(10), retryPolicy: RetryPolicy = .default, concurrency: Int = 8,
+        chunkSize: Int = 100, pageSize: Int = 1000, claimIdle: Duration = .seconds(120),
+        reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(120),
+        sweepInterval: Duration = .seconds(10), requeueAfter: Duration = .seconds(30),
+        credentialsTTL: Duration = .seconds(60)
+    ) {
         self.secretKey = secretKey
         self.sandboxURL = sandboxURL
         self.productionURL = productionURL
@@ -85,11 +87,12 @@ public struct SenderConfiguration: Sendable {
         let requeue = reader.duration("BUZZKIT_OUTBOX_REQUEUE_AFTER", default: .seconds(30))
         let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
         try reader.validate()
-        self.init(secretKey: key, sandboxURL: clients.sandboxURL, productionURL: clients.productionURL,
-                  caFile: clients.caFile, requestTimeout: clients.requestTimeout, retryPolicy: retryPolicy,
-                  concurrency: concurrency,
-                  chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
-                  sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
+        self.init(
+            secretKey: key, sandboxURL: clients.sandboxURL, productionURL: clients.productionURL,
+            caFile: clients.caFile, requestTimeout: clients.requestTimeout, retryPolicy: retryPolicy,
+            concurrency: concurrency,
+            chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
+            sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
         tcpNoDelay = clients.tcpNoDelay
         self.fanoutConcurrency = fanoutConcurrency
     }
@@ -100,8 +103,9 @@ public struct SenderConfiguration: Sendable {
 
     /// What the APNs client pool needs of these settings.
     var clientSettings: APNsClientPool.Settings {
-        APNsClientPool.Settings(sandboxURL: sandboxURL, productionURL: productionURL, caFile: caFile,
-                                requestTimeout: requestTimeout, tcpNoDelay: tcpNoDelay)
+        APNsClientPool.Settings(
+            sandboxURL: sandboxURL, productionURL: productionURL, caFile: caFile,
+            requestTimeout: requestTimeout, tcpNoDelay: tcpNoDelay)
     }
 }
 

@@ -21,7 +21,8 @@ struct SenderMetrics: Sendable {
         record = registry.histogram("bk_sender_chunk_stage_seconds", help: help, labels: [("stage", "record")])
         total = registry.histogram("bk_sender_chunk_stage_seconds", help: help, labels: [("stage", "total")])
         fanoutPage = registry.histogram("bk_fanout_page_seconds", help: "Time to fan out one page of devices.")
-        deliveries = registry.counter("bk_sender_deliveries_total", help: "Deliveries claimed and ended by this replica.")
+        deliveries = registry.counter(
+            "bk_sender_deliveries_total", help: "Deliveries claimed and ended by this replica.")
         requests = registry.counter("bk_apns_requests_total", help: "APNs attempts made by this replica.")
     }
 

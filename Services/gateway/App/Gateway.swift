@@ -42,8 +42,10 @@ public final class Gateway: Sendable {
     /// The dashboard's static files, served at `/dashboard`.
     public let dashboard: DashboardSite
 
-    public init(configuration: GatewayConfiguration, postgres: PostgresClient, redis: RedisClient, logger: Logger,
-                metrics: MetricsRegistry) throws {
+    public init(
+        configuration: GatewayConfiguration, postgres: PostgresClient, redis: RedisClient, logger: Logger,
+        metrics: MetricsRegistry
+    ) throws {
         self.configuration = configuration
         self.postgres = postgres
         self.redis = redis
@@ -59,16 +61,18 @@ public final class Gateway: Sendable {
         subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
         installationCache = InstallationCache(ttl: configuration.authCacheTTL)
         installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
-        revocations = RevocationListener(postgres: postgres, channel: configuration.revocationChannel, cache: cache,
-                                         installations: installationCache, logger: logger)
+        revocations = RevocationListener(
+            postgres: postgres, channel: configuration.revocationChannel, cache: cache,
+            installations: installationCache, logger: logger)
         authenticator = Authenticator(cache: cache, store: keys, recorder: lastUsed, metrics: metrics)
         rateLimiter = RateLimiter(configuration: configuration.rateLimit, redis: redis, logger: logger)
         tenants = TenantResolver(postgres: postgres)
         idempotency = Idempotency(postgres: postgres, sealer: sealer, logger: logger)
         openAPIDocument = OpenAPIDocument.build(routes: GatewayRoute.table)
         openAPIBytes = openAPIDocument.jsonBytes
-        dashboard = try DashboardSite(directory: configuration.dashboardDirectory.map { URL(fileURLWithPath: $0) }
-                                      ?? DashboardSite.bundledDirectory)
+        dashboard = try DashboardSite(
+            directory: configuration.dashboardDirectory.map { URL(fileURLWithPath: $0) }
+                ?? DashboardSite.bundledDirectory)
     }
 
     /// The background services to run next to the HTTP server.
@@ -91,9 +95,11 @@ public final class Gateway: Sendable {
             case .infrastructure:
                 continue
             case .open:
-                router.on(route.method, route.routerPattern, sync: { _ in
-                    Response(status: 200, headers: ["Content-Type": Response.jsonContentType], body: bytes)
-                })
+                router.on(
+                    route.method, route.routerPattern,
+                    sync: { _ in
+                        Response(status: 200, headers: ["Content-Type": Response.jsonContentType], body: bytes)
+                    })
             case .workspace, .tenant, .anyKey:
                 let box = RouteBox(route)
                 router.on(route.method, route.routerPattern, answering: { [self] request in answer(box, request) })

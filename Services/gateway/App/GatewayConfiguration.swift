@@ -36,9 +36,11 @@ public struct GatewayConfiguration: Sendable {
     /// Redis connections for those waits (sends waiting at once per replica). Default 64.
     public var liveActivityWaiters: Int = 64
 
-    public init(secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
-                authCacheTTL: Duration = .seconds(60), lastUsedInterval: Duration = .seconds(10),
-                revocationChannel: String = "bk_api_key_revoked") {
+    public init(
+        secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
+        authCacheTTL: Duration = .seconds(60), lastUsedInterval: Duration = .seconds(10),
+        revocationChannel: String = "bk_api_key_revoked"
+    ) {
         self.secretKey = secretKey
         self.rateLimit = rateLimit
         self.authCacheTTL = authCacheTTL
@@ -71,8 +73,10 @@ public struct GatewayConfiguration: Sendable {
             reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
         }
         try reader.validate()
-        self.init(secretKey: key, rateLimit: RateLimitConfiguration(requestsPerSecond: Double(rps), burst: burst, enabled: enabled),
-                  authCacheTTL: ttl, lastUsedInterval: interval)
+        self.init(
+            secretKey: key,
+            rateLimit: RateLimitConfiguration(requestsPerSecond: Double(rps), burst: burst, enabled: enabled),
+            authCacheTTL: ttl, lastUsedInterval: interval)
         dashboardDirectory = dashboard
         liveActivityDeadline = deadline
         liveActivityWaiters = waiters

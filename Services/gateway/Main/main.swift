@@ -14,8 +14,9 @@ do {
 }
 
 await ServiceMain.run(service: "gateway") { runtime, router in
-    let gateway = try Gateway(configuration: gatewayConfiguration, postgres: runtime.postgres, redis: runtime.redis,
-                              logger: runtime.logger, metrics: runtime.metrics)
+    let gateway = try Gateway(
+        configuration: gatewayConfiguration, postgres: runtime.postgres, redis: runtime.redis,
+        logger: runtime.logger, metrics: runtime.metrics)
     gateway.register(on: &router)
     return gateway.services
 }

@@ -8,7 +8,8 @@ import BuzzKitRedis
 /// byte by byte (`PostgresArrayText`): about 1 µs per event, where going through `String`
 /// scalar by scalar cost several.
 struct EventClaimArrays {
-    private var tenants = PostgresArrayText(), subscribers = PostgresArrayText(), anonymous = PostgresArrayText(), entryIDs = PostgresArrayText()
+    private var tenants = PostgresArrayText(), subscribers = PostgresArrayText(), anonymous = PostgresArrayText(),
+        entryIDs = PostgresArrayText()
     private var ordinals = PostgresArrayText(), ids = PostgresArrayText()
 
     /// The arrays of `entries` and of the events at `sent` (entry index, event index), in order.
@@ -17,7 +18,9 @@ struct EventClaimArrays {
             appendEntry(tenant: entry.tenantId, identity: entry.identity, entryID: streamID.description)
         }
         for position in sent {
-            appendEvent(entryOrdinal: Int(position.entry) + 1, id: entries[Int(position.entry)].entry.events[Int(position.event)].id)
+            appendEvent(
+                entryOrdinal: Int(position.entry) + 1,
+                id: entries[Int(position.entry)].entry.events[Int(position.event)].id)
         }
     }
 

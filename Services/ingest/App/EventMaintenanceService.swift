@@ -49,7 +49,8 @@ public final class EventMaintenanceService: Service {
     @discardableResult
     public func maintainPartitions() async -> [String] {
         do {
-            let rows = try await postgres.query("SELECT bk_events_maintain($1, $2)", [configuration.retentionDays, configuration.partitionsAhead])
+            let rows = try await postgres.query(
+                "SELECT bk_events_maintain($1, $2)", [configuration.retentionDays, configuration.partitionsAhead])
             let actions = try rows.map { try $0.decode(String.self, at: 0) }
             for action in actions { logger.info("events.partitions", metadata: ["action": action]) }
             return actions

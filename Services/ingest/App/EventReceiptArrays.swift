@@ -6,10 +6,13 @@ import BuzzKitWire
 /// The parameters of `EventWriter.receiptsSQL`: the newly stored events that are receipts
 /// (rare next to other events, so they are filtered by name before going to Postgres).
 struct EventReceiptArrays {
-    private var tenants = PostgresArrayText(), subscribers = PostgresArrayText(), ids = PostgresArrayText(), names = PostgresArrayText()
+    private var tenants = PostgresArrayText(), subscribers = PostgresArrayText(), ids = PostgresArrayText(),
+        names = PostgresArrayText()
     private var data = PostgresArrayText(), occurred = PostgresArrayText()
 
-    static let receiptNames: Set<String> = ["$notification.delivered", "$notification.opened", "$notification.dismissed"]
+    static let receiptNames: Set<String> = [
+        "$notification.delivered", "$notification.opened", "$notification.dismissed"
+    ]
 
     static func isReceipt(_ name: String) -> Bool {
         name.utf8.first == UInt8(ascii: "$") && receiptNames.contains(name)

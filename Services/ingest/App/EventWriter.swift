@@ -40,7 +40,9 @@ struct EventWriter: Sendable {
         var duplicates: Int
     }
 
-    static let eventColumns = ["tenant_id", "event_id", "name", "subscriber_id", "anonymous_id", "data", "occurred_at", "received_at"]
+    static let eventColumns = [
+        "tenant_id", "event_id", "name", "subscriber_id", "anonymous_id", "data", "occurred_at", "received_at"
+    ]
     static let eventIDColumns = ["tenant_id", "event_id", "entry_id"]
 
     /// What the transaction found: anonymous entries' subscribers (entry index → subscriber id)
@@ -60,13 +62,17 @@ struct EventWriter: Sendable {
         var tenantOrdinals: [UUID: Int32] = [:]
         var duplicates = 0
         for (n, (_, entry)) in entries.enumerated() {
-            let tenantOrdinal = tenantOrdinals[entry.tenantId] ?? {
-                let next = Int32(tenantOrdinals.count)
-                tenantOrdinals[entry.tenantId] = next
-                return next
-            }()
+            let tenantOrdinal =
+                tenantOrdinals[entry.tenantId]
+                ?? {
+                    let next = Int32(tenantOrdinals.count)
+                    tenantOrdinals[entry.tenantId] = next
+                    return next
+                }()
             for (e, event) in entry.events.enumerated() {
-                guard seen.insert(EventKey(tenant: tenantOrdinal, id: event.id)).inserted else { duplicates += 1; continue }
+                guard seen.insert(EventKey(tenant: tenantOrdinal, id: event.id)).inserted else {
+                    duplicates += 1; continue
+                }
                 sent.append((Int32(n), Int32(e)))
             }
         }
@@ -82,8 +88,10 @@ struct EventWriter: Sendable {
     }
 
     /// Steps 1–4 of the type's description: every id is new, or the COPY fails.
-    private func storeAllNew(_ entries: [(id: StreamEntryID, entry: IngestEntry)],
-                             sent: [(entry: Int32, event: Int32)]) async throws -> Stored {
+    private func storeAllNew(
+        _ entries: [(id: StreamEntryID, entry: IngestEntry)],
+        sent: [(entry: Int32, event: Int32)]
+    ) async throws -> Stored {
         try await postgres.withTransaction { connection in
             var stored = Stored()
             if entries.contains(where: { $0.entry.identity.isAnonymous }) {
@@ -98,7 +106,9 @@ struct EventWriter: Sendable {
             for position in sent {
                 if current.entry != position.entry {
                     let (streamID, entry) = entries[Int(position.entry)]
-                    current = (position.entry, Array(entry.tenantId.lowercasedText.utf8), Array(streamID.description.utf8))
+                    current = (
+                        position.entry, Array(entry.tenantId.lowercasedText.utf8), Array(streamID.description.utf8)
+                    )
                 }
                 ids.appendUnescaped(bytes: current.tenant)
                 ids.append(entries[Int(position.entry)].entry.events[Int(position.event)].id)
@@ -112,8 +122,10 @@ struct EventWriter: Sendable {
     }
 
     /// The claiming way, after a duplicate made `storeAllNew` fail.
-    private func storeClaiming(_ entries: [(id: StreamEntryID, entry: IngestEntry)],
-                               sent: [(entry: Int32, event: Int32)]) async throws -> Stored {
+    private func storeClaiming(
+        _ entries: [(id: StreamEntryID, entry: IngestEntry)],
+        sent: [(entry: Int32, event: Int32)]
+    ) async throws -> Stored {
         let arrays = EventClaimArrays(entries: entries, sent: sent)
         return try await postgres.withTransaction { connection in
             var stored = Stored()
@@ -133,8 +145,10 @@ struct EventWriter: Sendable {
     }
 
     /// Steps 3 and 4: the events of `sent` that were not skipped, and their receipts.
-    private func insertEvents(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
-                              stored: Stored, connection: PostgresConnection) async throws {
+    private func insertEvents(
+        _ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+        stored: Stored, connection: PostgresConnection
+    ) async throws {
         var copyRows = EventCopyRows(capacity: (sent.count - stored.skipped.count) * 256)
         var receipts = EventReceiptArrays()
         for (k, position) in sent.enumerated() where stored.skipped[k] == nil {
@@ -156,16 +170,19 @@ struct EventWriter: Sendable {
     }
 
     /// One `bk:events` entry per stream entry with events to publish, in stream order.
-    private func outcome(_ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
-                         stored: Stored, duplicates: Int) -> Outcome {
+    private func outcome(
+        _ entries: [(id: StreamEntryID, entry: IngestEntry)], sent: [(entry: Int32, event: Int32)],
+        stored: Stored, duplicates: Int
+    ) -> Outcome {
         var outcome = Outcome(toPublish: [], published: 0, inserted: 0, duplicates: duplicates)
         var pending: (entry: Int, events: [IngestEntry.Event])?
         func flush() {
             guard let (n, events) = pending, !events.isEmpty else { return }
             let entry = entries[n].entry
-            let batch = PublishedEventBatch(tenantId: entry.tenantId, subscriberId: stored.resolved[n] ?? entry.identity.value,
-                                            anonymousId: entry.identity.isAnonymous ? entry.identity.value : nil,
-                                            receivedAtMicroseconds: entry.receivedAtMicroseconds, events: events)
+            let batch = PublishedEventBatch(
+                tenantId: entry.tenantId, subscriberId: stored.resolved[n] ?? entry.identity.value,
+                anonymousId: entry.identity.isAnonymous ? entry.identity.value : nil,
+                receivedAtMicroseconds: entry.receivedAtMicroseconds, events: events)
             outcome.toPublish.append(batch.fields)
             outcome.published += events.count
         }

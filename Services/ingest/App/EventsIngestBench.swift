@@ -19,7 +19,8 @@ public enum EventsIngestBench {
         let consumers = Int(options["--consumers"] ?? "") ?? 2
         let producers = Int(options["--producers"] ?? "") ?? 4
         let logger = Logger(label: "events-bench", logLevel: .warning)
-        var pgConfiguration = try PostgresConfiguration(url: options["--postgres"] ?? "postgres://buzzkit@127.0.0.1:5432/buzzkit")
+        var pgConfiguration = try PostgresConfiguration(
+            url: options["--postgres"] ?? "postgres://buzzkit@127.0.0.1:5432/buzzkit")
         pgConfiguration.poolSize = consumers + 2
         let postgres = PostgresClient(configuration: pgConfiguration, logger: logger)
         var redisConfiguration = try RedisConfiguration(url: options["--redis"] ?? "redis://127.0.0.1:6379")
@@ -32,20 +33,24 @@ public enum EventsIngestBench {
         let tenant = UUID()
         let base = EventTimestamp.microseconds(Date()) - 86_400_000_000
         func entry(_ b: Int, tenant: UUID) -> IngestEntry {
-            IngestEntry(tenantId: tenant, batchId: "b\(b)", identity: .subscriber("user-\(b % 10_000)"),
-                        receivedAtMicroseconds: base + Int64(b), events: (0..<EventBatch.maxEvents).map { e in
-                            IngestEntry.Event(id: "evt-\(b)-\(e)", name: "event.name.\((b + e) % 20)",
-                                              timestampMicroseconds: base + Int64(b * 100 + e) * 1000,
-                                              dataJSON: Array(#"{"duration":\#(e),"program":"legs","source":"bench"}"#.utf8))
-                        })
+            IngestEntry(
+                tenantId: tenant, batchId: "b\(b)", identity: .subscriber("user-\(b % 10_000)"),
+                receivedAtMicroseconds: base + Int64(b),
+                events: (0..<EventBatch.maxEvents).map { e in
+                    IngestEntry.Event(
+                        id: "evt-\(b)-\(e)", name: "event.name.\((b + e) % 20)",
+                        timestampMicroseconds: base + Int64(b * 100 + e) * 1000,
+                        dataJSON: Array(#"{"duration":\#(e),"program":"legs","source":"bench"}"#.utf8))
+                })
         }
 
         // 1. Durable path: producers XADD (pipelined, 20 batches per round trip) while consumers store.
         var configuration = IngestConfiguration(consumerName: "bench")
         configuration.consumers = consumers
         let metrics = MetricsRegistry()
-        let services = IngestService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
-                                                  logger: logger, metrics: metrics)
+        let services = IngestService.makeServices(
+            postgres: postgres, redis: redis, configuration: configuration,
+            logger: logger, metrics: metrics)
         let stored = metrics.counter("bk_ingest_events_stored_total", help: "Events newly stored in Postgres.")
         let tasks = services.map { service in Task { try? await service.run() } }
         let producer = IngestProducer(redis: redis)
@@ -80,14 +85,20 @@ public enum EventsIngestBench {
                     for b in stride(from: s, to: batches, by: consumers) {
                         let e = entry(b, tenant: copyTenant)
                         for event in e.events {
-                            rows.append([copyTenant, event.id, event.name, e.identity.value, String?.none,
-                                         String(decoding: event.dataJSON, as: UTF8.self),
-                                         Date(timeIntervalSince1970: Double(event.timestampMicroseconds) / 1e6),
-                                         Date(timeIntervalSince1970: Double(e.receivedAtMicroseconds) / 1e6)])
+                            rows.append([
+                                copyTenant, event.id, event.name, e.identity.value, String?.none,
+                                String(decoding: event.dataJSON, as: UTF8.self),
+                                Date(timeIntervalSince1970: Double(event.timestampMicroseconds) / 1e6),
+                                Date(timeIntervalSince1970: Double(e.receivedAtMicroseconds) / 1e6)
+                            ])
                         }
                     }
-                    _ = try await postgres.copy(into: "events", columns: ["tenant_id", "event_id", "name", "subscriber_id",
-                                                                          "anonymous_id", "data", "occurred_at", "received_at"], rows: rows)
+                    _ = try await postgres.copy(
+                        into: "events",
+                        columns: [
+                            "tenant_id", "event_id", "name", "subscriber_id",
+                            "anonymous_id", "data", "occurred_at", "received_at"
+                        ], rows: rows)
                 }
             }
             try await group.waitForAll()
@@ -100,7 +111,7 @@ public enum EventsIngestBench {
             "events \(Int(total))",
             "produce_rate \(Int(total / seconds(produced)))",
             "durable_rate \(Int(total / seconds(durable)))",
-            "copy_rate \(Int(total / seconds(copied)))",
+            "copy_rate \(Int(total / seconds(copied)))"
         ]
     }
 }

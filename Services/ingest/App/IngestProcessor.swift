@@ -18,8 +18,10 @@ public struct IngestProcessor: Sendable {
     let logger: Logger
     let metrics: IngestMetrics
 
-    public init(postgres: PostgresClient, redis: RedisClient, configuration: IngestConfiguration,
-                logger: Logger, metrics: MetricsRegistry) {
+    public init(
+        postgres: PostgresClient, redis: RedisClient, configuration: IngestConfiguration,
+        logger: Logger, metrics: MetricsRegistry
+    ) {
         self.writer = EventWriter(postgres: postgres)
         self.redis = redis
         self.configuration = configuration
@@ -36,7 +38,8 @@ public struct IngestProcessor: Sendable {
             do {
                 decoded.append((entry.id, try IngestEntry(entry: entry)))
             } catch {
-                logger.error("ingest.entry.invalid", metadata: ["entry.id": entry.id.description, "error": error.description])
+                logger.error(
+                    "ingest.entry.invalid", metadata: ["entry.id": entry.id.description, "error": error.description])
                 failures[entry.id] = error
             }
         }
@@ -44,8 +47,9 @@ public struct IngestProcessor: Sendable {
         do {
             let outcome = try await writeWithRetry(decoded)
             if !outcome.toPublish.isEmpty {
-                try await redis.xaddBatch(configuration.eventsStream.rawValue, entries: outcome.toPublish,
-                                          maxLength: configuration.eventsMaxLength)
+                try await redis.xaddBatch(
+                    configuration.eventsStream.rawValue, entries: outcome.toPublish,
+                    maxLength: configuration.eventsMaxLength)
             }
             metrics.stored.increment(by: outcome.inserted)
             metrics.duplicates.increment(by: outcome.duplicates)
@@ -59,7 +63,9 @@ public struct IngestProcessor: Sendable {
         return failures
     }
 
-    private func writeWithRetry(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) async throws -> EventWriter.Outcome {
+    private func writeWithRetry(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) async throws
+        -> EventWriter.Outcome
+    {
         var delay = Duration.milliseconds(50)
         var attempt = 1
         while true {
@@ -85,9 +91,11 @@ struct IngestMetrics: Sendable {
 
     init(registry: MetricsRegistry) {
         stored = registry.counter("bk_ingest_events_stored_total", help: "Events newly stored in Postgres.")
-        duplicates = registry.counter("bk_ingest_events_duplicate_total", help: "Events dropped as duplicates of stored ones.")
+        duplicates = registry.counter(
+            "bk_ingest_events_duplicate_total", help: "Events dropped as duplicates of stored ones.")
         published = registry.counter("bk_ingest_events_published_total", help: "Events published on bk:events.")
         batches = registry.counter("bk_ingest_batches_total", help: "bk:ingest entries (event batches) processed.")
-        failures = registry.counter("bk_ingest_write_failures_total", help: "Batches of entries left pending after a failure.")
+        failures = registry.counter(
+            "bk_ingest_write_failures_total", help: "Batches of entries left pending after a failure.")
     }
 }

@@ -8,7 +8,8 @@ import IngestApp
 await ServiceMain.runBenchIfAsked { arguments in try await EventsIngestBench.run(arguments: arguments) }
 
 await ServiceMain.run(service: "ingest") { runtime, _ in
-    let configuration = try IngestConfiguration(consumerName: runtime.settings.instanceID,
-                                                environment: ProcessInfo.processInfo.environment)
+    let configuration = try IngestConfiguration(
+        consumerName: runtime.settings.instanceID,
+        environment: ProcessInfo.processInfo.environment)
     return IngestService.makeServices(runtime: runtime, configuration: configuration)
 }

@@ -26,9 +26,11 @@ public struct LiveActivityConfiguration: Sendable {
     public var claimIdle: Duration
     public var reclaimInterval: Duration
 
-    public init(secretKey: [UInt8], clients: APNsClientPool.Settings = .init(), retryPolicy: RetryPolicy = .default,
-                credentialsTTL: Duration = .seconds(60), concurrency: Int = 64, claimIdle: Duration = .seconds(15),
-                reclaimInterval: Duration = .seconds(5)) {
+    public init(
+        secretKey: [UInt8], clients: APNsClientPool.Settings = .init(), retryPolicy: RetryPolicy = .default,
+        credentialsTTL: Duration = .seconds(60), concurrency: Int = 64, claimIdle: Duration = .seconds(15),
+        reclaimInterval: Duration = .seconds(5)
+    ) {
         self.secretKey = secretKey
         self.clients = clients
         self.retryPolicy = retryPolicy
@@ -49,8 +51,9 @@ public struct LiveActivityConfiguration: Sendable {
         let claimIdle = reader.duration("BUZZKIT_LA_CLAIM_IDLE", default: .seconds(15))
         let reclaim = reader.duration("BUZZKIT_LA_RECLAIM_INTERVAL", default: .seconds(5))
         try reader.validate()
-        self.init(secretKey: key,
-                  clients: clients, retryPolicy: retryPolicy, credentialsTTL: ttl,
-                  concurrency: concurrency, claimIdle: claimIdle, reclaimInterval: reclaim)
+        self.init(
+            secretKey: key,
+            clients: clients, retryPolicy: retryPolicy, credentialsTTL: ttl,
+            concurrency: concurrency, claimIdle: claimIdle, reclaimInterval: reclaim)
     }
 }

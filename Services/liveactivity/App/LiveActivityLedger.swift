@@ -15,7 +15,8 @@ struct LiveActivityLedger: Sendable {
 
     func record(_ outcomes: [LiveActivityOutcome], tenant: UUID) async throws {
         var aId: [UUID] = [], aNumber: [Int] = [], aPayload: [String] = [], aHeaders: [String] = []
-        var aStatus: [Int] = [], aReason: [String?] = [], aApnsId: [String?] = [], aLatency: [Int] = [], aError: [String?] = []
+        var aStatus: [Int] = [], aReason: [String?] = [], aApnsId: [String?] = [], aLatency: [Int] = [],
+            aError: [String?] = []
         var uId: [UUID] = [], uStatus: [String] = [], uAttempts: [Int] = [], uLast: [Int?] = [], uReason: [String?] = []
         var uCode: [String?] = []
         for outcome in outcomes {
@@ -51,8 +52,10 @@ struct LiveActivityLedger: Sendable {
                 AS u(id, status, attempts, last_status, last_reason, error_code)
             WHERE d.id = u.id
             """
-        let parameters: [any PostgresEncodable] = [aId, aNumber, aPayload, aHeaders, aStatus, aReason, aApnsId, aLatency, aError,
-                                                   uId, uStatus, uAttempts, uLast, uReason, uCode]
+        let parameters: [any PostgresEncodable] = [
+            aId, aNumber, aPayload, aHeaders, aStatus, aReason, aApnsId, aLatency, aError,
+            uId, uStatus, uAttempts, uLast, uReason, uCode
+        ]
         let invalid = outcomes.filter { $0.invalidAt != nil }
         try await retryingLedgerWrite(logger: logger) {
             guard !invalid.isEmpty else {
@@ -64,7 +67,8 @@ struct LiveActivityLedger: Sendable {
                 let tokens = invalid.map(\.target.token), at = invalid.map { $0.invalidAt ?? Date() }
                 let reasons = invalid.map { $0.reason ?? "Unregistered" }
                 for table in ["live_activities", "live_activity_start_tokens"] {
-                    try await tx.execute("""
+                    try await tx.execute(
+                        """
                         UPDATE \(table) t SET token_status = 'invalid', token_invalidated_at = u.at, token_invalid_reason = u.reason
                         FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
                         WHERE t.tenant_id = $1::uuid AND t.token = u.token AND t.updated_at <= u.at

@@ -80,18 +80,24 @@ struct LiveActivitySender: Sendable {
             switch request.event {
             case .update, .end:
                 let activity = request.activityId ?? ""
-                let rows = try await tx.query("""
+                let rows = try await tx.query(
+                    """
                     SELECT token, environment, bundle_id, state, token_status, last_timestamp FROM live_activities
                     WHERE tenant_id = $1::uuid AND activity_id = $2 AND subscriber_id = $3 FOR UPDATE
                     """, [tenant, activity, request.to])
                 guard let row = rows.first else {
-                    return .error(code: .liveActivityNotFound,
-                                  message: "no Live Activity \(activity) is registered for subscriber \(request.to)")
+                    return .error(
+                        code: .liveActivityNotFound,
+                        message: "no Live Activity \(activity) is registered for subscriber \(request.to)")
                 }
                 let token = try row.decode(String.self, at: 0)
                 let last = try row.decode(Int64?.self, at: 5)
-                func skip(_ status: String) { skipped.append(LiveActivityResult(activityId: activity, attributesType: nil, token: token,
-                                                                                 deliveryId: nil, status: status)) }
+                func skip(_ status: String) {
+                    skipped.append(
+                        LiveActivityResult(
+                            activityId: activity, attributesType: nil, token: token,
+                            deliveryId: nil, status: status))
+                }
                 if try row.decode(String.self, at: 3) == "ended" {
                     skip("activity_ended")
                 } else if try row.decode(String.self, at: 4) == "invalid" {
@@ -99,10 +105,13 @@ struct LiveActivitySender: Sendable {
                 } else if let last, request.timestamp < last {
                     skip("stale_timestamp")
                 } else {
-                    targets.append(Target(deliveryId: UUID(), apnsId: UUID(), token: token,
-                                          environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 1)) ?? .sandbox,
-                                          bundleId: try row.decode(String?.self, at: 2)))
-                    try await tx.execute("""
+                    targets.append(
+                        Target(
+                            deliveryId: UUID(), apnsId: UUID(), token: token,
+                            environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 1)) ?? .sandbox,
+                            bundleId: try row.decode(String?.self, at: 2)))
+                    try await tx.execute(
+                        """
                         UPDATE live_activities SET last_timestamp = $3, last_event = $4, last_sent_at = now(),
                             state = CASE WHEN $4 = 'end' THEN 'ended' ELSE state END,
                             ended_by = CASE WHEN $4 = 'end' THEN 'send' ELSE ended_by END,
@@ -112,43 +121,58 @@ struct LiveActivitySender: Sendable {
                 }
             case .start:
                 let type = request.attributesType ?? ""
-                let rows = try await tx.query("""
+                let rows = try await tx.query(
+                    """
                     SELECT token, environment, bundle_id, token_status FROM live_activity_start_tokens
                     WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND attributes_type = $3 ORDER BY token FOR UPDATE
                     """, [tenant, request.to, type])
                 for row in rows {
                     let token = try row.decode(String.self, at: 0)
                     if try row.decode(String.self, at: 3) == "invalid" {
-                        skipped.append(LiveActivityResult(activityId: nil, attributesType: type, token: token, deliveryId: nil,
-                                                          status: "token_invalid"))
+                        skipped.append(
+                            LiveActivityResult(
+                                activityId: nil, attributesType: type, token: token, deliveryId: nil,
+                                status: "token_invalid"))
                         continue
                     }
-                    targets.append(Target(deliveryId: UUID(), apnsId: UUID(), token: token,
-                                          environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 1)) ?? .sandbox,
-                                          bundleId: try row.decode(String?.self, at: 2)))
+                    targets.append(
+                        Target(
+                            deliveryId: UUID(), apnsId: UUID(), token: token,
+                            environment: APNsEnvironment(rawValue: try row.decode(String.self, at: 1)) ?? .sandbox,
+                            bundleId: try row.decode(String?.self, at: 2)))
                 }
                 guard !targets.isEmpty else {
-                    return .error(code: .noPushToStartToken,
-                                  message: "subscriber \(request.to) has no usable push-to-start token of type \(type)")
+                    return .error(
+                        code: .noPushToStartToken,
+                        message: "subscriber \(request.to) has no usable push-to-start token of type \(type)")
                 }
-                try await tx.execute("""
+                try await tx.execute(
+                    """
                     UPDATE live_activity_start_tokens SET last_sent_at = now()
                     WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND attributes_type = $3 AND token = ANY($4::text[])
                     """, [tenant, request.to, type, targets.map(\.token)])
             }
             guard !targets.isEmpty else { return .send(targets: [], skipped: skipped) }
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size)
                 VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, 'fanned_out', 'live_activity', $5)
-                """, [entry.messageId, tenant, JSONValue.object(["to": .array([.string(request.to)])]),
-                      JSONValue.object(["liveActivity": request.json]), targets.count])
-            try await tx.execute("""
+                """,
+                [
+                    entry.messageId, tenant, JSONValue.object(["to": .array([.string(request.to)])]),
+                    JSONValue.object(["liveActivity": request.json]), targets.count
+                ])
+            try await tx.execute(
+                """
                 INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status, apns_id,
                                         sending_by, sending_at)
                 SELECT u.id, $1::uuid, $2::uuid, u.token, $3, u.environment, 'sending', u.apns_id, $4, now()
                 FROM unnest($5::uuid[], $6::text[], $7::text[], $8::uuid[]) AS u(id, token, environment, apns_id)
-                """, [tenant, entry.messageId, request.to, instance, targets.map(\.deliveryId), targets.map(\.token),
-                      targets.map(\.environment.rawValue), targets.map(\.apnsId)])
+                """,
+                [
+                    tenant, entry.messageId, request.to, instance, targets.map(\.deliveryId), targets.map(\.token),
+                    targets.map(\.environment.rawValue), targets.map(\.apnsId)
+                ])
             return .send(targets: targets, skipped: skipped)
         }
     }
@@ -162,7 +186,9 @@ struct LiveActivitySender: Sendable {
         let tenant = try await credentials.get(entry.tenantId)
         var outcomes: [LiveActivityOutcome] = []
         if let problem = tenant.problem {
-            outcomes = targets.map { LiveActivityOutcome(target: $0, status: "failed", reason: problem.message, errorCode: problem.code) }
+            outcomes = targets.map {
+                LiveActivityOutcome(target: $0, status: "failed", reason: problem.message, errorCode: problem.code)
+            }
         } else if let credentials = tenant.credentials {
             var byEnvironment: [APNsEnvironment: [Target]] = [:]
             for target in targets { byEnvironment[target.environment, default: []].append(target) }
@@ -171,25 +197,32 @@ struct LiveActivitySender: Sendable {
                 do {
                     client = try clients.client(team: credentials.teamId, environment: environment)
                 } catch {
-                    outcomes += group.map { LiveActivityOutcome(target: $0, status: "failed", reason: "\(error)",
-                                                                errorCode: "apns_client_unavailable") }
+                    outcomes += group.map {
+                        LiveActivityOutcome(
+                            target: $0, status: "failed", reason: "\(error)",
+                            errorCode: "apns_client_unavailable")
+                    }
                     continue
                 }
                 var sendable: [Target] = []
                 for target in group {
                     if target.bundleId ?? tenant.bundleId == nil {
-                        outcomes.append(LiveActivityOutcome(target: target, status: "failed", reason: "no bundle id for the topic",
-                                                            errorCode: "apns_credentials_missing"))
+                        outcomes.append(
+                            LiveActivityOutcome(
+                                target: target, status: "failed", reason: "no bundle id for the topic",
+                                errorCode: "apns_credentials_missing"))
                     } else {
                         sendable.append(target)
                     }
                 }
                 let requests = sendable.map { target in
-                    push.request(deviceToken: target.token, bundleId: target.bundleId ?? tenant.bundleId ?? "",
-                                 apnsId: target.apnsId.uuidString.lowercased())
+                    push.request(
+                        deviceToken: target.token, bundleId: target.bundleId ?? tenant.bundleId ?? "",
+                        apnsId: target.apnsId.uuidString.lowercased())
                 }
-                let results = await client.sendWithRetries(batch: requests, credentials: credentials,
-                                                           policy: configuration.retryPolicy)
+                let results = await client.sendWithRetries(
+                    batch: requests, credentials: credentials,
+                    policy: configuration.retryPolicy)
                 for (target, result) in zip(sendable, results) { outcomes.append(LiveActivityOutcome(target, result)) }
             }
         }
@@ -198,24 +231,27 @@ struct LiveActivitySender: Sendable {
         let byDelivery = Dictionary(uniqueKeysWithValues: outcomes.map { ($0.target.deliveryId, $0) })
         return targets.compactMap { target in
             byDelivery[target.deliveryId].map { outcome in
-                LiveActivityResult(activityId: request.event == .start ? nil : request.activityId,
-                                   attributesType: request.event == .start ? request.attributesType : nil,
-                                   token: target.token, deliveryId: target.deliveryId, status: outcome.status,
-                                   apnsStatus: outcome.attempts.last?.status, reason: outcome.reason,
-                                   apnsId: outcome.attempts.last?.apnsId ?? target.apnsId.uuidString.lowercased())
+                LiveActivityResult(
+                    activityId: request.event == .start ? nil : request.activityId,
+                    attributesType: request.event == .start ? request.attributesType : nil,
+                    token: target.token, deliveryId: target.deliveryId, status: outcome.status,
+                    apnsStatus: outcome.attempts.last?.status, reason: outcome.reason,
+                    apnsId: outcome.attempts.last?.apnsId ?? target.apnsId.uuidString.lowercased())
             }
         }
     }
 
     static func push(_ request: LiveActivitySendRequest) -> LiveActivityPush {
         let alert = request.alert.map {
-            LiveActivityPush.Alert(title: $0["title"]?.stringValue, body: $0["body"]?.stringValue, sound: $0["sound"]?.stringValue)
+            LiveActivityPush.Alert(
+                title: $0["title"]?.stringValue, body: $0["body"]?.stringValue, sound: $0["sound"]?.stringValue)
         }
-        return LiveActivityPush(event: LiveActivityPush.Event(rawValue: request.event.rawValue) ?? .update,
-                                timestamp: request.timestamp, contentState: request.contentState,
-                                staleDate: request.staleDate, dismissalDate: request.dismissalDate, alert: alert,
-                                attributesType: request.attributesType, attributes: request.attributes,
-                                priority: request.priority)
+        return LiveActivityPush(
+            event: LiveActivityPush.Event(rawValue: request.event.rawValue) ?? .update,
+            timestamp: request.timestamp, contentState: request.contentState,
+            staleDate: request.staleDate, dismissalDate: request.dismissalDate, alert: alert,
+            attributesType: request.attributesType, attributes: request.attributes,
+            priority: request.priority)
     }
 
     // MARK: - Answering
@@ -224,16 +260,18 @@ struct LiveActivitySender: Sendable {
     /// left `sending` says so; the sweeper ends it).
     private func replay(_ entry: LiveActivityEntry) async throws -> LiveActivityReply {
         let request = entry.request
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT id, device_token, status, last_status, last_reason, apns_id::text FROM deliveries
             WHERE message_id = $1::uuid ORDER BY device_token
             """, [entry.messageId])
         let results = try rows.map { row in
-            LiveActivityResult(activityId: request.event == .start ? nil : request.activityId,
-                               attributesType: request.event == .start ? request.attributesType : nil,
-                               token: try row.decode(String.self, at: 1), deliveryId: try row.decode(UUID.self, at: 0),
-                               status: try row.decode(String.self, at: 2), apnsStatus: try row.decode(Int?.self, at: 3),
-                               reason: try row.decode(String?.self, at: 4), apnsId: try row.decode(String?.self, at: 5))
+            LiveActivityResult(
+                activityId: request.event == .start ? nil : request.activityId,
+                attributesType: request.event == .start ? request.attributesType : nil,
+                token: try row.decode(String.self, at: 1), deliveryId: try row.decode(UUID.self, at: 0),
+                status: try row.decode(String.self, at: 2), apnsStatus: try row.decode(Int?.self, at: 3),
+                reason: try row.decode(String?.self, at: 4), apnsId: try row.decode(String?.self, at: 5))
         }
         return .results(messageId: entry.messageId, results)
     }
@@ -242,7 +280,7 @@ struct LiveActivitySender: Sendable {
         let seconds = Int(LiveActivityEntry.replyTTL.components.seconds)
         _ = try await redis.pipeline([
             [RedisArgument("LPUSH"), RedisArgument(key), RedisArgument(bytes: reply.json.jsonBytes)],
-            [RedisArgument("EXPIRE"), RedisArgument(key), RedisArgument(String(seconds))],
+            [RedisArgument("EXPIRE"), RedisArgument(key), RedisArgument(String(seconds))]
         ])
     }
 }

@@ -25,16 +25,20 @@ public struct LiveActivityService: Sendable {
     let sender: LiveActivitySender
     let clients: APNsClientPool
 
-    public init(runtime: ServiceRuntime, configuration: LiveActivityConfiguration, stream: StreamName = .liveActivities) throws {
+    public init(runtime: ServiceRuntime, configuration: LiveActivityConfiguration, stream: StreamName = .liveActivities)
+        throws
+    {
         self.runtime = runtime
         self.configuration = configuration
         self.stream = stream
-        let credentials = try TenantCredentialStore(postgres: runtime.postgres, secretKey: configuration.secretKey,
-                                                    ttl: configuration.credentialsTTL)
+        let credentials = try TenantCredentialStore(
+            postgres: runtime.postgres, secretKey: configuration.secretKey,
+            ttl: configuration.credentialsTTL)
         clients = APNsClientPool(settings: configuration.clients, logger: runtime.logger.with(["component": "apns"]))
-        sender = LiveActivitySender(postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, clients: clients,
-                                    configuration: configuration, instance: runtime.settings.instanceID,
-                                    logger: runtime.logger)
+        sender = LiveActivitySender(
+            postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, clients: clients,
+            configuration: configuration, instance: runtime.settings.instanceID,
+            logger: runtime.logger)
     }
 
     /// The APNs clients, the stream trimmer and the consumer, in the order `ServiceGroup` starts
@@ -43,7 +47,8 @@ public struct LiveActivityService: Sendable {
     /// do the APNs clients close.
     public var services: [any Service] {
         let configuration = configuration, sender = sender
-        let consumer = StreamConsumerService(runtime: runtime, stream: stream.rawValue, group: ConsumerGroup.liveActivity,
+        let consumer = StreamConsumerService(
+            runtime: runtime, stream: stream.rawValue, group: ConsumerGroup.liveActivity,
             configure: { c in
                 c.batchSize = configuration.concurrency
                 c.maxConcurrentHandlers = configuration.concurrency

@@ -27,8 +27,8 @@ final class DeletedWorkflowSweeper: Service {
                 do {
                     for try await notification in try await postgres.listen("bk_workflow_changes") {
                         guard let change = try? JSONValue.parse(notification.payload), change["change"] == "deleted",
-                              let tenant = change["tenantId"]?.stringValue.flatMap({ UUID(uuidText: $0) }),
-                              let key = change["key"]?.stringValue
+                            let tenant = change["tenantId"]?.stringValue.flatMap({ UUID(uuidText: $0) }),
+                            let key = change["key"]?.stringValue
                         else { continue }
                         let count = try await WorkflowRunStore(postgres: postgres)
                             .requestCancelAll(tenantId: tenant, workflowKey: key, reason: "workflow deleted")
@@ -43,7 +43,9 @@ final class DeletedWorkflowSweeper: Service {
         defer { listening.cancel() }
         while !stopped.isFulfilled {
             do {
-                let count = try await postgres.withConnection { try await WorkflowRunStore.cancelRunsOfDeletedWorkflows(on: $0) }
+                let count = try await postgres.withConnection {
+                    try await WorkflowRunStore.cancelRunsOfDeletedWorkflows(on: $0)
+                }
                 if count > 0 { logger.info("workflow.deleted.sweep", metadata: ["runs": String(count)]) }
             } catch {
                 logger.warning("workflow.deleted.sweep.failed", metadata: ["error": "\(error)"])

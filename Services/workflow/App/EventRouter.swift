@@ -23,8 +23,10 @@ final class EventRouter: Sendable {
     let metrics: WorkflowMetrics
     let logger: Logger
 
-    init(postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog, configuration: WorkflowConfiguration,
-         metrics: WorkflowMetrics, logger: Logger) {
+    init(
+        postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog, configuration: WorkflowConfiguration,
+        metrics: WorkflowMetrics, logger: Logger
+    ) {
         self.postgres = postgres
         self.redis = redis
         self.catalog = catalog
@@ -70,22 +72,29 @@ final class EventRouter: Sendable {
             var subscriber: WorkflowSubscriber??
             var settings: WorkflowCatalog.Settings?
             for event in events {
-                counts.routed += try await WorkflowRunStore.route(on: tx, tenantId: tenant, subscriberId: batch.subscriberId, event: event)
+                counts.routed += try await WorkflowRunStore.route(
+                    on: tx, tenantId: tenant, subscriberId: batch.subscriberId, event: event)
                 for workflow in triggered[event.name] ?? [] {
                     if subscriber == nil {
-                        subscriber = .some(try await catalog.subscriber(on: tx, tenantId: tenant, id: batch.subscriberId))
+                        subscriber = .some(
+                            try await catalog.subscriber(on: tx, tenantId: tenant, id: batch.subscriberId))
                     }
                     guard let known = subscriber ?? nil else {
-                        if try await WorkflowRunStore.recordSkip(on: tx, tenantId: tenant, workflowKey: workflow.key, triggerKey: event.id,
-                                                                 subscriberId: batch.subscriberId, reason: "subscriber_unknown") {
+                        if try await WorkflowRunStore.recordSkip(
+                            on: tx, tenantId: tenant, workflowKey: workflow.key, triggerKey: event.id,
+                            subscriberId: batch.subscriberId, reason: "subscriber_unknown")
+                        {
                             counts.skipped += 1
                         }
                         continue
                     }
-                    guard WorkflowEngine.triggers(workflow.definition, event: event, subscriber: known) else { continue }
+                    guard WorkflowEngine.triggers(workflow.definition, event: event, subscriber: known) else {
+                        continue
+                    }
                     if settings == nil { settings = try await catalog.settings(on: tx, tenantId: tenant) }
-                    messages += try await start(workflow, trigger: event, subscriber: known, tenant: tenant, receivedAt: receivedAt,
-                                                settings: settings!, now: now, on: tx, counts: &counts)
+                    messages += try await start(
+                        workflow, trigger: event, subscriber: known, tenant: tenant, receivedAt: receivedAt,
+                        settings: settings!, now: now, on: tx, counts: &counts)
                 }
             }
             return messages
@@ -100,34 +109,44 @@ final class EventRouter: Sendable {
 
     /// Starts one run: the engine walks it to its first wait, then it is inserted (unless the
     /// trigger key exists: a redelivery) with its sends' message rows.
-    private func start(_ workflow: WorkflowCatalog.Triggered, trigger: WorkflowEvent, subscriber: WorkflowSubscriber, tenant: UUID,
-                       receivedAt: Date, settings: WorkflowCatalog.Settings, now: Date, on tx: PostgresConnection,
-                       counts: inout Counts) async throws -> [WorkflowMessageInsert] {
+    private func start(
+        _ workflow: WorkflowCatalog.Triggered, trigger: WorkflowEvent, subscriber: WorkflowSubscriber, tenant: UUID,
+        receivedAt: Date, settings: WorkflowCatalog.Settings, now: Date, on tx: PostgresConnection,
+        counts: inout Counts
+    ) async throws -> [WorkflowMessageInsert] {
         let id = UUID()
-        let environment = WorkflowEnvironment(now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
-                                              messageId: RunAdvancer.messageId)
-        let advancer = RunAdvancer(tenantId: tenant, runId: id, definition: workflow.definition, environment: environment,
-                                   connection: tx)
-        let start = WorkflowEngine.start(runId: id.lowercasedText, workflowKey: workflow.key, version: workflow.version,
-                                         definition: workflow.definition, trigger: trigger, subscriber: subscriber,
-                                         environment: environment)
+        let environment = WorkflowEnvironment(
+            now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
+            messageId: RunAdvancer.messageId)
+        let advancer = RunAdvancer(
+            tenantId: tenant, runId: id, definition: workflow.definition, environment: environment,
+            connection: tx)
+        let start = WorkflowEngine.start(
+            runId: id.lowercasedText, workflowKey: workflow.key, version: workflow.version,
+            definition: workflow.definition, trigger: trigger, subscriber: subscriber,
+            environment: environment)
         var result = RunAdvancer.Result(state: start.state)
         try await advancer.apply(start, to: &result)
         // Events of the subscriber from later batches that another replica may have routed before
         // this run existed (a cancel right after the trigger).
         let reacts = workflow.definition.reactsToEvents.sorted()
         if result.state.status == .running, !reacts.isEmpty {
-            let later = try await WorkflowRunStore.eventsReceived(on: tx, tenantId: tenant, subscriberId: subscriber.id,
-                                                                  names: reacts, after: receivedAt)
+            let later = try await WorkflowRunStore.eventsReceived(
+                on: tx, tenantId: tenant, subscriberId: subscriber.id,
+                names: reacts, after: receivedAt)
             for event in later where result.state.status == .running && event.id != trigger.id {
-                let advance = WorkflowEngine.advance(result.state, definition: workflow.definition, input: .event(event),
-                                                     environment: environment)
+                let advance = WorkflowEngine.advance(
+                    result.state, definition: workflow.definition, input: .event(event),
+                    environment: environment)
                 try await advancer.apply(advance, to: &result)
             }
         }
-        let inserted = try await WorkflowRunStore.insertStarted(on: tx, [
-            WorkflowRunInsert(id: id, tenantId: tenant, triggerKey: trigger.id, reactsTo: reacts, state: result.state),
-        ])
+        let inserted = try await WorkflowRunStore.insertStarted(
+            on: tx,
+            [
+                WorkflowRunInsert(
+                    id: id, tenantId: tenant, triggerKey: trigger.id, reactsTo: reacts, state: result.state)
+            ])
         guard inserted.contains(id) else { return [] }
         counts.started += 1
         if result.state.status != .running { counts.ended.append(result.state.status.rawValue) }

@@ -37,8 +37,11 @@ struct RunAdvancer {
         var bytes = Array(Digest.sha256(Array("buzzkit.workflow:\(runId):\(step):\(purpose)".utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (name-based, SHA-256)
         bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 9562 variant
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                               bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        let uuid = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
         return uuid.lowercasedText
     }
 
@@ -54,27 +57,34 @@ struct RunAdvancer {
                 break  // the state carries the timer, the awaited event and the status
             case .send(let send):
                 guard let id = UUID(uuidText: send.messageId) else { continue }
-                result.messages.append(WorkflowMessageInsert(
-                    id: id, tenantId: tenantId, subscriberId: send.subscriberId, content: send.contentJSON,
-                    workflowKey: result.state.workflowKey, version: result.state.version, runId: runId, step: send.step))
+                result.messages.append(
+                    WorkflowMessageInsert(
+                        id: id, tenantId: tenantId, subscriberId: send.subscriberId, content: send.contentJSON,
+                        workflowKey: result.state.workflowKey, version: result.state.version, runId: runId,
+                        step: send.step))
             case .askReceipts(_, let messageIds):
-                let receipts = try await WorkflowRunStore.receipts(on: connection, tenantId: tenantId,
-                                                                   subscriberId: result.state.subscriber.id, messageIds: messageIds)
+                let receipts = try await WorkflowRunStore.receipts(
+                    on: connection, tenantId: tenantId,
+                    subscriberId: result.state.subscriber.id, messageIds: messageIds)
                 followUps.append(.receipts(receipts))
             case .awaitEvent(let wait):
-                let events = try await WorkflowRunStore.events(on: connection, tenantId: tenantId,
-                                                               subscriberId: result.state.subscriber.id, name: wait.event,
-                                                               since: wait.since)
+                let events = try await WorkflowRunStore.events(
+                    on: connection, tenantId: tenantId,
+                    subscriberId: result.state.subscriber.id, name: wait.event,
+                    since: wait.since)
                 followUps += events.map { .event($0) }
             case .sendLocalPlan, .askAcknowledgement, .sendCancelPlan:
-                result.state = Self.failed(result.state, code: Self.localUnsupported,
-                                           message: "deliver: \"local\" sends are not supported by this server yet (issue 16); the run stopped before its local window",
-                                           at: environment.now)
+                result.state = Self.failed(
+                    result.state, code: Self.localUnsupported,
+                    message:
+                        "deliver: \"local\" sends are not supported by this server yet (issue 16); the run stopped before its local window",
+                    at: environment.now)
                 return
             }
         }
         for input in followUps where result.state.status == .running {
-            let next = WorkflowEngine.advance(result.state, definition: definition, input: input, environment: environment)
+            let next = WorkflowEngine.advance(
+                result.state, definition: definition, input: input, environment: environment)
             try await apply(next, to: &result)
         }
     }

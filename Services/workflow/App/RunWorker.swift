@@ -23,8 +23,11 @@ final class RunWorker: Service {
     let logger: Logger
     private let stopped = OneShot<Void>()
 
-    init(number: Int, postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog, configuration: WorkflowConfiguration,
-         metrics: WorkflowMetrics, logger: Logger) {
+    init(
+        number: Int, postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog,
+        configuration: WorkflowConfiguration,
+        metrics: WorkflowMetrics, logger: Logger
+    ) {
         name = "workflow.runs.\(number)"
         self.postgres = postgres
         self.redis = redis
@@ -104,42 +107,52 @@ final class RunWorker: Service {
     }
 
     /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
-    private func advance(_ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
-                         settings: WorkflowCatalog.Settings) async throws -> Outcome {
+    private func advance(
+        _ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
+        settings: WorkflowCatalog.Settings
+    ) async throws -> Outcome {
         let record = run.record
         var outcome = Outcome()
         let lastInput = run.inputs.last?.id
-        guard let definition = try await catalog.definition(on: tx, tenantId: record.tenantId, key: record.workflowKey,
-                                                            version: record.version)
+        guard
+            let definition = try await catalog.definition(
+                on: tx, tenantId: record.tenantId, key: record.workflowKey,
+                version: record.version)
         else {
             if let state = record.state {
-                let failed = RunAdvancer.failed(state, code: "definition_missing",
-                                                message: "version \(record.version) of \(record.workflowKey) cannot be read", at: now)
-                try await WorkflowRunStore.save(on: tx, WorkflowRunSave(id: record.id, state: failed, lastInputId: lastInput))
+                let failed = RunAdvancer.failed(
+                    state, code: "definition_missing",
+                    message: "version \(record.version) of \(record.workflowKey) cannot be read", at: now)
+                try await WorkflowRunStore.save(
+                    on: tx, WorkflowRunSave(id: record.id, state: failed, lastInputId: lastInput))
             } else {
                 try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "definition_missing", now: now)
             }
             outcome.ended = "failed"
             return outcome
         }
-        let environment = WorkflowEnvironment(now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
-                                              messageId: RunAdvancer.messageId)
-        let advancer = RunAdvancer(tenantId: record.tenantId, runId: record.id, definition: definition,
-                                   environment: environment, connection: tx)
+        let environment = WorkflowEnvironment(
+            now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
+            messageId: RunAdvancer.messageId)
+        let advancer = RunAdvancer(
+            tenantId: record.tenantId, runId: record.id, definition: definition,
+            environment: environment, connection: tx)
         var result: RunAdvancer.Result
         if let state = record.state {
             result = RunAdvancer.Result(state: state)
         } else {
             guard let trigger = record.pendingTrigger,
-                  let subscriber = try await catalog.subscriber(on: tx, tenantId: record.tenantId, id: record.subscriberId)
+                let subscriber = try await catalog.subscriber(
+                    on: tx, tenantId: record.tenantId, id: record.subscriberId)
             else {
                 try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "subscriber_unknown", now: now)
                 metrics.triggersSkipped.increment()
                 outcome.ended = "failed"
                 return outcome
             }
-            let start = WorkflowEngine.start(runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
-                                             definition: definition, trigger: trigger, subscriber: subscriber, environment: environment)
+            let start = WorkflowEngine.start(
+                runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
+                definition: definition, trigger: trigger, subscriber: subscriber, environment: environment)
             result = RunAdvancer.Result(state: start.state)
             try await advancer.apply(start, to: &result)
             outcome.started = true
@@ -164,32 +177,43 @@ final class RunWorker: Service {
                 outcome.lateness.append(max(0, now.timeIntervalSince(due)))
                 engineInput = .timerFired(token: token)
             }
-            let advance = WorkflowEngine.advance(result.state, definition: definition, input: engineInput, environment: environment)
+            let advance = WorkflowEngine.advance(
+                result.state, definition: definition, input: engineInput, environment: environment)
             try await advancer.apply(advance, to: &result)
         }
         // A timer that became due while inputs were applied (e.g. a quiet-hours end in the past)
         // is picked up by the next claim: the row is due at once.
-        try await WorkflowRunStore.save(on: tx, WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput))
+        try await WorkflowRunStore.save(
+            on: tx, WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput))
         if result.state.status != .running { outcome.ended = result.state.status.rawValue }
         outcome.messages = result.messages
         return outcome
     }
 
     /// Writes the message rows; answers those that were new (a re-executed step's are not).
-    static func write(_ messages: [WorkflowMessageInsert], on tx: PostgresConnection) async throws -> [WorkflowMessageInsert] {
+    static func write(_ messages: [WorkflowMessageInsert], on tx: PostgresConnection) async throws
+        -> [WorkflowMessageInsert]
+    {
         var written: [WorkflowMessageInsert] = []
-        for message in messages where try await WorkflowRunStore.insertMessage(on: tx, message) { written.append(message) }
+        for message in messages where try await WorkflowRunStore.insertMessage(on: tx, message) {
+            written.append(message)
+        }
         return written
     }
 
     /// After the commit: the messages on `bk:messages`. A failure is logged only: the rows are
     /// `queued` and the sender's outbox sweeper re-enqueues them.
-    static func publish(_ messages: [WorkflowMessageInsert], redis: RedisClient, stream: StreamName, logger: Logger) async {
+    static func publish(_ messages: [WorkflowMessageInsert], redis: RedisClient, stream: StreamName, logger: Logger)
+        async
+    {
         for message in messages {
             do {
-                try await redis.xadd(stream.rawValue, fields: MessageEntry(tenantId: message.tenantId, messageId: message.id).fields)
+                try await redis.xadd(
+                    stream.rawValue, fields: MessageEntry(tenantId: message.tenantId, messageId: message.id).fields)
             } catch {
-                logger.warning("workflow.send.enqueue.failed", metadata: ["message.id": message.id.lowercasedText, "error": "\(error)"])
+                logger.warning(
+                    "workflow.send.enqueue.failed",
+                    metadata: ["message.id": message.id.lowercasedText, "error": "\(error)"])
             }
         }
     }

@@ -26,39 +26,48 @@ public enum WorkflowBench {
         var pg = try PostgresConfiguration(url: options["--postgres"] ?? "postgres://buzzkit@127.0.0.1:5432/buzzkit")
         pg.poolSize = 8
         let postgres = PostgresClient(configuration: pg, logger: logger)
-        let redis = RedisClient(configuration: try RedisConfiguration(url: options["--redis"] ?? "redis://127.0.0.1:6379"),
-                                logger: logger)
+        let redis = RedisClient(
+            configuration: try RedisConfiguration(url: options["--redis"] ?? "redis://127.0.0.1:6379"),
+            logger: logger)
         defer { redis.close() }
         let tenant = try await makeTenant(postgres)
         var lines: [String] = []
         let only = options["--only"]
         if only == nil || only == "lateness" {
-            lines += try await lateness(postgres: postgres, redis: redis, tenant: tenant, logger: logger,
-                                        runs: Int(options["--runs"] ?? "") ?? 1_000_000,
-                                        rate: Int(options["--rate"] ?? "") ?? 2_000,
-                                        seconds: Int(options["--seconds"] ?? "") ?? 60)
+            lines += try await lateness(
+                postgres: postgres, redis: redis, tenant: tenant, logger: logger,
+                runs: Int(options["--runs"] ?? "") ?? 1_000_000,
+                rate: Int(options["--rate"] ?? "") ?? 2_000,
+                seconds: Int(options["--seconds"] ?? "") ?? 60)
         }
         if only == nil || only == "triggers" {
-            lines += try await triggers(postgres: postgres, redis: redis, tenant: tenant, logger: logger,
-                                        events: Int(options["--trigger-events"] ?? "") ?? 200_000)
+            lines += try await triggers(
+                postgres: postgres, redis: redis, tenant: tenant, logger: logger,
+                events: Int(options["--trigger-events"] ?? "") ?? 200_000)
         }
         await postgres.shutdown()
         return lines
     }
 
     static func makeTenant(_ postgres: PostgresClient) async throws -> UUID {
-        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('bench') RETURNING id")[0].decode(UUID.self, at: 0)
-        return try await postgres.query("INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 'bench') RETURNING id",
-                                        [workspace])[0].decode(UUID.self, at: 0)
+        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('bench') RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+        return try await postgres.query(
+            "INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 'bench') RETURNING id",
+            [workspace])[0].decode(UUID.self, at: 0)
     }
 
-    static func save(_ postgres: PostgresClient, tenant: UUID, key: String, _ text: String) async throws -> WorkflowDefinition {
+    static func save(_ postgres: PostgresClient, tenant: UUID, key: String, _ text: String) async throws
+        -> WorkflowDefinition
+    {
         guard case .success(let definition) = WorkflowDefinition.parse(try JSONValue.parse(text)) else {
             throw WorkflowBenchError("bench definition refused")
         }
-        try await postgres.execute("INSERT INTO workflows (tenant_id, key, current_version, trigger_event) VALUES ($1::uuid, $2, 1, $3)",
-                                   [tenant, key, definition.trigger.event])
-        try await postgres.execute("""
+        try await postgres.execute(
+            "INSERT INTO workflows (tenant_id, key, current_version, trigger_event) VALUES ($1::uuid, $2, 1, $3)",
+            [tenant, key, definition.trigger.event])
+        try await postgres.execute(
+            """
             INSERT INTO workflow_versions (tenant_id, workflow_key, version, definition, digest)
             VALUES ($1::uuid, $2, 1, $3, sha256(convert_to($3, 'UTF8')))
             """, [tenant, key, String(decoding: definition.canonicalJSON, as: UTF8.self)])
@@ -77,16 +86,22 @@ public enum WorkflowBench {
 
     // MARK: - 1. Wake-up lateness
 
-    static func lateness(postgres: PostgresClient, redis: RedisClient, tenant: UUID, logger: Logger,
-                         runs: Int, rate: Int, seconds: Int) async throws -> [String] {
-        let definition = try await save(postgres, tenant: tenant, key: "bench-wait", """
+    static func lateness(
+        postgres: PostgresClient, redis: RedisClient, tenant: UUID, logger: Logger,
+        runs: Int, rate: Int, seconds: Int
+    ) async throws -> [String] {
+        let definition = try await save(
+            postgres, tenant: tenant, key: "bench-wait",
+            """
             {"trigger": {"event": "bench.go"}, "steps": [{"name": "w", "wait": {"duration": "1h"}}, {"name": "done", "exit": {}}]}
             """)
         try await postgres.execute("INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, 'bench')", [tenant])
         let template = WorkflowEngine.start(
             runId: "RUN", workflowKey: "bench-wait", version: 1, definition: definition,
-            trigger: WorkflowEvent(id: "t", name: "bench.go", occurredAt: Date()), subscriber: WorkflowSubscriber(id: "bench"),
-            environment: WorkflowEnvironment(now: Date(), messageId: { _, _, _ in "" })).state.jsonValue
+            trigger: WorkflowEvent(id: "t", name: "bench.go", occurredAt: Date()),
+            subscriber: WorkflowSubscriber(id: "bench"),
+            environment: WorkflowEnvironment(now: Date(), messageId: { _, _, _ in "" })
+        ).state.jsonValue
         let falling = min(runs, rate * seconds)
         // The runs: `falling` of them due at `rate` per second from `start`, the rest a day later.
         // The far ones are inserted first, the falling ones last, just before the workers start.
@@ -94,7 +109,8 @@ public enum WorkflowBench {
             var first = from
             while first < to {
                 let last = min(to, first + 50_000)
-                try await postgres.execute("""
+                try await postgres.execute(
+                    """
                     WITH s AS (
                         SELECT gen_random_uuid() AS id, g,
                                CASE WHEN g < $4 THEN $5::timestamptz + make_interval(secs => g::double precision / $6)
@@ -113,14 +129,16 @@ public enum WorkflowBench {
             }
         }
         func insertTimers(_ from: Int, _ to: Int, start: Date) async throws {
-            try await postgres.execute("""
+            try await postgres.execute(
+                """
                 INSERT INTO bench_timers (id, due_at)
                 SELECT g, CASE WHEN g < $2 THEN $1::timestamptz + make_interval(secs => g::double precision / $3)
                                ELSE $1::timestamptz + interval '1 day' END
                 FROM generate_series($4::int, $5::int - 1) AS g
                 """, [EventTimestamp.format(start), falling, rate, from, to])
         }
-        try await postgres.execute("CREATE TABLE bench_timers (id bigint PRIMARY KEY, due_at timestamptz, fired_at timestamptz)")
+        try await postgres.execute(
+            "CREATE TABLE bench_timers (id bigint PRIMARY KEY, due_at timestamptz, fired_at timestamptz)")
         try await postgres.execute("CREATE INDEX bench_timers_due ON bench_timers (due_at) WHERE fired_at IS NULL")
         try await insertRuns(falling, runs, start: Date())
         try await insertTimers(falling, runs, start: Date())
@@ -130,14 +148,18 @@ public enum WorkflowBench {
 
         var configuration = WorkflowConfiguration(consumerName: "bench")
         configuration.eventsStream = StreamName("bench:events:unused")
-        let services = WorkflowService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
-                                                    logger: logger, metrics: MetricsRegistry())
-            .filter { $0 is RunWorker }
+        let services = WorkflowService.makeServices(
+            postgres: postgres, redis: redis, configuration: configuration,
+            logger: logger, metrics: MetricsRegistry()
+        )
+        .filter { $0 is RunWorker }
         let deadline = Duration.seconds(max(0, start.timeIntervalSinceNow) + Double(seconds) + 30)
         try await running(services, limit: deadline) {
-            try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE status = 'completed'")[0].decode(Int.self, at: 0) >= falling
+            try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE status = 'completed'")[0].decode(
+                Int.self, at: 0) >= falling
         }
-        let measured = try await postgres.query("""
+        let measured = try await postgres.query(
+            """
             SELECT count(*)::int,
                    (percentile_cont(0.5) WITHIN GROUP (ORDER BY late))::float8, (percentile_cont(0.99) WITHIN GROUP (ORDER BY late))::float8,
                    max(late)::float8
@@ -155,17 +177,20 @@ public enum WorkflowBench {
         let rawLoops = (0..<configuration.timerWorkers).map { _ in
             Task { [postgres] in
                 while Date() < rawEnd {
-                    let n = (try? await postgres.execute("""
-                        UPDATE bench_timers SET fired_at = clock_timestamp() WHERE id IN (
-                            SELECT id FROM bench_timers WHERE fired_at IS NULL AND due_at <= now()
-                            ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-                        """, [batchSize])) ?? 0
+                    let n =
+                        (try? await postgres.execute(
+                            """
+                            UPDATE bench_timers SET fired_at = clock_timestamp() WHERE id IN (
+                                SELECT id FROM bench_timers WHERE fired_at IS NULL AND due_at <= now()
+                                ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                            """, [batchSize])) ?? 0
                     if n < batchSize { try? await Task.sleep(for: poll) }
                 }
             }
         }
         for loop in rawLoops { await loop.value }
-        let raw = try await postgres.query("""
+        let raw = try await postgres.query(
+            """
             SELECT count(*)::int,
                    (percentile_cont(0.5) WITHIN GROUP (ORDER BY late))::float8, (percentile_cont(0.99) WITHIN GROUP (ORDER BY late))::float8,
                    max(late)::float8
@@ -175,27 +200,36 @@ public enum WorkflowBench {
             let (n, p50, p99, max) = try r.decode((Int, Double?, Double?, Double?).self)
             return "\(n) \(p50 ?? -1) \(p99 ?? -1) \(max ?? -1)"
         }
-        return ["lateness_runs \(runs)", "lateness_due \(falling)", "lateness_workflow \(try row(measured))",
-                "lateness_raw \(try row(raw))"]
+        return [
+            "lateness_runs \(runs)", "lateness_due \(falling)", "lateness_workflow \(try row(measured))",
+            "lateness_raw \(try row(raw))"
+        ]
     }
 
     // MARK: - 3. Trigger events to runs started
 
-    static func triggers(postgres: PostgresClient, redis: RedisClient, tenant: UUID, logger: Logger, events: Int) async throws -> [String] {
-        _ = try await save(postgres, tenant: tenant, key: "bench-trigger", """
+    static func triggers(postgres: PostgresClient, redis: RedisClient, tenant: UUID, logger: Logger, events: Int)
+        async throws -> [String]
+    {
+        _ = try await save(
+            postgres, tenant: tenant, key: "bench-trigger",
+            """
             {"trigger": {"event": "bench.start"}, "steps": [{"name": "w", "wait": {"duration": "1d"}}, {"name": "done", "exit": {}}]}
             """)
         let subscribers = 1000
-        try await postgres.execute("INSERT INTO subscribers (tenant_id, id) SELECT $1::uuid, 'u' || g FROM generate_series(0, $2::int - 1) g",
-                                   [tenant, subscribers])
+        try await postgres.execute(
+            "INSERT INTO subscribers (tenant_id, id) SELECT $1::uuid, 'u' || g FROM generate_series(0, $2::int - 1) g",
+            [tenant, subscribers])
         let entries = events / 100
         let now = EventTimestamp.microseconds(Date())
         func batch(_ e: Int) -> PublishedEventBatch {
-            PublishedEventBatch(tenantId: tenant, subscriberId: "u\(e % subscribers)", anonymousId: nil, receivedAtMicroseconds: now,
-                                events: (0..<100).map { n in
-                                    IngestEntry.Event(id: "t\(e)-\(n)", name: "bench.start", timestampMicroseconds: now,
-                                                      dataJSON: Array(#"{"n":\#(n)}"#.utf8))
-                                })
+            PublishedEventBatch(
+                tenantId: tenant, subscriberId: "u\(e % subscribers)", anonymousId: nil, receivedAtMicroseconds: now,
+                events: (0..<100).map { n in
+                    IngestEntry.Event(
+                        id: "t\(e)-\(n)", name: "bench.start", timestampMicroseconds: now,
+                        dataJSON: Array(#"{"n":\#(n)}"#.utf8))
+                })
         }
         for stream in ["bench:events", "bench:events:raw"] {
             var e = 0
@@ -208,9 +242,11 @@ public enum WorkflowBench {
         var configuration = WorkflowConfiguration(consumerName: "bench")
         configuration.eventsStream = StreamName("bench:events")
         configuration.eventsReadBatch = 50
-        let services = WorkflowService.makeServices(postgres: postgres, redis: redis, configuration: configuration,
-                                                    logger: logger, metrics: MetricsRegistry())
-            .filter { !($0 is RunWorker) && !($0 is DeletedWorkflowSweeper) }
+        let services = WorkflowService.makeServices(
+            postgres: postgres, redis: redis, configuration: configuration,
+            logger: logger, metrics: MetricsRegistry()
+        )
+        .filter { !($0 is RunWorker) && !($0 is DeletedWorkflowSweeper) }
         let clock = ContinuousClock()
         let began = clock.now
         try await running(services, limit: .seconds(600)) {
@@ -218,35 +254,44 @@ public enum WorkflowBench {
                 .decode(Int.self, at: 0) >= entries * 100
         }
         let workflowSeconds = (clock.now - began).seconds
-        let started = try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE workflow_key = 'bench-trigger'")[0]
+        let started = try await postgres.query(
+            "SELECT count(*)::int FROM workflow_runs WHERE workflow_key = 'bench-trigger'")[0]
             .decode(Int.self, at: 0)
 
         // The baseline: the same entries, one bare row per event.
-        try await postgres.execute("CREATE TABLE bench_raw_runs (id uuid PRIMARY KEY, subscriber text, trigger_key text UNIQUE, state jsonb)")
+        try await postgres.execute(
+            "CREATE TABLE bench_raw_runs (id uuid PRIMARY KEY, subscriber text, trigger_key text UNIQUE, state jsonb)")
         var rawConsumer = StreamConsumer.Configuration(stream: "bench:events:raw", group: "raw", consumer: "raw")
         rawConsumer.batchSize = 50
         rawConsumer.blockTime = .seconds(1)
-        let consumer = StreamConsumer(client: redis, configuration: rawConsumer, logger: logger, batchHandler: { entries in
-            var failures: [StreamEntryID: any Error] = [:]
-            for entry in entries {
-                do {
-                    let batch = try PublishedEventBatch(entry: entry)
-                    try await postgres.execute("""
-                        INSERT INTO bench_raw_runs (id, subscriber, trigger_key, state)
-                        SELECT gen_random_uuid(), $1, k, '{"status": "running"}'::jsonb FROM unnest($2::text[]) k
-                        ON CONFLICT DO NOTHING
-                        """, [batch.subscriberId, batch.events.map(\.id)])
-                } catch { failures[entry.id] = error }
-            }
-            return failures
-        })
+        let consumer = StreamConsumer(
+            client: redis, configuration: rawConsumer, logger: logger,
+            batchHandler: { entries in
+                var failures: [StreamEntryID: any Error] = [:]
+                for entry in entries {
+                    do {
+                        let batch = try PublishedEventBatch(entry: entry)
+                        try await postgres.execute(
+                            """
+                            INSERT INTO bench_raw_runs (id, subscriber, trigger_key, state)
+                            SELECT gen_random_uuid(), $1, k, '{"status": "running"}'::jsonb FROM unnest($2::text[]) k
+                            ON CONFLICT DO NOTHING
+                            """, [batch.subscriberId, batch.events.map(\.id)])
+                    } catch { failures[entry.id] = error }
+                }
+                return failures
+            })
         let rawBegan = clock.now
         try await running([StreamConsumerService(consumer: consumer)], limit: .seconds(600)) {
-            try await postgres.query("SELECT count(*)::int FROM bench_raw_runs")[0].decode(Int.self, at: 0) >= entries * 100
+            try await postgres.query("SELECT count(*)::int FROM bench_raw_runs")[0].decode(Int.self, at: 0) >= entries
+                * 100
         }
         let rawSeconds = (clock.now - rawBegan).seconds
-        return ["triggers_events \(entries * 100)", "triggers_started \(started)",
-                "triggers_rate \(Double(started) / workflowSeconds)", "triggers_raw_rate \(Double(entries * 100) / rawSeconds)"]
+        return [
+            "triggers_events \(entries * 100)", "triggers_started \(started)",
+            "triggers_rate \(Double(started) / workflowSeconds)",
+            "triggers_raw_rate \(Double(entries * 100) / rawSeconds)"
+        ]
     }
 }
 

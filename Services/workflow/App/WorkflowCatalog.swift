@@ -31,30 +31,37 @@ final class WorkflowCatalog: Sendable {
 
     /// The definition of `key` at `version`; nil when the version is missing or no longer parses
     /// (the run then fails with `definition_missing`).
-    func definition(on connection: PostgresConnection, tenantId: UUID, key: String, version: Int) async throws -> WorkflowDefinition? {
+    func definition(on connection: PostgresConnection, tenantId: UUID, key: String, version: Int) async throws
+        -> WorkflowDefinition?
+    {
         let cacheKey = VersionKey(tenantId: tenantId, key: key, version: version)
         if let cached = definitions.withLock({ $0[cacheKey] }) { return cached }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT definition FROM workflow_versions WHERE tenant_id = $1::uuid AND workflow_key = $2 AND version = $3
             """, [tenantId, key, version])
         guard let text = try rows.first?.decode(String.self, at: 0), let json = try? JSONValue.parse(text),
-              case .success(let definition) = WorkflowDefinition.parse(json)
+            case .success(let definition) = WorkflowDefinition.parse(json)
         else { return nil }
         definitions.withLock { $0[cacheKey] = definition }
         return definition
     }
 
     /// The enabled, not deleted workflows of `tenantId` whose trigger is one of `names`.
-    func triggered(on connection: PostgresConnection, tenantId: UUID, names: [String]) async throws -> [String: [Triggered]] {
+    func triggered(on connection: PostgresConnection, tenantId: UUID, names: [String]) async throws -> [String:
+        [Triggered]]
+    {
         guard !names.isEmpty else { return [:] }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT key, current_version, trigger_event FROM workflows
             WHERE tenant_id = $1::uuid AND trigger_event = ANY ($2::text[]) AND enabled AND deleted_at IS NULL
             """, [tenantId, names])
         var result: [String: [Triggered]] = [:]
         for row in rows {
             let (key, version, name) = try row.decode((String, Int, String).self)
-            guard let definition = try await definition(on: connection, tenantId: tenantId, key: key, version: version) else { continue }
+            guard let definition = try await definition(on: connection, tenantId: tenantId, key: key, version: version)
+            else { continue }
             result[name, default: []].append(Triggered(key: key, version: version, definition: definition))
         }
         return result
@@ -66,16 +73,19 @@ final class WorkflowCatalog: Sendable {
         guard let row = rows.first else { return Settings() }
         let start = try row.decode(String?.self, at: 0).flatMap(WallClockTime.init)
         let end = try row.decode(String?.self, at: 1).flatMap(WallClockTime.init)
-        return Settings(quietHours: start.flatMap { s in end.map { QuietHours(start: s, end: $0) } },
-                        defaultTimeZone: try row.decode(String?.self, at: 2))
+        return Settings(
+            quietHours: start.flatMap { s in end.map { QuietHours(start: s, end: $0) } },
+            defaultTimeZone: try row.decode(String?.self, at: 2))
     }
 
     /// The subscriber as a run snapshots it; nil when the tenant has no such subscriber.
     func subscriber(on connection: PostgresConnection, tenantId: UUID, id: String) async throws -> WorkflowSubscriber? {
         let rows = try await connection.query(
-            "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenantId, id])
+            "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
+            [tenantId, id])
         guard let row = rows.first else { return nil }
-        return WorkflowSubscriber(id: id, attributes: try row.decode(JSONValue.self, at: 0),
-                                  timezone: try row.decode(String?.self, at: 1), locale: try row.decode(String?.self, at: 2))
+        return WorkflowSubscriber(
+            id: id, attributes: try row.decode(JSONValue.self, at: 0),
+            timezone: try row.decode(String?.self, at: 1), locale: try row.decode(String?.self, at: 2))
     }
 }

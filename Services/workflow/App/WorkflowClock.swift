@@ -21,7 +21,8 @@ public struct WorkflowClock: Sendable {
             let real = Date()
             let offset = cache.withLock { cached -> Double in
                 if real.timeIntervalSince(cached.readAt) < 0.02 { return cached.offset }
-                let text = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(
+                    in: .whitespacesAndNewlines)
                 let offset = text.flatMap(Double.init) ?? 0
                 cached = (real, offset)
                 return offset

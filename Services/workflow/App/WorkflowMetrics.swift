@@ -20,15 +20,19 @@ public struct WorkflowMetrics: Sendable {
         runsCompleted = registry.counter("buzzkit_workflow_runs_completed_total", help: "Workflow runs completed")
         runsCancelled = registry.counter("buzzkit_workflow_runs_cancelled_total", help: "Workflow runs cancelled")
         runsFailed = registry.counter("buzzkit_workflow_runs_failed_total", help: "Workflow runs failed")
-        triggersSkipped = registry.counter("buzzkit_workflow_triggers_skipped_total",
-                                           help: "Trigger events that started no run because their subscriber is unknown")
-        timersDue = registry.counter("buzzkit_workflow_timers_due_total", help: "Run timers that fell due and were applied")
-        wakeupLateness = registry.histogram("buzzkit_workflow_wakeup_lateness_seconds",
-                                            help: "How late a run's timer was applied (fired minus due)",
-                                            buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60])
+        triggersSkipped = registry.counter(
+            "buzzkit_workflow_triggers_skipped_total",
+            help: "Trigger events that started no run because their subscriber is unknown")
+        timersDue = registry.counter(
+            "buzzkit_workflow_timers_due_total", help: "Run timers that fell due and were applied")
+        wakeupLateness = registry.histogram(
+            "buzzkit_workflow_wakeup_lateness_seconds",
+            help: "How late a run's timer was applied (fired minus due)",
+            buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60])
         sends = registry.counter("buzzkit_workflow_sends_total", help: "Messages written by workflow send steps")
-        eventsRouted = registry.counter("buzzkit_workflow_events_routed_total",
-                                        help: "Events put in a running run's inbox (cancelOn, waitFor)")
+        eventsRouted = registry.counter(
+            "buzzkit_workflow_events_routed_total",
+            help: "Events put in a running run's inbox (cancelOn, waitFor)")
     }
 
     func finished(_ status: String) {

@@ -9,31 +9,40 @@ import BuzzKitRuntime
 /// stream is read in one consumer group.
 public enum WorkflowService {
     public static func makeServices(runtime: ServiceRuntime, configuration: WorkflowConfiguration) -> [any Service] {
-        makeServices(postgres: runtime.postgres, redis: runtime.redis, configuration: configuration,
-                     logger: runtime.logger, metrics: runtime.metrics)
+        makeServices(
+            postgres: runtime.postgres, redis: runtime.redis, configuration: configuration,
+            logger: runtime.logger, metrics: runtime.metrics)
     }
 
     /// The same, from the clients directly (tests and benchmarks).
-    public static func makeServices(postgres: PostgresClient, redis: RedisClient, configuration: WorkflowConfiguration,
-                                    logger: Logger, metrics registry: MetricsRegistry) -> [any Service] {
+    public static func makeServices(
+        postgres: PostgresClient, redis: RedisClient, configuration: WorkflowConfiguration,
+        logger: Logger, metrics registry: MetricsRegistry
+    ) -> [any Service] {
         let catalog = WorkflowCatalog()
         let metrics = WorkflowMetrics(registry)
-        let router = EventRouter(postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,
-                                 metrics: metrics, logger: logger)
-        var consumer = StreamConsumer.Configuration(stream: configuration.eventsStream.rawValue, group: configuration.group,
-                                                    consumer: configuration.consumerName)
+        let router = EventRouter(
+            postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,
+            metrics: metrics, logger: logger)
+        var consumer = StreamConsumer.Configuration(
+            stream: configuration.eventsStream.rawValue, group: configuration.group,
+            consumer: configuration.consumerName)
         consumer.batchSize = configuration.eventsReadBatch
         consumer.claimIdleTime = configuration.claimIdleTime
         consumer.maxDeliveries = configuration.maxDeliveries
         consumer.blockTime = .seconds(1)
         var services: [any Service] = [
             DeletedWorkflowSweeper(postgres: postgres, configuration: configuration, logger: logger),
-            StreamConsumerService(consumer: StreamConsumer(client: redis, configuration: consumer, logger: logger,
-                                                           batchHandler: router.handle)),
+            StreamConsumerService(
+                consumer: StreamConsumer(
+                    client: redis, configuration: consumer, logger: logger,
+                    batchHandler: router.handle))
         ]
         for n in 1...max(1, configuration.timerWorkers) {
-            services.append(RunWorker(number: n, postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,
-                                      metrics: metrics, logger: logger))
+            services.append(
+                RunWorker(
+                    number: n, postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,
+                    metrics: metrics, logger: logger))
         }
         return services
     }

@@ -10,7 +10,8 @@ import WorkflowApp
 await ServiceMain.runBenchIfAsked { arguments in try await WorkflowBench.run(arguments: arguments) }
 
 await ServiceMain.run(service: "workflow") { runtime, _ in
-    let configuration = try WorkflowConfiguration(consumerName: runtime.settings.instanceID,
-                                                  environment: ProcessInfo.processInfo.environment)
+    let configuration = try WorkflowConfiguration(
+        consumerName: runtime.settings.instanceID,
+        environment: ProcessInfo.processInfo.environment)
     return WorkflowService.makeServices(runtime: runtime, configuration: configuration)
 }

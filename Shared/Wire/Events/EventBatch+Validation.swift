@@ -28,9 +28,11 @@ extension EventBatch {
         let anonymous = object["anonymousId"].flatMap { $0.isNull ? JSONValue?.none : $0 }
         switch (subscriber, anonymous) {
         case (nil, nil):
-            issues.append(.init(index: nil, field: "subscriberId", message: "one of subscriberId or anonymousId is required"))
+            issues.append(
+                .init(index: nil, field: "subscriberId", message: "one of subscriberId or anonymousId is required"))
         case (.some, .some):
-            issues.append(.init(index: nil, field: "anonymousId", message: "send either subscriberId or anonymousId, not both"))
+            issues.append(
+                .init(index: nil, field: "anonymousId", message: "send either subscriberId or anonymousId, not both"))
         case (.some(let value), nil):
             if let id = identityValue(value, field: "subscriberId", into: &issues) { identity = .subscriber(id) }
         case (nil, .some(let value)):
@@ -49,7 +51,8 @@ extension EventBatch {
         for (index, item) in items.enumerated() {
             if let event = validateEvent(item, index: index, latest: latest, into: &issues) {
                 if let first = seen[event.id] {
-                    issues.append(.init(index: index, field: "id", message: "id \(event.id) is also used by event \(first)"))
+                    issues.append(
+                        .init(index: index, field: "id", message: "id \(event.id) is also used by event \(first)"))
                 } else {
                     seen[event.id] = index
                 }
@@ -73,7 +76,9 @@ extension EventBatch {
 
     // MARK: - Internals
 
-    private static func identityValue(_ value: JSONValue, field: String, into issues: inout [ValidationIssue]) -> String? {
+    private static func identityValue(_ value: JSONValue, field: String, into issues: inout [ValidationIssue])
+        -> String?
+    {
         guard case .string(let id) = value, !id.isEmpty else {
             issues.append(.init(index: nil, field: field, message: "\(field) must be a non-empty string"))
             return nil
@@ -85,8 +90,10 @@ extension EventBatch {
         return id
     }
 
-    private static func validateEvent(_ item: JSONValue, index: Int, latest: Int64,
-                                      into issues: inout [ValidationIssue]) -> TrackedEvent? {
+    private static func validateEvent(
+        _ item: JSONValue, index: Int, latest: Int64,
+        into issues: inout [ValidationIssue]
+    ) -> TrackedEvent? {
         guard case .object(let event) = item else {
             issues.append(.init(index: index, field: "event", message: "each event must be a JSON object"))
             return nil
@@ -98,7 +105,10 @@ extension EventBatch {
         case .string(let s)? where !s.isEmpty:
             issues.append(.init(index: index, field: "id", message: "id is longer than \(maxEventIDBytes) bytes"))
         default:
-            issues.append(.init(index: index, field: "id", message: "id must be a non-empty string (client-generated, unique per event)"))
+            issues.append(
+                .init(
+                    index: index, field: "id",
+                    message: "id must be a non-empty string (client-generated, unique per event)"))
         }
         var data: [String: JSONValue] = [:]
         switch event["data"] {
@@ -117,8 +127,10 @@ extension EventBatch {
                         issues.append(.init(index: index, field: problem.field, message: problem.message))
                     }
                 } else {
-                    issues.append(.init(index: index, field: "name",
-                                        message: "\(s) is not a reserved event; names starting with $ are reserved for the SDK"))
+                    issues.append(
+                        .init(
+                            index: index, field: "name",
+                            message: "\(s) is not a reserved event; names starting with $ are reserved for the SDK"))
                 }
             }
         } else {
@@ -128,13 +140,16 @@ extension EventBatch {
         if case .string(let text)? = event["timestamp"], let parsed = EventTimestamp.parseMicroseconds(text) {
             micros = parsed
             if parsed > latest {
-                issues.append(.init(index: index, field: "timestamp", message: "timestamp is more than 24 hours in the future"))
+                issues.append(
+                    .init(index: index, field: "timestamp", message: "timestamp is more than 24 hours in the future"))
             } else if parsed < Self.earliestMicroseconds {
                 issues.append(.init(index: index, field: "timestamp", message: "timestamp is before 2000-01-01"))
             }
         } else {
-            issues.append(.init(index: index, field: "timestamp",
-                                message: "timestamp must be an ISO 8601 date-time with an offset, e.g. 2024-05-01T12:00:00.250Z"))
+            issues.append(
+                .init(
+                    index: index, field: "timestamp",
+                    message: "timestamp must be an ISO 8601 date-time with an offset, e.g. 2024-05-01T12:00:00.250Z"))
         }
         guard issues.count == before else { return nil }
         return TrackedEvent(id: id, name: name, data: data, timestampMicroseconds: micros)

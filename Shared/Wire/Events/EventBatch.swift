@@ -40,8 +40,10 @@ public struct TrackedEvent: Sendable, Hashable {
 
     /// `{"id","name","data","timestamp"}` as the API takes it.
     public var jsonValue: JSONValue {
-        ["id": .string(id), "name": .string(name), "data": .object(data),
-         "timestamp": .string(EventTimestamp.format(microseconds: timestampMicroseconds))]
+        [
+            "id": .string(id), "name": .string(name), "data": .object(data),
+            "timestamp": .string(EventTimestamp.format(microseconds: timestampMicroseconds))
+        ]
     }
 }
 

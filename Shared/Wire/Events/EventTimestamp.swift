@@ -29,10 +29,10 @@ public enum EventTimestamp {
             return true
         }
         guard let year = digits(4), take(45), let month = digits(2), take(45), let day = digits(2),
-              take(84) || take(116) || take(32),
-              let hour = digits(2), take(58), let minute = digits(2), take(58), let second = digits(2),
-              (1...12).contains(month), day >= 1, day <= CivilCalendar.daysIn(month: month, year: year),
-              hour < 24, minute < 60, second < 61
+            take(84) || take(116) || take(32),
+            let hour = digits(2), take(58), let minute = digits(2), take(58), let second = digits(2),
+            (1...12).contains(month), day >= 1, day <= CivilCalendar.daysIn(month: month, year: year),
+            hour < 24, minute < 60, second < 61
         else { return nil }
         var micros = 0
         if take(46) {
@@ -72,9 +72,15 @@ public enum EventTimestamp {
     /// `2024-05-01T12:00:00.250Z` (UTC).
     public static func format(microseconds: Int64) -> String {
         let t = CivilCalendar.dateTime(microseconds: microseconds)
-        var text = CivilCalendar.padded(t.year, 4) + "-" + CivilCalendar.padded(t.month, 2) + "-" + CivilCalendar.padded(t.day, 2) + "T"
-        text += CivilCalendar.padded(t.hour, 2) + ":" + CivilCalendar.padded(t.minute, 2) + ":" + CivilCalendar.padded(t.second, 2) + "."
-        text += t.microsecond % 1000 == 0 ? CivilCalendar.padded(t.microsecond / 1000, 3) : CivilCalendar.padded(t.microsecond, 6)
+        var text =
+            CivilCalendar.padded(t.year, 4) + "-" + CivilCalendar.padded(t.month, 2) + "-"
+            + CivilCalendar.padded(t.day, 2) + "T"
+        text +=
+            CivilCalendar.padded(t.hour, 2) + ":" + CivilCalendar.padded(t.minute, 2) + ":"
+            + CivilCalendar.padded(t.second, 2) + "."
+        text +=
+            t.microsecond % 1000 == 0
+            ? CivilCalendar.padded(t.microsecond / 1000, 3) : CivilCalendar.padded(t.microsecond, 6)
         return text + "Z"
     }
 

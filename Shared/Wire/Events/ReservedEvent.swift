@@ -47,7 +47,7 @@ public struct ReservedEvent: Sendable, Hashable {
     public static let receiptKinds: [String: String] = [
         ReservedEvent.notificationDelivered: "delivered",
         ReservedEvent.notificationOpened: "opened",
-        ReservedEvent.notificationDismissed: "dismissed",
+        ReservedEvent.notificationDismissed: "dismissed"
     ]
 }
 
@@ -81,24 +81,36 @@ extension ReservedEvent {
     /// Every reserved event, in the order of the seed's table.
     public static let all: [ReservedEvent] = [
         ReservedEvent(appInstalled, [req("version", .string), req("build", .string)]),
-        ReservedEvent(appUpdated, [req("fromVersion", .string), req("toVersion", .string),
-                                   req("fromBuild", .string), req("toBuild", .string)]),
+        ReservedEvent(
+            appUpdated,
+            [
+                req("fromVersion", .string), req("toVersion", .string),
+                req("fromBuild", .string), req("toBuild", .string)
+            ]),
         ReservedEvent(appOpened, []),
         ReservedEvent(appBackgrounded, []),
         ReservedEvent(sessionEnded, [req("durationSec", .number)]),
         ReservedEvent(notificationDelivered, [req("messageId", .string)]),
-        ReservedEvent(notificationOpened, [req("messageId", .string), opt("action", .string),
-                                           opt("input", .string), opt("deepLink", .string)]),
+        ReservedEvent(
+            notificationOpened,
+            [
+                req("messageId", .string), opt("action", .string),
+                opt("input", .string), opt("deepLink", .string)
+            ]),
         ReservedEvent(notificationDismissed, [req("messageId", .string)]),
         ReservedEvent(localScheduled, [req("localId", .string), opt("messageId", .string)]),
-        ReservedEvent(deeplinkOpened, [req("url", .string), req("via", .string, allowed: ["delegate", "handler", "system"]),
-                                       opt("messageId", .string)]),
+        ReservedEvent(
+            deeplinkOpened,
+            [
+                req("url", .string), req("via", .string, allowed: ["delegate", "handler", "system"]),
+                opt("messageId", .string)
+            ]),
         ReservedEvent(actionTriggered, [req("name", .string), req("handled", .bool), opt("messageId", .string)]),
         ReservedEvent(permissionChanged, [req("status", .string)]),
         ReservedEvent(activityStarted, activityFields),
         ReservedEvent(activityEnded, activityFields),
         ReservedEvent(activityDismissed, activityFields),
-        ReservedEvent(activityStale, activityFields),
+        ReservedEvent(activityStale, activityFields)
     ]
 
     private static let byName: [String: ReservedEvent] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })

@@ -38,9 +38,11 @@ public struct LocalPlan: Sendable, Hashable {
     /// The message this plan belongs to, so an open is tracked like any other push.
     public var messageId: String?
 
-    public init(id: String, fireAt: FireDate, title: String? = nil, body: String? = nil,
-                data: [String: JSONValue] = [:], deepLink: String? = nil, cancelOn: [String] = [],
-                messageId: String? = nil) {
+    public init(
+        id: String, fireAt: FireDate, title: String? = nil, body: String? = nil,
+        data: [String: JSONValue] = [:], deepLink: String? = nil, cancelOn: [String] = [],
+        messageId: String? = nil
+    ) {
         self.id = id
         self.fireAt = fireAt
         self.title = title

@@ -9,14 +9,17 @@ extension MessageContent {
     /// JSON `null` counts as absent. See `issues(now:messageIdForSizeCheck:)` for the rules; on top
     /// of those each member must have its JSON type (`data` an object, `badge` an integer,
     /// `priority` `"high"|"normal"|10|5`, `expiresAt` ISO 8601 with an offset, ...).
-    public static func validate(_ body: JSONValue, now: Date = Date(),
-                                messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId)
+    public static func validate(
+        _ body: JSONValue, now: Date = Date(),
+        messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId
+    )
         -> Result<MessageContent, MessageContentRejection>
     {
         guard case .object(let object) = body else {
-            return .failure(MessageContentRejection(issues: [
-                ValidationIssue(path: "body", message: "the message must be a JSON object"),
-            ]))
+            return .failure(
+                MessageContentRejection(issues: [
+                    ValidationIssue(path: "body", message: "the message must be a JSON object")
+                ]))
         }
         var reader = MemberReader(object: object)
         var content = MessageContent()
@@ -56,15 +59,16 @@ extension MessageContent {
     /// - `expiresAt` not in the past;
     /// - the encoded payload (with a message id as long as `messageIdForSizeCheck`) fits in
     ///   `PushPayload.maxBytes` (4096).
-    public func issues(now: Date = Date(),
-                       messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId) -> [ValidationIssue]
-    {
+    public func issues(
+        now: Date = Date(),
+        messageIdForSizeCheck: String = PushPayload.sizeCheckMessageId
+    ) -> [ValidationIssue] {
         var issues: [ValidationIssue] = []
         func add(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
         let strings: [(String, String?)] = [
             ("title", title), ("subtitle", subtitle), ("body", body), ("deepLink", deepLink),
             ("category", category), ("image", image), ("sound", sound), ("threadId", threadId),
-            ("collapseId", collapseId),
+            ("collapseId", collapseId)
         ]
         for (path, value) in strings where value?.isEmpty == true { add(path, "must not be empty") }
         if let deepLink, !deepLink.isEmpty, !Self.hasScheme(deepLink) {
@@ -120,9 +124,11 @@ extension MessageContent {
     /// Issues in member order (as `validate` lists the members), then button index, then the
     /// order they were found in.
     private static func ordered(_ issues: [ValidationIssue]) -> [ValidationIssue] {
-        let order = ["body", "title", "subtitle", "data", "deepLink", "action", "actions", "category", "image",
-                     "sound", "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId",
-                     "payload"]
+        let order = [
+            "body", "title", "subtitle", "data", "deepLink", "action", "actions", "category", "image",
+            "sound", "badge", "threadId", "interruptionLevel", "priority", "expiresAt", "collapseId",
+            "payload"
+        ]
         func rank(_ path: String) -> (Int, Int) {
             let head = String(path.prefix { $0 != "." && $0 != "[" })
             var index = -1
@@ -213,8 +219,10 @@ private struct MemberReader {
             let input = flag("input")
             let placeholder = text("placeholder", required: false)
             if ok, let id, let title {
-                buttons.append(PushButton(id: id, title: title, destructive: destructive, foreground: foreground,
-                                          input: input, placeholder: placeholder))
+                buttons.append(
+                    PushButton(
+                        id: id, title: title, destructive: destructive, foreground: foreground,
+                        input: input, placeholder: placeholder))
             }
         }
         return buttons

@@ -18,12 +18,14 @@ public struct MessageContent: Sendable, Hashable {
     // MARK: - Rules the API document states as they are (`validate` checks them)
 
     /// `deepLink`: a URL with an RFC 3986 scheme (a letter, then letters, digits, `+ - .`), a colon and more.
-    public static let deepLinkRule = TextRule(maxLength: Int.max, pattern: #"^[A-Za-z][A-Za-z0-9+.-]*:[\s\S]+$"#,
-                                              problem: "must be a URL with a scheme, such as myapp://orders/42",
-                                              accepts: hasScheme)
+    public static let deepLinkRule = TextRule(
+        maxLength: Int.max, pattern: #"^[A-Za-z][A-Za-z0-9+.-]*:[\s\S]+$"#,
+        problem: "must be a URL with a scheme, such as myapp://orders/42",
+        accepts: hasScheme)
     /// `image`: an `http` or `https` URL (scheme in any case) of RFC 3986 characters.
-    public static let imageRule = TextRule(maxLength: Int.max, pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[\(urlCharacters.regexClass)]+$",
-                                           problem: "must be an http or https URL", accepts: isImageURL)
+    public static let imageRule = TextRule(
+        maxLength: Int.max, pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[\(urlCharacters.regexClass)]+$",
+        problem: "must be an http or https URL", accepts: isImageURL)
     /// `collapseId`: what `apns-collapse-id` takes.
     public static let collapseIdRule = TextRule.length(1, maxCollapseIdBytes).limited(toUTF8Bytes: maxCollapseIdBytes)
     /// `action.name`: at most 128 bytes.
@@ -32,15 +34,18 @@ public struct MessageContent: Sendable, Hashable {
     public static let buttonIdRule = TextRule.length(1, 64).limited(toUTF8Bytes: 64)
 
     /// RFC 3986's unreserved, reserved and `%` characters.
-    static let urlCharacters = ASCIIClass(ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits
-                                          + ASCIIClass.chars("-._~:/?#[]@!$&'()*+,;=%"))
+    static let urlCharacters = ASCIIClass(
+        ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits
+            + ASCIIClass.chars("-._~:/?#[]@!$&'()*+,;=%"))
 
     static func hasScheme(_ text: String) -> Bool {
         guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else { return false }
         let scheme = text.utf8[..<colon]
         func isLetter(_ c: UInt8) -> Bool { (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7A }
         guard let first = scheme.first, isLetter(first) else { return false }
-        let valid = scheme.allSatisfy { isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }
+        let valid = scheme.allSatisfy {
+            isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E
+        }
         return valid && text.utf8.index(after: colon) != text.utf8.endIndex
     }
 
@@ -79,12 +84,14 @@ public struct MessageContent: Sendable, Hashable {
     /// `apns-collapse-id`: a newer notification with the same id replaces the older one.
     public var collapseId: String?
 
-    public init(title: String? = nil, subtitle: String? = nil, body: String? = nil,
-                data: [String: JSONValue] = [:], deepLink: String? = nil, action: PushAction? = nil,
-                actions: [PushButton] = [], category: String? = nil, image: String? = nil,
-                sound: String? = nil, badge: Int? = nil, threadId: String? = nil,
-                interruptionLevel: InterruptionLevel? = nil, priority: PushPriority? = nil,
-                expiresAt: Date? = nil, collapseId: String? = nil) {
+    public init(
+        title: String? = nil, subtitle: String? = nil, body: String? = nil,
+        data: [String: JSONValue] = [:], deepLink: String? = nil, action: PushAction? = nil,
+        actions: [PushButton] = [], category: String? = nil, image: String? = nil,
+        sound: String? = nil, badge: Int? = nil, threadId: String? = nil,
+        interruptionLevel: InterruptionLevel? = nil, priority: PushPriority? = nil,
+        expiresAt: Date? = nil, collapseId: String? = nil
+    ) {
         self.title = title
         self.subtitle = subtitle
         self.body = body

@@ -7,7 +7,8 @@ public struct MessageContentRejection: Error, Sendable, Hashable {
     /// The API error for these issues (`validation_failed`, details `{"issues": [...]}`).
     public var apiError: APIError {
         let summary = issues.prefix(3).map(\.description).joined(separator: "; ")
-        return APIError(.validationFailed, "the message is invalid: \(summary)",
-                        details: ["issues": .array(issues.map(\.jsonValue))])
+        return APIError(
+            .validationFailed, "the message is invalid: \(summary)",
+            details: ["issues": .array(issues.map(\.jsonValue))])
     }
 }

@@ -12,8 +12,10 @@ public struct PushButton: Sendable, Hashable {
     /// Placeholder text of the input field; only with `input`.
     public var placeholder: String?
 
-    public init(id: String, title: String, destructive: Bool = false, foreground: Bool = false,
-                input: Bool = false, placeholder: String? = nil) {
+    public init(
+        id: String, title: String, destructive: Bool = false, foreground: Bool = false,
+        input: Bool = false, placeholder: String? = nil
+    ) {
         self.id = id
         self.title = title
         self.destructive = destructive

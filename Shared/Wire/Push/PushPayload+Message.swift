@@ -14,8 +14,9 @@ extension PushPayload {
             mutableContent: content.image != nil || !content.actions.isEmpty,
             contentAvailable: content.isSilent,
             interruptionLevel: content.interruptionLevel)
-        bk = BuzzKit(messageId: messageId, deepLink: content.deepLink, action: content.action,
-                     actions: content.actions, image: content.image, category: category, data: content.data)
+        bk = BuzzKit(
+            messageId: messageId, deepLink: content.deepLink, action: content.action,
+            actions: content.actions, image: content.image, category: category, data: content.data)
     }
 
     /// A silent push handing the device a local plan (`bk.local`).
@@ -25,7 +26,8 @@ extension PushPayload {
 
     /// A silent push cancelling a run's scheduled notifications (`bk.cancel`).
     public static func cancel(runId: String, messageId: String? = nil) -> PushPayload {
-        PushPayload(aps: APS(contentAvailable: true), bk: BuzzKit(messageId: messageId, cancel: CancelPlan(runId: runId)))
+        PushPayload(
+            aps: APS(contentAvailable: true), bk: BuzzKit(messageId: messageId, cancel: CancelPlan(runId: runId)))
     }
 
     /// A category id for a set of buttons: `bk.` and 16 hex digits of a 64-bit FNV-1a hash of the

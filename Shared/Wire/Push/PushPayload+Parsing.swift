@@ -15,7 +15,9 @@ extension PushPayload {
     /// failing the whole notification, and unknown members are ignored. `parse(encode(p)) == p`.
     public static func parse(_ value: JSONValue) throws(PushPayloadParseError) -> PushPayload {
         guard case .object(let root) = value else { throw PushPayloadParseError("the payload is not a JSON object") }
-        guard case .object(let bkObject)? = root["bk"] else { throw PushPayloadParseError("the payload has no bk object") }
+        guard case .object(let bkObject)? = root["bk"] else {
+            throw PushPayloadParseError("the payload has no bk object")
+        }
         let apsObject = root["aps"]?.objectValue ?? [:]
         return PushPayload(aps: parseAPS(apsObject), bk: parseBuzzKit(bkObject))
     }
@@ -23,7 +25,9 @@ extension PushPayload {
     /// Parses JSON text (a recorded payload, a ledger entry).
     public static func parse(bytes: some Collection<UInt8>) throws(PushPayloadParseError) -> PushPayload {
         let value: JSONValue
-        do { value = try JSONValue.parse(bytes) } catch { throw PushPayloadParseError("not JSON: \(error.description)") }
+        do { value = try JSONValue.parse(bytes) } catch {
+            throw PushPayloadParseError("not JSON: \(error.description)")
+        }
         return try parse(value)
     }
 
@@ -41,8 +45,9 @@ extension PushPayload {
         var aps = APS()
         switch o["alert"] {
         case .object(let alert)?:
-            aps.alert = APS.Alert(title: alert["title"]?.stringValue, subtitle: alert["subtitle"]?.stringValue,
-                                  body: alert["body"]?.stringValue)
+            aps.alert = APS.Alert(
+                title: alert["title"]?.stringValue, subtitle: alert["subtitle"]?.stringValue,
+                body: alert["body"]?.stringValue)
         case .string(let body)?:
             aps.alert = APS.Alert(body: body)  // APNs also allows a plain string alert
         default:
@@ -69,9 +74,10 @@ extension PushPayload {
             guard case .object(let b) = item, let id = b["id"]?.stringValue, let title = b["title"]?.stringValue else {
                 return nil
             }
-            return PushButton(id: id, title: title, destructive: b["destructive"]?.boolValue ?? false,
-                              foreground: b["foreground"]?.boolValue ?? false, input: b["input"]?.boolValue ?? false,
-                              placeholder: b["placeholder"]?.stringValue)
+            return PushButton(
+                id: id, title: title, destructive: b["destructive"]?.boolValue ?? false,
+                foreground: b["foreground"]?.boolValue ?? false, input: b["input"]?.boolValue ?? false,
+                placeholder: b["placeholder"]?.stringValue)
         }
         bk.image = o["image"]?.stringValue
         bk.category = o["category"]?.stringValue
@@ -87,14 +93,16 @@ extension PushPayload {
         guard let id = o["id"]?.stringValue, case .object(let at)? = o["at"] else { return nil }
         func component(_ key: String) -> Int? { at[key]?.intValue.flatMap { Int(exactly: $0) } }
         guard let year = component("year"), let month = component("month"), let day = component("day"),
-              let hour = component("hour"), let minute = component("minute")
+            let hour = component("hour"), let minute = component("minute")
         else { return nil }
-        let fireAt = LocalPlan.FireDate(year: year, month: month, day: day, hour: hour, minute: minute,
-                                        second: component("second") ?? 0)
-        return LocalPlan(id: id, fireAt: fireAt, title: o["title"]?.stringValue, body: o["body"]?.stringValue,
-                         data: o["data"]?.objectValue ?? [:], deepLink: o["deepLink"]?.stringValue,
-                         cancelOn: (o["cancelOn"]?.arrayValue ?? []).compactMap(\.stringValue),
-                         messageId: o["messageId"]?.stringValue)
+        let fireAt = LocalPlan.FireDate(
+            year: year, month: month, day: day, hour: hour, minute: minute,
+            second: component("second") ?? 0)
+        return LocalPlan(
+            id: id, fireAt: fireAt, title: o["title"]?.stringValue, body: o["body"]?.stringValue,
+            data: o["data"]?.objectValue ?? [:], deepLink: o["deepLink"]?.stringValue,
+            cancelOn: (o["cancelOn"]?.arrayValue ?? []).compactMap(\.stringValue),
+            messageId: o["messageId"]?.stringValue)
     }
 }
 
@@ -106,7 +114,8 @@ extension JSONValue {
         switch value {
         case let s as String: self = .string(s)
         case is NSNull: self = .null
-        case let n as NSNumber where type(of: value) == NSNumber.self || !(value is Bool || value is Int || value is Double):
+        case let n as NSNumber
+        where type(of: value) == NSNumber.self || !(value is Bool || value is Int || value is Double):
             self = JSONValue(number: n)
         case let b as Bool where type(of: value) == Bool.self: self = .bool(b)
         case let i as Int where type(of: value) == Int.self: self = .int(Int64(i))
@@ -117,7 +126,9 @@ extension JSONValue {
         case let o as [String: Any]: self = .object(o.mapValues(JSONValue.init(foundationObject:)))
         case let o as [AnyHashable: Any]:
             var object: [String: JSONValue] = [:]
-            for (key, element) in o { if let key = key.base as? String { object[key] = JSONValue(foundationObject: element) } }
+            for (key, element) in o {
+                if let key = key.base as? String { object[key] = JSONValue(foundationObject: element) }
+            }
             self = .object(object)
         default: self = .null
         }

@@ -44,9 +44,11 @@ public struct PushPayload: Sendable, Hashable {
         public var contentAvailable: Bool
         public var interruptionLevel: InterruptionLevel?
 
-        public init(alert: Alert? = nil, badge: Int? = nil, sound: String? = nil, category: String? = nil,
-                    threadId: String? = nil, mutableContent: Bool = false, contentAvailable: Bool = false,
-                    interruptionLevel: InterruptionLevel? = nil) {
+        public init(
+            alert: Alert? = nil, badge: Int? = nil, sound: String? = nil, category: String? = nil,
+            threadId: String? = nil, mutableContent: Bool = false, contentAvailable: Bool = false,
+            interruptionLevel: InterruptionLevel? = nil
+        ) {
             self.alert = alert
             self.badge = badge
             self.sound = sound
@@ -72,9 +74,11 @@ public struct PushPayload: Sendable, Hashable {
         public var local: LocalPlan?
         public var cancel: CancelPlan?
 
-        public init(messageId: String? = nil, deepLink: String? = nil, action: PushAction? = nil,
-                    actions: [PushButton] = [], image: String? = nil, category: String? = nil,
-                    data: [String: JSONValue] = [:], local: LocalPlan? = nil, cancel: CancelPlan? = nil) {
+        public init(
+            messageId: String? = nil, deepLink: String? = nil, action: PushAction? = nil,
+            actions: [PushButton] = [], image: String? = nil, category: String? = nil,
+            data: [String: JSONValue] = [:], local: LocalPlan? = nil, cancel: CancelPlan? = nil
+        ) {
             self.messageId = messageId
             self.deepLink = deepLink
             self.action = action

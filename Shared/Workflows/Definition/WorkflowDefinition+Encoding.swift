@@ -11,7 +11,7 @@ extension WorkflowDefinition {
         [
             "trigger": trigger.jsonValue,
             "cancelOn": .array(cancelOn.map(\.jsonValue)),
-            "steps": .array(steps.map(\.jsonValue)),
+            "steps": .array(steps.map(\.jsonValue))
         ]
     }
 
@@ -65,8 +65,10 @@ extension WorkflowStepKind {
             if let condition = w.condition { o["where"] = .string(condition.text) }
             return .object(o)
         case .branch(let b):
-            return ["if": b.condition.jsonValue, "then": .array(b.then.map(\.jsonValue)),
-                    "else": .array(b.otherwise.map(\.jsonValue))]
+            return [
+                "if": b.condition.jsonValue, "then": .array(b.then.map(\.jsonValue)),
+                "else": .array(b.otherwise.map(\.jsonValue))
+            ]
         case .send(let s):
             var o = s.content
             o["deliver"] = .string(s.deliver.rawValue)

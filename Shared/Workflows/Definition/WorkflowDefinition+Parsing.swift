@@ -59,8 +59,10 @@ struct DefinitionReader {
     }
 
     /// The members of an object, noting unknown ones; nil (and an issue) when not an object.
-    private mutating func members(_ value: JSONValue?, _ path: String, allowed: Set<String>,
-                                  what: String = "an object") -> [String: JSONValue]? {
+    private mutating func members(
+        _ value: JSONValue?, _ path: String, allowed: Set<String>,
+        what: String = "an object"
+    ) -> [String: JSONValue]? {
         guard let value, !value.isNull else { add(path, "is required"); return nil }
         guard case .object(let o) = value else { add(path, "must be \(what)"); return nil }
         for key in o.keys.sorted() where !allowed.contains(key) { add(join(path, key), "is not a known field") }
@@ -73,7 +75,9 @@ struct DefinitionReader {
 
     private func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : path + "." + key }
 
-    private mutating func string(_ o: [String: JSONValue], _ key: String, _ path: String, required: Bool = true) -> String? {
+    private mutating func string(_ o: [String: JSONValue], _ key: String, _ path: String, required: Bool = true)
+        -> String?
+    {
         let p = join(path, key)
         guard let value = o[key] else {
             if required { add(p, "is required") }
@@ -125,7 +129,8 @@ struct DefinitionReader {
     // MARK: - The document
 
     mutating func definition(_ json: JSONValue) -> WorkflowDefinition? {
-        guard let o = members(json, "", allowed: ["trigger", "cancelOn", "steps", "enabled"], what: "a JSON object") else {
+        guard let o = members(json, "", allowed: ["trigger", "cancelOn", "steps", "enabled"], what: "a JSON object")
+        else {
             if issues.last?.path == "" { issues[issues.count - 1].path = "body" }
             return nil
         }
@@ -137,7 +142,9 @@ struct DefinitionReader {
                     add("cancelOn", "at most \(WorkflowLimits.maxCancelRules) rules, got \(items.count)")
                 }
                 for (i, item) in items.enumerated() {
-                    if let r = rule(item, "cancelOn[\(i)]", roots: WorkflowDefinition.cancelRoots) { cancelOn.append(r) }
+                    if let r = rule(item, "cancelOn[\(i)]", roots: WorkflowDefinition.cancelRoots) {
+                        cancelOn.append(r)
+                    }
                 }
             } else {
                 add("cancelOn", "must be an array of {event, where?}")
@@ -161,12 +168,15 @@ struct DefinitionReader {
             add("steps", "at most \(WorkflowLimits.maxSteps) steps in a workflow (branches included), got \(stepCount)")
         }
         // An invalid trigger is reported; the rest is still checked against a placeholder.
-        return WorkflowDefinition(trigger: trigger ?? WorkflowEventRule(event: ""), cancelOn: cancelOn, steps: steps,
-                                  enabled: enabled)
+        return WorkflowDefinition(
+            trigger: trigger ?? WorkflowEventRule(event: ""), cancelOn: cancelOn, steps: steps,
+            enabled: enabled)
     }
 
     private mutating func rule(_ value: JSONValue?, _ path: String, roots: Set<String>) -> WorkflowEventRule? {
-        guard let o = members(value, path, allowed: ["event", "where"], what: "an object {event, where?}") else { return nil }
+        guard let o = members(value, path, allowed: ["event", "where"], what: "an object {event, where?}") else {
+            return nil
+        }
         let event = eventName(o, "event", path)
         var condition: WorkflowExpression?
         var ok = true
@@ -191,9 +201,12 @@ struct DefinitionReader {
             if let s = step(item, stepPath, depth: depth) { steps.append(s) } else { droppedSteps = true }
             // A local send ends a local window: the step before it (in the same list) is a waitUntil.
             if case .object(let o) = item, case .object(let send)? = o["send"], send["deliver"] == "local",
-               previousKind != "waitUntil" {
-                add(stepPath + ".send.deliver", "a local send must come directly after a waitUntil step "
-                    + "(the wait is the local window: the plan goes to the device when it begins)")
+                previousKind != "waitUntil"
+            {
+                add(
+                    stepPath + ".send.deliver",
+                    "a local send must come directly after a waitUntil step "
+                        + "(the wait is the local window: the plan goes to the device when it begins)")
             }
             previousKind = item.objectValue.flatMap { o in WorkflowStepKind.names.first { o[$0] != nil } }
         }
@@ -202,7 +215,10 @@ struct DefinitionReader {
 
     private mutating func step(_ value: JSONValue, _ path: String, depth: Int) -> WorkflowStep? {
         guard case .object(let o) = value else {
-            add(path, "must be an object {name, <kind>: {...}} with a kind of " + WorkflowStepKind.names.joined(separator: ", "))
+            add(
+                path,
+                "must be an object {name, <kind>: {...}} with a kind of "
+                    + WorkflowStepKind.names.joined(separator: ", "))
             return nil
         }
         if o["name"]?.isNull == true { add(join(path, "name"), "is required") }
@@ -219,8 +235,10 @@ struct DefinitionReader {
         }
         let kinds = o.keys.filter { WorkflowStepKind.names.contains($0) }.sorted()
         for key in o.keys.sorted() where key != "name" && !WorkflowStepKind.names.contains(key) {
-            add(join(path, key), "is not a known step kind or field (a step has a name and one of "
-                + WorkflowStepKind.names.joined(separator: ", ") + ")")
+            add(
+                join(path, key),
+                "is not a known step kind or field (a step has a name and one of "
+                    + WorkflowStepKind.names.joined(separator: ", ") + ")")
         }
         guard kinds.count == 1, let kindName = kinds.first else {
             if kinds.isEmpty {
@@ -246,9 +264,11 @@ struct DefinitionReader {
     }
 
     static func isValidName(_ name: String) -> Bool {
-        name.utf8.count <= WorkflowLimits.maxNameLength && !name.isEmpty && name.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x2E
-        }
+        name.utf8.count <= WorkflowLimits.maxNameLength && !name.isEmpty
+            && name.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
+                    || c == 0x2D || c == 0x2E
+            }
     }
 
     private mutating func duration(_ o: [String: JSONValue], _ key: String, _ path: String) -> WorkflowDuration? {
@@ -263,7 +283,9 @@ struct DefinitionReader {
     }
 
     private mutating func waitUntil(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
-        guard let o = members(value, path, allowed: ["time", "timezone"], what: "an object {time, timezone}") else { return nil }
+        guard let o = members(value, path, allowed: ["time", "timezone"], what: "an object {time, timezone}") else {
+            return nil
+        }
         var time: WallClockTime?
         if let text = string(o, "time", path) {
             time = WallClockTime(text)
@@ -287,7 +309,9 @@ struct DefinitionReader {
     }
 
     private mutating func waitFor(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
-        guard let o = members(value, path, allowed: ["event", "where", "timeout"], what: "an object {event, where?, timeout}")
+        guard
+            let o = members(
+                value, path, allowed: ["event", "where", "timeout"], what: "an object {event, where?, timeout}")
         else { return nil }
         let event = eventName(o, "event", path)
         let timeout = duration(o, "timeout", path)
@@ -350,10 +374,14 @@ struct DefinitionReader {
             let p = join(path, key)
             switch key {
             case "opened", "delivered", "matched":
-                guard case .string(let step) = inner, !step.isEmpty else { add(p, "must be the name of a step"); return nil }
+                guard case .string(let step) = inner, !step.isEmpty else {
+                    add(p, "must be the name of a step"); return nil
+                }
                 return key == "opened" ? .opened(step) : key == "delivered" ? .delivered(step) : .matched(step)
             case "all", "any":
-                guard case .array(let items) = inner, !items.isEmpty else { add(p, "must be a non-empty array of conditions"); return nil }
+                guard case .array(let items) = inner, !items.isEmpty else {
+                    add(p, "must be a non-empty array of conditions"); return nil
+                }
                 var parts: [WorkflowCondition] = []
                 var ok = true
                 for (i, item) in items.enumerated() {
@@ -379,8 +407,11 @@ struct DefinitionReader {
     }
 
     private mutating func send(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
-        guard let o = members(value, path, allowed: WorkflowSend.contentMembers.union(["deliver", "policy"]),
-                              what: "an object {deliver?, policy?, title, body, ...}") else { return nil }
+        guard
+            let o = members(
+                value, path, allowed: WorkflowSend.contentMembers.union(["deliver", "policy"]),
+                what: "an object {deliver?, policy?, title, body, ...}")
+        else { return nil }
         var deliver: WorkflowDelivery? = .push
         if let text = string(o, "deliver", path, required: false) {
             deliver = WorkflowDelivery(rawValue: text)
@@ -396,12 +427,16 @@ struct DefinitionReader {
             policy = nil
         }
         var content: [String: JSONValue] = [:]
-        for (key, member) in o where WorkflowSend.contentMembers.contains(key) && !member.isNull { content[key] = member }
+        for (key, member) in o where WorkflowSend.contentMembers.contains(key) && !member.isNull {
+            content[key] = member
+        }
         let before = issues.count
         // The message rules read the members they know; a step stores what it is given, so
         // anything else inside `action` or a button is refused here.
         if case .object(let action)? = content["action"] {
-            for key in action.keys.sorted() where key != "name" && key != "data" { add(join(path, "action.\(key)"), "is not a known field") }
+            for key in action.keys.sorted() where key != "name" && key != "data" {
+                add(join(path, "action.\(key)"), "is not a known field")
+            }
         }
         if case .object(let action)? = content["action"], action["data"]?.isNull == true {
             add(join(path, "action.data"), "must not be null (leave the member out)")
@@ -410,7 +445,9 @@ struct DefinitionReader {
             let known: Set<String> = ["id", "title", "destructive", "foreground", "input", "placeholder"]
             for (i, button) in buttons.enumerated() {
                 guard case .object(let b) = button else { continue }
-                for key in b.keys.sorted() where !known.contains(key) { add(join(path, "actions[\(i)].\(key)"), "is not a known field") }
+                for key in b.keys.sorted() where !known.contains(key) {
+                    add(join(path, "actions[\(i)].\(key)"), "is not a known field")
+                }
                 for key in b.keys.sorted() where known.contains(key) && b[key]?.isNull == true {
                     add(join(path, "actions[\(i)].\(key)"), "must not be null (leave the member out)")
                 }
@@ -445,7 +482,8 @@ struct DefinitionReader {
         guard case .failure(let rejection) = MessageContent.validate(.object(content)) else { return }
         for issue in rejection.issues {
             if issue.path != "payload", let member = Self.value(at: issue.path, in: .object(content)),
-               case .string(let s) = member, WorkflowTemplate.hasPlaceholder(s) {
+                case .string(let s) = member, WorkflowTemplate.hasPlaceholder(s)
+            {
                 continue
             }
             add(join(path, issue.path), issue.message)

@@ -23,14 +23,18 @@ extension DefinitionReader {
         }
         walk(definition.steps, "steps")
         for (i, rule) in definition.cancelOn.enumerated() {
-            if let condition = rule.condition { checkStepPaths(condition.expression, "cancelOn[\(i)].where", at: nil, index) }
+            if let condition = rule.condition {
+                checkStepPaths(condition.expression, "cancelOn[\(i)].where", at: nil, index)
+            }
         }
     }
 
     /// A receipt condition names an earlier step of the right kind; an expression's `steps.X`
     /// paths name earlier steps.
-    private mutating func checkCondition(_ condition: WorkflowCondition, _ path: String, at step: String,
-                                         _ index: WorkflowStepIndex) {
+    private mutating func checkCondition(
+        _ condition: WorkflowCondition, _ path: String, at step: String,
+        _ index: WorkflowStepIndex
+    ) {
         switch condition {
         case .expression(let e):
             checkStepPaths(e.expression, path, at: step, index)
@@ -48,8 +52,10 @@ extension DefinitionReader {
         }
     }
 
-    private mutating func checkNamed(_ name: String, _ path: String, at step: String?, _ index: WorkflowStepIndex,
-                                     kind: String?) {
+    private mutating func checkNamed(
+        _ name: String, _ path: String, at step: String?, _ index: WorkflowStepIndex,
+        kind: String?
+    ) {
         guard let entry = index[name] else {
             add(path, "names no step: there is no step '\(name)'")
             return
@@ -63,8 +69,10 @@ extension DefinitionReader {
         }
     }
 
-    private mutating func checkStepPaths(_ expression: AudienceExpression, _ path: String, at step: String?,
-                                         _ index: WorkflowStepIndex) {
+    private mutating func checkStepPaths(
+        _ expression: AudienceExpression, _ path: String, at step: String?,
+        _ index: WorkflowStepIndex
+    ) {
         for p in Self.paths(of: expression) where p.first == "steps" && p.count >= 2 {
             let kind: String? = p.count >= 3 && p[2] == "event" ? "waitFor" : nil
             checkNamed(p[1], path, at: step, index, kind: kind)

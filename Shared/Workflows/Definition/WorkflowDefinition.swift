@@ -20,7 +20,9 @@ public struct WorkflowDefinition: Sendable, Hashable {
     /// Where each step sits, derived from `steps`.
     public private(set) var index: WorkflowStepIndex
 
-    public init(trigger: WorkflowEventRule, cancelOn: [WorkflowEventRule] = [], steps: [WorkflowStep], enabled: Bool? = nil) {
+    public init(
+        trigger: WorkflowEventRule, cancelOn: [WorkflowEventRule] = [], steps: [WorkflowStep], enabled: Bool? = nil
+    ) {
         self.trigger = trigger
         self.cancelOn = cancelOn
         self.steps = steps
@@ -171,7 +173,7 @@ public struct WorkflowSend: Sendable, Hashable {
     /// The content members allowed in a send step besides `deliver` and `policy`.
     public static let contentMembers: Set<String> = [
         "title", "subtitle", "body", "data", "deepLink", "action", "actions", "image", "sound", "badge",
-        "category", "threadId", "interruptionLevel", "priority",
+        "category", "threadId", "interruptionLevel", "priority"
     ]
 
     public var deliver: WorkflowDelivery

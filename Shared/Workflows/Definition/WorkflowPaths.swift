@@ -25,7 +25,8 @@ public enum WorkflowPaths {
         case "subscriber":
             if path.count == 2 && ["id", "timezone", "locale"].contains(path[1]) { return nil }
             if path.count >= 3 && path[1] == "attributes" { return nil }
-            return "\(dotted) is not a field: use subscriber.id, subscriber.timezone, subscriber.locale or subscriber.attributes.<key>"
+            return
+                "\(dotted) is not a field: use subscriber.id, subscriber.timezone, subscriber.locale or subscriber.attributes.<key>"
         case "steps":
             if path.count == 3 && path[2] == "outcome" { return nil }
             if path.count == 4 && path[2] == "event" && path[3] == "name" { return nil }

@@ -30,12 +30,17 @@ public struct WorkflowStepIndex: Sendable, Hashable {
         for (i, step) in steps.enumerated() {
             let successor = i + 1 < steps.count ? steps[i + 1].name : after
             guard entries[step.name] == nil else { continue }  // a duplicate name: validation reports it
-            entries[step.name] = Entry(step: step, order: names.count, successor: successor, path: "\(prefix)[\(i)]",
-                                       enclosing: enclosing)
+            entries[step.name] = Entry(
+                step: step, order: names.count, successor: successor, path: "\(prefix)[\(i)]",
+                enclosing: enclosing)
             names.append(step.name)
             if case .branch(let branch) = step.kind {
-                add(branch.then, prefix: "\(prefix)[\(i)].branch.then", after: successor, enclosing: enclosing + [step.name])
-                add(branch.otherwise, prefix: "\(prefix)[\(i)].branch.else", after: successor, enclosing: enclosing + [step.name])
+                add(
+                    branch.then, prefix: "\(prefix)[\(i)].branch.then", after: successor,
+                    enclosing: enclosing + [step.name])
+                add(
+                    branch.otherwise, prefix: "\(prefix)[\(i)].branch.else", after: successor,
+                    enclosing: enclosing + [step.name])
             }
         }
     }

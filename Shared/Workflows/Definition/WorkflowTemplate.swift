@@ -38,7 +38,9 @@ public struct WorkflowTemplate: Sendable, Hashable {
                     j += 1
                 }
                 guard closed else {
-                    return .failure(WorkflowTemplateError(message: "a placeholder opened with {{ is never closed with }}", column: open + 1))
+                    return .failure(
+                        WorkflowTemplateError(
+                            message: "a placeholder opened with {{ is never closed with }}", column: open + 1))
                 }
                 let trimmed = inner.trimmingSpaces
                 guard !trimmed.isEmpty else {
@@ -46,9 +48,11 @@ public struct WorkflowTemplate: Sendable, Hashable {
                 }
                 let segments = trimmed.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                 guard segments.allSatisfy(Self.isSegment) else {
-                    return .failure(WorkflowTemplateError(
-                        message: "'\(trimmed)' is not a path such as trigger.data.name (letters, digits, _ and - separated by dots)",
-                        column: open + 1))
+                    return .failure(
+                        WorkflowTemplateError(
+                            message:
+                                "'\(trimmed)' is not a path such as trigger.data.name (letters, digits, _ and - separated by dots)",
+                            column: open + 1))
                 }
                 if let problem = WorkflowPaths.problem(segments, roots: roots) {
                     return .failure(WorkflowTemplateError(message: problem, column: open + 1))
@@ -66,9 +70,11 @@ public struct WorkflowTemplate: Sendable, Hashable {
     }
 
     private static func isSegment(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F || c == 0x2D || c == 0x24
-        }
+        !s.isEmpty
+            && s.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x5F
+                    || c == 0x2D || c == 0x24
+            }
     }
 
     /// The text with every placeholder replaced from `document`; `missing` lists the paths

@@ -47,11 +47,14 @@ public enum WorkflowDryRun {
                 "failure": state.failure.map { ["code": .string($0.code), "message": .string($0.message)] } ?? .null,
                 "startedAt": .string(WorkflowTime.text(state.startedAt)),
                 "endedAt": state.endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
-                "timeline": .array(entries.map { e in
-                    ["at": .string(WorkflowTime.text(e.at)), "step": e.step.map(JSONValue.string) ?? .null,
-                     "kind": .string(e.kind), "detail": e.detail]
-                }),
-                "steps": .array(state.outcomes.map(\.jsonValue)),
+                "timeline": .array(
+                    entries.map { e in
+                        [
+                            "at": .string(WorkflowTime.text(e.at)), "step": e.step.map(JSONValue.string) ?? .null,
+                            "kind": .string(e.kind), "detail": e.detail
+                        ]
+                    }),
+                "steps": .array(state.outcomes.map(\.jsonValue))
             ]
         }
     }
@@ -59,46 +62,66 @@ public enum WorkflowDryRun {
     /// Most inputs one walk applies (a definition has at most 100 steps, each a few inputs).
     static let maxInputs = 1000
 
-    public static func walk(_ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
-                            receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
-                            acknowledged: Set<String> = [],
-                            start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil) -> Timeline {
+    public static func walk(
+        _ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
+        receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
+        acknowledged: Set<String> = [],
+        start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil
+    ) -> Timeline {
         func environment(_ now: Date) -> WorkflowEnvironment {
-            WorkflowEnvironment(now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
-                                messageId: { _, step, purpose in purpose == "send" ? "dry-run:\(step)" : "dry-run:\(step):\(purpose)" })
+            WorkflowEnvironment(
+                now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
+                messageId: { _, step, purpose in purpose == "send" ? "dry-run:\(step)" : "dry-run:\(step):\(purpose)" })
         }
         var entries: [Entry] = []
         func record(_ advance: WorkflowAdvance, at now: Date, previous: WorkflowRunState?) {
             let before = Set((previous?.outcomes ?? []).map(\.jsonValue))
-            for outcome in advance.state.outcomes where !before.contains(outcome.jsonValue) && outcome.status != .running {
-                entries.append(Entry(at: outcome.endedAt ?? now, step: outcome.step, kind: "step", detail: outcome.jsonValue))
+            for outcome in advance.state.outcomes
+            where !before.contains(outcome.jsonValue) && outcome.status != .running {
+                entries.append(
+                    Entry(at: outcome.endedAt ?? now, step: outcome.step, kind: "step", detail: outcome.jsonValue))
             }
             for action in advance.actions {
                 switch action {
                 case .send(let send):
-                    var detail: [String: JSONValue] = ["messageId": .string(send.messageId), "content": send.contentJSON,
-                                                       "idempotencyKey": .string(send.idempotencyKey)]
+                    var detail: [String: JSONValue] = [
+                        "messageId": .string(send.messageId), "content": send.contentJSON,
+                        "idempotencyKey": .string(send.idempotencyKey)
+                    ]
                     if !send.missing.isEmpty { detail["missing"] = .array(send.missing.map(JSONValue.string)) }
                     entries.append(Entry(at: now, step: send.step, kind: "send", detail: .object(detail)))
                 case .scheduleTimer(let timer):
-                    entries.append(Entry(at: now, step: advance.state.current, kind: "timer",
-                                         detail: ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))]))
+                    entries.append(
+                        Entry(
+                            at: now, step: advance.state.current, kind: "timer",
+                            detail: ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))]))
                 case .awaitEvent(let wait):
-                    entries.append(Entry(at: now, step: wait.step, kind: "await",
-                                         detail: ["event": .string(wait.event), "timeoutAt": .string(WorkflowTime.text(wait.timeoutAt))]))
+                    entries.append(
+                        Entry(
+                            at: now, step: wait.step, kind: "await",
+                            detail: [
+                                "event": .string(wait.event), "timeoutAt": .string(WorkflowTime.text(wait.timeoutAt))
+                            ]))
                 case .askReceipts(let step, let ids):
-                    entries.append(Entry(at: now, step: step, kind: "receipts", detail: ["messageIds": .array(ids.map(JSONValue.string))]))
+                    entries.append(
+                        Entry(
+                            at: now, step: step, kind: "receipts",
+                            detail: ["messageIds": .array(ids.map(JSONValue.string))]))
                 case .finished(let status):
                     var detail: [String: JSONValue] = ["status": .string(status.rawValue)]
-                    if let failure = advance.state.failure { detail["failure"] = .string("\(failure.code): \(failure.message)") }
+                    if let failure = advance.state.failure {
+                        detail["failure"] = .string("\(failure.code): \(failure.message)")
+                    }
                     entries.append(Entry(at: now, step: nil, kind: "end", detail: .object(detail)))
                 case .sendLocalPlan(let plan):
                     let f = plan.plan.fireAt
-                    let wall = "\(f.year)-\(CivilCalendar.padded(f.month, 2))-\(CivilCalendar.padded(f.day, 2))T\(CivilCalendar.padded(f.hour, 2)):\(CivilCalendar.padded(f.minute, 2))"
+                    let wall =
+                        "\(f.year)-\(CivilCalendar.padded(f.month, 2))-\(CivilCalendar.padded(f.day, 2))T\(CivilCalendar.padded(f.hour, 2)):\(CivilCalendar.padded(f.minute, 2))"
                     var detail: [String: JSONValue] = [
-                        "messageId": .string(plan.messageId), "localId": .string(plan.plan.id), "fireAt": .string(WorkflowTime.text(plan.fireAt)),
+                        "messageId": .string(plan.messageId), "localId": .string(plan.plan.id),
+                        "fireAt": .string(WorkflowTime.text(plan.fireAt)),
                         "wallClock": .string(wall), "cancelOn": .array(plan.plan.cancelOn.map(JSONValue.string)),
-                        "idempotencyKey": .string(plan.idempotencyKey),
+                        "idempotencyKey": .string(plan.idempotencyKey)
                     ]
                     if let title = plan.plan.title { detail["title"] = .string(title) }
                     if let body = plan.plan.body { detail["body"] = .string(body) }
@@ -106,8 +129,13 @@ public enum WorkflowDryRun {
                     if !plan.missing.isEmpty { detail["missing"] = .array(plan.missing.map(JSONValue.string)) }
                     entries.append(Entry(at: now, step: plan.step, kind: "plan", detail: .object(detail)))
                 case .askAcknowledgement(let step, let localId):
-                    entries.append(Entry(at: now, step: step, kind: "acknowledgement", detail: ["localId": .string(localId),
-                                                                                                 "acknowledged": .bool(acknowledged.contains(step))]))
+                    entries.append(
+                        Entry(
+                            at: now, step: step, kind: "acknowledgement",
+                            detail: [
+                                "localId": .string(localId),
+                                "acknowledged": .bool(acknowledged.contains(step))
+                            ]))
                 case .sendCancelPlan(let cancel):
                     entries.append(Entry(at: now, step: nil, kind: "cancel", detail: ["runId": .string(cancel.runId)]))
                 case .clearTimer, .stopAwaitingEvent:
@@ -118,8 +146,9 @@ public enum WorkflowDryRun {
 
         let triggerMatches = WorkflowEngine.triggers(definition, event: event, subscriber: subscriber)
         var now = WorkflowTime.quantized(start)
-        var advance = WorkflowEngine.start(runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
-                                           trigger: event, subscriber: subscriber, environment: environment(now))
+        var advance = WorkflowEngine.start(
+            runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
+            trigger: event, subscriber: subscriber, environment: environment(now))
         record(advance, at: now, previous: nil)
         var inputs = 0
         var delivered = Set<String>()
@@ -137,7 +166,8 @@ public enum WorkflowDryRun {
                 }
                 input = .receipts(answer)
             } else if let wait = state.awaiting, let arrival = arrivals[wait.step], !delivered.contains(wait.step),
-                      wait.since.addingTimeInterval(max(0, arrival.after)) < wait.timeoutAt {
+                wait.since.addingTimeInterval(max(0, arrival.after)) < wait.timeoutAt
+            {
                 now = max(now, WorkflowTime.quantized(wait.since.addingTimeInterval(max(0, arrival.after))))
                 var event = arrival.event
                 if event.id == state.trigger.id { event.id += ":arrival" }
@@ -150,7 +180,8 @@ public enum WorkflowDryRun {
             } else {
                 break
             }
-            let next = WorkflowEngine.advance(state, definition: definition, input: input, environment: environment(now))
+            let next = WorkflowEngine.advance(
+                state, definition: definition, input: input, environment: environment(now))
             if !next.changed { continue }  // an arrival its `where` refused: the timeout comes next
             record(next, at: now, previous: state)
             advance = next

@@ -24,29 +24,36 @@ public enum WorkflowEngine {
 
     /// Whether `event` starts a run of `definition` for `subscriber`: the trigger's name and its
     /// `where` (over `event`/`trigger`, the same event, and `subscriber`).
-    public static func triggers(_ definition: WorkflowDefinition, event: WorkflowEvent, subscriber: WorkflowSubscriber) -> Bool {
+    public static func triggers(_ definition: WorkflowDefinition, event: WorkflowEvent, subscriber: WorkflowSubscriber)
+        -> Bool
+    {
         guard event.name == definition.trigger.event else { return false }
         guard let condition = definition.trigger.condition else { return true }
         let document: JSONValue = [
-            "event": event.documentJSON, "trigger": event.documentJSON, "subscriber": subscriber.documentJSON,
+            "event": event.documentJSON, "trigger": event.documentJSON, "subscriber": subscriber.documentJSON
         ]
         return condition.expression.matches(document: document)
     }
 
     /// A new run, walked to its first wait (or its end).
-    public static func start(runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
-                             trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
-                             environment: WorkflowEnvironment) -> WorkflowAdvance {
-        let state = WorkflowRunState(runId: runId, workflowKey: workflowKey, version: version, trigger: trigger,
-                                     subscriber: subscriber, startedAt: environment.now)
+    public static func start(
+        runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
+        trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
+        environment: WorkflowEnvironment
+    ) -> WorkflowAdvance {
+        let state = WorkflowRunState(
+            runId: runId, workflowKey: workflowKey, version: version, trigger: trigger,
+            subscriber: subscriber, startedAt: environment.now)
         var machine = RunMachine(state: state, definition: definition, environment: environment)
         machine.run(from: definition.index.first)
         return machine.finish(from: nil)
     }
 
     /// Applies one input to a run. `definition` is the run's own version.
-    public static func advance(_ state: WorkflowRunState, definition: WorkflowDefinition, input: WorkflowInput,
-                               environment: WorkflowEnvironment) -> WorkflowAdvance {
+    public static func advance(
+        _ state: WorkflowRunState, definition: WorkflowDefinition, input: WorkflowInput,
+        environment: WorkflowEnvironment
+    ) -> WorkflowAdvance {
         var machine = RunMachine(state: state, definition: definition, environment: environment)
         guard state.status == .running else { return WorkflowAdvance(state: state, actions: [], changed: false) }
         switch input {
@@ -61,7 +68,9 @@ public enum WorkflowEngine {
         case .cancel(let reason):
             machine.cancel(reason)
         case .acknowledgement(let localId, let acknowledged):
-            guard machine.acknowledgement(localId, acknowledged) else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+            guard machine.acknowledgement(localId, acknowledged) else {
+                return WorkflowAdvance(state: state, actions: [], changed: false)
+            }
         }
         return machine.finish(from: state)
     }
@@ -88,8 +97,11 @@ struct RunMachine {
             actions.append(state.timer.map(WorkflowAction.scheduleTimer) ?? .clearTimer)
         }
         if state.awaiting != old?.awaiting {
-            if let wait = state.awaiting { actions.append(.awaitEvent(wait)) }
-            else if let wait = old?.awaiting { actions.append(.stopAwaitingEvent(step: wait.step)) }
+            if let wait = state.awaiting {
+                actions.append(.awaitEvent(wait))
+            } else if let wait = old?.awaiting {
+                actions.append(.stopAwaitingEvent(step: wait.step))
+            }
         }
         if state.status != .running { actions.append(.finished(state.status)) }
         return WorkflowAdvance(state: state, actions: actions, changed: true)
@@ -124,19 +136,26 @@ struct RunMachine {
                 state.outcomes.append(outcome)
                 // A local window: the plan goes to the devices now, for the moment (out of quiet hours).
                 if let sendStep = entry.successor, case .send(let send)? = definition.index[sendStep]?.step.kind,
-                   send.deliver == .local {
+                    send.deliver == .local
+                {
                     if send.policy == .respect, let quiet = environment.quietHours {
-                        let (quietZone, quietZoneName, _) = WorkflowZones.subscriberZone(state.subscriber.timezone,
-                                                                                          tenantDefault: environment.defaultTimeZone)
+                        let (quietZone, quietZoneName, _) = WorkflowZones.subscriberZone(
+                            state.subscriber.timezone,
+                            tenantDefault: environment.defaultTimeZone)
                         if let end = quiet.shift(due, in: quietZone) {
-                            setReason(stepName, "the next \(time) in \(zoneName) (\(source)); quiet hours \(quiet) in \(quietZoneName): moved from \(WorkflowTime.text(due)) to \(WorkflowTime.text(end))")
+                            setReason(
+                                stepName,
+                                "the next \(time) in \(zoneName) (\(source)); quiet hours \(quiet) in \(quietZoneName): moved from \(WorkflowTime.text(due)) to \(WorkflowTime.text(end))"
+                            )
                             setShift(stepName, from: due)
                             due = end
                         }
                     }
                     guard plan(send, step: sendStep, fireAt: due) else { return }
                 }
-                if let i = state.outcomes.lastIndex(where: { $0.step == stepName }) { state.outcomes[i].dueAt = WorkflowTime.quantized(due) }
+                if let i = state.outcomes.lastIndex(where: { $0.step == stepName }) {
+                    state.outcomes[i].dueAt = WorkflowTime.quantized(due)
+                }
                 state.timer = WorkflowTimer(token: "\(stepName):until", dueAt: due)
                 return
             case .waitFor(let waitFor):
@@ -170,12 +189,14 @@ struct RunMachine {
                 }
             case .send(let send):
                 if send.policy == .respect, let quiet = environment.quietHours {
-                    let (zone, zoneName, _) = WorkflowZones.subscriberZone(state.subscriber.timezone,
-                                                                           tenantDefault: environment.defaultTimeZone)
+                    let (zone, zoneName, _) = WorkflowZones.subscriberZone(
+                        state.subscriber.timezone,
+                        tenantDefault: environment.defaultTimeZone)
                     if let end = quiet.shift(now, in: zone) {
                         outcome.dueAt = WorkflowTime.quantized(end)
                         outcome.shiftedFrom = now
-                        outcome.reason = "quiet hours \(quiet) in \(zoneName): moved from \(WorkflowTime.text(now)) to \(WorkflowTime.text(end))"
+                        outcome.reason =
+                            "quiet hours \(quiet) in \(zoneName): moved from \(WorkflowTime.text(now)) to \(WorkflowTime.text(end))"
                         state.outcomes.append(outcome)
                         state.timer = WorkflowTimer(token: "\(stepName):quiet", dueAt: end)
                         return
@@ -211,11 +232,15 @@ struct RunMachine {
     }
 
     private mutating func setShift(_ step: String, from date: Date) {
-        if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].shiftedFrom = WorkflowTime.quantized(date) }
+        if let i = state.outcomes.lastIndex(where: { $0.step == step }) {
+            state.outcomes[i].shiftedFrom = WorkflowTime.quantized(date)
+        }
     }
 
     /// Marks the current step's outcome.
-    private mutating func endCurrent(_ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done) {
+    private mutating func endCurrent(
+        _ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done
+    ) {
         guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
         state.outcomes[i].status = status
         state.outcomes[i].endedAt = now
@@ -271,13 +296,15 @@ struct RunMachine {
             if rule.condition?.expression.matches(document: document) ?? true {
                 // A rule with a `where` is decided here only: tell the devices. One without is on
                 // the plan too, and the device removed the notification itself.
-                cancel("cancelOn[\(i)]: \(event.name)" + (rule.condition.map { " where \($0.text)" } ?? ""),
-                       central: rule.condition != nil)
+                cancel(
+                    "cancelOn[\(i)]: \(event.name)" + (rule.condition.map { " where \($0.text)" } ?? ""),
+                    central: rule.condition != nil)
                 return true
             }
         }
         if event.name == WorkflowEngine.localScheduledEvent, let plan = state.localPlan,
-           event.data["localId"]?.stringValue == plan.localId {
+            event.data["localId"]?.stringValue == plan.localId
+        {
             guard !plan.acknowledged || state.acknowledgementFor == plan.localId else { return false }
             state.localPlan?.acknowledged = true
             if state.acknowledgementFor == plan.localId, let step = state.current, let entry = definition.index[step] {
@@ -288,7 +315,8 @@ struct RunMachine {
             return true
         }
         guard let wait = state.awaiting, wait.event == event.name, let entry = definition.index[wait.step],
-              case .waitFor(let waitFor) = entry.step.kind else { return false }
+            case .waitFor(let waitFor) = entry.step.kind
+        else { return false }
         if let condition = waitFor.condition, !condition.expression.matches(document: document) { return false }
         state.awaiting = nil
         state.timer = nil
@@ -300,7 +328,8 @@ struct RunMachine {
 
     mutating func receipts(_ receipts: [String: WorkflowReceipts]) {
         state.receiptsFor = nil
-        guard let step = state.current, let entry = definition.index[step], case .branch(let branch) = entry.step.kind else {
+        guard let step = state.current, let entry = definition.index[step], case .branch(let branch) = entry.step.kind
+        else {
             return fail("definition_mismatch", "receipts arrived while the run is in no branch")
         }
         run(from: decide(step, branch, receipts: receipts))
@@ -310,9 +339,11 @@ struct RunMachine {
     /// a plan that has not fired yet is cancelled on the devices with `bk.cancel`.
     mutating func cancel(_ reason: String, central: Bool = true) {
         if central, let plan = state.localPlan, state.acknowledgementFor == nil, state.current != plan.step {
-            actions.append(.sendCancelPlan(WorkflowCancelPlanAction(
-                runId: state.runId, messageId: environment.messageId(state.runId, plan.step, "cancel"),
-                idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
+            actions.append(
+                .sendCancelPlan(
+                    WorkflowCancelPlanAction(
+                        runId: state.runId, messageId: environment.messageId(state.runId, plan.step, "cancel"),
+                        idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
         }
         if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }
         state.cancelReason = reason
@@ -320,7 +351,9 @@ struct RunMachine {
     }
 
     mutating func acknowledgement(_ localId: String, _ acknowledged: Bool) -> Bool {
-        guard state.acknowledgementFor == localId, let step = state.current, let entry = definition.index[step] else { return false }
+        guard state.acknowledgementFor == localId, let step = state.current, let entry = definition.index[step] else {
+            return false
+        }
         state.acknowledgementFor = nil
         guard endLocal(acknowledged: acknowledged || state.localPlan?.acknowledged == true) else { return true }
         run(from: entry.successor)
@@ -336,23 +369,33 @@ struct RunMachine {
         let rendered = WorkflowTemplate.render(.object(send.content), document(event: nil), missing: &missing)
         guard case .success(let content) = MessageContent.validate(rendered) else {
             if case .failure(let rejection) = MessageContent.validate(rendered) {
-                fail("content_invalid", "the rendered content is invalid: " + rejection.issues.map(\.description).joined(separator: "; "))
+                fail(
+                    "content_invalid",
+                    "the rendered content is invalid: " + rejection.issues.map(\.description).joined(separator: "; "))
             }
             return false
         }
         let localId = "\(state.runId):\(step)"
         let messageId = environment.messageId(state.runId, step, "plan")
-        let zone = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone).zone
+        let zone = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone)
+            .zone
         let c = WorkflowZones.components(fireAt, in: zone)
-        let plan = LocalPlan(id: localId, fireAt: LocalPlan.FireDate(year: c.year, month: c.month, day: c.day, hour: c.hour,
-                                                                      minute: c.minute, second: c.second),
-                             title: content.title, body: content.body, data: content.data, deepLink: content.deepLink,
-                             cancelOn: definition.deviceCancelEvents, messageId: messageId)
-        actions.append(.sendLocalPlan(WorkflowLocalPlanAction(
-            step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step):plan", subscriberId: state.subscriber.id,
-            plan: plan, fireAt: WorkflowTime.quantized(fireAt), missing: missing)))
-        state.localPlan = WorkflowLocalPlanState(step: step, localId: localId, messageId: messageId, fireAt: fireAt,
-                                                 content: rendered, missing: missing)
+        let plan = LocalPlan(
+            id: localId,
+            fireAt: LocalPlan.FireDate(
+                year: c.year, month: c.month, day: c.day, hour: c.hour,
+                minute: c.minute, second: c.second),
+            title: content.title, body: content.body, data: content.data, deepLink: content.deepLink,
+            cancelOn: definition.deviceCancelEvents, messageId: messageId)
+        actions.append(
+            .sendLocalPlan(
+                WorkflowLocalPlanAction(
+                    step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step):plan",
+                    subscriberId: state.subscriber.id,
+                    plan: plan, fireAt: WorkflowTime.quantized(fireAt), missing: missing)))
+        state.localPlan = WorkflowLocalPlanState(
+            step: step, localId: localId, messageId: messageId, fireAt: fireAt,
+            content: rendered, missing: missing)
         return true
     }
 
@@ -367,7 +410,9 @@ struct RunMachine {
         state.outcomes[i].missing = plan.missing
         state.outcomes[i].messageIds = [plan.messageId]
         if acknowledged {
-            endCurrent("scheduled_on_device", reason: "a device acknowledged the plan \(plan.localId): nothing sent at the moment")
+            endCurrent(
+                "scheduled_on_device",
+                reason: "a device acknowledged the plan \(plan.localId): nothing sent at the moment")
             return true
         }
         guard case .success(let content) = MessageContent.validate(plan.content) else {
@@ -375,9 +420,12 @@ struct RunMachine {
             return false
         }
         let messageId = environment.messageId(state.runId, plan.step, "fallback")
-        actions.append(.send(WorkflowSendAction(
-            step: plan.step, messageId: messageId, idempotencyKey: "\(state.runId):\(plan.step):fallback",
-            subscriberId: state.subscriber.id, delivery: .push, contentJSON: plan.content, content: content, missing: plan.missing)))
+        actions.append(
+            .send(
+                WorkflowSendAction(
+                    step: plan.step, messageId: messageId, idempotencyKey: "\(state.runId):\(plan.step):fallback",
+                    subscriberId: state.subscriber.id, delivery: .push, contentJSON: plan.content, content: content,
+                    missing: plan.missing)))
         state.outcomes[i].messageIds.append(messageId)
         endCurrent("fallback_sent", reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
         return true
@@ -386,17 +434,23 @@ struct RunMachine {
     // MARK: - Branches
 
     /// Decides the branch, records why, and returns the step to go to.
-    private mutating func decide(_ step: String, _ branch: WorkflowBranch, receipts: [String: WorkflowReceipts]) -> String? {
+    private mutating func decide(_ step: String, _ branch: WorkflowBranch, receipts: [String: WorkflowReceipts])
+        -> String?
+    {
         let document = self.document(event: nil)
         let value = evaluate(branch.condition, document, receipts)
-        if let i = state.outcomes.lastIndex(where: { $0.step == step }), !receipts.isEmpty || !receiptMessageIds(branch.condition).isEmpty {
+        if let i = state.outcomes.lastIndex(where: { $0.step == step }),
+            !receipts.isEmpty || !receiptMessageIds(branch.condition).isEmpty
+        {
             state.outcomes[i].receipts = receipts
         }
         endCurrent(value ? "then" : "else", reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
         return definition.index.entry(of: step, then: value)
     }
 
-    private func evaluate(_ condition: WorkflowCondition, _ document: JSONValue, _ receipts: [String: WorkflowReceipts]) -> Bool {
+    private func evaluate(_ condition: WorkflowCondition, _ document: JSONValue, _ receipts: [String: WorkflowReceipts])
+        -> Bool
+    {
         switch condition {
         case .expression(let e): return e.expression.matches(document: document)
         case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
@@ -435,15 +489,19 @@ struct RunMachine {
         switch MessageContent.validate(rendered) {
         case .failure(let rejection):
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].missing = missing }
-            fail("content_invalid", "the rendered content is invalid: "
-                 + rejection.issues.map(\.description).joined(separator: "; "))
+            fail(
+                "content_invalid",
+                "the rendered content is invalid: "
+                    + rejection.issues.map(\.description).joined(separator: "; "))
             return false
         case .success(let content):
             let messageId = environment.messageId(state.runId, step, "send")
-            actions.append(.send(WorkflowSendAction(
-                step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step)",
-                subscriberId: state.subscriber.id, delivery: .push, contentJSON: rendered, content: content,
-                missing: missing)))
+            actions.append(
+                .send(
+                    WorkflowSendAction(
+                        step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step)",
+                        subscriberId: state.subscriber.id, delivery: .push, contentJSON: rendered, content: content,
+                        missing: missing)))
             var reason = send.deliver == .local ? "sent as a push: the local window had no plan" : "sent"
             if !missing.isEmpty { reason += "; rendered empty: " + missing.joined(separator: ", ") }
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) {
@@ -466,7 +524,7 @@ struct RunMachine {
             steps[outcome.step] = .object(o)
         }
         var document: [String: JSONValue] = [
-            "trigger": state.trigger.documentJSON, "subscriber": state.subscriber.documentJSON, "steps": .object(steps),
+            "trigger": state.trigger.documentJSON, "subscriber": state.subscriber.documentJSON, "steps": .object(steps)
         ]
         if let event { document["event"] = event.documentJSON }
         return .object(document)

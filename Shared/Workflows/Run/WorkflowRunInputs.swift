@@ -81,8 +81,10 @@ public struct WorkflowEnvironment: Sendable {
     /// unique key on it refuses the second.
     public var messageId: @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String
 
-    public init(now: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil,
-                messageId: @escaping @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String) {
+    public init(
+        now: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil,
+        messageId: @escaping @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String
+    ) {
         self.now = WorkflowTime.quantized(now)
         self.quietHours = quietHours
         self.defaultTimeZone = defaultTimeZone

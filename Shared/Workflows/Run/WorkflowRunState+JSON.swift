@@ -14,7 +14,7 @@ extension WorkflowRunState {
             "format": .int(Int64(Self.format)), "runId": .string(runId), "workflowKey": .string(workflowKey),
             "version": .int(Int64(version)), "status": .string(status.rawValue), "trigger": trigger.stateJSON,
             "subscriber": subscriber.documentJSON, "startedAt": .string(WorkflowTime.text(startedAt)),
-            "outcomes": .array(outcomes.map(\.jsonValue)),
+            "outcomes": .array(outcomes.map(\.jsonValue))
         ]
         if let failure { o["failure"] = ["code": .string(failure.code), "message": .string(failure.message)] }
         if let cancelReason { o["cancelReason"] = .string(cancelReason) }
@@ -22,16 +22,20 @@ extension WorkflowRunState {
         if let current { o["current"] = .string(current) }
         if let timer { o["timer"] = ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))] }
         if let awaiting {
-            o["awaiting"] = ["step": .string(awaiting.step), "event": .string(awaiting.event),
-                             "since": .string(WorkflowTime.text(awaiting.since)),
-                             "timeoutAt": .string(WorkflowTime.text(awaiting.timeoutAt))]
+            o["awaiting"] = [
+                "step": .string(awaiting.step), "event": .string(awaiting.event),
+                "since": .string(WorkflowTime.text(awaiting.since)),
+                "timeoutAt": .string(WorkflowTime.text(awaiting.timeoutAt))
+            ]
         }
         if let receiptsFor { o["receiptsFor"] = .array(receiptsFor.map(JSONValue.string)) }
         if let localPlan {
             o["localPlan"] = [
-                "step": .string(localPlan.step), "localId": .string(localPlan.localId), "messageId": .string(localPlan.messageId),
+                "step": .string(localPlan.step), "localId": .string(localPlan.localId),
+                "messageId": .string(localPlan.messageId),
                 "fireAt": .string(WorkflowTime.text(localPlan.fireAt)), "content": localPlan.content,
-                "missing": .array(localPlan.missing.map(JSONValue.string)), "acknowledged": .bool(localPlan.acknowledged),
+                "missing": .array(localPlan.missing.map(JSONValue.string)),
+                "acknowledged": .bool(localPlan.acknowledged)
             ]
         }
         if let acknowledgementFor { o["acknowledgementFor"] = .string(acknowledgementFor) }
@@ -41,11 +45,14 @@ extension WorkflowRunState {
     public init(json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "state")
         guard try r.int("format") == Int64(Self.format) else { throw WorkflowStateError("state: unknown format") }
-        guard let status = WorkflowRunStatus(rawValue: try r.string("status")) else { throw WorkflowStateError("state.status: unknown") }
-        self.init(runId: try r.string("runId"), workflowKey: try r.string("workflowKey"), version: Int(try r.int("version")),
-                  trigger: try WorkflowEvent(stateJSON: try r.value("trigger")),
-                  subscriber: try WorkflowSubscriber(stateJSON: try r.value("subscriber")),
-                  startedAt: try r.date("startedAt"))
+        guard let status = WorkflowRunStatus(rawValue: try r.string("status")) else {
+            throw WorkflowStateError("state.status: unknown")
+        }
+        self.init(
+            runId: try r.string("runId"), workflowKey: try r.string("workflowKey"), version: Int(try r.int("version")),
+            trigger: try WorkflowEvent(stateJSON: try r.value("trigger")),
+            subscriber: try WorkflowSubscriber(stateJSON: try r.value("subscriber")),
+            startedAt: try r.date("startedAt"))
         self.status = status
         if let f = r.optional("failure") {
             let fr = StateReader(f, "state.failure")
@@ -60,8 +67,9 @@ extension WorkflowRunState {
         }
         if let a = r.optional("awaiting") {
             let ar = StateReader(a, "state.awaiting")
-            awaiting = WorkflowEventWait(step: try ar.string("step"), event: try ar.string("event"), since: try ar.date("since"),
-                                         timeoutAt: try ar.date("timeoutAt"))
+            awaiting = WorkflowEventWait(
+                step: try ar.string("step"), event: try ar.string("event"), since: try ar.date("since"),
+                timeoutAt: try ar.date("timeoutAt"))
         }
         if let ids = r.optional("receiptsFor") {
             guard case .array(let items) = ids else { throw WorkflowStateError("state.receiptsFor: not an array") }
@@ -76,7 +84,9 @@ extension WorkflowRunState {
                 acknowledged: pr.optional("acknowledged")?.boolValue ?? false)
         }
         acknowledgementFor = try r.optionalString("acknowledgementFor")
-        guard case .array(let items) = try r.value("outcomes") else { throw WorkflowStateError("state.outcomes: not an array") }
+        guard case .array(let items) = try r.value("outcomes") else {
+            throw WorkflowStateError("state.outcomes: not an array")
+        }
         var outcomes: [WorkflowStepOutcome] = []
         for item in items {
             let outcome: WorkflowStepOutcome = try WorkflowStepOutcome(json: item)
@@ -90,7 +100,7 @@ extension WorkflowStepOutcome {
     public var jsonValue: JSONValue {
         var o: [String: JSONValue] = [
             "step": .string(step), "kind": .string(kind), "status": .string(status.rawValue),
-            "startedAt": .string(WorkflowTime.text(startedAt)), "messageIds": .array(messageIds.map(JSONValue.string)),
+            "startedAt": .string(WorkflowTime.text(startedAt)), "messageIds": .array(messageIds.map(JSONValue.string))
         ]
         if let dueAt { o["dueAt"] = .string(WorkflowTime.text(dueAt)) }
         if let endedAt { o["endedAt"] = .string(WorkflowTime.text(endedAt)) }
@@ -100,7 +110,8 @@ extension WorkflowStepOutcome {
         if let event { o["event"] = event.stateJSON }
         if let shiftedFrom { o["shiftedFrom"] = .string(WorkflowTime.text(shiftedFrom)) }
         if let receipts {
-            o["receipts"] = .object(receipts.mapValues { ["delivered": .bool($0.delivered), "opened": .bool($0.opened)] })
+            o["receipts"] = .object(
+                receipts.mapValues { ["delivered": .bool($0.delivered), "opened": .bool($0.opened)] })
         }
         return .object(o)
     }
@@ -108,7 +119,9 @@ extension WorkflowStepOutcome {
     init(json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "outcome")
         self.init(step: try r.string("step"), kind: try r.string("kind"), startedAt: try r.date("startedAt"))
-        guard let status = Status(rawValue: try r.string("status")) else { throw WorkflowStateError("outcome.status: unknown") }
+        guard let status = Status(rawValue: try r.string("status")) else {
+            throw WorkflowStateError("outcome.status: unknown")
+        }
         self.status = status
         dueAt = try r.optionalDate("dueAt")
         endedAt = try r.optionalDate("endedAt")
@@ -119,7 +132,10 @@ extension WorkflowStepOutcome {
         if let e = r.optional("event") { event = try WorkflowEvent(stateJSON: e) }
         shiftedFrom = try r.optionalDate("shiftedFrom")
         if let rc = r.optional("receipts")?.objectValue {
-            receipts = rc.mapValues { WorkflowReceipts(delivered: $0["delivered"]?.boolValue ?? false, opened: $0["opened"]?.boolValue ?? false) }
+            receipts = rc.mapValues {
+                WorkflowReceipts(
+                    delivered: $0["delivered"]?.boolValue ?? false, opened: $0["opened"]?.boolValue ?? false)
+            }
         }
     }
 }
@@ -131,16 +147,18 @@ extension WorkflowEvent {
 
     init(stateJSON json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "event")
-        self.init(id: try r.string("id"), name: try r.string("name"), data: r.optional("data") ?? [:],
-                  occurredAt: try r.date("occurredAt"))
+        self.init(
+            id: try r.string("id"), name: try r.string("name"), data: r.optional("data") ?? [:],
+            occurredAt: try r.date("occurredAt"))
     }
 }
 
 extension WorkflowSubscriber {
     init(stateJSON json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "subscriber")
-        self.init(id: try r.string("id"), attributes: r.optional("attributes") ?? [:],
-                  timezone: try r.optionalString("timezone"), locale: try r.optionalString("locale"))
+        self.init(
+            id: try r.string("id"), attributes: r.optional("attributes") ?? [:],
+            timezone: try r.optionalString("timezone"), locale: try r.optionalString("locale"))
     }
 }
 
@@ -181,7 +199,9 @@ private struct StateReader {
     }
 
     func date(_ key: String) throws(WorkflowStateError) -> Date {
-        guard let d = EventTimestamp.parse(try string(key)) else { throw WorkflowStateError("\(path).\(key): not a date-time") }
+        guard let d = EventTimestamp.parse(try string(key)) else {
+            throw WorkflowStateError("\(path).\(key): not a date-time")
+        }
         return d
     }
 

@@ -40,8 +40,10 @@ public struct WorkflowRunState: Sendable, Hashable {
     /// The plan id whose acknowledgement the local send asked for and waits on.
     public var acknowledgementFor: String?
 
-    public init(runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
-                startedAt: Date) {
+    public init(
+        runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
+        startedAt: Date
+    ) {
         self.runId = runId
         self.workflowKey = workflowKey
         self.version = version
@@ -127,8 +129,10 @@ public struct WorkflowLocalPlanState: Sendable, Hashable {
     /// A `$local.scheduled` with `localId` arrived.
     public var acknowledged: Bool
 
-    public init(step: String, localId: String, messageId: String, fireAt: Date, content: JSONValue, missing: [String],
-                acknowledged: Bool = false) {
+    public init(
+        step: String, localId: String, messageId: String, fireAt: Date, content: JSONValue, missing: [String],
+        acknowledged: Bool = false
+    ) {
         self.step = step
         self.localId = localId
         self.messageId = messageId

@@ -16,7 +16,8 @@ public struct WallClockTime: Sendable, Hashable, Comparable, CustomStringConvert
         let bytes = Array(text.utf8)
         guard bytes.count == 5, bytes[2] == UInt8(ascii: ":") else { return nil }
         func digit(_ b: UInt8) -> Int? { b >= 0x30 && b <= 0x39 ? Int(b - 0x30) : nil }
-        guard let h1 = digit(bytes[0]), let h2 = digit(bytes[1]), let m1 = digit(bytes[3]), let m2 = digit(bytes[4]) else {
+        guard let h1 = digit(bytes[0]), let h2 = digit(bytes[1]), let m1 = digit(bytes[3]), let m2 = digit(bytes[4])
+        else {
             return nil
         }
         self.init(hour: h1 * 10 + h2, minute: m1 * 10 + m2)

@@ -12,7 +12,9 @@ public struct WorkflowDuration: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: String) {
         guard let unit = text.last, text.count >= 2, text.count <= 12 else { return nil }
         let digits = text.dropLast()
-        guard digits.first != "0", digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int64(digits) else { return nil }
+        guard digits.first != "0", digits.allSatisfy({ $0 >= "0" && $0 <= "9" }), let n = Int64(digits) else {
+            return nil
+        }
         let factor: Int64
         switch unit {
         case "s": factor = 1
@@ -29,5 +31,6 @@ public struct WorkflowDuration: Sendable, Hashable, CustomStringConvertible {
     public var description: String { text }
 
     /// Why `text` is refused (for validation messages).
-    static let rule = "must be a positive whole number followed by s, m, h or d (\"30s\", \"90m\", \"36h\", \"7d\"), at most 365 days"
+    static let rule =
+        "must be a positive whole number followed by s, m, h or d (\"30s\", \"90m\", \"36h\", \"7d\"), at most 365 days"
 }

@@ -21,9 +21,15 @@ public enum WorkflowZones {
     /// The zone a subscriber's wall-clock times are read in: their own `timezone` when Foundation
     /// knows it (the subscriber routes checked it when it was saved), else the tenant's default,
     /// else UTC. `source` says which one was used.
-    public static func subscriberZone(_ subscriberTimezone: String?, tenantDefault: String?) -> (zone: TimeZone, name: String, source: String) {
-        if let name = subscriberTimezone, !name.isEmpty, let zone = TimeZone(identifier: name) { return (zone, name, "subscriber") }
-        if let name = tenantDefault, !name.isEmpty, let zone = TimeZone(identifier: name) { return (zone, name, "tenant default") }
+    public static func subscriberZone(_ subscriberTimezone: String?, tenantDefault: String?) -> (
+        zone: TimeZone, name: String, source: String
+    ) {
+        if let name = subscriberTimezone, !name.isEmpty, let zone = TimeZone(identifier: name) {
+            return (zone, name, "subscriber")
+        }
+        if let name = tenantDefault, !name.isEmpty, let zone = TimeZone(identifier: name) {
+            return (zone, name, "tenant default")
+        }
         return (utc, "UTC", "UTC")
     }
 
@@ -40,7 +46,8 @@ public enum WorkflowZones {
         let after = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(local + 86_400))))
         func maps(_ offset: Int64) -> Int64? {
             let candidate = local - offset
-            return Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(candidate)))) == offset ? candidate : nil
+            return Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(candidate)))) == offset
+                ? candidate : nil
         }
         let candidates = [maps(before), maps(after)].compactMap { $0 }
         if let first = candidates.min() { return Date(timeIntervalSince1970: Double(first)) }
@@ -69,7 +76,9 @@ public enum WorkflowZones {
     }
 
     /// The wall-clock date components of `date` in `zone` (a local plan's `fireAt`).
-    public static func components(_ date: Date, in zone: TimeZone) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+    public static func components(_ date: Date, in zone: TimeZone) -> (
+        year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int
+    ) {
         let (day, second) = local(date, in: zone)
         let civil = CivilCalendar.date(fromDays: day)
         return (civil.year, civil.month, civil.day, second / 3600, second % 3600 / 60, second % 60)

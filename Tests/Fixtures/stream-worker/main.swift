@@ -12,8 +12,10 @@ let group = environment["FIXTURE_GROUP"] ?? "fixture"
 
 await ServiceMain.run(service: "stream-worker") { runtime, _ in
     let redis = runtime.redis
-    let consumer = StreamConsumerService(runtime: runtime, stream: stream, group: group,
-                                         configure: { $0.blockTime = .milliseconds(200) }) { entry in
+    let consumer = StreamConsumerService(
+        runtime: runtime, stream: stream, group: group,
+        configure: { $0.blockTime = .milliseconds(200) }
+    ) { entry in
         _ = try await redis.set("\(stream):started:\(entry.id)", "1")
         let deadline = ContinuousClock.now + .seconds(30)
         while try await redis.get("\(stream):release") == nil, ContinuousClock.now < deadline {

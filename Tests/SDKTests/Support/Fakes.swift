@@ -52,7 +52,9 @@ final class FakeTransport: Transport {
     var sentNames: [String] { sentEvents.compactMap { $0["name"]?.stringValue } }
 
     static func accepted(_ count: Int = 1) -> TransportResponse {
-        TransportResponse(status: 202, body: Envelope.success(["batchId": "b", "accepted": .int(Int64(count))]).encoded(requestId: "r"))
+        TransportResponse(
+            status: 202,
+            body: Envelope.success(["batchId": "b", "accepted": .int(Int64(count))]).encoded(requestId: "r"))
     }
 
     static func error(_ code: ErrorCode, status: Int) -> TransportResponse {
@@ -65,10 +67,12 @@ final class FakeTransport: Transport {
 
     /// `POST /v1/installations`'s 201.
     static func installation(token: String, anonymousId: String) -> TransportResponse {
-        TransportResponse(status: 201, body: Envelope.success([
-            "id": "00000000-0000-0000-0000-000000000001", "anonymousId": .string(anonymousId), "subscriberId": nil,
-            "token": .string(token), "createdAt": "2026-01-01T00:00:00.000Z",
-        ]).encoded(requestId: "r"))
+        TransportResponse(
+            status: 201,
+            body: Envelope.success([
+                "id": "00000000-0000-0000-0000-000000000001", "anonymousId": .string(anonymousId), "subscriberId": nil,
+                "token": .string(token), "createdAt": "2026-01-01T00:00:00.000Z"
+            ]).encoded(requestId: "r"))
     }
 }
 
@@ -85,8 +89,9 @@ final class FakeScheduler: NotificationScheduler {
     func request(_ id: String) -> LocalNotificationRequest? { pending.withLock { $0[id] } }
     func add(_ id: String) {
         pending.withLock {
-            $0[id] = LocalNotificationRequest(id: id, fireAt: .init(year: 2030, month: 1, day: 1, hour: 7, minute: 0),
-                                              title: nil, body: nil, payload: PushPayload(aps: .init(), bk: .init()))
+            $0[id] = LocalNotificationRequest(
+                id: id, fireAt: .init(year: 2030, month: 1, day: 1, hour: 7, minute: 0),
+                title: nil, body: nil, payload: PushPayload(aps: .init(), bk: .init()))
         }
     }
 }
@@ -99,7 +104,9 @@ final class FakeOpener: DeepLinkOpener {
 
 final class FakeLifecycle: PlatformLifecycle {
     private let handler = Mutex<(@Sendable (LifecycleSignal) async -> Void)?>(nil)
-    func start(_ handler: @escaping @Sendable (LifecycleSignal) async -> Void) { self.handler.withLock { $0 = handler } }
+    func start(_ handler: @escaping @Sendable (LifecycleSignal) async -> Void) {
+        self.handler.withLock { $0 = handler }
+    }
     func send(_ signal: LifecycleSignal) async { await handler.withLock { $0 }?(signal) }
 }
 
@@ -161,10 +168,12 @@ struct Harness {
     let logs: LogCapture
     let client: BuzzKit
 
-    init(directory: TemporaryDirectory = TemporaryDirectory(), clock: ManualClock = ManualClock(),
-         transport: FakeTransport = FakeTransport(), scheduler: FakeScheduler = FakeScheduler(),
-         permissions: FakePermissions = FakePermissions(),
-         configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws {
+    init(
+        directory: TemporaryDirectory = TemporaryDirectory(), clock: ManualClock = ManualClock(),
+        transport: FakeTransport = FakeTransport(), scheduler: FakeScheduler = FakeScheduler(),
+        permissions: FakePermissions = FakePermissions(),
+        configure: (inout BuzzKit.Configuration) -> Void = { _ in }
+    ) throws {
         self.directory = directory
         self.clock = clock
         self.transport = transport
@@ -182,15 +191,20 @@ struct Harness {
         configuration.bundleId = "com.example.app"
         configuration.logHandler = logs.handler
         configure(&configuration)
-        client = try BuzzKit(configuration: configuration,
-                             platform: Platform(clock: clock, transport: transport, lifecycle: lifecycle,
-                                                notifications: scheduler, opener: opener, pushes: pushes,
-                                                permissions: permissions))
+        client = try BuzzKit(
+            configuration: configuration,
+            platform: Platform(
+                clock: clock, transport: transport, lifecycle: lifecycle,
+                notifications: scheduler, opener: opener, pushes: pushes,
+                permissions: permissions))
     }
 
     /// A second client on the same storage (a process restart).
-    func restarted(transport: FakeTransport? = nil, configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws -> Harness {
-        try Harness(directory: directory, clock: clock, transport: transport ?? self.transport, scheduler: scheduler,
-                    permissions: permissions, configure: configure)
+    func restarted(transport: FakeTransport? = nil, configure: (inout BuzzKit.Configuration) -> Void = { _ in }) throws
+        -> Harness
+    {
+        try Harness(
+            directory: directory, clock: clock, transport: transport ?? self.transport, scheduler: scheduler,
+            permissions: permissions, configure: configure)
     }
 }

@@ -35,7 +35,8 @@ final class ManualClock: BuzzKitClock {
         await withCheckedContinuation { continuation in
             state.withLock { s in
                 s.next += 1
-                s.entries[s.next] = Entry(deadline: s.now.addingTimeInterval(seconds), sequence: s.next, item: .wake(continuation))
+                s.entries[s.next] = Entry(
+                    deadline: s.now.addingTimeInterval(seconds), sequence: s.next, item: .wake(continuation))
             }
         }
     }
@@ -55,8 +56,10 @@ final class ManualClock: BuzzKitClock {
         let target = now().addingTimeInterval(seconds)
         while true {
             let due = state.withLock { s -> Entry? in
-                guard let entry = s.entries.values.filter({ $0.deadline <= target })
-                    .min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }) else { return nil }
+                guard
+                    let entry = s.entries.values.filter({ $0.deadline <= target })
+                        .min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) })
+                else { return nil }
                 s.entries.removeValue(forKey: entry.sequence)
                 s.now = max(s.now, entry.deadline)
                 return entry

@@ -23,19 +23,23 @@ final class ServerStack: Sendable {
 
     init() async throws {
         schema = TestEnvironment.uniqueName("sdk")
-        _ = try await PostgresTestSupport.commonShell("psql \"$1\" -v ON_ERROR_STOP=1 -qc \"CREATE SCHEMA \\\"$2\\\"\"",
-                                                      arguments: [TestEnvironment.postgresURL, schema])
+        _ = try await PostgresTestSupport.commonShell(
+            "psql \"$1\" -v ON_ERROR_STOP=1 -qc \"CREATE SCHEMA \\\"$2\\\"\"",
+            arguments: [TestEnvironment.postgresURL, schema])
         redis = try ThrowawayRedis()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        let common = ["BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
-                      "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secret, "BUZZKIT_LOG_LEVEL": "info"]
+        let common = [
+            "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,
+            "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secret, "BUZZKIT_LOG_LEVEL": "info"
+        ]
         let migrate = try ServiceProcess(executable: "buzzkit-admin", environment: common, arguments: ["migrate"])
         guard await migrate.waitForExit(timeout: .seconds(60)) == 0 else {
             throw StackError(description: "migrate failed: \(migrate.output)")
         }
-        let bootstrap = try ServiceProcess(executable: "buzzkit-admin", environment: common,
-                                           arguments: ["bootstrap", "--workspace", "w", "--demo-tenant", "t"])
+        let bootstrap = try ServiceProcess(
+            executable: "buzzkit-admin", environment: common,
+            arguments: ["bootstrap", "--workspace", "w", "--demo-tenant", "t"])
         guard await bootstrap.waitForExit(timeout: .seconds(60)) == 0 else {
             throw StackError(description: "bootstrap failed: \(bootstrap.output)")
         }
@@ -51,13 +55,17 @@ final class ServerStack: Sendable {
         self.clientKey = clientKey
         let port = freeLoopbackPort()
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
-        gateway = try ServiceProcess(executable: "gateway", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
-        ]) { _, new in new })
+        gateway = try ServiceProcess(
+            executable: "gateway",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+            ]) { _, new in new })
         let ingestPort = freeLoopbackPort()
-        ingest = try ServiceProcess(executable: "ingest", environment: common.merging([
-            "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1",
-        ]) { _, new in new })
+        ingest = try ServiceProcess(
+            executable: "ingest",
+            environment: common.merging([
+                "BUZZKIT_HTTP_PORT": String(ingestPort), "BUZZKIT_INGEST_CONSUMERS": "1"
+            ]) { _, new in new })
         try await waitReady(baseURL, gateway)
         try await waitReady(URL(string: "http://127.0.0.1:\(ingestPort)")!, ingest)
     }
@@ -65,37 +73,47 @@ final class ServerStack: Sendable {
     private func waitReady(_ base: URL, _ process: ServiceProcess) async throws {
         let ready = await RedisTestSupport.eventually(limit: .seconds(30)) {
             guard process.isRunning else { return true }
-            let response = try? await http.send(TransportRequest(method: "GET", url: base.appendingPathComponent("readyz")))
+            let response = try? await http.send(
+                TransportRequest(method: "GET", url: base.appendingPathComponent("readyz")))
             return response?.status == 200
         }
-        guard ready, process.isRunning else { throw StackError(description: "\(process.name) not ready: \(process.output)") }
+        guard ready, process.isRunning else {
+            throw StackError(description: "\(process.name) not ready: \(process.output)")
+        }
     }
 
     func close() async {
         for process in [gateway, ingest] { process.signal(SIGTERM) }
         for process in [gateway, ingest] { _ = await process.waitForExit(timeout: .seconds(10)) }
         redis.stop()
-        _ = try? await PostgresTestSupport.commonShell("psql \"$1\" -qc \"DROP SCHEMA \\\"$2\\\" CASCADE\"",
-                                                       arguments: [TestEnvironment.postgresURL, schema])
+        _ = try? await PostgresTestSupport.commonShell(
+            "psql \"$1\" -qc \"DROP SCHEMA \\\"$2\\\" CASCADE\"",
+            arguments: [TestEnvironment.postgresURL, schema])
     }
 
     /// A client on `directory` with the client key, over `transport` (URLSession by default).
-    func client(directory: TemporaryDirectory, transport: (any Transport)? = nil, clock: any BuzzKitClock = SystemClock(),
-                logs: LogCapture = LogCapture()) throws -> BuzzKit {
+    func client(
+        directory: TemporaryDirectory, transport: (any Transport)? = nil, clock: any BuzzKitClock = SystemClock(),
+        logs: LogCapture = LogCapture()
+    ) throws -> BuzzKit {
         var configuration = BuzzKit.Configuration(apiKey: clientKey, baseURL: baseURL)
         configuration.storageDirectory = directory.url
         configuration.pushEnvironment = .sandbox
         configuration.logHandler = logs.handler
-        return try BuzzKit(configuration: configuration,
-                           platform: Platform(clock: clock, transport: transport ?? URLSessionTransport(timeout: 10)))
+        return try BuzzKit(
+            configuration: configuration,
+            platform: Platform(clock: clock, transport: transport ?? URLSessionTransport(timeout: 10)))
     }
 
     /// The envelope's `data` of a GET with the tenant key (200 expected).
     func get(_ path: String) async throws -> JSONValue {
-        let response = try await http.send(TransportRequest(method: "GET", url: URL(string: baseURL.absoluteString + path)!,
-                                                            headers: ["Authorization": "Bearer \(tenantKey)"]))
+        let response = try await http.send(
+            TransportRequest(
+                method: "GET", url: URL(string: baseURL.absoluteString + path)!,
+                headers: ["Authorization": "Bearer \(tenantKey)"]))
         guard response.status == 200 else {
-            throw StackError(description: "GET \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+            throw StackError(
+                description: "GET \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
         }
         return try Envelope.decode(response.body).data ?? .null
     }
@@ -107,10 +125,13 @@ final class ServerStack: Sendable {
         repeat {
             var path = "/v1/subscribers/\(subscriber)/events?limit=200"
             if let cursor { path += "&cursor=\(cursor)" }
-            let response = try await http.send(TransportRequest(method: "GET", url: URL(string: baseURL.absoluteString + path)!,
-                                                                headers: ["Authorization": "Bearer \(tenantKey)"]))
+            let response = try await http.send(
+                TransportRequest(
+                    method: "GET", url: URL(string: baseURL.absoluteString + path)!,
+                    headers: ["Authorization": "Bearer \(tenantKey)"]))
             guard response.status == 200 || response.status == 404 else {
-                throw StackError(description: "list events: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
+                throw StackError(
+                    description: "list events: \(response.status) \(String(decoding: response.body, as: UTF8.self))")
             }
             if response.status == 404 { return [] }
             let envelope = try Envelope.decode(response.body)

@@ -18,7 +18,8 @@ struct APIClient: Sendable {
         self.transport = transport
         self.baseURL = baseURL
         self.apiKey = apiKey
-        installations = InstallationRegistry.needed(for: apiKey)
+        installations =
+            InstallationRegistry.needed(for: apiKey)
             ? InstallationRegistry(store: store, transport: transport, baseURL: baseURL, apiKey: apiKey, logger: logger)
             : nil
     }
@@ -45,9 +46,11 @@ struct APIClient: Sendable {
                 return await send(TransportRequest(method: method, url: url, headers: headers, body: bytes)).outcome
             case .token(let token):
                 headers[InstallationRegistry.header] = token
-                let (outcome, response) = await send(TransportRequest(method: method, url: url, headers: headers, body: bytes))
+                let (outcome, response) = await send(
+                    TransportRequest(method: method, url: url, headers: headers, body: bytes))
                 if attempt == 0, response?.status == 401, case .rejected(_, let error) = outcome,
-                   ["installation_required", "unauthorized"].contains(error?.code.rawValue ?? "") {
+                    ["installation_required", "unauthorized"].contains(error?.code.rawValue ?? "")
+                {
                     await installations.drop(token, anonymousId: anonymousId)
                     continue
                 }
@@ -79,16 +82,20 @@ struct APIClient: Sendable {
 
     /// `POST /v1/identify {anonymousId, subscriberId}`, as that anonymous id's installation.
     func identify(anonymousId: String, subscriberId: String) async -> APIOutcome {
-        let outcome = await call("POST", "/v1/identify",
-                                 body: ["anonymousId": .string(anonymousId), "subscriberId": .string(subscriberId)],
-                                 as: anonymousId)
+        let outcome = await call(
+            "POST", "/v1/identify",
+            body: ["anonymousId": .string(anonymousId), "subscriberId": .string(subscriberId)],
+            as: anonymousId)
         if case .accepted = outcome { await installations?.identified(subscriberId, anonymousId: anonymousId) }
         return outcome
     }
 
     /// `PUT /v1/subscribers/{id}/devices/{token}`.
-    func registerDevice(subscriber: String, token: String, body: JSONValue, as anonymousId: String) async -> APIOutcome {
-        await call("PUT", "/v1/subscribers/\(subscriber.pathEscaped)/devices/\(token.pathEscaped)", body: body, as: anonymousId)
+    func registerDevice(subscriber: String, token: String, body: JSONValue, as anonymousId: String) async -> APIOutcome
+    {
+        await call(
+            "PUT", "/v1/subscribers/\(subscriber.pathEscaped)/devices/\(token.pathEscaped)", body: body, as: anonymousId
+        )
     }
 }
 

@@ -90,8 +90,10 @@ actor InstallationRegistry {
             cache[anonymousId] = token
             return .token(token)
         }
-        let outcome = await send(TransportRequest(method: "POST", url: url("/v1/installations"), headers: headers(),
-                                                  body: JSONValue.object(["anonymousId": .string(anonymousId)]).jsonBytes))
+        let outcome = await send(
+            TransportRequest(
+                method: "POST", url: url("/v1/installations"), headers: headers(),
+                body: JSONValue.object(["anonymousId": .string(anonymousId)]).jsonBytes))
         switch outcome {
         case .accepted(let data):
             guard let token = data?["token"]?.stringValue, !token.isEmpty else {
@@ -118,8 +120,9 @@ actor InstallationRegistry {
             logger.error("installation exists on the server but its token is lost", ["status": "409"])
             return .failed(outcome)
         case .rejected(let status, let error):
-            logger.error("installation registration rejected by the API",
-                         ["status": String(status), "error.code": error?.code.rawValue ?? ""])
+            logger.error(
+                "installation registration rejected by the API",
+                ["status": String(status), "error.code": error?.code.rawValue ?? ""])
             return .failed(outcome)
         case .retryLater(let reason):
             logger.warning("installation not registered; retried with the next request", ["reason": reason])
@@ -133,7 +136,8 @@ actor InstallationRegistry {
         var headers = headers()
         headers[Self.header] = token
         let body = JSONValue.object(["anonymousId": .string(anonymousId), "subscriberId": .string(subscriberId)])
-        let outcome = await send(TransportRequest(method: "POST", url: url("/v1/identify"), headers: headers, body: body.jsonBytes))
+        let outcome = await send(
+            TransportRequest(method: "POST", url: url("/v1/identify"), headers: headers, body: body.jsonBytes))
         if case .accepted = outcome { return }
         logger.warning("the new installation could not be identified again", ["outcome": String(describing: outcome)])
     }

@@ -53,16 +53,19 @@ public final class Activities: Sendable {
     public func register(id: String, token: Data, attributesType: String) async throws(ActivityRegistrationError) {
         let client = try client()
         tracking.withLock { $0.types[id] = attributesType }
-        let record = ActivityTokenRecord(kind: .activity, key: id, attributesType: attributesType, token: Self.hex(token))
+        let record = ActivityTokenRecord(
+            kind: .activity, key: id, attributesType: attributesType, token: Self.hex(token))
         await keep(client, record)
         try await deliver(client, record)
     }
 
     /// Registers the push-to-start token of an attributes type (iOS 17.2 and later). Kept either way.
-    public func registerPushToStartToken(_ token: Data, attributesType: String) async throws(ActivityRegistrationError) {
+    public func registerPushToStartToken(_ token: Data, attributesType: String) async throws(ActivityRegistrationError)
+    {
         let client = try client()
-        let record = ActivityTokenRecord(kind: .pushToStart, key: attributesType, attributesType: attributesType,
-                                         token: Self.hex(token))
+        let record = ActivityTokenRecord(
+            kind: .pushToStart, key: attributesType, attributesType: attributesType,
+            token: Self.hex(token))
         await keep(client, record)
         try await deliver(client, record)
     }
@@ -105,7 +108,8 @@ public final class Activities: Sendable {
         case .pushToken(let id, let type, let token):
             noteStarted(client, id: id, attributesType: type)
             do { try await register(id: id, token: token, attributesType: type) } catch {
-                Self.logFailure(client, error, "live activity token not registered", ["activity.id": id, "attributesType": type])
+                Self.logFailure(
+                    client, error, "live activity token not registered", ["activity.id": id, "attributesType": type])
             }
         case .pushToStartToken(let type, let token):
             do { try await registerPushToStartToken(token, attributesType: type) } catch {
@@ -161,15 +165,19 @@ public final class Activities: Sendable {
             fields["attributesType"] = .string(record.attributesType)
             (method, path, body) = ("PUT", base + "/live-activities/\(record.key.pathEscaped)", .object(fields))
         case .pushToStart:
-            (method, path, body) = ("PUT", base + "/live-activity-start-tokens/\(record.key.pathEscaped)",
-                                    .object(client.tokenBody(hex: record.token ?? "")))
+            (method, path, body) = (
+                "PUT", base + "/live-activity-start-tokens/\(record.key.pathEscaped)",
+                .object(client.tokenBody(hex: record.token ?? ""))
+            )
         case .end:
             (method, path, body) = ("DELETE", base + "/live-activities/\(record.key.pathEscaped)", nil)
         }
         let route = "\(method) \(Self.routeShape(record.kind))"
         if tracking.withLock({ $0.serverLacksRoutes }) {
-            throw ActivityRegistrationError(code: .serverLacksLiveActivities, status: 404,
-                                            message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch")
+            throw ActivityRegistrationError(
+                code: .serverLacksLiveActivities, status: 404,
+                message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch"
+            )
         }
         switch await client.api.call(method, path, body: body, as: client.anonymousId) {
         case .accepted:
@@ -181,11 +189,14 @@ public final class Activities: Sendable {
             }
             if record.kind == .end { try? await client.store.activityTokenSent(record) }  // nothing to clear there
             if first {
-                client.logger.error("the server has no Live Activity routes; tokens are kept and registered on a later launch",
-                                    ["route": route, "code": ActivityRegistrationError.Code.serverLacksLiveActivities.rawValue])
+                client.logger.error(
+                    "the server has no Live Activity routes; tokens are kept and registered on a later launch",
+                    ["route": route, "code": ActivityRegistrationError.Code.serverLacksLiveActivities.rawValue])
             }
-            throw ActivityRegistrationError(code: .serverLacksLiveActivities, status: status,
-                                            message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch")
+            throw ActivityRegistrationError(
+                code: .serverLacksLiveActivities, status: status,
+                message: "the server has no \(route) route (Live Activities not supported yet); kept for a later launch"
+            )
         case .rejected(let status, let error):
             try? await client.store.activityTokenSent(record)
             throw ActivityRegistrationError(code: .rejected, status: status, message: error?.message ?? "rejected")
@@ -200,13 +211,16 @@ public final class Activities: Sendable {
             return t.started.insert(id).inserted
         }
         if first {
-            client.emit(ReservedEvent.activityStarted, ["activityId": .string(id), "attributesType": .string(attributesType)])
+            client.emit(
+                ReservedEvent.activityStarted, ["activityId": .string(id), "attributesType": .string(attributesType)])
         }
     }
 
     private func finish(id: String, state: ActivityLifecycleState) async {
         guard let client = try? client() else { return }
-        let (first, type) = tracking.withLock { t in (t.finished.insert(id + "#" + state.rawValue).inserted, t.types[id]) }
+        let (first, type) = tracking.withLock { t in
+            (t.finished.insert(id + "#" + state.rawValue).inserted, t.types[id])
+        }
         guard first else { return }
         let name = state == .dismissed ? ReservedEvent.activityDismissed : ReservedEvent.activityEnded
         client.emit(name, ["activityId": .string(id), "attributesType": .string(type ?? "unknown")])
@@ -218,8 +232,10 @@ public final class Activities: Sendable {
     }
 
     /// Logs a failed call, except the server's lack of routes (logged once, when first seen).
-    private static func logFailure(_ client: BuzzKit, _ error: ActivityRegistrationError, _ message: String,
-                                   _ metadata: [String: String]) {
+    private static func logFailure(
+        _ client: BuzzKit, _ error: ActivityRegistrationError, _ message: String,
+        _ metadata: [String: String]
+    ) {
         guard error.code != .serverLacksLiveActivities else { return }
         client.logger.error(message, metadata.merging(["error": error.description]) { a, _ in a })
     }
@@ -238,7 +254,7 @@ extension BuzzKit {
     func tokenBody(hex: String) -> [String: JSONValue] {
         var body: [String: JSONValue] = [
             "token": .string(hex),
-            "environment": .string((configuration.pushEnvironment ?? .detected).rawValue),
+            "environment": .string((configuration.pushEnvironment ?? .detected).rawValue)
         ]
         if let bundle = configuration.bundleId { body["bundleId"] = .string(bundle) }
         return body

@@ -14,12 +14,14 @@ public struct Platform: Sendable {
     /// The notification permission, read at launch and on every return to the foreground.
     public var permissions: any NotificationPermissionReader
 
-    public init(clock: any BuzzKitClock = SystemClock(), transport: any Transport = URLSessionTransport(),
-                lifecycle: any PlatformLifecycle = NoLifecycle(),
-                notifications: any NotificationScheduler = NoNotificationScheduler(),
-                opener: any DeepLinkOpener = NoDeepLinkOpener(),
-                pushes: any PushNotificationSource = NoPushNotificationSource(),
-                permissions: any NotificationPermissionReader = NoNotificationPermissionReader()) {
+    public init(
+        clock: any BuzzKitClock = SystemClock(), transport: any Transport = URLSessionTransport(),
+        lifecycle: any PlatformLifecycle = NoLifecycle(),
+        notifications: any NotificationScheduler = NoNotificationScheduler(),
+        opener: any DeepLinkOpener = NoDeepLinkOpener(),
+        pushes: any PushNotificationSource = NoPushNotificationSource(),
+        permissions: any NotificationPermissionReader = NoNotificationPermissionReader()
+    ) {
         self.clock = clock
         self.transport = transport
         self.lifecycle = lifecycle
@@ -33,15 +35,15 @@ public struct Platform: Sendable {
     public static var current: Platform {
         var platform = Platform()
         #if canImport(UIKit) && !os(watchOS)
-        platform.lifecycle = UIKitLifecycle()
-        platform.opener = UIApplicationOpener()
+            platform.lifecycle = UIKitLifecycle()
+            platform.opener = UIApplicationOpener()
         #endif
         #if canImport(UserNotifications)
-        platform.notifications = UserNotificationsScheduler()
-        platform.permissions = UserNotificationsPermissionReader()
+            platform.notifications = UserNotificationsScheduler()
+            platform.permissions = UserNotificationsPermissionReader()
         #endif
         #if canImport(UIKit) && canImport(UserNotifications) && os(iOS)
-        platform.pushes = UserNotificationsPushSource()
+            platform.pushes = UserNotificationsPushSource()
         #endif
         return platform
     }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `Transport` over `URLSession` (the real one on iOS; works on Linux through FoundationNetworking).

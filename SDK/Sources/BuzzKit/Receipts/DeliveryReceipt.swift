@@ -29,9 +29,11 @@ public enum DeliveryReceipt {
     /// With a client key the receipt goes out as the app's installation (its token is in the
     /// shared store; when the app has none yet, the extension registers it and stores it there).
     /// `deadline` seconds (default 5) bound the network part.
-    public static func deliver(messageId: String, storageDirectory: URL, configuration: BuzzKitConfiguration?,
-                               transport: any Transport, clock: any BuzzKitClock = SystemClock(),
-                               deadline: TimeInterval = 5) async -> Outcome {
+    public static func deliver(
+        messageId: String, storageDirectory: URL, configuration: BuzzKitConfiguration?,
+        transport: any Transport, clock: any BuzzKitClock = SystemClock(),
+        deadline: TimeInterval = 5
+    ) async -> Outcome {
         let logger = SDKLogger(handler: configuration?.logHandler ?? SDKLogger.defaultHandler())
         let store: EventStore
         let event: TrackedEvent
@@ -63,8 +65,9 @@ public enum DeliveryReceipt {
                 try store.setValueNow(fresh, for: StateKey.anonymousId)
                 identity = .anonymous(fresh)
             }
-            event = TrackedEvent(id: BuzzKit.newIdentifier(), name: ReservedEvent.notificationDelivered,
-                                 data: ["messageId": .string(messageId)], timestamp: clock.now())
+            event = TrackedEvent(
+                id: BuzzKit.newIdentifier(), name: ReservedEvent.notificationDelivered,
+                data: ["messageId": .string(messageId)], timestamp: clock.now())
             try store.insertNow(event, identity: identity)
         } catch {
             logger.error("delivered receipt dropped: cannot write it", ["error": String(describing: error)])
@@ -85,8 +88,10 @@ public enum DeliveryReceipt {
         }
     }
 
-    private static func send(_ event: TrackedEvent, store: EventStore, api: APIClient, anonymousId: String,
-                             logger: SDKLogger) async -> Outcome {
+    private static func send(
+        _ event: TrackedEvent, store: EventStore, api: APIClient, anonymousId: String,
+        logger: SDKLogger
+    ) async -> Outcome {
         do {
             guard let batch = try await store.nextBatch(limit: 1, only: [event.id]) else { return .sent }
             switch await api.sendEvents(batch, currentAnonymousId: anonymousId) {
@@ -95,7 +100,9 @@ public enum DeliveryReceipt {
                 return .sent
             case .rejected(let status, let error):
                 try await store.delete(ids: [event.id])
-                logger.error("delivered receipt rejected by the API", ["status": String(status), "error.code": error?.code.rawValue ?? ""])
+                logger.error(
+                    "delivered receipt rejected by the API",
+                    ["status": String(status), "error.code": error?.code.rawValue ?? ""])
                 return .dropped
             case .retryLater(let reason):
                 _ = try await store.recordFailedAttempt(ids: [event.id], maxAttempts: 20)
@@ -110,7 +117,12 @@ public enum DeliveryReceipt {
 
 /// Resumes a continuation with the first outcome offered; later ones are ignored.
 private final class FirstOutcome: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<DeliveryReceipt.Outcome, Never>?, early: DeliveryReceipt.Outcome?, done: Bool)>((nil, nil, false))
+    private let state = Mutex<
+        (
+            continuation: CheckedContinuation<DeliveryReceipt.Outcome, Never>?, early: DeliveryReceipt.Outcome?,
+            done: Bool
+        )
+    >((nil, nil, false))
 
     func set(_ continuation: CheckedContinuation<DeliveryReceipt.Outcome, Never>) {
         let early: DeliveryReceipt.Outcome? = state.withLock { s in

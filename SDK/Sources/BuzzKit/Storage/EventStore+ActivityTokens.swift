@@ -24,14 +24,19 @@ extension EventStore {
         try await database.run { db in
             try db.transaction {
                 if record.kind == .end {
-                    try db.query("DELETE FROM activity_tokens WHERE kind = 'activity' AND key = ?1", [.text(record.key)])
+                    try db.query(
+                        "DELETE FROM activity_tokens WHERE kind = 'activity' AND key = ?1", [.text(record.key)])
                 }
-                try db.query("""
+                try db.query(
+                    """
                     INSERT INTO activity_tokens (kind, key, attributes_type, token, pending) VALUES (?1, ?2, ?3, ?4, 1)
                     ON CONFLICT(kind, key) DO UPDATE SET attributes_type = excluded.attributes_type,
                         token = excluded.token, pending = 1
-                    """, [.text(record.kind.rawValue), .text(record.key), .text(record.attributesType),
-                          record.token.map(SQLiteValue.text) ?? .null])
+                    """,
+                    [
+                        .text(record.kind.rawValue), .text(record.key), .text(record.attributesType),
+                        record.token.map(SQLiteValue.text) ?? .null
+                    ])
             }
         }
     }
@@ -39,12 +44,15 @@ extension EventStore {
     /// What still has to reach the server, oldest kinds first (tokens before ends).
     func pendingActivityTokens() async throws -> [ActivityTokenRecord] {
         try await database.run { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT kind, key, attributes_type, token FROM activity_tokens WHERE pending = 1
                 ORDER BY CASE kind WHEN 'activity' THEN 0 WHEN 'start' THEN 1 ELSE 2 END, key
-                """).compactMap { row in
+                """
+            ).compactMap { row in
                 guard let kind = row[0].text.flatMap(ActivityTokenRecord.Kind.init(rawValue:)),
-                      let key = row[1].text, let type = row[2].text else { return nil }
+                    let key = row[1].text, let type = row[2].text
+                else { return nil }
                 return ActivityTokenRecord(kind: kind, key: key, attributesType: type, token: row[3].text)
             }
         }
@@ -56,7 +64,8 @@ extension EventStore {
             if record.kind == .end {
                 try db.query("DELETE FROM activity_tokens WHERE kind = 'end' AND key = ?1", [.text(record.key)])
             } else {
-                try db.query("""
+                try db.query(
+                    """
                     UPDATE activity_tokens SET pending = 0 WHERE kind = ?1 AND key = ?2 AND token IS ?3
                     """, [.text(record.kind.rawValue), .text(record.key), record.token.map(SQLiteValue.text) ?? .null])
             }

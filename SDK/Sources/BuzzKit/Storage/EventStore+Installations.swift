@@ -12,17 +12,21 @@ extension EventStore {
     /// The installation registered for `anonymousId`, if any (its token may have been dropped).
     func installation(anonymousId: String) async throws -> InstallationRecord? {
         try await database.run { db in
-            try db.query("SELECT anonymous_id, token, subscriber_id FROM installations WHERE anonymous_id = ?1",
-                         [.text(anonymousId)]).first.map(Self.installationRecord)
+            try db.query(
+                "SELECT anonymous_id, token, subscriber_id FROM installations WHERE anonymous_id = ?1",
+                [.text(anonymousId)]
+            ).first.map(Self.installationRecord)
         }
     }
 
     /// The anonymous id of the most recent installation identified as `subscriberId`.
     func installationAnonymousId(subscriberId: String) async throws -> String? {
         try await database.run { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT anonymous_id FROM installations WHERE subscriber_id = ?1 AND token IS NOT NULL ORDER BY seq DESC LIMIT 1
-                """, [.text(subscriberId)]).first?.first?.text
+                """, [.text(subscriberId)]
+            ).first?.first?.text
         }
     }
 
@@ -30,15 +34,17 @@ extension EventStore {
     /// notification service extension's short path).
     func installationIdentifiedNow(as subscriberId: String) throws -> Bool {
         try database.runSync { db in
-            !(try db.query("SELECT 1 FROM installations WHERE subscriber_id = ?1 AND token IS NOT NULL LIMIT 1",
-                           [.text(subscriberId)])).isEmpty
+            !(try db.query(
+                "SELECT 1 FROM installations WHERE subscriber_id = ?1 AND token IS NOT NULL LIMIT 1",
+                [.text(subscriberId)])).isEmpty
         }
     }
 
     /// Stores a freshly registered token for `anonymousId` (keeping the subscriber it had, if any).
     func storeInstallation(anonymousId: String, token: String) async throws {
         try await database.run { db in
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO installations (anonymous_id, token, seq)
                 VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM installations))
                 ON CONFLICT(anonymous_id) DO UPDATE SET token = excluded.token, seq = excluded.seq
@@ -50,16 +56,18 @@ extension EventStore {
     /// replaced it. The subscriber it was identified as is kept, to identify the new one again.
     func dropInstallationToken(anonymousId: String, token: String) async throws {
         try await database.run { db in
-            try db.query("UPDATE installations SET token = NULL WHERE anonymous_id = ?1 AND token = ?2",
-                         [.text(anonymousId), .text(token)])
+            try db.query(
+                "UPDATE installations SET token = NULL WHERE anonymous_id = ?1 AND token = ?2",
+                [.text(anonymousId), .text(token)])
         }
     }
 
     /// Records that the installation of `anonymousId` was identified as `subscriberId`.
     func setInstallationSubscriber(_ subscriberId: String, anonymousId: String) async throws {
         try await database.run { db in
-            try db.query("UPDATE installations SET subscriber_id = ?2 WHERE anonymous_id = ?1",
-                         [.text(anonymousId), .text(subscriberId)])
+            try db.query(
+                "UPDATE installations SET subscriber_id = ?2 WHERE anonymous_id = ?1",
+                [.text(anonymousId), .text(subscriberId)])
         }
     }
 

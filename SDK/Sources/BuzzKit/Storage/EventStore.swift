@@ -21,7 +21,8 @@ final class EventStore: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         database = try SQLiteDatabase(path: directory.appendingPathComponent(Self.fileName).path)
         try database.runSync { db in
-            try db.execute("""
+            try db.execute(
+                """
                 CREATE TABLE IF NOT EXISTS events (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT,
                     id TEXT NOT NULL UNIQUE,
@@ -57,10 +58,14 @@ final class EventStore: Sendable {
     }
 
     private static func insert(_ db: SQLiteDatabase.Connection, _ event: TrackedEvent, identity: EventIdentity) throws {
-        try db.query("""
+        try db.query(
+            """
             INSERT OR IGNORE INTO events (id, identity_kind, identity, name, data, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-            """, [.text(event.id), .text(identity.isAnonymous ? "a" : "s"), .text(identity.value), .text(event.name),
-                  .text(JSONValue.object(event.data).jsonString), .int(event.timestampMicroseconds)])
+            """,
+            [
+                .text(event.id), .text(identity.isAnonymous ? "a" : "s"), .text(identity.value), .text(event.name),
+                .text(JSONValue.object(event.data).jsonString), .int(event.timestampMicroseconds)
+            ])
     }
 
     func count() async throws -> Int {
@@ -78,14 +83,18 @@ final class EventStore: Sendable {
                 parameters = only.sorted().map { .text($0) }
             }
             guard let first = try db.query(sql + " ORDER BY seq LIMIT 1", parameters).first,
-                  let kind = first[0].text, let who = first[1].text else { return nil }
+                let kind = first[0].text, let who = first[1].text
+            else { return nil }
             let identity: EventIdentity = kind == "a" ? .anonymous(who) : .subscriber(who)
-            let rows = try db.query("""
+            let rows = try db.query(
+                """
                 SELECT id, name, data, ts FROM events WHERE identity_kind = ?1 AND identity = ?2 ORDER BY seq
                 """ + (only == nil ? " LIMIT \(limit)" : ""), [.text(kind), .text(who)])
             var events: [TrackedEvent] = []
             for row in rows {
-                guard let id = row[0].text, let name = row[1].text, let text = row[2].text, let ts = row[3].int else { continue }
+                guard let id = row[0].text, let name = row[1].text, let text = row[2].text, let ts = row[3].int else {
+                    continue
+                }
                 if let only, !only.contains(id) { continue }
                 let data = (try? JSONValue.parse(text))?.objectValue ?? [:]
                 events.append(TrackedEvent(id: id, name: name, data: data, timestampMicroseconds: ts))
@@ -132,11 +141,15 @@ final class EventStore: Sendable {
     // MARK: - State
 
     func value(_ key: String) async throws -> String? {
-        try await database.run { db in try db.query("SELECT value FROM state WHERE key = ?1", [.text(key)]).first?.first?.text }
+        try await database.run { db in
+            try db.query("SELECT value FROM state WHERE key = ?1", [.text(key)]).first?.first?.text
+        }
     }
 
     func valueNow(_ key: String) throws -> String? {
-        try database.runSync { db in try db.query("SELECT value FROM state WHERE key = ?1", [.text(key)]).first?.first?.text }
+        try database.runSync { db in
+            try db.query("SELECT value FROM state WHERE key = ?1", [.text(key)]).first?.first?.text
+        }
     }
 
     func setValue(_ value: String?, for key: String) async throws {
@@ -156,8 +169,9 @@ final class EventStore: Sendable {
 
     private static func set(_ db: SQLiteDatabase.Connection, _ value: String?, _ key: String) throws {
         if let value {
-            try db.query("INSERT INTO state (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                         [.text(key), .text(value)])
+            try db.query(
+                "INSERT INTO state (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [.text(key), .text(value)])
         } else {
             try db.query("DELETE FROM state WHERE key = ?1", [.text(key)])
         }
@@ -169,8 +183,9 @@ final class EventStore: Sendable {
         try await database.run { db in
             try db.transaction {
                 for name in names {
-                    try db.query("INSERT OR IGNORE INTO cancel_on (event_name, local_id) VALUES (?1, ?2)",
-                                 [.text(name), .text(localId)])
+                    try db.query(
+                        "INSERT OR IGNORE INTO cancel_on (event_name, local_id) VALUES (?1, ?2)",
+                        [.text(name), .text(localId)])
                 }
             }
         }
@@ -180,8 +195,10 @@ final class EventStore: Sendable {
     func takeCancelled(by name: String) async throws -> [String] {
         try await database.run { db in
             try db.transaction {
-                let ids = try db.query("SELECT local_id FROM cancel_on WHERE event_name = ?1 ORDER BY local_id", [.text(name)])
-                    .compactMap { $0.first?.text }
+                let ids = try db.query(
+                    "SELECT local_id FROM cancel_on WHERE event_name = ?1 ORDER BY local_id", [.text(name)]
+                )
+                .compactMap { $0.first?.text }
                 for id in ids { try db.query("DELETE FROM cancel_on WHERE local_id = ?1", [.text(id)]) }
                 return ids
             }
@@ -191,7 +208,8 @@ final class EventStore: Sendable {
     /// Forgets the cancelOn names of local notifications whose id equals or starts with `prefix`.
     func forgetCancelOn(matching prefix: String) async throws {
         try await database.run { db in
-            try db.query("DELETE FROM cancel_on WHERE local_id = ?1 OR substr(local_id, 1, length(?1)) = ?1", [.text(prefix)])
+            try db.query(
+                "DELETE FROM cancel_on WHERE local_id = ?1 OR substr(local_id, 1, length(?1)) = ?1", [.text(prefix)])
         }
     }
 

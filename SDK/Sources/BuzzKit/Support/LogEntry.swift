@@ -36,9 +36,9 @@ struct SDKLogger: Sendable {
 
     static func defaultHandler() -> LogHandler? {
         #if canImport(os)
-        return OSLogHandler.handler
+            return OSLogHandler.handler
         #else
-        return nil
+            return nil
         #endif
     }
 }

@@ -16,10 +16,12 @@ final class Authenticator: Sendable {
         self.cache = cache
         self.store = store
         self.recorder = recorder
-        cacheHits = metrics.counter("bk_gateway_auth_cache_total", help: "API key lookups by cache outcome.",
-                                    labels: [("outcome", "hit")])
-        cacheMisses = metrics.counter("bk_gateway_auth_cache_total", help: "API key lookups by cache outcome.",
-                                      labels: [("outcome", "miss")])
+        cacheHits = metrics.counter(
+            "bk_gateway_auth_cache_total", help: "API key lookups by cache outcome.",
+            labels: [("outcome", "hit")])
+        cacheMisses = metrics.counter(
+            "bk_gateway_auth_cache_total", help: "API key lookups by cache outcome.",
+            labels: [("outcome", "miss")])
     }
 
     /// What the cache alone can tell (no I/O: runs on the network thread).
@@ -83,7 +85,8 @@ final class Authenticator: Sendable {
         let utf8 = HTTPHeaders.trimmingWhitespace(header).utf8
         let scheme: StaticString = "bearer "
         guard utf8.count > 7 else { return nil }
-        for (offset, byte) in utf8.prefix(7).enumerated() where byte | (offset < 6 ? 0x20 : 0) != scheme.utf8Start[offset] {
+        for (offset, byte) in utf8.prefix(7).enumerated()
+        where byte | (offset < 6 ? 0x20 : 0) != scheme.utf8Start[offset] {
             return nil
         }
         let token = HTTPHeaders.trimmingWhitespace(String(Substring(utf8.dropFirst(7))))

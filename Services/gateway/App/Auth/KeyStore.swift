@@ -23,8 +23,9 @@ public struct KeyStore: Sendable {
         guard let row = rows.first else { return nil }
         let (id, workspaceID, tenantID, kind, scopes) = try row.decode((UUID, UUID, UUID?, String, [String]).self)
         guard let kind = APIKeyKind(rawValue: kind) else { return nil }
-        return APIKeyRecord(id: id, workspaceID: workspaceID, tenantID: tenantID, kind: kind,
-                            scopes: Set(scopes.compactMap(Scope.init(rawValue:))))
+        return APIKeyRecord(
+            id: id, workspaceID: workspaceID, tenantID: tenantID, kind: kind,
+            scopes: Set(scopes.compactMap(Scope.init(rawValue:))))
     }
 
     /// A created key: its JSON representation (with `secret`, shown this once) and the secret.
@@ -35,8 +36,10 @@ public struct KeyStore: Sendable {
     }
 
     /// Inserts a key. Scopes are trusted here; the API route validates them.
-    public func create(workspaceID: UUID, tenantID: UUID?, kind: APIKeyKind, name: String, scopes: [Scope],
-                       on connection: PostgresConnection? = nil) async throws -> Created {
+    public func create(
+        workspaceID: UUID, tenantID: UUID?, kind: APIKeyKind, name: String, scopes: [Scope],
+        on connection: PostgresConnection? = nil
+    ) async throws -> Created {
         let secret = APIKeyFormat.generate(kind: kind)
         let sql = """
             INSERT INTO api_keys (workspace_id, tenant_id, kind, name, prefix, secret_hash, scopes)
@@ -44,13 +47,14 @@ public struct KeyStore: Sendable {
             """
         let parameters: [any PostgresEncodable] = [
             workspaceID, tenantID, kind.rawValue, name, APIKeyFormat.visiblePrefix(of: secret),
-            Data(APIKeyFormat.hash(secret)), scopes.sorted().map(\.rawValue),
+            Data(APIKeyFormat.hash(secret)), scopes.sorted().map(\.rawValue)
         ]
-        let rows = if let connection {
-            try await connection.query(sql, parameters)
-        } else {
-            try await postgres.query(sql, parameters)
-        }
+        let rows =
+            if let connection {
+                try await connection.query(sql, parameters)
+            } else {
+                try await postgres.query(sql, parameters)
+            }
         guard let row = rows.first else { throw APIError.internalError }
         var json = try Self.representation(row)
         json["secret"] = .string(secret)
@@ -58,7 +62,8 @@ public struct KeyStore: Sendable {
     }
 
     func list(workspaceID: UUID, after cursor: String?, limit: Int) async throws -> [[String: JSONValue]] {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(Self.columns) FROM api_keys
             WHERE workspace_id = $1::uuid AND ($2::uuid IS NULL OR id > $2::uuid)
             ORDER BY id LIMIT $3
@@ -68,8 +73,9 @@ public struct KeyStore: Sendable {
 
     /// One key of the workspace by id (revoked or not); nil when there is none.
     func get(workspaceID: UUID, id: UUID) async throws -> [String: JSONValue]? {
-        let rows = try await postgres.query("SELECT \(Self.columns) FROM api_keys WHERE workspace_id = $1::uuid AND id = $2::uuid",
-                                            [workspaceID, id])
+        let rows = try await postgres.query(
+            "SELECT \(Self.columns) FROM api_keys WHERE workspace_id = $1::uuid AND id = $2::uuid",
+            [workspaceID, id])
         return try rows.first.map(Self.representation)
     }
 
@@ -77,7 +83,8 @@ public struct KeyStore: Sendable {
     /// anonymous ids for a new registration); nil when the workspace has no key with this id.
     func revoke(workspaceID: UUID, id: UUID) async throws -> [String: JSONValue]? {
         try await postgres.withTransaction { tx in
-            let rows = try await tx.query("""
+            let rows = try await tx.query(
+                """
                 UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
                 WHERE workspace_id = $1::uuid AND id = $2::uuid RETURNING \(Self.columns)
                 """, [workspaceID, id])
@@ -106,7 +113,7 @@ public struct KeyStore: Sendable {
             "scopes": .array(try row.decode([String].self, named: "scopes").map(JSONValue.string)),
             "createdAt": .string(try row.decode(String.self, named: "created_at")),
             "lastUsedAt": (try row.decode(String?.self, named: "last_used_at")).map(JSONValue.string) ?? .null,
-            "revokedAt": (try row.decode(String?.self, named: "revoked_at")).map(JSONValue.string) ?? .null,
+            "revokedAt": (try row.decode(String?.self, named: "revoked_at")).map(JSONValue.string) ?? .null
         ]
     }
 }

@@ -20,7 +20,8 @@ public final class RevocationListener: Service {
     /// Fulfilled once `LISTEN` is in place (tests wait on it).
     let listening = OneShot<Void>()
 
-    init(postgres: PostgresClient, channel: String, cache: AuthCache, installations: InstallationCache, logger: Logger) {
+    init(postgres: PostgresClient, channel: String, cache: AuthCache, installations: InstallationCache, logger: Logger)
+    {
         self.postgres = postgres
         self.channel = channel
         self.cache = cache

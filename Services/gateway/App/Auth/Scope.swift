@@ -27,7 +27,7 @@ public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStr
     /// Every scope; a bootstrap workspace key holds all of them.
     public static let all: [Scope] = [
         .tenantsWrite, .keysWrite, .messagesSend, .messagesRead, .eventsWrite,
-        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite,
+        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite
     ]
 
     /// Scopes a tenant key may hold: everything but the workspace administration scopes.

@@ -14,8 +14,10 @@ public struct Bootstrapper: Sendable {
         public var privateKey: String?
         public var bundleID: String?
         public var environment: String
-        public init(name: String, teamID: String? = nil, keyID: String? = nil, privateKey: String? = nil,
-                    bundleID: String? = nil, environment: String = "sandbox") {
+        public init(
+            name: String, teamID: String? = nil, keyID: String? = nil, privateKey: String? = nil,
+            bundleID: String? = nil, environment: String = "sandbox"
+        ) {
             self.name = name
             self.teamID = teamID
             self.keyID = keyID
@@ -65,11 +67,15 @@ public struct Bootstrapper: Sendable {
         var sealed: Data?
         let tenantID = UUID()
         if let demo, let pem = demo.privateKey {
-            guard let secretKey else { throw BootstrapError(description: "BUZZKIT_SECRET_KEY is required to store an APNs key") }
+            guard let secretKey else {
+                throw BootstrapError(description: "BUZZKIT_SECRET_KEY is required to store an APNs key")
+            }
             do {
                 _ = try ES256PrivateKey(pem: pem)
-                sealed = Data(try AESGCM(key: secretKey).seal(Array(pem.utf8),
-                                                              associatedData: Array(tenantID.lowercasedText.utf8)))
+                sealed = Data(
+                    try AESGCM(key: secretKey).seal(
+                        Array(pem.utf8),
+                        associatedData: Array(tenantID.lowercasedText.utf8)))
             } catch {
                 throw BootstrapError(description: "the APNs key file is not a valid .p8 key: \(error)")
             }
@@ -79,20 +85,28 @@ public struct Bootstrapper: Sendable {
             guard let workspaceID = try rows.first?.decode(UUID.self, at: 0) else {
                 throw BootstrapError(description: "creating the workspace returned nothing")
             }
-            let workspaceKey = try await store.create(workspaceID: workspaceID, tenantID: nil, kind: .workspace,
-                                                      name: "bootstrap workspace key", scopes: Scope.all, on: tx)
+            let workspaceKey = try await store.create(
+                workspaceID: workspaceID, tenantID: nil, kind: .workspace,
+                name: "bootstrap workspace key", scopes: Scope.all, on: tx)
             var result = Result(workspaceID: workspaceID, workspaceKey: workspaceKey.secret)
             if let demo {
-                try await tx.execute("""
+                try await tx.execute(
+                    """
                     INSERT INTO tenants (id, workspace_id, name, apns_team_id, apns_key_id, apns_private_key, apns_bundle_id,
                                          apns_environment)
                     VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, $7, $8)
-                    """, [tenantID, workspaceID, demo.name, demo.teamID, demo.keyID, sealed, demo.bundleID, demo.environment])
+                    """,
+                    [tenantID, workspaceID, demo.name, demo.teamID, demo.keyID, sealed, demo.bundleID, demo.environment]
+                )
                 result.tenantID = tenantID
-                result.tenantKey = try await store.create(workspaceID: workspaceID, tenantID: tenantID, kind: .tenant,
-                                                          name: "demo tenant key", scopes: Scope.tenantScopes, on: tx).secret
-                result.clientKey = try await store.create(workspaceID: workspaceID, tenantID: tenantID, kind: .client,
-                                                          name: "demo client key", scopes: Scope.clientScopes, on: tx).secret
+                result.tenantKey = try await store.create(
+                    workspaceID: workspaceID, tenantID: tenantID, kind: .tenant,
+                    name: "demo tenant key", scopes: Scope.tenantScopes, on: tx
+                ).secret
+                result.clientKey = try await store.create(
+                    workspaceID: workspaceID, tenantID: tenantID, kind: .client,
+                    name: "demo client key", scopes: Scope.clientScopes, on: tx
+                ).secret
             }
             return result
         }

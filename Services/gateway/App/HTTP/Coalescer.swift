@@ -51,21 +51,29 @@ final class Coalescer<Key: Hashable & Sendable, Input: Sendable, Output: Sendabl
     ///   - maxBatch: the largest batch (default 256).
     ///   - maxConcurrent: batches in flight at once (default 2; keep it below the database pool size).
     ///   - observeBatch: told each batch's size (metrics).
-    convenience init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
-                     observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, run: @escaping Run) {
-        self.init(maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
-                  observeBatch: observeBatch, runner: .async(run))
+    convenience init(
+        maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
+        observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, run: @escaping Run
+    ) {
+        self.init(
+            maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
+            observeBatch: observeBatch, runner: .async(run))
     }
 
     /// A coalescer whose batches answer through a callback (see the type's comment).
-    convenience init(maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
-                     observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, runWithCallback: @escaping RunWithCallback) {
-        self.init(maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
-                  observeBatch: observeBatch, runner: .callback(runWithCallback))
+    convenience init(
+        maxBatch: Int = 256, maxConcurrent: Int = 2, distinctKeys: Bool = false,
+        observeBatch: @escaping @Sendable (Int) -> Void = { _ in }, runWithCallback: @escaping RunWithCallback
+    ) {
+        self.init(
+            maxBatch: maxBatch, maxConcurrent: maxConcurrent, distinctKeys: distinctKeys,
+            observeBatch: observeBatch, runner: .callback(runWithCallback))
     }
 
-    private init(maxBatch: Int, maxConcurrent: Int, distinctKeys: Bool,
-                 observeBatch: @escaping @Sendable (Int) -> Void, runner: Runner) {
+    private init(
+        maxBatch: Int, maxConcurrent: Int, distinctKeys: Bool,
+        observeBatch: @escaping @Sendable (Int) -> Void, runner: Runner
+    ) {
         self.maxBatch = max(1, maxBatch)
         self.maxConcurrent = max(1, maxConcurrent)
         self.distinctKeys = distinctKeys

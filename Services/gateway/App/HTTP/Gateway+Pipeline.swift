@@ -34,16 +34,19 @@ extension Gateway {
                 let requestId = context.request.requestId
                 return .deferred { [self] responder in
                     deferred(self, context) { result in
-                        responder.respond(self.finish(result, box.route, requestId: requestId, rateHeaders: rateHeaders))
+                        responder.respond(
+                            self.finish(result, box.route, requestId: requestId, rateHeaders: rateHeaders))
                     }
                 }
             }
             return .task { [self] _ in
                 do {
-                    return finish(.success(try await run(box.route, context)), box.route,
-                                  requestId: context.request.requestId, rateHeaders: rateHeaders)
+                    return finish(
+                        .success(try await run(box.route, context)), box.route,
+                        requestId: context.request.requestId, rateHeaders: rateHeaders)
                 } catch {
-                    return finish(.failure(error), box.route, requestId: context.request.requestId, rateHeaders: rateHeaders)
+                    return finish(
+                        .failure(error), box.route, requestId: context.request.requestId, rateHeaders: rateHeaders)
                 }
             }
         }
@@ -82,7 +85,9 @@ extension Gateway {
             case .refused(let error): return .answered(.error(error, headers: rateHeaders))
             case .miss: return .slow(key: key, rateHeaders: rateHeaders)
             }
-            if let error = Self.malformedInstallation(route, request, key: key) { return .answered(.error(error, headers: rateHeaders)) }
+            if let error = Self.malformedInstallation(route, request, key: key) {
+                return .answered(.error(error, headers: rateHeaders))
+            }
             if key.kind == .client && route.needsInstallation { return .slow(key: key, rateHeaders: rateHeaders) }
         }
         if route.requestBody != nil && JSONText.containsNUL(request.body) {
@@ -93,20 +98,31 @@ extension Gateway {
 
     /// The whole pipeline as a task. `key` and `rateHeaders` skip authentication and the rate
     /// limit when the prelude did them already.
-    func handle(_ route: GatewayRoute, _ request: Request, key known: APIKeyRecord? = nil,
-                rateHeaders knownHeaders: HTTPHeaders? = nil) async -> Response {
+    func handle(
+        _ route: GatewayRoute, _ request: Request, key known: APIKeyRecord? = nil,
+        rateHeaders knownHeaders: HTTPHeaders? = nil
+    ) async -> Response {
         var rateHeaders = knownHeaders ?? HTTPHeaders()
         do {
             let key: APIKeyRecord
-            if let known { key = known } else { key = try await authenticator.authenticate(authorization: request.headers["Authorization"]) }
+            if let known {
+                key = known
+            } else {
+                key = try await authenticator.authenticate(authorization: request.headers["Authorization"])
+            }
             if knownHeaders == nil, configuration.rateLimit.enabled {
                 let decision = await rateLimiter.acquire(key.id)
                 rateHeaders = Self.rateLimitHeaders(decision)
                 if !decision.allowed {
-                    return .error(APIError(.rateLimited, "too many requests for this API key; retry after \(decision.retryAfterSeconds) s",
-                                           details: ["limit": .int(Int64(decision.limit)),
-                                                     "retryAfterSeconds": .int(Int64(decision.retryAfterSeconds))]),
-                                  headers: rateHeaders)
+                    return .error(
+                        APIError(
+                            .rateLimited,
+                            "too many requests for this API key; retry after \(decision.retryAfterSeconds) s",
+                            details: [
+                                "limit": .int(Int64(decision.limit)),
+                                "retryAfterSeconds": .int(Int64(decision.retryAfterSeconds))
+                            ]),
+                        headers: rateHeaders)
                 }
             }
             try authorize(route, key)
@@ -121,7 +137,8 @@ extension Gateway {
                 }
             }
             if route.requestBody != nil && JSONText.containsNUL(request.body) { throw JSONText.nulRefused }
-            return finish(.success(try await run(route, context)), route, requestId: request.requestId, rateHeaders: rateHeaders)
+            return finish(
+                .success(try await run(route, context)), route, requestId: request.requestId, rateHeaders: rateHeaders)
         } catch {
             return finish(.failure(error), route, requestId: request.requestId, rateHeaders: rateHeaders)
         }
@@ -146,14 +163,18 @@ extension Gateway {
         fields.append(HTTPHeaders.Field(name: "RateLimit-Limit", value: String(decision.limit)))
         fields.append(HTTPHeaders.Field(name: "RateLimit-Remaining", value: String(decision.remaining)))
         fields.append(HTTPHeaders.Field(name: "RateLimit-Reset", value: String(decision.resetSeconds)))
-        if !decision.allowed { fields.append(HTTPHeaders.Field(name: "Retry-After", value: String(decision.retryAfterSeconds))) }
+        if !decision.allowed {
+            fields.append(HTTPHeaders.Field(name: "Retry-After", value: String(decision.retryAfterSeconds)))
+        }
         return HTTPHeaders(fields: fields)
     }
 
     /// The handler's outcome as the response: its own headers plus the rate-limit headers; an
     /// `APIError` as its envelope, anything else logged and answered `500 internal_error`.
-    func finish(_ result: Result<Response, any Error>, _ route: GatewayRoute, requestId: String,
-                rateHeaders: HTTPHeaders) -> Response {
+    func finish(
+        _ result: Result<Response, any Error>, _ route: GatewayRoute, requestId: String,
+        rateHeaders: HTTPHeaders
+    ) -> Response {
         switch result {
         case .success(var response):
             if response.headers.count == 0 {
@@ -165,8 +186,12 @@ extension Gateway {
         case .failure(let error as APIError):
             return .error(error, headers: rateHeaders)
         case .failure(let error):
-            logger.error("request failed", metadata: ["request.id": requestId, "route": route.routerPattern,
-                                                      "error": "\(error)"])
+            logger.error(
+                "request failed",
+                metadata: [
+                    "request.id": requestId, "route": route.routerPattern,
+                    "error": "\(error)"
+                ])
             return .error(.internalError, headers: rateHeaders)
         }
     }
@@ -176,8 +201,9 @@ extension Gateway {
         guard let scope = route.scope else { return }
         if case .tenant(_, clientKeys: true) = route.access, key.kind == .client { return }
         guard key.kind != .client || Scope.clientScopes.contains(scope), key.scopes.contains(scope) else {
-            throw APIError(.forbiddenScope, "this API key lacks the scope \(scope.rawValue)",
-                           details: ["scope": .string(scope.rawValue)])
+            throw APIError(
+                .forbiddenScope, "this API key lacks the scope \(scope.rawValue)",
+                details: ["scope": .string(scope.rawValue)])
         }
     }
 

@@ -24,7 +24,8 @@ public struct GatewayRoute: Sendable {
     public typealias Handler = @Sendable (Gateway, RequestContext) async throws -> Response
     /// A handler that answers through `done` (once, from any thread) without a task per request,
     /// e.g. by queueing the request into a batch. Called on the network thread: it must not block.
-    typealias DeferredHandler = @Sendable (Gateway, RequestContext, @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void
+    typealias DeferredHandler =
+        @Sendable (Gateway, RequestContext, @escaping @Sendable (Result<Response, any Error>) -> Void) -> Void
 
     public var method: String
     /// OpenAPI path template: `/v1/subscribers/{id}`.
@@ -56,10 +57,12 @@ public struct GatewayRoute: Sendable {
     /// rate limit and tenant are decided from caches run this instead of `handler`.
     var deferred: DeferredHandler?
 
-    init(_ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
-         path pathRules: [String: TextRule] = [:], body: JSONValue? = nil, bodyOptional: Bool = false,
-         query: [QueryParameter] = [], response: JSONValue, status: Int = 200, paginated: Bool = false,
-         errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil) {
+    init(
+        _ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
+        path pathRules: [String: TextRule] = [:], body: JSONValue? = nil, bodyOptional: Bool = false,
+        query: [QueryParameter] = [], response: JSONValue, status: Int = 200, paginated: Bool = false,
+        errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil
+    ) {
         self.pathRules = pathRules
         self.method = method
         self.path = path
@@ -106,11 +109,15 @@ public struct GatewayRoute: Sendable {
     /// Every error code the route can answer, with what the pipeline adds.
     public var errorCodes: [ErrorCode] {
         var codes: [ErrorCode] = []
-        if needsKey { codes += scope == nil ? [.unauthorized, .rateLimited] : [.unauthorized, .forbiddenScope, .rateLimited] }
+        if needsKey {
+            codes += scope == nil ? [.unauthorized, .rateLimited] : [.unauthorized, .forbiddenScope, .rateLimited]
+        }
         if actsOnTenant { codes += [.tenantRequired, .forbiddenTenant, .tenantNotFound] }
         if needsInstallation { codes += [.installationRequired, .forbiddenInstallation] }
         if requestBody != nil { codes += [.invalidJSON, .payloadTooLarge] }
-        if requestBody != nil || paginated || !pathParameters.isEmpty || !query.isEmpty { codes.append(.validationFailed) }
+        if requestBody != nil || paginated || !pathParameters.isEmpty || !query.isEmpty {
+            codes.append(.validationFailed)
+        }
         // A path parameter that is an id (a UUID) of something: anything else names nothing.
         if pathRules.values.contains(where: { $0.format == "uuid" }) && !errors.contains(.tenantNotFound) {
             codes.append(.notFound)

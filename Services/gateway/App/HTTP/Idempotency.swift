@@ -40,14 +40,20 @@ struct Idempotency: Sendable {
     }
 
     /// 1 to 255 visible ASCII characters.
-    static let rule = TextRule.characters(ASCIIClass([0x21...0x7E]), 1, maxKeyLength,
-                                          problem: "must be 1 to 255 visible ASCII characters")
+    static let rule = TextRule.characters(
+        ASCIIClass([0x21...0x7E]), 1, maxKeyLength,
+        problem: "must be 1 to 255 visible ASCII characters")
 
     static func validate(_ key: String) throws(APIError) {
         guard rule.accepts(key) else {
-            throw APIError(.validationFailed, "the Idempotency-Key header is invalid",
-                           details: [["path": "header.Idempotency-Key",
-                                      "message": "must be 1 to 255 visible ASCII characters"]])
+            throw APIError(
+                .validationFailed, "the Idempotency-Key header is invalid",
+                details: [
+                    [
+                        "path": "header.Idempotency-Key",
+                        "message": "must be 1 to 255 visible ASCII characters"
+                    ]
+                ])
         }
     }
 
@@ -57,12 +63,14 @@ struct Idempotency: Sendable {
         try await postgres.execute(
             "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2 AND expires_at < now()",
             [scope, key])
-        let inserted = try await postgres.query("""
+        let inserted = try await postgres.query(
+            """
             INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, $2, $3)
             ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING 1
             """, [scope, key, hash])
         if inserted.count == 1 { return .claimed }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT request_hash, status, response_body FROM idempotency_records
             WHERE scope = $1::uuid AND idempotency_key = $2
             """, [scope, key])
@@ -71,8 +79,9 @@ struct Idempotency: Sendable {
         }
         let (storedHash, status, body) = try row.decode((Data, Int?, Data?).self)
         guard storedHash == hash else {
-            throw APIError(.idempotencyKeyReused,
-                           "this Idempotency-Key was used for another request in the last 24 hours")
+            throw APIError(
+                .idempotencyKeyReused,
+                "this Idempotency-Key was used for another request in the last 24 hours")
         }
         guard let status, let body else {
             throw APIError(.conflict, "a request with this Idempotency-Key is still in progress; retry later")
@@ -88,11 +97,15 @@ struct Idempotency: Sendable {
             if let response, response.status < 500, case .envelope(let envelope) = response.content {
                 var stored = envelope
                 stored.metadata["requestId"] = nil
-                try await postgres.execute("""
+                try await postgres.execute(
+                    """
                     UPDATE idempotency_records SET status = $3, response_body = $4
                     WHERE scope = $1::uuid AND idempotency_key = $2
-                    """, [scope, key, response.status,
-                          Data(try sealer.seal(stored.encoded(requestId: ""), associatedData: Self.binding(scope, key)))])
+                    """,
+                    [
+                        scope, key, response.status,
+                        Data(try sealer.seal(stored.encoded(requestId: ""), associatedData: Self.binding(scope, key)))
+                    ])
             } else {
                 try await postgres.execute(
                     "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2", [scope, key])

@@ -15,7 +15,9 @@ enum JSONText {
                 var run = 0
                 while index < count && buffer[index] == UInt8(ascii: "\\") { run += 1; index += 1 }
                 guard run % 2 == 1, index + 4 < count, buffer[index] == UInt8(ascii: "u") else { continue }
-                if buffer[index + 1] == 0x30 && buffer[index + 2] == 0x30 && buffer[index + 3] == 0x30 && buffer[index + 4] == 0x30 {
+                if buffer[index + 1] == 0x30 && buffer[index + 2] == 0x30 && buffer[index + 3] == 0x30
+                    && buffer[index + 4] == 0x30
+                {
                     return true
                 }
             }
@@ -24,6 +26,7 @@ enum JSONText {
     }
 
     /// `422 validation_failed` for a body with U+0000 in a string (every route: the document says so once).
-    static let nulRefused = APIError(.validationFailed, "the request is invalid: a string holds U+0000",
-                                     details: [["path": "body", "message": "no string (or key) may contain U+0000 (NUL)"]])
+    static let nulRefused = APIError(
+        .validationFailed, "the request is invalid: a string holds U+0000",
+        details: [["path": "body", "message": "no string (or key) may contain U+0000 (NUL)"]])
 }

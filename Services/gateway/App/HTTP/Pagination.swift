@@ -27,7 +27,8 @@ struct Page {
         }
         if let raw = request.query["cursor"], !raw.isEmpty {
             if let bytes = Base64URL.decode(raw), let text = String(validating: bytes, as: UTF8.self),
-               text.hasPrefix("k:") {
+                text.hasPrefix("k:")
+            {
                 after = String(text.dropFirst(2))
             } else {
                 issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned"))

@@ -26,8 +26,10 @@ public struct RateLimitConfiguration: Sendable {
     /// Redis key prefix of the buckets. Default `bk:ratelimit:`.
     public var keyPrefix: String
 
-    public init(requestsPerSecond: Double = 1000, burst: Int = 2000, leaseSize: Int? = nil, enabled: Bool = true,
-                keyPrefix: String = "bk:ratelimit:") {
+    public init(
+        requestsPerSecond: Double = 1000, burst: Int = 2000, leaseSize: Int? = nil, enabled: Bool = true,
+        keyPrefix: String = "bk:ratelimit:"
+    ) {
         self.requestsPerSecond = max(0.001, requestsPerSecond)
         self.burst = max(1, burst)
         self.leaseSize = leaseSize ?? min(100, max(1, burst / 20))
@@ -59,7 +61,8 @@ final class RateLimiter: Sendable {
     let logger: Logger
     private let local = Mutex<[UUID: Local]>([:])
 
-    static let script = RedisScript("""
+    static let script = RedisScript(
+        """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local rate = tonumber(ARGV[1])
@@ -90,19 +93,23 @@ final class RateLimiter: Sendable {
         let c = configuration
         if let decision = acquireLocally(keyID) { return decision }
         do {
-            let reply = try await redis.run(Self.script, keys: [c.keyPrefix + keyID.lowercasedText],
-                                            args: [RedisArgument(String(c.requestsPerSecond)), RedisArgument(c.burst),
-                                                   RedisArgument(c.leaseSize)])
+            let reply = try await redis.run(
+                Self.script, keys: [c.keyPrefix + keyID.lowercasedText],
+                args: [
+                    RedisArgument(String(c.requestsPerSecond)), RedisArgument(c.burst),
+                    RedisArgument(c.leaseSize)
+                ])
             guard let values = reply.array, values.count == 3, let granted = values[0].int,
-                  let remaining = values[1].int, let retryMs = values[2].int
+                let remaining = values[1].int, let retryMs = values[2].int
             else {
                 logger.warning("ratelimit.unexpected_reply")
                 return allowAll()
             }
             if granted == 0 {
-                return Decision(allowed: false, limit: c.burst, remaining: 0,
-                                resetSeconds: resetSeconds(remaining: remaining),
-                                retryAfterSeconds: max(1, (retryMs + 999) / 1000))
+                return Decision(
+                    allowed: false, limit: c.burst, remaining: 0,
+                    resetSeconds: resetSeconds(remaining: remaining),
+                    retryAfterSeconds: max(1, (retryMs + 999) / 1000))
             }
             let localTokens = local.withLock { state -> Int in
                 var entry = state[keyID] ?? Local(tokens: 0, remoteRemaining: remaining)
@@ -112,8 +119,9 @@ final class RateLimiter: Sendable {
                 return entry.tokens
             }
             let left = remaining + localTokens
-            return Decision(allowed: true, limit: c.burst, remaining: left, resetSeconds: resetSeconds(remaining: left),
-                            retryAfterSeconds: 0)
+            return Decision(
+                allowed: true, limit: c.burst, remaining: left, resetSeconds: resetSeconds(remaining: left),
+                retryAfterSeconds: 0)
         } catch {
             logger.warning("ratelimit.redis_failed", metadata: ["error": "\(error)"])
             return allowAll()
@@ -130,13 +138,15 @@ final class RateLimiter: Sendable {
             return entry.tokens + entry.remoteRemaining
         }
         guard let left else { return nil }
-        return Decision(allowed: true, limit: configuration.burst, remaining: left,
-                        resetSeconds: resetSeconds(remaining: left), retryAfterSeconds: 0)
+        return Decision(
+            allowed: true, limit: configuration.burst, remaining: left,
+            resetSeconds: resetSeconds(remaining: left), retryAfterSeconds: 0)
     }
 
     private func allowAll() -> Decision {
-        Decision(allowed: true, limit: configuration.burst, remaining: configuration.burst, resetSeconds: 0,
-                 retryAfterSeconds: 0)
+        Decision(
+            allowed: true, limit: configuration.burst, remaining: configuration.burst, resetSeconds: 0,
+            retryAfterSeconds: 0)
     }
 
     private func resetSeconds(remaining: Int) -> Int {

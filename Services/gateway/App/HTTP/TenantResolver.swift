@@ -50,7 +50,9 @@ final class TenantResolver: Sendable {
     func resolveCached(key: APIKeyRecord, header: String?) -> Cached {
         var named: UUID?
         if let header {
-            guard let tenant = UUID(uuidText: HTTPHeaders.trimmingWhitespace(header)) else { return .refused(Self.malformed) }
+            guard let tenant = UUID(uuidText: HTTPHeaders.trimmingWhitespace(header)) else {
+                return .refused(Self.malformed)
+            }
             named = tenant
         }
         if let own = key.tenantID {
@@ -66,7 +68,8 @@ final class TenantResolver: Sendable {
         return .miss(tenant)
     }
 
-    static let forbidden = APIError(.forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
+    static let forbidden = APIError(
+        .forbiddenTenant, "this key belongs to another tenant than the BuzzKit-Tenant header names")
     static let required = APIError(.tenantRequired, "a workspace key must name the tenant in the BuzzKit-Tenant header")
 
     static let notFound = APIError(.tenantNotFound, "no such tenant in this workspace")

@@ -23,10 +23,15 @@ struct Validator {
             }
         case nil:
             self.object = [:]
-            if requireBody { issues.append(ValidationIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "is required")) }
+            if requireBody {
+                issues.append(
+                    ValidationIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "is required"))
+            }
         default:
             self.object = [:]
-            issues.append(ValidationIssue(path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "must be a JSON object"))
+            issues.append(
+                ValidationIssue(
+                    path: prefix.isEmpty ? "body" : String(prefix.dropLast()), message: "must be a JSON object"))
         }
     }
 
@@ -60,8 +65,10 @@ struct Validator {
 
     /// A string field of `1...maxLength` characters, then `check` (nil: fine, else the problem).
     /// Prefer `string(_:required:rule:)`: a `TextRule` is what the document states as well.
-    mutating func string(_ name: String, required: Bool = false, maxLength: Int = 256,
-                         check: ((String) -> String?)? = nil) -> String? {
+    mutating func string(
+        _ name: String, required: Bool = false, maxLength: Int = 256,
+        check: ((String) -> String?)? = nil
+    ) -> String? {
         guard let text = string(name, required: required, rule: .length(1, maxLength)) else { return nil }
         if let check, let problem = check(text) {
             add(name, problem)
@@ -130,8 +137,10 @@ enum FieldRules {
         return names.filter { TimeZone(identifier: $0) != nil }.sorted()
     }()
     private static let timezoneSet = Set(timezoneNames)
-    static let timezoneRule = TextRule(maxLength: timezoneNames.map { $0.unicodeScalars.count }.max() ?? 64, pattern: nil,
-                                       problem: "must be an IANA time zone name such as Europe/Berlin") {
+    static let timezoneRule = TextRule(
+        maxLength: timezoneNames.map { $0.unicodeScalars.count }.max() ?? 64, pattern: nil,
+        problem: "must be an IANA time zone name such as Europe/Berlin"
+    ) {
         timezoneSet.contains($0)
     }
 
@@ -141,8 +150,9 @@ enum FieldRules {
     /// separated by `-` (or `_`, as iOS writes them), at most 35 characters. Checked byte by byte:
     /// it runs on every subscriber and device write (splitting into substrings and asking
     /// Unicode about each character took 2 µs).
-    static let localeRule = TextRule(maxLength: 35, pattern: "^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$",
-                                     problem: localeProblem, accepts: isLocale)
+    static let localeRule = TextRule(
+        maxLength: 35, pattern: "^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*$",
+        problem: localeProblem, accepts: isLocale)
 
     static func locale(_ value: String) -> String? { localeRule.matchesPattern(value) ? nil : localeProblem }
 
@@ -187,15 +197,19 @@ enum FieldRules {
     static let installationAnonymousIDRule = TextRule.noControlCharacters(1, 128).limited(toUTF8Bytes: 128)
 
     /// Topic and segment keys: 1-128 of `A-Z a-z 0-9 _ - . :`.
-    static let keyRule = TextRule.characters(ASCIIClass(ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits
-                                                        + ASCIIClass.chars("_-.:")), 1, 128,
-                                             problem: "may only contain letters, digits, _ - . :")
+    static let keyRule = TextRule.characters(
+        ASCIIClass(
+            ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits
+                + ASCIIClass.chars("_-.:")), 1, 128,
+        problem: "may only contain letters, digits, _ - . :")
 
     static func topicKey(_ value: String) -> String? { keyRule.problem(with: value) }
 
     /// An APNs device token: hex, an even 64 to 200 characters (Apple's tokens are 64 today, may grow).
-    static let deviceTokenRule = TextRule(minLength: 64, maxLength: 200, pattern: "^(?:[0-9A-Fa-f]{2})*$",
-                                          problem: "must be 64 to 200 hexadecimal characters (an APNs device token)") {
+    static let deviceTokenRule = TextRule(
+        minLength: 64, maxLength: 200, pattern: "^(?:[0-9A-Fa-f]{2})*$",
+        problem: "must be 64 to 200 hexadecimal characters (an APNs device token)"
+    ) {
         $0.utf8.count % 2 == 0 && $0.utf8.allSatisfy(isHex)
     }
 
@@ -206,12 +220,14 @@ enum FieldRules {
     }
 
     /// Local wall-clock time `HH:MM`, 00:00 to 23:59.
-    static let wallClockRule = TextRule(minLength: 5, maxLength: 5, pattern: "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$",
-                                        problem: "must be a local time HH:MM (00:00 to 23:59)") { value in
+    static let wallClockRule = TextRule(
+        minLength: 5, maxLength: 5, pattern: "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$",
+        problem: "must be a local time HH:MM (00:00 to 23:59)"
+    ) { value in
         let b = Array(value.utf8)
         func digit(_ c: UInt8) -> Int? { c >= 0x30 && c <= 0x39 ? Int(c - 0x30) : nil }
         guard b.count == 5, b[2] == UInt8(ascii: ":"), let h1 = digit(b[0]), let h2 = digit(b[1]), let m1 = digit(b[3]),
-              digit(b[4]) != nil
+            digit(b[4]) != nil
         else { return false }
         return h1 * 10 + h2 <= 23 && m1 <= 5
     }
@@ -221,8 +237,10 @@ enum FieldRules {
     }
 
     /// A bundle identifier: letters, digits, `-` and `.`, with at least one `.`; 1-255 characters.
-    static let bundleIDRule = TextRule(maxLength: 255, pattern: #"^[A-Za-z0-9-]*\.[A-Za-z0-9.-]*$"#,
-                                       problem: "must be a bundle identifier such as com.example.app") { value in
+    static let bundleIDRule = TextRule(
+        maxLength: 255, pattern: #"^[A-Za-z0-9-]*\.[A-Za-z0-9.-]*$"#,
+        problem: "must be a bundle identifier such as com.example.app"
+    ) { value in
         value.utf8.allSatisfy { isKeyCharacter($0) && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: "_") }
             && value.utf8.contains(UInt8(ascii: "."))
     }
@@ -230,20 +248,26 @@ enum FieldRules {
     static func bundleID(_ value: String) -> String? { bundleIDRule.problem(with: value) }
 
     /// Apple team and key ids: 10 upper-case letters or digits.
-    static let appleIDRule = TextRule.characters(ASCIIClass(ASCIIClass.upper + ASCIIClass.digits), 10, 10,
-                                                 problem: "must be 10 upper-case letters or digits")
+    static let appleIDRule = TextRule.characters(
+        ASCIIClass(ASCIIClass.upper + ASCIIClass.digits), 10, 10,
+        problem: "must be 10 upper-case letters or digits")
 
     static func appleID(_ value: String) -> String? {
         appleIDRule.problem(with: value).map { _ in appleIDRule.problem }
     }
 
     /// A version number in a path: 1 to 2147483647 in decimal, no sign, no leading zero.
-    static let versionRule = TextRule(maxLength: 10, pattern: "^(?:[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
-                                        + "|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
-                                        + "|21474836[0-3][0-9]|214748364[0-7])$",
-                                      problem: "must be a version number from 1 to 2147483647") { text in
-        guard let first = text.utf8.first, first != UInt8(ascii: "0"), text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let n = Int(text) else { return false }
+    static let versionRule = TextRule(
+        maxLength: 10,
+        pattern: "^(?:[1-9][0-9]{0,8}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}"
+            + "|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}"
+            + "|21474836[0-3][0-9]|214748364[0-7])$",
+        problem: "must be a version number from 1 to 2147483647"
+    ) { text in
+        guard let first = text.utf8.first, first != UInt8(ascii: "0"),
+            text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let n = Int(text)
+        else { return false }
         return n <= Int(Int32.max)
     }
 

@@ -19,10 +19,12 @@ final class InstallationAuthenticator: Sendable {
         self.store = store
     }
 
-    static let required = APIError(.installationRequired,
-                                   "client keys must send the BuzzKit-Installation header; register with POST /v1/installations")
+    static let required = APIError(
+        .installationRequired,
+        "client keys must send the BuzzKit-Installation header; register with POST /v1/installations")
     static let unknown = APIError(.unauthorized, "the installation token is unknown or revoked")
-    static let forbidden = APIError(.forbiddenInstallation, "a client key may only act for its own installation's identities")
+    static let forbidden = APIError(
+        .forbiddenInstallation, "a client key may only act for its own installation's identities")
 
     func authenticate(header: String?, tenantID: UUID) async throws -> InstallationRecord {
         guard let token = header.map(HTTPHeaders.trimmingWhitespace), !token.isEmpty else { throw Self.required }

@@ -10,8 +10,9 @@ public enum InstallationToken {
     public static let header = "BuzzKit-Installation"
 
     /// The header's rule, as the OpenAPI document states it: the prefix and 43 base64url characters.
-    public static let rule = TextRule(minLength: 51, maxLength: 51, pattern: "^bk_inst_[A-Za-z0-9_-]{43}$",
-                                      problem: "must be an installation token (bk_inst_...)", accepts: isWellFormed)
+    public static let rule = TextRule(
+        minLength: 51, maxLength: 51, pattern: "^bk_inst_[A-Za-z0-9_-]{43}$",
+        problem: "must be an installation token (bk_inst_...)", accepts: isWellFormed)
 
     /// A fresh token; returned to the caller once and never stored.
     static func generate() -> String {
@@ -30,7 +31,7 @@ public enum InstallationToken {
         return token.utf8.dropFirst(prefix.utf8.count).allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
                 true
             default:
                 false

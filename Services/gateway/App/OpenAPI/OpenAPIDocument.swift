@@ -17,7 +17,8 @@ public enum OpenAPIDocument {
             "info": [
                 "title": "BuzzKit API",
                 "version": "1.0.0",
-                "description": .string("""
+                "description": .string(
+                    """
                     Every JSON response is the envelope {success, data, error, metadata}; metadata.requestId is \
                     always set, lists add metadata.cursor and metadata.hasMore, idempotent replays metadata.replayed. \
                     Authenticate with Authorization: Bearer <key>. Workspace keys name the tenant in the \
@@ -31,11 +32,11 @@ public enum OpenAPIDocument {
                     across fields. \
                     Error codes and their statuses: \
                     \(errorCodes(routes).map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
-                    """),
+                    """)
             ],
             "servers": [["url": "/"]],
             "paths": .object(paths.mapValues { JSONValue.object($0) }),
-            "components": components(errorCodes(routes)),
+            "components": components(errorCodes(routes))
         ]
     }
 
@@ -59,41 +60,55 @@ public enum OpenAPIDocument {
     static func baseComponents(_ codes: [ErrorCode]) -> JSONValue {
         [
             "securitySchemes": [
-                "bearer": ["type": "http", "scheme": "bearer",
-                           "description": "An API key: bk_ws_... (workspace), bk_tk_... (tenant) or bk_ck_... (client)"],
+                "bearer": [
+                    "type": "http", "scheme": "bearer",
+                    "description": "An API key: bk_ws_... (workspace), bk_tk_... (tenant) or bk_ck_... (client)"
+                ]
             ],
             "schemas": [
                 "TimeZone": [
-                    "type": "string", "description": "An IANA time zone name, as this server's time zone database knows it",
-                    "enum": .array(FieldRules.timezoneNames.map(JSONValue.string)),
+                    "type": "string",
+                    "description": "An IANA time zone name, as this server's time zone database knows it",
+                    "enum": .array(FieldRules.timezoneNames.map(JSONValue.string))
                 ],
                 "ErrorCode": [
                     "type": "string",
                     "enum": .array(codes.map { .string($0.rawValue) }),
-                    "x-http-status": .object(Dictionary(uniqueKeysWithValues: codes.map { ($0.rawValue, JSONValue.int(Int64($0.httpStatus))) })),
+                    "x-http-status": .object(
+                        Dictionary(
+                            uniqueKeysWithValues: codes.map { ($0.rawValue, JSONValue.int(Int64($0.httpStatus))) }))
                 ],
-                "Error": Schema.object([
-                    "code": Schema.ref("ErrorCode"), "message": Schema.string(),
-                    "details": ["description": "Specifics; for validation_failed a list of ValidationIssue"],
-                ], required: ["code", "message"]),
-                "ValidationIssue": Schema.object([
-                    "path": Schema.string(), "message": Schema.string(),
-                    "index": ["type": ["integer", "null"], "description": "the event's position in the batch (events; null: the batch)"],
-                    "field": ["type": "string", "description": "events only: the same as path, kept for older clients"],
-                    "line": ["type": "integer", "description": "1-based line in an expression"],
-                    "column": ["type": "integer", "description": "1-based column in an expression"],
-                    "code": ["type": "string", "description": "a finer reason (expressions: syntax_error, ...)"],
-                    "expected": ["type": "string", "description": "what an expression's parser expected there"],
-                ], required: ["path", "message"], additional: true),
-                "Metadata": Schema.object([
-                    "requestId": Schema.string(), "cursor": Schema.nullable(Schema.string()),
-                    "hasMore": Schema.boolean, "replayed": Schema.boolean,
-                ], required: ["requestId"], additional: true),
-                "ErrorEnvelope": Schema.object([
-                    "success": ["const": false], "data": ["type": "null"], "error": Schema.ref("Error"),
-                    "metadata": Schema.ref("Metadata"),
-                ], required: ["success", "data", "error", "metadata"]),
-            ],
+                "Error": Schema.object(
+                    [
+                        "code": Schema.ref("ErrorCode"), "message": Schema.string(),
+                        "details": ["description": "Specifics; for validation_failed a list of ValidationIssue"]
+                    ], required: ["code", "message"]),
+                "ValidationIssue": Schema.object(
+                    [
+                        "path": Schema.string(), "message": Schema.string(),
+                        "index": [
+                            "type": ["integer", "null"],
+                            "description": "the event's position in the batch (events; null: the batch)"
+                        ],
+                        "field": [
+                            "type": "string", "description": "events only: the same as path, kept for older clients"
+                        ],
+                        "line": ["type": "integer", "description": "1-based line in an expression"],
+                        "column": ["type": "integer", "description": "1-based column in an expression"],
+                        "code": ["type": "string", "description": "a finer reason (expressions: syntax_error, ...)"],
+                        "expected": ["type": "string", "description": "what an expression's parser expected there"]
+                    ], required: ["path", "message"], additional: true),
+                "Metadata": Schema.object(
+                    [
+                        "requestId": Schema.string(), "cursor": Schema.nullable(Schema.string()),
+                        "hasMore": Schema.boolean, "replayed": Schema.boolean
+                    ], required: ["requestId"], additional: true),
+                "ErrorEnvelope": Schema.object(
+                    [
+                        "success": ["const": false], "data": ["type": "null"], "error": Schema.ref("Error"),
+                        "metadata": Schema.ref("Metadata")
+                    ], required: ["success", "data", "error", "metadata"])
+            ]
         ]
     }
 
@@ -103,39 +118,51 @@ public enum OpenAPIDocument {
             return ["name": .string(name), "in": "path", "required": true, "schema": schema]
         }
         if route.paginated {
-            parameters.append(["name": "cursor", "in": "query", "required": false,
-                               "description": .string(PageCursor.description),
-                               "schema": PageCursor.schema])
-            parameters.append(["name": "limit", "in": "query", "required": false,
-                               "description": "page size, default 50, at most 200",
-                               "schema": ["type": "integer", "minimum": 1, "maximum": 200, "default": 50]])
+            parameters.append([
+                "name": "cursor", "in": "query", "required": false,
+                "description": .string(PageCursor.description),
+                "schema": PageCursor.schema
+            ])
+            parameters.append([
+                "name": "limit", "in": "query", "required": false,
+                "description": "page size, default 50, at most 200",
+                "schema": ["type": "integer", "minimum": 1, "maximum": 200, "default": 50]
+            ])
         }
         for parameter in route.query {
-            parameters.append(["name": .string(parameter.name), "in": "query", "required": false,
-                               "description": .string(parameter.description), "schema": parameter.schema])
+            parameters.append([
+                "name": .string(parameter.name), "in": "query", "required": false,
+                "description": .string(parameter.description), "schema": parameter.schema
+            ])
         }
         if route.actsOnTenant {
-            parameters.append(["name": .string(TenantResolver.header), "in": "header", "required": false,
-                               "description": """
-                                   The tenant id; required with a workspace key, optional (must be the key's own) with a \
-                                   tenant or client key. When present it must be a UUID, for every kind of key: anything \
-                                   else (an empty value too) is 404 tenant_not_found
-                                   """,
-                               "schema": Schema.uuid])
+            parameters.append([
+                "name": .string(TenantResolver.header), "in": "header", "required": false,
+                "description": """
+                The tenant id; required with a workspace key, optional (must be the key's own) with a \
+                tenant or client key. When present it must be a UUID, for every kind of key: anything \
+                else (an empty value too) is 404 tenant_not_found
+                """,
+                "schema": Schema.uuid
+            ])
         }
         if route.needsInstallation {
-            parameters.append(["name": .string(InstallationToken.header), "in": "header", "required": false,
-                               "description": """
-                                   The installation token (bk_inst_..., from POST /v1/installations); required with a \
-                                   client key, not read for other keys. When present it must have a token's shape, for \
-                                   every kind of key: anything else is 401 unauthorized
-                                   """,
-                               "schema": Schema.string(InstallationToken.rule)])
+            parameters.append([
+                "name": .string(InstallationToken.header), "in": "header", "required": false,
+                "description": """
+                The installation token (bk_inst_..., from POST /v1/installations); required with a \
+                client key, not read for other keys. When present it must have a token's shape, for \
+                every kind of key: anything else is 401 unauthorized
+                """,
+                "schema": Schema.string(InstallationToken.rule)
+            ])
         }
         if route.method == "POST" && route.needsKey {
-            parameters.append(["name": .string(Idempotency.header), "in": "header", "required": false,
-                               "description": "Replays the first response for 24 hours for the same request",
-                               "schema": Schema.string(Idempotency.rule)])
+            parameters.append([
+                "name": .string(Idempotency.header), "in": "header", "required": false,
+                "description": "Replays the first response for 24 hours for the same request",
+                "schema": Schema.string(Idempotency.rule)
+            ])
         }
         var responses: [String: JSONValue] = [:]
         let data = route.paginated ? Schema.array(route.response) : route.response
@@ -145,10 +172,12 @@ public enum OpenAPIDocument {
             responses[String(route.successStatus)] = ["description": "OK", "content": [mediaType: ["schema": schema]]]
         } else {
             responses[String(route.successStatus)] = [
-                "description": "Success", "content": ["application/json": ["schema": envelope(data)]],
+                "description": "Success", "content": ["application/json": ["schema": envelope(data)]]
             ]
             if route.successStatus == 200 && (route.method == "PUT") {
-                responses["201"] = ["description": "Created", "content": ["application/json": ["schema": envelope(data)]]]
+                responses["201"] = [
+                    "description": "Created", "content": ["application/json": ["schema": envelope(data)]]
+                ]
             }
         }
         var byStatus: [Int: [ErrorCode]] = [:]
@@ -160,18 +189,20 @@ public enum OpenAPIDocument {
             responses[String(status)] = [
                 "description": .string(description),
                 "x-error-codes": .array(names.map(JSONValue.string)),
-                "content": ["application/json": ["schema": Schema.ref("ErrorEnvelope")]],
+                "content": ["application/json": ["schema": Schema.ref("ErrorEnvelope")]]
             ]
         }
         var operation: [String: JSONValue] = [
             "operationId": .string(route.operationID),
             "summary": .string(route.summary),
-            "responses": .object(responses),
+            "responses": .object(responses)
         ]
         if !parameters.isEmpty { operation["parameters"] = .array(parameters) }
         if let body = route.requestBody {
-            operation["requestBody"] = ["required": .bool(!route.requestBodyOptional),
-                                        "content": ["application/json": ["schema": body]]]
+            operation["requestBody"] = [
+                "required": .bool(!route.requestBodyOptional),
+                "content": ["application/json": ["schema": body]]
+            ]
         }
         if route.access == .anyKey {
             operation["security"] = [["bearer": []]]
@@ -183,7 +214,8 @@ public enum OpenAPIDocument {
             var description = "Requires the scope `\(scope.rawValue)`."
             if case .tenant(_, clientKeys: true) = route.access {
                 operation["x-client-keys"] = true
-                description += route.needsInstallation
+                description +=
+                    route.needsInstallation
                     ? " Client (SDK) keys may call it too, with their BuzzKit-Installation header, for their installation's own identities."
                     : " Client (SDK) keys may call it too (no installation header: this registers one)."
             }
@@ -196,8 +228,9 @@ public enum OpenAPIDocument {
     }
 
     static func envelope(_ data: JSONValue) -> JSONValue {
-        Schema.object([
-            "success": ["const": true], "data": data, "error": ["type": "null"], "metadata": Schema.ref("Metadata"),
-        ], required: ["success", "data", "error", "metadata"])
+        Schema.object(
+            [
+                "success": ["const": true], "data": data, "error": ["type": "null"], "metadata": Schema.ref("Metadata")
+            ], required: ["success", "data", "error", "metadata"])
     }
 }

@@ -5,20 +5,24 @@ import BuzzKitWire
 enum Schema {
     static func ref(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }
 
-    static func object(_ properties: [String: JSONValue], required: [String] = [], additional: Bool = false,
-                       description: String? = nil) -> JSONValue {
+    static func object(
+        _ properties: [String: JSONValue], required: [String] = [], additional: Bool = false,
+        description: String? = nil
+    ) -> JSONValue {
         var o: [String: JSONValue] = [
             "type": "object",
             "properties": .object(properties),
-            "additionalProperties": .bool(additional),
+            "additionalProperties": .bool(additional)
         ]
         if !required.isEmpty { o["required"] = .array(required.sorted().map(JSONValue.string)) }
         if let description { o["description"] = .string(description) }
         return .object(o)
     }
 
-    static func string(_ description: String? = nil, maxLength: Int? = nil, pattern: String? = nil,
-                       format: String? = nil, enumeration: [String]? = nil) -> JSONValue {
+    static func string(
+        _ description: String? = nil, maxLength: Int? = nil, pattern: String? = nil,
+        format: String? = nil, enumeration: [String]? = nil
+    ) -> JSONValue {
         var o: [String: JSONValue] = ["type": "string"]
         if let description { o["description"] = .string(description) }
         if let maxLength { o["maxLength"] = .int(Int64(maxLength)); o["minLength"] = 1 }
@@ -49,7 +53,9 @@ enum Schema {
     /// and shown by `example`. Nothing else is in the schema, so a generator that knows the format
     /// draws from it alone.
     static func custom(format: String, _ description: String, example: String? = nil) -> JSONValue {
-        var schema: [String: JSONValue] = ["type": "string", "format": .string(format), "description": .string(description)]
+        var schema: [String: JSONValue] = [
+            "type": "string", "format": .string(format), "description": .string(description)
+        ]
         if let example { schema["example"] = .string(example) }
         return .object(schema)
     }

@@ -20,35 +20,39 @@ enum DeviceRoutes {
         "permission": Schema.string(enumeration: permissions),
         "active": Schema.boolean, "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
         "lastRejectedAt": Schema.nullable(Schema.timestamp),
-        "lastRejectionReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
+        "lastRejectionReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken"))
     ])
 
     static let tokenPath: [String: TextRule] = ["id": FieldRules.identifierRule, "token": FieldRules.deviceTokenRule]
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("GET", "/v1/subscribers/{id}/devices", id: "listDevices",
-                         "List a subscriber's devices with whether each is active and when APNs last rejected it",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
-                         response: device, paginated: true,
-                         errors: [.notFound], handler: { g, c in try await g.listDevices(c) }),
-            GatewayRoute("PUT", "/v1/subscribers/{id}/devices/{token}", id: "registerDevice",
-                         "Register or update an APNs device token for a subscriber (201 when new)",
-                         access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
-                         body: Schema.object([
-                             "environment": Schema.string(enumeration: ["sandbox", "production"]),
-                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
-                             "appVersion": Schema.nullable(Schema.string(FieldRules.appVersionRule)),
-                             "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
-                             "timezone": Schema.nullable(Schema.timezone),
-                             "permission": Schema.nullable(Schema.string(enumeration: permissions)),
-                         ], required: ["environment"]),
-                         response: device, handler: { g, c in try await g.registerDevice(c) }),
-            GatewayRoute("DELETE", "/v1/subscribers/{id}/devices/{token}", id: "deleteDevice",
-                         "Remove a device token from a subscriber (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
-                         response: Schema.object(["token": Schema.string(), "deleted": Schema.boolean]),
-                         handler: { g, c in try await g.deleteDevice(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}/devices", id: "listDevices",
+                "List a subscriber's devices with whether each is active and when APNs last rejected it",
+                access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                response: device, paginated: true,
+                errors: [.notFound], handler: { g, c in try await g.listDevices(c) }),
+            GatewayRoute(
+                "PUT", "/v1/subscribers/{id}/devices/{token}", id: "registerDevice",
+                "Register or update an APNs device token for a subscriber (201 when new)",
+                access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
+                body: Schema.object(
+                    [
+                        "environment": Schema.string(enumeration: ["sandbox", "production"]),
+                        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
+                        "appVersion": Schema.nullable(Schema.string(FieldRules.appVersionRule)),
+                        "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
+                        "timezone": Schema.nullable(Schema.timezone),
+                        "permission": Schema.nullable(Schema.string(enumeration: permissions))
+                    ], required: ["environment"]),
+                response: device, handler: { g, c in try await g.registerDevice(c) }),
+            GatewayRoute(
+                "DELETE", "/v1/subscribers/{id}/devices/{token}", id: "deleteDevice",
+                "Remove a device token from a subscriber (idempotent)",
+                access: .tenant(.subscribersWrite, clientKeys: true), path: tokenPath,
+                response: Schema.object(["token": Schema.string(), "deleted": Schema.boolean]),
+                handler: { g, c in try await g.deleteDevice(c) })
         ]
     }
 
@@ -65,12 +69,13 @@ enum DeviceRoutes {
             "timezone": try row.text("timezone"), "permission": try row.text("permission"),
             "active": try row.bool("active"), "registeredAt": try row.text("registered_at"),
             "updatedAt": try row.text("updated_at"), "lastRejectedAt": try row.text("invalidated_at"),
-            "lastRejectionReason": try row.text("invalid_reason"),
+            "lastRejectionReason": try row.text("invalid_reason")
         ]
     }
 
     static func token(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "token", rule: FieldRules.deviceTokenRule, problem: FieldRules.deviceToken).lowercased()
+        try Gateway.pathParameter(context, "token", rule: FieldRules.deviceTokenRule, problem: FieldRules.deviceToken)
+            .lowercased()
     }
 }
 
@@ -93,8 +98,10 @@ extension Gateway {
         try await authorizeInstallation(context, subscriber: subscriber)
         let row = try await postgres.withTransaction { tx -> PostgresRow in
             try await tx.execute(
-                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
-            let rows = try await tx.query("""
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING",
+                [tenant, subscriber])
+            let rows = try await tx.query(
+                """
                 INSERT INTO devices AS d (tenant_id, token, subscriber_id, environment, bundle_id, app_version, locale,
                                           timezone, permission)
                 VALUES ($1::uuid, $2, $3, $4, $5, $6, $7, $8, coalesce($9, 'unknown'))
@@ -129,7 +136,8 @@ extension Gateway {
         let exists = try await postgres.query(
             "SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, subscriber])
         guard !exists.isEmpty else { throw APIError.notFound("subscriber") }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(DeviceRoutes.columns) FROM devices
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR token > $3)
             ORDER BY token LIMIT $4
@@ -150,6 +158,8 @@ extension Gateway {
         guard error.code == .validationFailed, let details = error.details?.arrayValue else {
             return [ValidationIssue(path: "", message: error.message)]
         }
-        return details.map { ValidationIssue(path: $0["path"]?.stringValue ?? "", message: $0["message"]?.stringValue ?? "") }
+        return details.map {
+            ValidationIssue(path: $0["path"]?.stringValue ?? "", message: $0["message"]?.stringValue ?? "")
+        }
     }
 }

@@ -10,87 +10,115 @@ import Foundation
 /// a subscriber's stream, including events sent under anonymous ids linked to it by identify.
 enum EventRoutes {
     /// The batch's rules as `EventBatch.validate` applies them (lengths in characters and in bytes of UTF-8).
-    static let identityRule = TextRule.length(1, EventBatch.maxIdentityBytes).limited(toUTF8Bytes: EventBatch.maxIdentityBytes)
-    static let eventIDRule = TextRule.length(1, EventBatch.maxEventIDBytes).limited(toUTF8Bytes: EventBatch.maxEventIDBytes)
+    static let identityRule = TextRule.length(1, EventBatch.maxIdentityBytes).limited(
+        toUTF8Bytes: EventBatch.maxIdentityBytes)
+    static let eventIDRule = TextRule.length(1, EventBatch.maxEventIDBytes).limited(
+        toUTF8Bytes: EventBatch.maxEventIDBytes)
     /// An ordinary event's name: no control characters (C0, DEL) and no leading `$` (reserved names are listed apart).
-    static let nameRule = TextRule(maxLength: EventBatch.maxNameBytes, pattern: #"^[^$\x00-\x1F\x7F][^\x00-\x1F\x7F]*$"#,
-                                   problem: "must not start with $ or contain control characters") { name in
+    static let nameRule = TextRule(
+        maxLength: EventBatch.maxNameBytes, pattern: #"^[^$\x00-\x1F\x7F][^\x00-\x1F\x7F]*$"#,
+        problem: "must not start with $ or contain control characters"
+    ) { name in
         !name.hasPrefix("$") && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }.limited(toUTF8Bytes: EventBatch.maxNameBytes)
 
-    static let timestamp = Schema.string("""
+    static let timestamp = Schema.string(
+        """
         When it happened, RFC 3339 with an offset; from 2000-01-01 to 24 hours ahead of the server's clock (else 422)
         """, format: "date-time")
 
     /// An event the app defines (any name not starting with `$`), or one of the reserved `$` events
     /// with exactly the data fields `ReservedEvent` lists. Unknown members of the event are ignored.
     static var trackedEvent: JSONValue {
-        let ordinary = eventSchema(name: Schema.string(nameRule), data: Schema.nullable(Schema.anyObject), dataRequired: false)
+        let ordinary = eventSchema(
+            name: Schema.string(nameRule), data: Schema.nullable(Schema.anyObject), dataRequired: false)
         let reserved = ReservedEvent.all.map { event -> JSONValue in
             var properties: [String: JSONValue] = [:]
             for field in event.fields {
-                var schema: JSONValue = switch field.type {
-                case .string: field.allowedValues.isEmpty ? ["type": "string"] : Schema.string(enumeration: field.allowedValues)
-                case .number: ["type": "number"]
-                case .bool: ["type": "boolean"]
-                }
+                var schema: JSONValue =
+                    switch field.type {
+                    case .string:
+                        field.allowedValues.isEmpty
+                            ? ["type": "string"] : Schema.string(enumeration: field.allowedValues)
+                    case .number: ["type": "number"]
+                    case .bool: ["type": "boolean"]
+                    }
                 if !field.required { schema = Schema.nullable(schema) }
                 properties[field.name] = schema
             }
             let required = event.fields.filter(\.required).map(\.name)
             let data = Schema.object(properties, required: required)
-            return eventSchema(name: ["const": .string(event.name)], data: required.isEmpty ? Schema.nullable(data) : data,
-                               dataRequired: !required.isEmpty)
+            return eventSchema(
+                name: ["const": .string(event.name)], data: required.isEmpty ? Schema.nullable(data) : data,
+                dataRequired: !required.isEmpty)
         }
         return ["oneOf": .array([ordinary] + reserved)]
     }
 
     private static func eventSchema(name: JSONValue, data: JSONValue, dataRequired: Bool) -> JSONValue {
-        Schema.object(["id": Schema.string(eventIDRule, "Client-generated, unique within the batch"), "name": name,
-                       "data": data, "timestamp": timestamp],
-                      required: ["id", "name", "timestamp"] + (dataRequired ? ["data"] : []), additional: true)
+        Schema.object(
+            [
+                "id": Schema.string(eventIDRule, "Client-generated, unique within the batch"), "name": name,
+                "data": data, "timestamp": timestamp
+            ],
+            required: ["id", "name", "timestamp"] + (dataRequired ? ["data"] : []), additional: true)
     }
 
     /// Exactly one identity: `subscriberId` or `anonymousId` (the other absent or null).
     static var batch: JSONValue {
-        let body = Schema.object([
-            "subscriberId": Schema.nullable(Schema.string(identityRule)),
-            "anonymousId": Schema.nullable(Schema.string(identityRule)),
-            "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents),
-        ], required: ["events"], additional: true)
-        return Schema.adding(["oneOf": [
-            ["required": ["subscriberId"],
-             "properties": ["subscriberId": Schema.string(identityRule), "anonymousId": ["type": "null"]]],
-            ["required": ["anonymousId"],
-             "properties": ["anonymousId": Schema.string(identityRule), "subscriberId": ["type": "null"]]],
-        ]], to: body)
+        let body = Schema.object(
+            [
+                "subscriberId": Schema.nullable(Schema.string(identityRule)),
+                "anonymousId": Schema.nullable(Schema.string(identityRule)),
+                "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents)
+            ], required: ["events"], additional: true)
+        return Schema.adding(
+            [
+                "oneOf": [
+                    [
+                        "required": ["subscriberId"],
+                        "properties": ["subscriberId": Schema.string(identityRule), "anonymousId": ["type": "null"]]
+                    ],
+                    [
+                        "required": ["anonymousId"],
+                        "properties": ["anonymousId": Schema.string(identityRule), "subscriberId": ["type": "null"]]
+                    ]
+                ]
+            ], to: body)
     }
 
     static let storedEvent = Schema.object([
         "id": Schema.string(), "name": Schema.string(), "data": Schema.anyObject, "subscriberId": Schema.string(),
-        "anonymousId": Schema.nullable(Schema.string()), "timestamp": Schema.timestamp, "receivedAt": Schema.timestamp,
+        "anonymousId": Schema.nullable(Schema.string()), "timestamp": Schema.timestamp, "receivedAt": Schema.timestamp
     ])
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("POST", "/v1/events", id: "trackEvents",
-                         "Track a batch of at most 100 events for one identity (deduplicated by event id)",
-                         access: .tenant(.eventsWrite, clientKeys: true),
-                         body: batch,
-                         response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
-                         status: 202, errors: [.batchTooLarge, .ingestUnavailable],
-                         handler: { g, c in try await g.trackEvents(c) }),
-            GatewayRoute("GET", "/v1/subscribers/{id}/events", id: "listSubscriberEvents",
-                         "A subscriber's events, newest first (filter by name and since)",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
-                         query: [
-                             QueryParameter("name", "Only events of this name (empty: every name)", schema: ["type": "string"]),
-                             QueryParameter("since", "Only events that happened at or after this moment (empty: no bound)",
-                                            schema: ["anyOf": [["type": "string", "maxLength": 0],
-                                                               Schema.string(format: "date-time")]]),
-                         ],
-                         response: storedEvent, paginated: true,
-                         errors: [.notFound], handler: { g, c in try await g.listSubscriberEvents(c) }),
+            GatewayRoute(
+                "POST", "/v1/events", id: "trackEvents",
+                "Track a batch of at most 100 events for one identity (deduplicated by event id)",
+                access: .tenant(.eventsWrite, clientKeys: true),
+                body: batch,
+                response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
+                status: 202, errors: [.batchTooLarge, .ingestUnavailable],
+                handler: { g, c in try await g.trackEvents(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}/events", id: "listSubscriberEvents",
+                "A subscriber's events, newest first (filter by name and since)",
+                access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                query: [
+                    QueryParameter("name", "Only events of this name (empty: every name)", schema: ["type": "string"]),
+                    QueryParameter(
+                        "since", "Only events that happened at or after this moment (empty: no bound)",
+                        schema: [
+                            "anyOf": [
+                                ["type": "string", "maxLength": 0],
+                                Schema.string(format: "date-time")
+                            ]
+                        ])
+                ],
+                response: storedEvent, paginated: true,
+                errors: [.notFound], handler: { g, c in try await g.listSubscriberEvents(c) })
         ]
     }
 }
@@ -98,7 +126,8 @@ enum EventRoutes {
 extension Gateway {
     func trackEvents(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        let intake = EventIntake(producer: IngestProducer(redis: redis, stream: configuration.ingestStream), logger: logger)
+        let intake = EventIntake(
+            producer: IngestProducer(redis: redis, stream: configuration.ingestStream), logger: logger)
         // A client (SDK) key is safe to ship in an app: it may only track events, never read
         // them, and only for its own installation's identities (403 forbidden_installation).
         guard context.key?.kind == .client else {
@@ -118,13 +147,15 @@ extension Gateway {
     func listSubscriberEvents(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let subscriber = try SubscriberRoutes.subscriberID(context)
-        let exists = try await postgres.query("SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
-                                              [tenant, subscriber])
+        let exists = try await postgres.query(
+            "SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
+            [tenant, subscriber])
         guard !exists.isEmpty else { throw APIError.notFound("subscriber \(subscriber)") }
         let query = context.request.query
-        let page = try await EventQueries.list(postgres: postgres, tenantId: tenant, subscriberId: subscriber,
-                                               name: query["name"], since: query["since"], cursor: query["cursor"],
-                                               limit: query["limit"])
+        let page = try await EventQueries.list(
+            postgres: postgres, tenantId: tenant, subscriberId: subscriber,
+            name: query["name"], since: query["since"], cursor: query["cursor"],
+            limit: query["limit"])
         return .json(page.jsonValue, metadata: page.metadata)
     }
 }

@@ -11,15 +11,22 @@ import Foundation
 enum IdentifyRoutes {
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("POST", "/v1/identify", id: "identify", "Link an anonymous installation to a subscriber",
-                         access: .tenant(.subscribersWrite, clientKeys: true),
-                         body: Schema.object(["anonymousId": Schema.string(FieldRules.identifierRule),
-                                              "subscriberId": Schema.string(FieldRules.identifierRule,
-                                                                            "Must differ from anonymousId (else 422)")],
-                                             required: ["anonymousId", "subscriberId"]),
-                         response: Schema.object(["anonymousId": Schema.string(), "subscriberId": Schema.string(),
-                                                  "devicesMoved": Schema.integer]),
-                         handler: { g, c in try await g.identify(c) }),
+            GatewayRoute(
+                "POST", "/v1/identify", id: "identify", "Link an anonymous installation to a subscriber",
+                access: .tenant(.subscribersWrite, clientKeys: true),
+                body: Schema.object(
+                    [
+                        "anonymousId": Schema.string(FieldRules.identifierRule),
+                        "subscriberId": Schema.string(
+                            FieldRules.identifierRule,
+                            "Must differ from anonymousId (else 422)")
+                    ],
+                    required: ["anonymousId", "subscriberId"]),
+                response: Schema.object([
+                    "anonymousId": Schema.string(), "subscriberId": Schema.string(),
+                    "devicesMoved": Schema.integer
+                ]),
+                handler: { g, c in try await g.identify(c) })
         ]
     }
 }
@@ -43,22 +50,26 @@ extension Gateway {
             installation = own
         }
         let moved = try await postgres.withTransaction { tx -> Int in
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 INSERT INTO subscribers (tenant_id, id, attributes)
                 SELECT $1::uuid, $2, coalesce((SELECT attributes FROM subscribers WHERE tenant_id = $1::uuid AND id = $3), '{}'::jsonb)
                 ON CONFLICT (tenant_id, id) DO UPDATE SET
                     attributes = EXCLUDED.attributes || subscribers.attributes, updated_at = now()
                 """, [tenant, subscriber, anonymous])
-            let moved = try await tx.execute("""
+            let moved = try await tx.execute(
+                """
                 UPDATE devices SET subscriber_id = $2, updated_at = now() WHERE tenant_id = $1::uuid AND subscriber_id = $3
                 """, [tenant, subscriber, anonymous])
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id)
                 SELECT tenant_id, topic_key, $2 FROM topic_subscriptions WHERE tenant_id = $1::uuid AND subscriber_id = $3
                 ON CONFLICT DO NOTHING
                 """, [tenant, subscriber, anonymous])
             try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, anonymous])
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1::uuid, $2, $3)
                 ON CONFLICT (tenant_id, anonymous_id) DO UPDATE SET subscriber_id = EXCLUDED.subscriber_id, linked_at = now()
                 """, [tenant, anonymous, subscriber])
@@ -66,7 +77,9 @@ extension Gateway {
             return moved
         }
         if let installation { installationCache.setSubscriber(subscriber, hash: installation.tokenHash) }
-        return .json(["anonymousId": .string(anonymous), "subscriberId": .string(subscriber),
-                      "devicesMoved": .int(Int64(moved))])
+        return .json([
+            "anonymousId": .string(anonymous), "subscriberId": .string(subscriber),
+            "devicesMoved": .int(Int64(moved))
+        ])
     }
 }

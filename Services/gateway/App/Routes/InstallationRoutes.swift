@@ -13,11 +13,12 @@ enum InstallationRoutes {
             "POST", "/v1/installations", id: "createInstallation",
             "Register an app installation and receive its BuzzKit-Installation token (shown once)",
             access: .tenant(.subscribersWrite, clientKeys: true),
-            body: Schema.object(["anonymousId": Schema.string(FieldRules.installationAnonymousIDRule)], required: ["anonymousId"]),
+            body: Schema.object(
+                ["anonymousId": Schema.string(FieldRules.installationAnonymousIDRule)], required: ["anonymousId"]),
             response: Schema.object([
                 "id": Schema.uuid, "anonymousId": Schema.string(), "subscriberId": Schema.nullable(Schema.string()),
                 "token": Schema.string("bk_inst_...: send it as the BuzzKit-Installation header; shown only here"),
-                "createdAt": Schema.timestamp,
+                "createdAt": Schema.timestamp
             ]),
             status: 201, errors: [.installationExists], handler: { g, c in try await g.createInstallation(c) })
         register.registersInstallation = true
@@ -34,9 +35,12 @@ extension Gateway {
         let anonymous = v.string("anonymousId", required: true, rule: FieldRules.installationAnonymousIDRule)
         try v.check()
         guard let anonymous else { throw APIError.internalError }
-        guard let created = try await installationStore.create(tenantID: tenant, apiKeyID: key.id, anonymousID: anonymous) else {
-            throw APIError(.installationExists, "an installation with this anonymousId exists already",
-                           details: ["anonymousId": .string(anonymous)])
+        guard
+            let created = try await installationStore.create(tenantID: tenant, apiKeyID: key.id, anonymousID: anonymous)
+        else {
+            throw APIError(
+                .installationExists, "an installation with this anonymousId exists already",
+                details: ["anonymousId": .string(anonymous)])
         }
         installationCache.forget(created.record.tokenHash)
         return .json(created.json, status: 201)

@@ -20,27 +20,39 @@ enum LiveActivitySendRoutes {
 
     static let rules = [
         "update and end need activityId and take neither attributesType nor attributes",
-        "start needs attributesType and alert (Apple shows it) and takes no activityId",
+        "start needs attributesType and alert (Apple shows it) and takes no activityId"
     ]
 
     static var body: JSONValue {
         let n = Schema.nullable
-        let body = Schema.object([
-            "to": Schema.string(FieldRules.identifierRule, "the subscriber's id"),
-            "event": Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue)),
-            "activityId": n(Schema.string(FieldRules.activityIDRule, "update, end: the Activity.id the SDK registered")),
-            "attributesType": n(Schema.string(FieldRules.attributesTypeRule, "start: the attributes type (push-to-start tokens)")),
-            "attributes": n(Schema.object([:], additional: true, description: "start: the static attributes")),
-            "contentState": Schema.object([:], additional: true, description: "the new content state (ContentState's keys)"),
-            "alert": n(Schema.object(["title": n(Schema.string(.length(1, 1000))), "body": n(Schema.string(.length(1, 1000))),
-                                      "sound": n(Schema.string(.length(1, 256)))],
-                                     description: "a banner with the update; required on start")),
-            "staleDate": n(Schema.string("when the content goes stale (RFC 3339 with an offset)", format: "date-time")),
-            "dismissalDate": n(Schema.string("when the ended tile disappears (RFC 3339 with an offset)", format: "date-time")),
-            "priority": n(Schema.string(enumeration: priorities)),
-            "timestamp": n(["type": "integer", "minimum": 0, "maximum": 100_000_000_000,
-                            "description": "the update's time in epoch seconds; default now"]),
-        ], required: ["to", "event", "contentState"])
+        let body = Schema.object(
+            [
+                "to": Schema.string(FieldRules.identifierRule, "the subscriber's id"),
+                "event": Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue)),
+                "activityId": n(
+                    Schema.string(FieldRules.activityIDRule, "update, end: the Activity.id the SDK registered")),
+                "attributesType": n(
+                    Schema.string(FieldRules.attributesTypeRule, "start: the attributes type (push-to-start tokens)")),
+                "attributes": n(Schema.object([:], additional: true, description: "start: the static attributes")),
+                "contentState": Schema.object(
+                    [:], additional: true, description: "the new content state (ContentState's keys)"),
+                "alert": n(
+                    Schema.object(
+                        [
+                            "title": n(Schema.string(.length(1, 1000))), "body": n(Schema.string(.length(1, 1000))),
+                            "sound": n(Schema.string(.length(1, 256)))
+                        ],
+                        description: "a banner with the update; required on start")),
+                "staleDate": n(
+                    Schema.string("when the content goes stale (RFC 3339 with an offset)", format: "date-time")),
+                "dismissalDate": n(
+                    Schema.string("when the ended tile disappears (RFC 3339 with an offset)", format: "date-time")),
+                "priority": n(Schema.string(enumeration: priorities)),
+                "timestamp": n([
+                    "type": "integer", "minimum": 0, "maximum": 100_000_000_000,
+                    "description": "the update's time in epoch seconds; default now"
+                ])
+            ], required: ["to", "event", "contentState"])
         return Schema.adding(["x-rules": .array(rules.map(JSONValue.string))], to: body)
     }
 
@@ -52,29 +64,34 @@ enum LiveActivitySendRoutes {
         "status": Schema.string(enumeration: LiveActivityResult.statuses + ["sending"]),
         "apnsStatus": Schema.nullable(Schema.integer),
         "reason": Schema.nullable(Schema.string()),
-        "apnsId": Schema.nullable(Schema.string()),
+        "apnsId": Schema.nullable(Schema.string())
     ])
 
     static let response = Schema.object([
         "messageId": Schema.nullable(Schema.uuid),
         "event": Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue)),
-        "results": Schema.array(result),
+        "results": Schema.array(result)
     ])
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("POST", "/v1/live-activities/send", id: "sendLiveActivity",
-                         "Start, update or end a Live Activity; one APNs result per token (504 upstream_timeout past the deadline, the send still completes)",
-                         access: .tenant(.messagesSend, clientKeys: false), body: body, response: response,
-                         errors: [.liveActivityNotFound, .noPushToStartToken, .upstreamTimeout],
-                         handler: { g, c in try await g.sendLiveActivity(c) }),
+            GatewayRoute(
+                "POST", "/v1/live-activities/send", id: "sendLiveActivity",
+                "Start, update or end a Live Activity; one APNs result per token (504 upstream_timeout past the deadline, the send still completes)",
+                access: .tenant(.messagesSend, clientKeys: false), body: body, response: response,
+                errors: [.liveActivityNotFound, .noPushToStartToken, .upstreamTimeout],
+                handler: { g, c in try await g.sendLiveActivity(c) })
         ]
     }
 
     /// The request's fields, every problem at once.
     static func validate(_ body: JSONValue?, now: Date) throws(APIError) -> LiveActivitySendRequest {
-        var v = Validator(body, allowed: ["to", "event", "activityId", "attributesType", "attributes", "contentState", "alert",
-                                          "staleDate", "dismissalDate", "priority", "timestamp"])
+        var v = Validator(
+            body,
+            allowed: [
+                "to", "event", "activityId", "attributesType", "attributes", "contentState", "alert",
+                "staleDate", "dismissalDate", "priority", "timestamp"
+            ])
         let to = v.string("to", required: true, rule: FieldRules.identifierRule)
         let event = v.oneOf("event", LiveActivitySendRequest.Event.allCases.map(\.rawValue), required: true)
             .flatMap(LiveActivitySendRequest.Event.init(rawValue:))
@@ -94,7 +111,9 @@ enum LiveActivitySendRoutes {
         let priority = v.oneOf("priority", priorities)
         var timestamp = Int64(now.timeIntervalSince1970.rounded(.down))
         if let value = body?["timestamp"], !value.isNull {
-            if let seconds = value.intValue, value.doubleValue == Double(seconds), (0...100_000_000_000).contains(seconds) {
+            if let seconds = value.intValue, value.doubleValue == Double(seconds),
+                (0...100_000_000_000).contains(seconds)
+            {
                 timestamp = seconds
             } else {
                 v.add("timestamp", "must be an integer of epoch seconds from 0 to 100000000000")
@@ -122,10 +141,11 @@ enum LiveActivitySendRoutes {
         }
         try v.check()
         guard let to, let event, let contentState else { throw APIError.internalError }
-        return LiveActivitySendRequest(to: to, event: event, activityId: activityId, attributesType: type,
-                                       attributes: attributes, contentState: contentState, alert: alert,
-                                       staleDate: stale, dismissalDate: dismissal, priority: priority == "normal" ? 5 : 10,
-                                       timestamp: timestamp)
+        return LiveActivitySendRequest(
+            to: to, event: event, activityId: activityId, attributesType: type,
+            attributes: attributes, contentState: contentState, alert: alert,
+            staleDate: stale, dismissalDate: dismissal, priority: priority == "normal" ? 5 : 10,
+            timestamp: timestamp)
     }
 
     private static func date(_ v: inout Validator, _ name: String) -> Int64? {
@@ -144,8 +164,11 @@ enum LiveActivitySendRoutes {
         var digest = Digest.sha256(Array(("bk:la:" + tenant.lowercasedText + ":" + key).utf8))
         digest[6] = (digest[6] & 0x0F) | 0x50  // version 5-like (name-based), RFC 4122 variant
         digest[8] = (digest[8] & 0x3F) | 0x80
-        return UUID(uuid: (digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
-                           digest[8], digest[9], digest[10], digest[11], digest[12], digest[13], digest[14], digest[15]))
+        return UUID(
+            uuid: (
+                digest[0], digest[1], digest[2], digest[3], digest[4], digest[5], digest[6], digest[7],
+                digest[8], digest[9], digest[10], digest[11], digest[12], digest[13], digest[14], digest[15]
+            ))
     }
 }
 
@@ -153,28 +176,35 @@ extension Gateway {
     func sendLiveActivity(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let request = try LiveActivitySendRoutes.validate(try context.request.jsonBody(), now: Date())
-        let messageId = LiveActivitySendRoutes.messageId(tenant: tenant, idempotencyKey: context.request.headers[Idempotency.header])
+        let messageId = LiveActivitySendRoutes.messageId(
+            tenant: tenant, idempotencyKey: context.request.headers[Idempotency.header])
         let replyKey = LiveActivityEntry.makeReplyKey(prefix: configuration.liveActivityStream.rawValue + ":reply:")
         let entry = LiveActivityEntry(tenantId: tenant, messageId: messageId, replyKey: replyKey, request: request)
         _ = try await redis.xadd(configuration.liveActivityStream.rawValue, fields: entry.fields)
         let deadline = configuration.liveActivityDeadline
         let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
         let reply = try await liveActivityReplies.command(
-            [RedisArgument("BLPOP"), RedisArgument(replyKey), RedisArgument(String(format: "%.3f", max(0.001, seconds)))],
+            [
+                RedisArgument("BLPOP"), RedisArgument(replyKey),
+                RedisArgument(String(format: "%.3f", max(0.001, seconds)))
+            ],
             timeout: deadline + .seconds(2))
         guard let pair = reply.array, pair.count == 2, let bytes = pair[1].bytes,
-              let json = try? JSONValue.parse(bytes), let answer = LiveActivityReply(json: json)
+            let json = try? JSONValue.parse(bytes), let answer = LiveActivityReply(json: json)
         else {
-            throw APIError(.upstreamTimeout, "the Live Activity send did not answer within its deadline; it still completes",
-                           details: ["messageId": .string(messageId.lowercasedText)])
+            throw APIError(
+                .upstreamTimeout, "the Live Activity send did not answer within its deadline; it still completes",
+                details: ["messageId": .string(messageId.lowercasedText)])
         }
         switch answer {
         case .error(let code, let message):
             let known = ErrorCode.all.first { $0.rawValue == code } ?? .internalError
             throw APIError(known, message)
         case .results(let id, let results):
-            return .json(["messageId": id.map { .string($0.lowercasedText) } ?? .null, "event": .string(request.event.rawValue),
-                          "results": .array(results.map(\.json))])
+            return .json([
+                "messageId": id.map { .string($0.lowercasedText) } ?? .null, "event": .string(request.event.rawValue),
+                "results": .array(results.map(\.json))
+            ])
         }
     }
 }

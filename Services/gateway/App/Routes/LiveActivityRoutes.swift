@@ -14,7 +14,8 @@ enum LiveActivityRoutes {
     static let environments = ["sandbox", "production"]
 
     static let activity = Schema.object([
-        "activityId": Schema.string(FieldRules.activityIDRule), "subscriberId": Schema.string(FieldRules.identifierRule),
+        "activityId": Schema.string(FieldRules.activityIDRule),
+        "subscriberId": Schema.string(FieldRules.identifierRule),
         "attributesType": Schema.string(FieldRules.attributesTypeRule),
         "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's current push token, lowercase hex"),
         "environment": Schema.string(enumeration: environments),
@@ -28,11 +29,12 @@ enum LiveActivityRoutes {
         "lastEvent": Schema.nullable(Schema.string(enumeration: ["start", "update", "end"])),
         "lastTimestamp": Schema.nullable(Schema.integer),
         "lastUpdateAt": Schema.nullable(Schema.timestamp),
-        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp
     ])
 
     static let startToken = Schema.object([
-        "attributesType": Schema.string(FieldRules.attributesTypeRule), "subscriberId": Schema.string(FieldRules.identifierRule),
+        "attributesType": Schema.string(FieldRules.attributesTypeRule),
+        "subscriberId": Schema.string(FieldRules.identifierRule),
         "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, lowercase hex"),
         "environment": Schema.string(enumeration: environments),
         "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
@@ -40,51 +42,64 @@ enum LiveActivityRoutes {
         "tokenInvalidReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
         "tokenInvalidatedAt": Schema.nullable(Schema.timestamp),
         "lastSentAt": Schema.nullable(Schema.timestamp),
-        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp
     ])
 
-    static let activityPath: [String: TextRule] = ["id": FieldRules.identifierRule, "activityId": FieldRules.activityIDRule]
-    static let typePath: [String: TextRule] = ["id": FieldRules.identifierRule, "attributesType": FieldRules.attributesTypeRule]
+    static let activityPath: [String: TextRule] = [
+        "id": FieldRules.identifierRule, "activityId": FieldRules.activityIDRule
+    ]
+    static let typePath: [String: TextRule] = [
+        "id": FieldRules.identifierRule, "attributesType": FieldRules.attributesTypeRule
+    ]
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("GET", "/v1/subscribers/{id}/live-activities", id: "listLiveActivities",
-                         "A subscriber's Live Activities: state (active, ended), last update and token status, in activity id order",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
-                         response: activity, paginated: true, errors: [.notFound],
-                         handler: { g, c in try await g.listLiveActivities(c) }),
-            GatewayRoute("PUT", "/v1/subscribers/{id}/live-activities/{activityId}", id: "registerLiveActivity",
-                         "Register an activity's push token, or its rotation (201 when new); the old token is never pushed again",
-                         access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
-                         body: Schema.object([
-                             "attributesType": Schema.string(FieldRules.attributesTypeRule,
-                                                             "the attributes type's Swift name, String(describing:)"),
-                             "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's push token, hex"),
-                             "environment": Schema.string(enumeration: environments),
-                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
-                         ], required: ["attributesType", "token", "environment"]),
-                         response: activity, handler: { g, c in try await g.registerLiveActivity(c) }),
-            GatewayRoute("DELETE", "/v1/subscribers/{id}/live-activities/{activityId}", id: "endLiveActivity",
-                         "The activity ended or was dismissed on the device: marked ended, nothing pushes to it again (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
-                         response: Schema.object(["activityId": Schema.string(FieldRules.activityIDRule), "ended": Schema.boolean],
-                                                 description: "ended: whether this call ended it (false: unknown or already ended)"),
-                         handler: { g, c in try await g.endLiveActivity(c) }),
-            GatewayRoute("GET", "/v1/subscribers/{id}/live-activity-start-tokens", id: "listLiveActivityStartTokens",
-                         "A subscriber's push-to-start tokens (one per attributes type per device), in attributes type order",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
-                         response: startToken, paginated: true, errors: [.notFound],
-                         handler: { g, c in try await g.listLiveActivityStartTokens(c) }),
-            GatewayRoute("PUT", "/v1/subscribers/{id}/live-activity-start-tokens/{attributesType}",
-                         id: "registerLiveActivityStartToken",
-                         "Register this device's push-to-start token of an attributes type, or its rotation (201 when new)",
-                         access: .tenant(.subscribersWrite, clientKeys: true), path: typePath,
-                         body: Schema.object([
-                             "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, hex"),
-                             "environment": Schema.string(enumeration: environments),
-                             "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
-                         ], required: ["token", "environment"]),
-                         response: startToken, handler: { g, c in try await g.registerLiveActivityStartToken(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}/live-activities", id: "listLiveActivities",
+                "A subscriber's Live Activities: state (active, ended), last update and token status, in activity id order",
+                access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                response: activity, paginated: true, errors: [.notFound],
+                handler: { g, c in try await g.listLiveActivities(c) }),
+            GatewayRoute(
+                "PUT", "/v1/subscribers/{id}/live-activities/{activityId}", id: "registerLiveActivity",
+                "Register an activity's push token, or its rotation (201 when new); the old token is never pushed again",
+                access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
+                body: Schema.object(
+                    [
+                        "attributesType": Schema.string(
+                            FieldRules.attributesTypeRule,
+                            "the attributes type's Swift name, String(describing:)"),
+                        "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's push token, hex"),
+                        "environment": Schema.string(enumeration: environments),
+                        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule))
+                    ], required: ["attributesType", "token", "environment"]),
+                response: activity, handler: { g, c in try await g.registerLiveActivity(c) }),
+            GatewayRoute(
+                "DELETE", "/v1/subscribers/{id}/live-activities/{activityId}", id: "endLiveActivity",
+                "The activity ended or was dismissed on the device: marked ended, nothing pushes to it again (idempotent)",
+                access: .tenant(.subscribersWrite, clientKeys: true), path: activityPath,
+                response: Schema.object(
+                    ["activityId": Schema.string(FieldRules.activityIDRule), "ended": Schema.boolean],
+                    description: "ended: whether this call ended it (false: unknown or already ended)"),
+                handler: { g, c in try await g.endLiveActivity(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}/live-activity-start-tokens", id: "listLiveActivityStartTokens",
+                "A subscriber's push-to-start tokens (one per attributes type per device), in attributes type order",
+                access: .tenant(.subscribersRead, clientKeys: false), path: SubscriberRoutes.idPath,
+                response: startToken, paginated: true, errors: [.notFound],
+                handler: { g, c in try await g.listLiveActivityStartTokens(c) }),
+            GatewayRoute(
+                "PUT", "/v1/subscribers/{id}/live-activity-start-tokens/{attributesType}",
+                id: "registerLiveActivityStartToken",
+                "Register this device's push-to-start token of an attributes type, or its rotation (201 when new)",
+                access: .tenant(.subscribersWrite, clientKeys: true), path: typePath,
+                body: Schema.object(
+                    [
+                        "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, hex"),
+                        "environment": Schema.string(enumeration: environments),
+                        "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule))
+                    ], required: ["token", "environment"]),
+                response: startToken, handler: { g, c in try await g.registerLiveActivityStartToken(c) })
         ]
     }
 
@@ -104,7 +119,7 @@ enum LiveActivityRoutes {
             "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastEvent": try row.text("last_event"),
             "lastTimestamp": try row.decode(Int64?.self, named: "last_timestamp").map { .int($0) } ?? .null,
             "lastUpdateAt": try row.text("last_sent_at"), "registeredAt": try row.text("registered_at"),
-            "updatedAt": try row.text("updated_at"),
+            "updatedAt": try row.text("updated_at")
         ]
     }
 
@@ -116,10 +131,11 @@ enum LiveActivityRoutes {
     static func startTokenJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
         [
             "attributesType": try row.text("attributes_type"), "subscriberId": try row.text("subscriber_id"),
-            "token": try row.text("token"), "environment": try row.text("environment"), "bundleId": try row.text("bundle_id"),
+            "token": try row.text("token"), "environment": try row.text("environment"),
+            "bundleId": try row.text("bundle_id"),
             "tokenStatus": try row.text("token_status"), "tokenInvalidReason": try row.text("token_invalid_reason"),
             "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastSentAt": try row.text("last_sent_at"),
-            "registeredAt": try row.text("registered_at"), "updatedAt": try row.text("updated_at"),
+            "registeredAt": try row.text("registered_at"), "updatedAt": try row.text("updated_at")
         ]
     }
 }
@@ -132,15 +148,19 @@ extension FieldRules {
     /// characters, no control characters.
     static let attributesTypeRule = TextRule.noControlCharacters(1, 256)
     /// A Live Activity push token (activity or push-to-start): hex, an even 64 to 512 characters.
-    static let liveActivityTokenRule = TextRule(minLength: 64, maxLength: 512, pattern: "^(?:[0-9A-Fa-f]{2})*$",
-                                                problem: "must be 64 to 512 hexadecimal characters (an ActivityKit push token)") {
+    static let liveActivityTokenRule = TextRule(
+        minLength: 64, maxLength: 512, pattern: "^(?:[0-9A-Fa-f]{2})*$",
+        problem: "must be 64 to 512 hexadecimal characters (an ActivityKit push token)"
+    ) {
         $0.utf8.count % 2 == 0 && $0.utf8.allSatisfy(isHex)
     }
 }
 
 extension Gateway {
     /// The subscriber and the other path parameter, every problem at once.
-    private func liveActivityPath(_ context: RequestContext, _ name: String, _ rule: TextRule) throws(APIError) -> (String, String) {
+    private func liveActivityPath(_ context: RequestContext, _ name: String, _ rule: TextRule) throws(APIError) -> (
+        String, String
+    ) {
         var issues: [ValidationIssue] = []
         var subscriber = "", value = ""
         do { subscriber = try SubscriberRoutes.subscriberID(context) } catch { issues += Self.issues(of: error) }
@@ -153,7 +173,9 @@ extension Gateway {
         let tenant = try context.tenant
         var issues: [ValidationIssue] = []
         var path = ("", "")
-        do { path = try liveActivityPath(context, "activityId", FieldRules.activityIDRule) } catch { issues += Self.issues(of: error) }
+        do { path = try liveActivityPath(context, "activityId", FieldRules.activityIDRule) } catch {
+            issues += Self.issues(of: error)
+        }
         let body = try context.request.jsonBody()
         var v = Validator(body, allowed: ["attributesType", "token", "environment", "bundleId"])
         let type = v.string("attributesType", required: true, rule: FieldRules.attributesTypeRule)
@@ -165,10 +187,12 @@ extension Gateway {
         try await authorizeInstallation(context, subscriber: subscriber)
         let row = try await postgres.withTransaction { tx -> PostgresRow in
             try await tx.execute(
-                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING",
+                [tenant, subscriber])
             // A rotation replaces the token; registering a token again makes it usable again. An
             // ended activity stays ended.
-            let rows = try await tx.query("""
+            let rows = try await tx.query(
+                """
                 INSERT INTO live_activities AS a (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
                 VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
                 ON CONFLICT (tenant_id, activity_id) DO UPDATE SET
@@ -187,7 +211,8 @@ extension Gateway {
     func endLiveActivity(_ context: RequestContext) async throws -> Response {
         let (subscriber, activity) = try liveActivityPath(context, "activityId", FieldRules.activityIDRule)
         try await authorizeInstallation(context, subscriber: subscriber)
-        let ended = try await postgres.execute("""
+        let ended = try await postgres.execute(
+            """
             UPDATE live_activities SET state = 'ended', ended_by = 'device', ended_at = now(), updated_at = now()
             WHERE tenant_id = $1::uuid AND activity_id = $2 AND subscriber_id = $3 AND state = 'active'
             """, [try context.tenant, activity, subscriber])
@@ -214,13 +239,16 @@ extension Gateway {
         let deviceKey = context.installation.map { "inst:" + $0.id.uuidString.lowercased() } ?? "token:" + (token ?? "")
         let row = try await postgres.withTransaction { tx -> PostgresRow in
             try await tx.execute(
-                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenant, subscriber])
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING",
+                [tenant, subscriber])
             // The same token under another subscriber or device key is this device, moved (identify).
-            try await tx.execute("""
+            try await tx.execute(
+                """
                 DELETE FROM live_activity_start_tokens
                 WHERE tenant_id = $1::uuid AND attributes_type = $2 AND token = $3 AND (subscriber_id <> $4 OR device_key <> $5)
                 """, [tenant, type, token, subscriber, deviceKey])
-            let rows = try await tx.query("""
+            let rows = try await tx.query(
+                """
                 INSERT INTO live_activity_start_tokens AS t (tenant_id, subscriber_id, attributes_type, device_key, token,
                                                              environment, bundle_id)
                 VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
@@ -241,7 +269,8 @@ extension Gateway {
         let subscriber = try SubscriberRoutes.subscriberID(context)
         let page = try Page(context.request)
         try await requireSubscriber(tenant, subscriber)
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(LiveActivityRoutes.activityColumns) FROM live_activities
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR activity_id > $3)
             ORDER BY activity_id LIMIT $4
@@ -261,7 +290,8 @@ extension Gateway {
             afterType = parts.first
             afterToken = parts.count > 1 ? parts[1] : ""
         }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(LiveActivityRoutes.startTokenColumns) FROM live_activity_start_tokens
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR (attributes_type, token) > ($3, $4))
             ORDER BY attributes_type, token LIMIT $5

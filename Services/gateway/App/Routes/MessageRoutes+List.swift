@@ -10,10 +10,11 @@ import Foundation
 /// list shows where every send stands without one call per message.
 extension MessageRoutes {
     static let listItem = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject, "content": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject,
+        "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
-        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
     ])
 
     static let statusParameter = QueryParameter(
@@ -21,10 +22,11 @@ extension MessageRoutes {
         schema: ["enum": .array(([""] + messageStatuses).map(JSONValue.string))])
 
     static var listRoute: GatewayRoute {
-        GatewayRoute("GET", "/v1/messages", id: "listMessages",
-                     "List messages newest first, each with its delivery counts by status and receipts",
-                     access: .tenant(.messagesRead, clientKeys: false), query: [statusParameter],
-                     response: listItem, paginated: true, handler: { g, c in try await g.listMessages(c) })
+        GatewayRoute(
+            "GET", "/v1/messages", id: "listMessages",
+            "List messages newest first, each with its delivery counts by status and receipts",
+            access: .tenant(.messagesRead, clientKeys: false), query: [statusParameter],
+            response: listItem, paginated: true, handler: { g, c in try await g.listMessages(c) })
     }
 
     /// The cursor's key: the last row's `created_at` (ISO 8601 text as Postgres wrote it) and id.
@@ -34,7 +36,9 @@ extension MessageRoutes {
 
     /// Parses `listKey` back; nil when the cursor is not one this route made.
     static func parseListKey(_ key: String) -> (createdAt: String, id: UUID)? {
-        guard let bar = key.lastIndex(of: "|"), let id = UUID(uuidText: String(key[key.index(after: bar)...])) else { return nil }
+        guard let bar = key.lastIndex(of: "|"), let id = UUID(uuidText: String(key[key.index(after: bar)...])) else {
+            return nil
+        }
         let createdAt = String(key[..<bar])
         // Only a timestamp Postgres will read back (a bad one would fail the cast: a 500).
         guard createdAt.utf8.count <= 40, isTimestamp(createdAt) else { return nil }
@@ -61,18 +65,24 @@ extension Gateway {
         var after: (createdAt: String, id: UUID)?
         if let key = page.after {
             after = MessageRoutes.parseListKey(key)
-            if after == nil { issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned")) }
+            if after == nil {
+                issues.append(ValidationIssue(path: "cursor", message: "is not a cursor this API returned"))
+            }
         }
         var status: MessageStatus?
         if let raw = context.request.query["status"], !raw.isEmpty {
             status = MessageStatus(rawValue: raw)
             if status == nil {
-                issues.append(ValidationIssue(path: "status", message: "must be one of: "
-                                              + MessageRoutes.messageStatuses.joined(separator: ", ")))
+                issues.append(
+                    ValidationIssue(
+                        path: "status",
+                        message: "must be one of: "
+                            + MessageRoutes.messageStatuses.joined(separator: ", ")))
             }
         }
         try Validator.throwIfAny(issues)
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT m.id, m.status, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
                    \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
                    (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb)
@@ -88,9 +98,12 @@ extension Gateway {
             """, [tenant, status?.rawValue, after?.createdAt, after?.id, page.limit + 1])
         let items = try rows.map { row -> [String: JSONValue] in
             var json = try MessageRoutes.messageJSON(row)
-            json["receipts"] = ReceiptCounts(delivered: try row.decode(Int.self, named: "delivered"),
-                                             opened: try row.decode(Int.self, named: "opened"),
-                                             dismissed: try row.decode(Int.self, named: "dismissed")).jsonValue
+            json["receipts"] =
+                ReceiptCounts(
+                    delivered: try row.decode(Int.self, named: "delivered"),
+                    opened: try row.decode(Int.self, named: "opened"),
+                    dismissed: try row.decode(Int.self, named: "dismissed")
+                ).jsonValue
             return json
         }
         return page.response(items, key: MessageRoutes.listKey)
@@ -110,7 +123,7 @@ extension MessageRoutes {
             "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
             "counts": .object(counts),
             "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
-            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+            "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at")
         ]
     }
 }

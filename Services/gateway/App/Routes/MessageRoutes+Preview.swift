@@ -15,16 +15,18 @@ extension MessageRoutes {
     static let previewMessageId = "00000000-0000-0000-0000-000000000000"
 
     static var previewRoute: GatewayRoute {
-        GatewayRoute("POST", "/v1/messages/preview", id: "previewMessage",
-                     "The exact APNs payload and headers the sender would build for a message body; sends nothing",
-                     access: .tenant(.messagesSend, clientKeys: false), body: MessageRoutes.messageBody(targetRequired: false),
-                     response: Schema.object([
-                         "payload": Schema.string("The payload's JSON text, byte for byte as it would be sent"),
-                         "size": Schema.integer, "maxSize": Schema.integer,
-                         "headers": Schema.object([:], additional: true, description: "apns-* headers (the JWT is added when sending)"),
-                         "messageId": Schema.uuid,
-                     ]),
-                     errors: [.validationFailed], handler: { g, c in try await g.previewMessage(c) })
+        GatewayRoute(
+            "POST", "/v1/messages/preview", id: "previewMessage",
+            "The exact APNs payload and headers the sender would build for a message body; sends nothing",
+            access: .tenant(.messagesSend, clientKeys: false), body: MessageRoutes.messageBody(targetRequired: false),
+            response: Schema.object([
+                "payload": Schema.string("The payload's JSON text, byte for byte as it would be sent"),
+                "size": Schema.integer, "maxSize": Schema.integer,
+                "headers": Schema.object(
+                    [:], additional: true, description: "apns-* headers (the JWT is added when sending)"),
+                "messageId": Schema.uuid
+            ]),
+            errors: [.validationFailed], handler: { g, c in try await g.previewMessage(c) })
     }
 }
 
@@ -36,14 +38,16 @@ extension Gateway {
         // MessageIntake from asking for one); with a target, the target is checked too.
         var checked = body
         if case .object(var object) = body,
-           !MessageIntake.targetMembers.contains(where: { object[$0].map { !$0.isNull } ?? false }) {
+            !MessageIntake.targetMembers.contains(where: { object[$0].map { !$0.isNull } ?? false })
+        {
             object["to"] = "preview"
             checked = .object(object)
         }
         let content = try MessageIntake.validate(checked).content
         let rows = try await postgres.query("SELECT apns_bundle_id FROM tenants WHERE id = $1::uuid", [tenant])
         let topic = try rows.first?.decode(String?.self, at: 0) ?? ""
-        let request = APNsRequest(deviceToken: "", topic: topic, content: content, messageId: MessageRoutes.previewMessageId)
+        let request = APNsRequest(
+            deviceToken: "", topic: topic, content: content, messageId: MessageRoutes.previewMessageId)
         var headers: [String: JSONValue] = [:]
         for field in request.headers(authorization: nil) where !(field.name == "apns-topic" && topic.isEmpty) {
             headers[field.name] = .string(field.value)
@@ -51,7 +55,7 @@ extension Gateway {
         return .json([
             "payload": .string(String(decoding: request.payload, as: UTF8.self)),
             "size": .int(Int64(request.payload.count)), "maxSize": .int(Int64(PushPayload.maxBytes)),
-            "headers": .object(headers), "messageId": .string(MessageRoutes.previewMessageId),
+            "headers": .object(headers), "messageId": .string(MessageRoutes.previewMessageId)
         ])
     }
 }

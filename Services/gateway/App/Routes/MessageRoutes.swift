@@ -14,29 +14,37 @@ enum MessageRoutes {
     static let messageStatuses = MessageStatus.allCases.map(\.rawValue)
 
     static let accepted = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "audienceSize": Schema.nullable(Schema.integer),
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
+        "audienceSize": Schema.nullable(Schema.integer)
     ])
     static let message = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject, "content": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject,
+        "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject,
         "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
-        "workflow": Schema.nullable(Schema.object([
-            "workflowKey": Schema.string(), "version": Schema.integer, "runId": Schema.uuid, "step": Schema.string(),
-        ], required: ["workflowKey", "version", "runId", "step"], description: "GET /v1/messages/{id}: the workflow run and send step that sent it (null: POST /v1/messages)")),
+        "workflow": Schema.nullable(
+            Schema.object(
+                [
+                    "workflowKey": Schema.string(), "version": Schema.integer, "runId": Schema.uuid,
+                    "step": Schema.string()
+                ], required: ["workflowKey", "version", "runId", "step"],
+                description:
+                    "GET /v1/messages/{id}: the workflow run and send step that sent it (null: POST /v1/messages)"))
     ])
     static let delivery = Schema.object([
         "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(), "deviceToken": Schema.string(),
-        "environment": Schema.string(), "status": Schema.string(enumeration: deliveryStatuses), "attemptCount": Schema.integer,
+        "environment": Schema.string(), "status": Schema.string(enumeration: deliveryStatuses),
+        "attemptCount": Schema.integer,
         "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
         "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),
-        "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
     ])
     static let attempt = Schema.object([
         "attempt": Schema.integer, "payload": Schema.string(), "headers": Schema.anyObject, "status": Schema.integer,
         "reason": Schema.nullable(Schema.string()), "apnsId": Schema.nullable(Schema.string()),
-        "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()), "at": Schema.timestamp,
+        "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()), "at": Schema.timestamp
     ])
 
     static let idPath: [String: TextRule] = ["id": .uuid]
@@ -50,7 +58,7 @@ enum MessageRoutes {
         "a silent push (no title, subtitle, body, sound or badge) has priority normal (or none) and says something: data, action or deepLink",
         "button ids are unique within actions; placeholder only with input: true",
         "expiresAt is not in the past",
-        "the APNs payload built from the content is at most 4096 bytes",
+        "the APNs payload built from the content is at most 4096 bytes"
     ]
 
     /// `POST /v1/messages`: the target and the content (`MessageContent`).
@@ -58,16 +66,25 @@ enum MessageRoutes {
 
     /// A message body; `targetRequired: false` (the preview) also takes one with no target at all.
     static func messageBody(targetRequired: Bool) -> JSONValue {
-        func nonEmpty(_ description: String? = nil) -> JSONValue { Schema.nullable(Schema.string(.length(1, Int.max), description)) }
+        func nonEmpty(_ description: String? = nil) -> JSONValue {
+            Schema.nullable(Schema.string(.length(1, Int.max), description))
+        }
         let subscriber = Schema.string(FieldRules.identifierRule)
-        let button = Schema.object([
-            "id": Schema.string(MessageContent.buttonIdRule), "title": Schema.string(.length(1, Int.max)),
-            "destructive": Schema.nullable(Schema.boolean), "foreground": Schema.nullable(Schema.boolean),
-            "input": Schema.nullable(Schema.boolean), "placeholder": Schema.nullable(["type": "string"]),
-        ], required: ["id", "title"], additional: true)
+        let button = Schema.object(
+            [
+                "id": Schema.string(MessageContent.buttonIdRule), "title": Schema.string(.length(1, Int.max)),
+                "destructive": Schema.nullable(Schema.boolean), "foreground": Schema.nullable(Schema.boolean),
+                "input": Schema.nullable(Schema.boolean), "placeholder": Schema.nullable(["type": "string"])
+            ], required: ["id", "title"], additional: true)
         let body = Schema.object([
-            "to": Schema.nullable(["oneOf": [subscriber, Schema.array(subscriber, minItems: 1,
-                                                                     maxItems: MessageIntake.maxSubscribersPerMessage)]]),
+            "to": Schema.nullable([
+                "oneOf": [
+                    subscriber,
+                    Schema.array(
+                        subscriber, minItems: 1,
+                        maxItems: MessageIntake.maxSubscribersPerMessage)
+                ]
+            ]),
             "topic": Schema.nullable(Schema.string(FieldRules.keyRule)),
             "segment": Schema.nullable(Schema.string(FieldRules.keyRule, "A saved segment's key")),
             "where": Schema.nullable(SegmentRoutes.whereSchema),
@@ -75,60 +92,84 @@ enum MessageRoutes {
             "title": nonEmpty(), "subtitle": nonEmpty(), "body": nonEmpty(),
             "data": Schema.nullable(Schema.anyObject),
             "deepLink": Schema.nullable(Schema.string(MessageContent.deepLinkRule)),
-            "action": Schema.nullable(Schema.object([
-                "name": Schema.string(MessageContent.actionNameRule), "data": Schema.nullable(Schema.anyObject),
-            ], required: ["name"], additional: true)),
+            "action": Schema.nullable(
+                Schema.object(
+                    [
+                        "name": Schema.string(MessageContent.actionNameRule), "data": Schema.nullable(Schema.anyObject)
+                    ], required: ["name"], additional: true)),
             "actions": Schema.nullable(Schema.array(button, maxItems: MessageContent.maxButtons)),
             "category": nonEmpty(), "image": Schema.nullable(Schema.string(MessageContent.imageRule)),
-            "sound": nonEmpty(), "badge": Schema.nullable(["type": "integer", "minimum": 0, "maximum": .int(Int64(Int32.max))]),
+            "sound": nonEmpty(),
+            "badge": Schema.nullable(["type": "integer", "minimum": 0, "maximum": .int(Int64(Int32.max))]),
             "threadId": nonEmpty(),
-            "interruptionLevel": Schema.nullable(Schema.string(enumeration: InterruptionLevel.allCases.map(\.rawValue))),
+            "interruptionLevel": Schema.nullable(
+                Schema.string(enumeration: InterruptionLevel.allCases.map(\.rawValue))),
             "priority": Schema.nullable(["enum": ["high", "normal", 10, 5]]),
-            "expiresAt": Schema.nullable(Schema.string("Not in the past (RFC 3339 with an offset)", format: "date-time")),
-            "collapseId": Schema.nullable(Schema.string(MessageContent.collapseIdRule)),
+            "expiresAt": Schema.nullable(
+                Schema.string("Not in the past (RFC 3339 with an offset)", format: "date-time")),
+            "collapseId": Schema.nullable(Schema.string(MessageContent.collapseIdRule))
         ])
         func only(_ target: String) -> JSONValue {
             var properties: [String: JSONValue] = [:]
-            for other in ["to", "topic", "segment", "where"] where other != target { properties[other] = ["type": "null"] }
+            for other in ["to", "topic", "segment", "where"] where other != target {
+                properties[other] = ["type": "null"]
+            }
             properties[target] = ["not": ["type": "null"]]
             return ["required": [.string(target)], "properties": .object(properties)]
         }
         var targets = [only("to"), only("topic"), only("segment"), only("where")]
         if !targetRequired {
-            targets.append(["properties": ["to": ["type": "null"], "topic": ["type": "null"], "segment": ["type": "null"],
-                                           "where": ["type": "null"]]])
+            targets.append([
+                "properties": [
+                    "to": ["type": "null"], "topic": ["type": "null"], "segment": ["type": "null"],
+                    "where": ["type": "null"]
+                ]
+            ])
         }
         var rules = contentRules
-        if !targetRequired { rules = rules.map { $0.hasPrefix("exactly one target") ? "at most one target: to, topic, segment or where" : $0 } }
+        if !targetRequired {
+            rules = rules.map {
+                $0.hasPrefix("exactly one target") ? "at most one target: to, topic, segment or where" : $0
+            }
+        }
         rules.removeAll { $0.hasPrefix("segment names") && !targetRequired }
         return Schema.adding(["oneOf": .array(targets), "x-rules": .array(rules.map(JSONValue.string))], to: body)
     }
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("POST", "/v1/messages", id: "sendMessage",
-                         "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
-                         access: .tenant(.messagesSend, clientKeys: false), body: sendBody,
-                         response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
+            GatewayRoute(
+                "POST", "/v1/messages", id: "sendMessage",
+                "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
+                access: .tenant(.messagesSend, clientKeys: false), body: sendBody,
+                response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
             listRoute,
             previewRoute,
-            GatewayRoute("GET", "/v1/messages/{id}", id: "getMessage",
-                         "A message with its audience size and delivery counts by status",
-                         access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: message, errors: [.notFound],
-                         handler: { g, c in try await g.getMessage(c) }),
-            GatewayRoute("GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
-                         "A message's deliveries in id order (filter with ?status=)",
-                         access: .tenant(.messagesRead, clientKeys: false), path: idPath,
-                         query: [QueryParameter("status", "Only deliveries in this status (empty: every status)",
-                                                schema: ["enum": .array(([""] + deliveryStatuses).map(JSONValue.string))])],
-                         response: delivery, paginated: true,
-                         errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
-            GatewayRoute("GET", "/v1/deliveries/{id}", id: "getDelivery",
-                         "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
-                         access: .tenant(.messagesRead, clientKeys: false), path: idPath,
-                         response: Schema.object(["delivery": delivery, "attempts": Schema.array(attempt),
-                                                  "receipts": Schema.anyObject]),
-                         errors: [.notFound], handler: { g, c in try await g.getDelivery(c) }),
+            GatewayRoute(
+                "GET", "/v1/messages/{id}", id: "getMessage",
+                "A message with its audience size and delivery counts by status",
+                access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: message, errors: [.notFound],
+                handler: { g, c in try await g.getMessage(c) }),
+            GatewayRoute(
+                "GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
+                "A message's deliveries in id order (filter with ?status=)",
+                access: .tenant(.messagesRead, clientKeys: false), path: idPath,
+                query: [
+                    QueryParameter(
+                        "status", "Only deliveries in this status (empty: every status)",
+                        schema: ["enum": .array(([""] + deliveryStatuses).map(JSONValue.string))])
+                ],
+                response: delivery, paginated: true,
+                errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
+            GatewayRoute(
+                "GET", "/v1/deliveries/{id}", id: "getDelivery",
+                "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
+                access: .tenant(.messagesRead, clientKeys: false), path: idPath,
+                response: Schema.object([
+                    "delivery": delivery, "attempts": Schema.array(attempt),
+                    "receipts": Schema.anyObject
+                ]),
+                errors: [.notFound], handler: { g, c in try await g.getDelivery(c) })
         ]
     }
 
@@ -139,13 +180,16 @@ enum MessageRoutes {
 
     static func deliveryJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
         [
-            "id": try row.uuid("id"), "messageId": try row.uuid("message_id"), "subscriberId": try row.text("subscriber_id"),
+            "id": try row.uuid("id"), "messageId": try row.uuid("message_id"),
+            "subscriberId": try row.text("subscriber_id"),
             "deviceToken": try row.text("device_token"), "environment": try row.text("environment"),
-            "status": try row.text("status"), "attemptCount": .int(Int64(try row.decode(Int.self, named: "attempt_count"))),
+            "status": try row.text("status"),
+            "attemptCount": .int(Int64(try row.decode(Int.self, named: "attempt_count"))),
             "apnsId": try row.uuid("apns_id"),
             "lastStatus": (try row.decode(Int?.self, named: "last_status")).map { .int(Int64($0)) } ?? .null,
             "lastReason": try row.text("last_reason"), "errorCode": try row.text("error_code"),
-            "sentAt": try row.text("sent_at"), "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at"),
+            "sentAt": try row.text("sent_at"), "createdAt": try row.text("created_at"),
+            "updatedAt": try row.text("updated_at")
         ]
     }
 }
@@ -162,7 +206,8 @@ extension Gateway {
     func getMessage(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("message"))
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT id, status, target, content, environment, audience_size, error_code, error_message,
                    \(isoColumn("created_at")), \(isoColumn("updated_at")),
                    (SELECT coalesce(jsonb_object_agg(status, n), '{}'::jsonb)
@@ -174,15 +219,20 @@ extension Gateway {
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
         // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
-        let receipts = try await ReceiptQueries.counts(postgres: postgres, tenantId: tenant, messageId: id.lowercasedText)
+        let receipts = try await ReceiptQueries.counts(
+            postgres: postgres, tenantId: tenant, messageId: id.lowercasedText)
         let sentSubscribers = try row.decode(Int.self, named: "sent_subscribers")
         var json = try MessageRoutes.messageJSON(row)
         json["receipts"] = receipts.jsonValue
         json["openRate"] = receipts.openRate(audience: sentSubscribers).map(JSONValue.double) ?? .null
         json["workflow"] = .null
-        if let key = try row.decode(String?.self, named: "workflow_key"), let version = try row.decode(Int?.self, named: "workflow_version"),
-           let run = try row.decode(UUID?.self, named: "workflow_run_id"), let step = try row.decode(String?.self, named: "workflow_step") {
-            json["workflow"] = WorkflowRunStore.MessageOrigin(workflowKey: key, version: version, runId: run, step: step).jsonValue
+        if let key = try row.decode(String?.self, named: "workflow_key"),
+            let version = try row.decode(Int?.self, named: "workflow_version"),
+            let run = try row.decode(UUID?.self, named: "workflow_run_id"),
+            let step = try row.decode(String?.self, named: "workflow_step")
+        {
+            json["workflow"] =
+                WorkflowRunStore.MessageOrigin(workflowKey: key, version: version, runId: run, step: step).jsonValue
         }
         return .json(.object(json))
     }
@@ -194,8 +244,12 @@ extension Gateway {
         var status: DeliveryStatus?
         if let raw = context.request.query["status"], !raw.isEmpty {
             guard let known = DeliveryStatus(rawValue: raw) else {
-                try Validator.throwIfAny([ValidationIssue(path: "status", message: "must be one of: "
-                                                     + MessageRoutes.deliveryStatuses.joined(separator: ", "))])
+                try Validator.throwIfAny([
+                    ValidationIssue(
+                        path: "status",
+                        message: "must be one of: "
+                            + MessageRoutes.deliveryStatuses.joined(separator: ", "))
+                ])
                 return .json(nil)
             }
             status = known
@@ -203,14 +257,17 @@ extension Gateway {
         var after: UUID?
         if let text = page.after {
             guard let value = UUID(uuidString: text) else {
-                try Validator.throwIfAny([ValidationIssue(path: "cursor", message: "is not a cursor this API returned")])
+                try Validator.throwIfAny([ValidationIssue(path: "cursor", message: "is not a cursor this API returned")]
+                )
                 return .json(nil)
             }
             after = value
         }
-        let message = try await postgres.query("SELECT 1 FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+        let message = try await postgres.query(
+            "SELECT 1 FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
         guard !message.isEmpty else { throw APIError.notFound("message") }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(MessageRoutes.deliveryColumns) FROM deliveries
             WHERE message_id = $1::uuid AND tenant_id = $2::uuid AND ($3::text IS NULL OR status = $3)
               AND ($4::uuid IS NULL OR id > $4::uuid)
@@ -224,9 +281,11 @@ extension Gateway {
         let tenant = try context.tenant
         let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("delivery"))
         let rows = try await postgres.query(
-            "SELECT \(MessageRoutes.deliveryColumns) FROM deliveries WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+            "SELECT \(MessageRoutes.deliveryColumns) FROM deliveries WHERE id = $1::uuid AND tenant_id = $2::uuid",
+            [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("delivery") }
-        let attempts = try await postgres.query("""
+        let attempts = try await postgres.query(
+            """
             SELECT attempt, payload, headers, status, reason, apns_id, latency_ms, error, \(isoColumn("at"))
             FROM delivery_attempts WHERE delivery_id = $1::uuid ORDER BY attempt
             """, [id])
@@ -236,11 +295,12 @@ extension Gateway {
                 "headers": try a.json("headers"), "status": .int(Int64(try a.decode(Int.self, named: "status"))),
                 "reason": try a.text("reason"), "apnsId": try a.text("apns_id"),
                 "latencyMs": .int(Int64(try a.decode(Int.self, named: "latency_ms"))), "error": try a.text("error"),
-                "at": try a.text("at"),
+                "at": try a.text("at")
             ]
         }
         // The device's view next to the server's: the receipts its subscriber reported for this message.
-        let receipts = try await postgres.query("""
+        let receipts = try await postgres.query(
+            """
             SELECT r.kind, \(isoColumn("r.occurred_at", as: "at")) FROM message_receipts r
             JOIN deliveries d ON d.tenant_id = r.tenant_id AND d.message_id::text = lower(r.message_id)
                              AND d.subscriber_id = r.subscriber_id
@@ -248,7 +308,9 @@ extension Gateway {
             """, [id, tenant])
         var receiptTimes: [String: JSONValue] = ["delivered": .null, "opened": .null, "dismissed": .null]
         for receipt in receipts { receiptTimes[try receipt.text("kind").stringValue ?? ""] = try receipt.text("at") }
-        return .json(["delivery": .object(try MessageRoutes.deliveryJSON(row)), "attempts": .array(list),
-                      "receipts": .object(receiptTimes)])
+        return .json([
+            "delivery": .object(try MessageRoutes.deliveryJSON(row)), "attempts": .array(list),
+            "receipts": .object(receiptTimes)
+        ])
     }
 }

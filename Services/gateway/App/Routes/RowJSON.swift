@@ -33,13 +33,17 @@ extension Gateway {
     /// A path parameter checked like a body field (422 with its path on failure), against the
     /// rule the OpenAPI document states for it.
     /// The same with a length and a check function (prefer a `TextRule`, which the document states).
-    static func pathParameter(_ context: RequestContext, _ name: String, maxLength: Int = 256,
-                              rule check: (String) -> String?) throws(APIError) -> String {
+    static func pathParameter(
+        _ context: RequestContext, _ name: String, maxLength: Int = 256,
+        rule check: (String) -> String?
+    ) throws(APIError) -> String {
         try pathParameter(context, name, rule: .length(1, maxLength), problem: nil).checked(name, check)
     }
 
-    static func pathParameter(_ context: RequestContext, _ name: String, rule: TextRule,
-                              problem: ((String) -> String?)? = nil) throws(APIError) -> String {
+    static func pathParameter(
+        _ context: RequestContext, _ name: String, rule: TextRule,
+        problem: ((String) -> String?)? = nil
+    ) throws(APIError) -> String {
         let value = context.parameter(name)
         if let found = rule.problem(with: value) {
             try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem?(value) ?? found)])
@@ -50,7 +54,9 @@ extension Gateway {
 
 private extension String {
     func checked(_ name: String, _ check: (String) -> String?) throws(APIError) -> String {
-        if let problem = check(self) { try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem)]) }
+        if let problem = check(self) {
+            try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem)])
+        }
         return self
     }
 }

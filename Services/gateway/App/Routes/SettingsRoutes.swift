@@ -13,8 +13,10 @@ struct WorkflowSettings: Sendable {
 extension Gateway {
     /// Quiet hours (the same columns `PATCH /v1/tenants/{id}` writes) and the default time zone.
     func workflowSettings(_ tenant: UUID) async throws -> WorkflowSettings {
-        guard let row = try await postgres.query(
-            "SELECT quiet_hours_start, quiet_hours_end, default_timezone FROM tenants WHERE id = $1::uuid", [tenant]).first
+        guard
+            let row = try await postgres.query(
+                "SELECT quiet_hours_start, quiet_hours_end, default_timezone FROM tenants WHERE id = $1::uuid", [tenant]
+            ).first
         else { throw TenantResolver.notFound }
         return try Self.settings(row)
     }
@@ -23,13 +25,16 @@ extension Gateway {
         let start = try row.decode(String?.self, named: "quiet_hours_start").flatMap(WallClockTime.init)
         let end = try row.decode(String?.self, named: "quiet_hours_end").flatMap(WallClockTime.init)
         let quiet = start.flatMap { s in end.map { QuietHours(start: s, end: $0) } }
-        return WorkflowSettings(quietHours: quiet, defaultTimeZone: try row.decode(String?.self, named: "default_timezone"))
+        return WorkflowSettings(
+            quietHours: quiet, defaultTimeZone: try row.decode(String?.self, named: "default_timezone"))
     }
 
     static func settingsJSON(_ s: WorkflowSettings) -> JSONValue {
         [
-            "quietHours": s.quietHours.map { ["start": .string($0.start.description), "end": .string($0.end.description)] } ?? .null,
-            "defaultTimezone": s.defaultTimeZone.map(JSONValue.string) ?? .null,
+            "quietHours": s.quietHours.map {
+                ["start": .string($0.start.description), "end": .string($0.end.description)]
+            } ?? .null,
+            "defaultTimezone": s.defaultTimeZone.map(JSONValue.string) ?? .null
         ]
     }
 
@@ -55,19 +60,22 @@ extension Gateway {
         }
         var zone: String??
         if v.has("defaultTimezone") {
-            zone = v.isNull("defaultTimezone")
+            zone =
+                v.isNull("defaultTimezone")
                 ? .some(nil)
                 : .some(v.string("defaultTimezone", rule: FieldRules.timezoneRule))
         }
         try v.check()
-        let row = try await postgres.query("""
+        let row = try await postgres.query(
+            """
             UPDATE tenants SET
                 quiet_hours_start = CASE WHEN $2::boolean THEN $3 ELSE quiet_hours_start END,
                 quiet_hours_end = CASE WHEN $2::boolean THEN $4 ELSE quiet_hours_end END,
                 default_timezone = CASE WHEN $5::boolean THEN $6 ELSE default_timezone END,
                 updated_at = now()
             WHERE id = $1::uuid RETURNING quiet_hours_start, quiet_hours_end, default_timezone
-            """, [tenant, quiet != nil, quiet?.0, quiet?.1, zone != nil, zone ?? nil]).first
+            """, [tenant, quiet != nil, quiet?.0, quiet?.1, zone != nil, zone ?? nil]
+        ).first
         guard let row else { throw TenantResolver.notFound }
         return .json(Self.settingsJSON(try Self.settings(row)))
     }

@@ -60,17 +60,22 @@ final class SubscriberBatches: Sendable {
         self.postgres = postgres
         let buckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256]
         let help = "Requests served by one batched statement."
-        let readSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_get")], buckets: buckets)
-        let writeSizes = metrics.histogram("bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_put")], buckets: buckets)
+        let readSizes = metrics.histogram(
+            "bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_get")], buckets: buckets)
+        let writeSizes = metrics.histogram(
+            "bk_gateway_batch_size", help: help, labels: [("batch", "subscriber_put")], buckets: buckets)
         // One read batch in flight: while it runs, the next one fills up (batches grow with the load,
         // up to 256), and every statement saved is CPU saved; measured better than 2 on 2 cores
         // (GET 0.40-0.42 of /healthz against 0.34-0.38). Batches answer on the connection's thread:
         // a GET never waits for a Swift task.
-        reads = Coalescer(maxBatch: 256, maxConcurrent: 1, observeBatch: { readSizes.observe(Double($0)) },
-                          runWithCallback: { [postgres] keys, done in Self.read(keys, postgres, completion: done) })
+        reads = Coalescer(
+            maxBatch: 256, maxConcurrent: 1, observeBatch: { readSizes.observe(Double($0)) },
+            runWithCallback: { [postgres] keys, done in Self.read(keys, postgres, completion: done) })
         // Several write batches at once, so their commits share WAL flushes; a subscriber is in one
         // batch at a time (no lock-order deadlock between this replica's batches).
-        writes = Coalescer(maxBatch: 256, maxConcurrent: 3, distinctKeys: true, observeBatch: { writeSizes.observe(Double($0)) }) {
+        writes = Coalescer(
+            maxBatch: 256, maxConcurrent: 3, distinctKeys: true, observeBatch: { writeSizes.observe(Double($0)) }
+        ) {
             [postgres] patches in await Self.write(patches, postgres)
         }
     }
@@ -87,10 +92,12 @@ final class SubscriberBatches: Sendable {
         \(isoColumn("s.updated_at", as: "updated_at"))
         """
 
-    static let readOneSQL = "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2"
+    static let readOneSQL =
+        "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = $2"
 
     /// One tenant's subscribers (the usual batch: one tenant key's traffic).
-    static let readTenantSQL = "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = ANY($2::text[])"
+    static let readTenantSQL =
+        "SELECT tenant_id, \(SubscriberRoutes.columns) FROM subscribers WHERE tenant_id = $1::uuid AND id = ANY($2::text[])"
 
     static let readSQL = """
         SELECT s.tenant_id, \(qualifiedColumns)
@@ -100,8 +107,10 @@ final class SubscriberBatches: Sendable {
     /// Requests for the same subscriber in one batch share one row (one statement reads them all at
     /// one snapshot anyway); one distinct key is the single-row statement, one tenant `= ANY`.
     /// `completion` runs on the Postgres connection's thread.
-    static func read(_ keys: [Key], _ postgres: PostgresClient,
-                     completion: @escaping @Sendable ([Result<[UInt8]?, any Error>]) -> Void) {
+    static func read(
+        _ keys: [Key], _ postgres: PostgresClient,
+        completion: @escaping @Sendable ([Result<[UInt8]?, any Error>]) -> Void
+    ) {
         var distinct: [Key] = []
         var seen = Set<Key>()
         for key in keys where seen.insert(key).inserted { distinct.append(key) }
@@ -233,14 +242,18 @@ final class SubscriberBatches: Sendable {
     /// Runs one batch statement for `patches[indices]` (in subscriber order: concurrent batches lock
     /// rows in one order) and records the rows it wrote; a write it did not return (all of them
     /// when it failed) stays nil for the one-by-one pass.
-    private static func writeBatch(_ indices: [Int], of patches: [Patch], into results: inout [Result<Written, any Error>?],
-                                   _ postgres: PostgresClient, _ sql: String,
-                                   parameters: ([Patch]) -> [any PostgresEncodable]) async {
+    private static func writeBatch(
+        _ indices: [Int], of patches: [Patch], into results: inout [Result<Written, any Error>?],
+        _ postgres: PostgresClient, _ sql: String,
+        parameters: ([Patch]) -> [any PostgresEncodable]
+    ) async {
         let batch = indices.map { patches[$0] }.sorted { ($0.key.tenant, $0.key.id) < ($1.key.tenant, $1.key.id) }
         do {
             var written: [Key: Written] = [:]
             for row in try await postgres.query(sql, parameters(batch)) {
-                written[try Key(row: row)] = Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+                written[try Key(row: row)] = Written(
+                    json: try SubscriberRoutes.encodedRepresentation(row),
+                    inserted: try row.decode(Bool.self, named: "inserted"))
             }
             for index in indices {
                 if let done = written[patches[index].key] { results[index] = .success(done) }
@@ -252,7 +265,8 @@ final class SubscriberBatches: Sendable {
 
     /// The single-row upsert.
     static func writeOne(_ patch: Patch, _ postgres: PostgresClient) async throws -> Written {
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             INSERT INTO subscribers AS s (tenant_id, id, attributes, timezone, locale)
             VALUES ($1::uuid, $2, \(stripNulls("coalesce($3::jsonb, '{}'::jsonb)")), $4, $5)
             ON CONFLICT (tenant_id, id) DO UPDATE SET
@@ -261,9 +275,15 @@ final class SubscriberBatches: Sendable {
                 locale = CASE WHEN $7 THEN EXCLUDED.locale ELSE s.locale END,
                 updated_at = now()
             RETURNING \(SubscriberRoutes.columns), (xmax = 0) AS inserted
-            """, [patch.key.tenant, patch.key.id, patch.attributes, patch.timezone, patch.locale, patch.hasTimezone, patch.hasLocale])
+            """,
+            [
+                patch.key.tenant, patch.key.id, patch.attributes, patch.timezone, patch.locale, patch.hasTimezone,
+                patch.hasLocale
+            ])
         guard let row = rows.first else { throw APIError.internalError }
-        return Written(json: try SubscriberRoutes.encodedRepresentation(row), inserted: try row.decode(Bool.self, named: "inserted"))
+        return Written(
+            json: try SubscriberRoutes.encodedRepresentation(row),
+            inserted: try row.decode(Bool.self, named: "inserted"))
     }
 }
 

@@ -11,7 +11,7 @@ enum SubscriberRoutes {
     static let subscriber = Schema.object([
         "id": Schema.string(FieldRules.identifierRule), "attributes": Schema.anyObject,
         "timezone": Schema.nullable(Schema.timezone), "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
-        "anonymous": Schema.boolean, "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+        "anonymous": Schema.boolean, "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
     ])
 
     /// `{id}`: the tenant's own subscriber id.
@@ -19,42 +19,58 @@ enum SubscriberRoutes {
 
     static var routes: [GatewayRoute] {
         [
-            GatewayRoute("GET", "/v1/subscribers", id: "listSubscribers",
-                         "List subscribers in id order (search with ?prefix=: the ids starting with it)",
-                         access: .tenant(.subscribersRead, clientKeys: false),
-                         query: [QueryParameter("prefix", "Only subscribers whose id starts with this text (no control characters)",
-                                                schema: ["anyOf": [["type": "string", "maxLength": 0],
-                                                                   Schema.string(FieldRules.identifierRule)]])],
-                         response: subscriber, paginated: true,
-                         handler: { g, c in try await g.listSubscribers(c) }),
-            GatewayRoute("PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
-                         "Create or update a subscriber by your own id (201 when created)",
-                         access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
-                         body: Schema.object([
-                             "attributes": Schema.nullable(Schema.object([:], additional: true,
-                                                         description: "Merged into the stored attributes; null removes a key")),
-                             "timezone": Schema.nullable(Schema.timezone),
-                             "locale": Schema.nullable(Schema.string(FieldRules.localeRule, "BCP 47 tag, e.g. en-US")),
-                         ]), bodyOptional: true,
-                         response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) },
-                         deferred: { g, c, done in g.upsertSubscriber(c, done) }),
-            GatewayRoute("GET", "/v1/subscribers/{id}", id: "getSubscriber", "Read a subscriber",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: idPath, response: subscriber,
-                         errors: [.notFound],
-                         handler: { g, c in try await g.getSubscriber(c) },
-                         deferred: { g, c, done in g.getSubscriber(c, done) }),
-            GatewayRoute("DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
-                         "Delete a subscriber with its devices and topic subscriptions (idempotent)",
-                         access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
-                         response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
-                         handler: { g, c in try await g.deleteSubscriber(c) }),
-            GatewayRoute("GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
-                         "The topics a subscriber is subscribed to, in key order",
-                         access: .tenant(.subscribersRead, clientKeys: false), path: idPath,
-                         response: Schema.object(["key": Schema.string(FieldRules.keyRule),
-                                                  "name": Schema.nullable(Schema.string(FieldRules.nameRule)),
-                                                  "subscribedAt": Schema.timestamp]),
-                         paginated: true, errors: [.notFound], handler: { g, c in try await g.listSubscriberTopics(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers", id: "listSubscribers",
+                "List subscribers in id order (search with ?prefix=: the ids starting with it)",
+                access: .tenant(.subscribersRead, clientKeys: false),
+                query: [
+                    QueryParameter(
+                        "prefix", "Only subscribers whose id starts with this text (no control characters)",
+                        schema: [
+                            "anyOf": [
+                                ["type": "string", "maxLength": 0],
+                                Schema.string(FieldRules.identifierRule)
+                            ]
+                        ])
+                ],
+                response: subscriber, paginated: true,
+                handler: { g, c in try await g.listSubscribers(c) }),
+            GatewayRoute(
+                "PUT", "/v1/subscribers/{id}", id: "upsertSubscriber",
+                "Create or update a subscriber by your own id (201 when created)",
+                access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
+                body: Schema.object([
+                    "attributes": Schema.nullable(
+                        Schema.object(
+                            [:], additional: true,
+                            description: "Merged into the stored attributes; null removes a key")),
+                    "timezone": Schema.nullable(Schema.timezone),
+                    "locale": Schema.nullable(Schema.string(FieldRules.localeRule, "BCP 47 tag, e.g. en-US"))
+                ]), bodyOptional: true,
+                response: subscriber, handler: { g, c in try await g.upsertSubscriber(c) },
+                deferred: { g, c, done in g.upsertSubscriber(c, done) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}", id: "getSubscriber", "Read a subscriber",
+                access: .tenant(.subscribersRead, clientKeys: false), path: idPath, response: subscriber,
+                errors: [.notFound],
+                handler: { g, c in try await g.getSubscriber(c) },
+                deferred: { g, c, done in g.getSubscriber(c, done) }),
+            GatewayRoute(
+                "DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
+                "Delete a subscriber with its devices and topic subscriptions (idempotent)",
+                access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
+                response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
+                handler: { g, c in try await g.deleteSubscriber(c) }),
+            GatewayRoute(
+                "GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
+                "The topics a subscriber is subscribed to, in key order",
+                access: .tenant(.subscribersRead, clientKeys: false), path: idPath,
+                response: Schema.object([
+                    "key": Schema.string(FieldRules.keyRule),
+                    "name": Schema.nullable(Schema.string(FieldRules.nameRule)),
+                    "subscribedAt": Schema.timestamp
+                ]),
+                paginated: true, errors: [.notFound], handler: { g, c in try await g.listSubscriberTopics(c) })
         ]
     }
 
@@ -65,7 +81,9 @@ enum SubscriberRoutes {
     /// A subscriber row as a JSON object, for lists: the very document `GET`/`PUT` answer
     /// (`encodedRepresentation`), parsed back, so the two can never disagree on a field.
     static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
-        guard case .object(let object) = try JSONValue.parse(encodedRepresentation(row)) else { throw APIError.internalError }
+        guard case .object(let object) = try JSONValue.parse(encodedRepresentation(row)) else {
+            throw APIError.internalError
+        }
         return object
     }
 
@@ -81,7 +99,8 @@ extension Gateway {
     }
 
     /// The same, answering through `done` (the request joins a write batch with no task of its own).
-    func upsertSubscriber(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
+    func upsertSubscriber(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void)
+    {
         do {
             let patch = try Self.subscriberPatch(context)
             subscriberBatches.writes.submit(key: patch.key, patch) { result in
@@ -102,8 +121,9 @@ extension Gateway {
         let timezone = v.string("timezone", rule: FieldRules.timezoneRule)
         let locale = v.string("locale", rule: FieldRules.localeRule)
         try v.check()
-        return SubscriberBatches.Patch(key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone,
-                                       locale: locale, hasTimezone: v.has("timezone"), hasLocale: v.has("locale"))
+        return SubscriberBatches.Patch(
+            key: .init(tenant: tenant, id: id), attributes: attributes, timezone: timezone,
+            locale: locale, hasTimezone: v.has("timezone"), hasLocale: v.has("locale"))
     }
 
     static func upserted(_ written: SubscriberBatches.Written) -> Response {
@@ -112,7 +132,8 @@ extension Gateway {
 
     func getSubscriber(_ context: RequestContext) async throws -> Response {
         let id = try SubscriberRoutes.subscriberID(context)
-        return try Self.subscriberFound(try await subscriberBatches.get(.init(tenant: try context.tenant, id: id))).get()
+        return try Self.subscriberFound(try await subscriberBatches.get(.init(tenant: try context.tenant, id: id)))
+            .get()
     }
 
     /// The same, answering through `done` (the request joins a read batch with no task of its own).
@@ -134,7 +155,8 @@ extension Gateway {
         let tenant = try context.tenant
         let id = try SubscriberRoutes.subscriberID(context)
         let deleted = try await postgres.withTransaction { tx -> Int in
-            try await tx.execute("DELETE FROM subscriber_aliases WHERE tenant_id = $1::uuid AND subscriber_id = $2", [tenant, id])
+            try await tx.execute(
+                "DELETE FROM subscriber_aliases WHERE tenant_id = $1::uuid AND subscriber_id = $2", [tenant, id])
             return try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
         }
         return .json(["id": .string(id), "deleted": .bool(deleted > 0)])
@@ -151,7 +173,8 @@ extension Gateway {
         }
         // Ids are COLLATE "C" (code point order): the ids starting with the prefix are one range
         // of the primary key, from the prefix up to the prefix followed by the last code point.
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT \(SubscriberRoutes.columns) FROM subscribers
             WHERE tenant_id = $1::uuid AND ($2::text IS NULL OR id > $2)
               AND ($4::text IS NULL OR (id >= $4 AND id < $4 || chr(1114111) AND starts_with(id, $4)))
@@ -166,9 +189,11 @@ extension Gateway {
         let tenant = try context.tenant
         let id = try SubscriberRoutes.subscriberID(context)
         let page = try Page(context.request)
-        let exists = try await postgres.query("SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
+        let exists = try await postgres.query(
+            "SELECT 1 FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
         guard !exists.isEmpty else { throw APIError.notFound("subscriber") }
-        let rows = try await postgres.query("""
+        let rows = try await postgres.query(
+            """
             SELECT s.topic_key, t.name, \(isoColumn("s.created_at", as: "created_at")) FROM topic_subscriptions s
             JOIN topics t ON t.tenant_id = s.tenant_id AND t.key = s.topic_key
             WHERE s.tenant_id = $1::uuid AND s.subscriber_id = $2 AND ($3::text IS NULL OR s.topic_key > $3)

@@ -12,19 +12,27 @@ extension Gateway {
     func dryRunWorkflow(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let key = try WorkflowRoutes.key(context)
-        var v = Validator(try context.request.jsonBody(),
-                          allowed: ["subscriber", "event", "receipts", "arrivals", "acknowledged", "start", "version"])
+        var v = Validator(
+            try context.request.jsonBody(),
+            allowed: ["subscriber", "event", "receipts", "arrivals", "acknowledged", "start", "version"])
         var issues: [ValidationIssue] = []
         func issue(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
 
         var start = Date()
         if v.has("start"), !v.isNull("start") {
-            if let text = v.object["start"]?.stringValue, let date = EventTimestamp.parse(text) { start = date }
-            else { issue("start", "must be an ISO 8601 date-time with an offset, such as 2025-01-31T18:00:00Z") }
+            if let text = v.object["start"]?.stringValue, let date = EventTimestamp.parse(text) {
+                start = date
+            } else {
+                issue("start", "must be an ISO 8601 date-time with an offset, such as 2025-01-31T18:00:00Z")
+            }
         }
         var versionNumber: Int?
         if let value = v.object["version"], !value.isNull {
-            if let n = value.intValue, n >= 1, n <= Int64(Int32.max) { versionNumber = Int(n) } else { issue("version", "must be a version number (1 or more)") }
+            if let n = value.intValue, n >= 1, n <= Int64(Int32.max) {
+                versionNumber = Int(n)
+            } else {
+                issue("version", "must be a version number (1 or more)")
+            }
         }
         // The subscriber: an id to read, or a sample.
         var subscriber: WorkflowSubscriber?
@@ -39,7 +47,8 @@ extension Gateway {
                 subscriberId = id
             }
         case .object?:
-            var s = Validator(v.object["subscriber"], allowed: ["id", "attributes", "timezone", "locale"], prefix: "subscriber.")
+            var s = Validator(
+                v.object["subscriber"], allowed: ["id", "attributes", "timezone", "locale"], prefix: "subscriber.")
             let id = s.string("id", rule: FieldRules.identifierRule) ?? "dry-run-subscriber"
             let attributes = s.object("attributes") ?? [:]
             let timezone = s.string("timezone", rule: FieldRules.timezoneRule)
@@ -64,7 +73,8 @@ extension Gateway {
             if case .object(let byStep) = value {
                 for (step, r) in byStep.sorted(by: { $0.key < $1.key }) {
                     var rr = Validator(r, allowed: ["delivered", "opened"], prefix: "receipts.\(step).")
-                    receipts[step] = WorkflowReceipts(delivered: rr.bool("delivered") ?? false, opened: rr.bool("opened") ?? false)
+                    receipts[step] = WorkflowReceipts(
+                        delivered: rr.bool("delivered") ?? false, opened: rr.bool("opened") ?? false)
                     issues += rr.issues
                 }
             } else {
@@ -86,16 +96,23 @@ extension Gateway {
                     arrivalSamples[step] = (name, data, after)
                 }
             } else {
-                issue("arrivals", "must be an object: events by waitFor step name, {\"review\": {\"data\": {...}, \"after\": \"2h\"}}")
+                issue(
+                    "arrivals",
+                    "must be an object: events by waitFor step name, {\"review\": {\"data\": {...}, \"after\": \"2h\"}}"
+                )
             }
         }
         var acknowledged = Set<String>()
         if let value = v.object["acknowledged"], !value.isNull {
             if case .array(let items) = value, items.count <= 100,
-               items.allSatisfy({ $0.stringValue.map(WorkflowRules.stepNameRule.accepts) ?? false }) {
+                items.allSatisfy({ $0.stringValue.map(WorkflowRules.stepNameRule.accepts) ?? false })
+            {
                 acknowledged = Set(items.compactMap(\.stringValue))
             } else {
-                issue("acknowledged", "must be an array of at most 100 local send step names (1 to \(WorkflowLimits.maxNameLength) characters) whose plan a device acknowledges")
+                issue(
+                    "acknowledged",
+                    "must be an array of at most 100 local send step names (1 to \(WorkflowLimits.maxNameLength) characters) whose plan a device acknowledges"
+                )
             }
         }
         try Validator.throwIfAny(v.issues + issues)
@@ -103,48 +120,60 @@ extension Gateway {
         // The version to walk.
         let rows: PostgresRows
         if let versionNumber {
-            rows = try await postgres.query("""
+            rows = try await postgres.query(
+                """
                 SELECT v.version, v.definition FROM workflow_versions v JOIN workflows w ON w.tenant_id = v.tenant_id AND w.key = v.workflow_key
                 WHERE v.tenant_id = $1::uuid AND v.workflow_key = $2 AND v.version = $3 AND w.deleted_at IS NULL
                 """, [tenant, key, versionNumber])
         } else {
-            rows = try await postgres.query("""
+            rows = try await postgres.query(
+                """
                 SELECT v.version, v.definition FROM workflows w JOIN workflow_versions v
                   ON v.tenant_id = w.tenant_id AND v.workflow_key = w.key AND v.version = w.current_version
                 WHERE w.tenant_id = $1::uuid AND w.key = $2 AND w.deleted_at IS NULL
                 """, [tenant, key])
         }
-        guard let row = rows.first else { throw APIError.notFound(versionNumber == nil ? "workflow" : "workflow version") }
+        guard let row = rows.first else {
+            throw APIError.notFound(versionNumber == nil ? "workflow" : "workflow version")
+        }
         let version = try row.decode(Int.self, named: "version")
-        guard case .success(let definition) = WorkflowDefinition.parse(try WorkflowRoutes.definitionJSON(try row.decode(String.self, named: "definition")))
+        guard
+            case .success(let definition) = WorkflowDefinition.parse(
+                try WorkflowRoutes.definitionJSON(try row.decode(String.self, named: "definition")))
         else { throw APIError.internalError }
 
         if let subscriberId {
             let found = try await postgres.query(
-                "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, subscriberId])
+                "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
+                [tenant, subscriberId])
             guard let s = found.first else {
-                throw APIError(.validationFailed, "the request is invalid: subscriber \(subscriberId) does not exist",
-                               details: [["path": "subscriber", "message": .string("no subscriber with the id \(subscriberId)")]])
+                throw APIError(
+                    .validationFailed, "the request is invalid: subscriber \(subscriberId) does not exist",
+                    details: [["path": "subscriber", "message": .string("no subscriber with the id \(subscriberId)")]])
             }
-            subscriber = WorkflowSubscriber(id: subscriberId, attributes: try s.decode(JSONValue.self, named: "attributes"),
-                                            timezone: try s.decode(String?.self, named: "timezone"),
-                                            locale: try s.decode(String?.self, named: "locale"))
+            subscriber = WorkflowSubscriber(
+                id: subscriberId, attributes: try s.decode(JSONValue.self, named: "attributes"),
+                timezone: try s.decode(String?.self, named: "timezone"),
+                locale: try s.decode(String?.self, named: "locale"))
         }
         guard let subscriber else { throw APIError.internalError }
         let settings = try await workflowSettings(tenant)
-        let trigger = WorkflowEvent(id: eventId, name: eventName ?? definition.trigger.event, data: eventData,
-                                    occurredAt: occurredAt ?? start)
+        let trigger = WorkflowEvent(
+            id: eventId, name: eventName ?? definition.trigger.event, data: eventData,
+            occurredAt: occurredAt ?? start)
         var arrivals: [String: WorkflowDryRun.Arrival] = [:]
         for (step, sample) in arrivalSamples {
             var name = sample.name
             if name == nil, case .waitFor(let w)? = definition.index[step]?.step.kind { name = w.event }
             arrivals[step] = WorkflowDryRun.Arrival(
-                event: WorkflowEvent(id: "dry-run-arrival-\(step)", name: name ?? step, data: sample.data, occurredAt: start),
+                event: WorkflowEvent(
+                    id: "dry-run-arrival-\(step)", name: name ?? step, data: sample.data, occurredAt: start),
                 after: sample.after)
         }
-        let timeline = WorkflowDryRun.walk(definition, subscriber: subscriber, event: trigger, receipts: receipts,
-                                           arrivals: arrivals, acknowledged: acknowledged, start: start, quietHours: settings.quietHours,
-                                           defaultTimeZone: settings.defaultTimeZone)
+        let timeline = WorkflowDryRun.walk(
+            definition, subscriber: subscriber, event: trigger, receipts: receipts,
+            arrivals: arrivals, acknowledged: acknowledged, start: start, quietHours: settings.quietHours,
+            defaultTimeZone: settings.defaultTimeZone)
         guard case .object(var body) = timeline.jsonValue else { throw APIError.internalError }
         body["key"] = .string(key)
         body["version"] = .int(Int64(version))

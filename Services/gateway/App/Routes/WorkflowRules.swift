@@ -10,8 +10,10 @@ enum WorkflowRules {
         let limit = WorkflowDuration.maxSeconds
         let units: [(String, Int64)] = [("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         let alternatives = units.map { "(?:" + decimalPattern(upTo: limit / $0.1) + ")" + $0.0 }
-        return TextRule(minLength: 2, maxLength: 12, pattern: "^(?:" + alternatives.joined(separator: "|") + ")$",
-                        problem: "must be a duration such as 30s, 90m, 36h, 7d (at most 365 days)") {
+        return TextRule(
+            minLength: 2, maxLength: 12, pattern: "^(?:" + alternatives.joined(separator: "|") + ")$",
+            problem: "must be a duration such as 30s, 90m, 36h, 7d (at most 365 days)"
+        ) {
             WorkflowDuration($0) != nil
         }
     }()

@@ -5,64 +5,98 @@ import BuzzKitWire
 enum WorkflowRunSchemas {
     static let triggerRules = [
         "to is the id of one of the tenant's subscribers (else 422 validation_failed at path to)",
-        "the workflow is enabled (else 409 workflow_disabled)",
+        "the workflow is enabled (else 409 workflow_disabled)"
     ]
 
-    static let triggerRequest = WorkflowSchemas.withRules(Schema.object([
-        "to": Schema.string(FieldRules.identifierRule, "The subscriber the run is for"),
-        "data": Schema.nullable(Schema.adding(["description": "The trigger event's data (trigger.data in the definition)"],
-                                              to: Schema.anyObject)),
-    ], required: ["to"]), triggerRules)
+    static let triggerRequest = WorkflowSchemas.withRules(
+        Schema.object(
+            [
+                "to": Schema.string(FieldRules.identifierRule, "The subscriber the run is for"),
+                "data": Schema.nullable(
+                    Schema.adding(
+                        ["description": "The trigger event's data (trigger.data in the definition)"],
+                        to: Schema.anyObject))
+            ], required: ["to"]), triggerRules)
 
     /// `?subscriberId=`: empty is every subscriber.
-    static let subscriberFilter: JSONValue = ["anyOf": [["type": "string", "maxLength": 0], Schema.string(FieldRules.identifierRule)]]
+    static let subscriberFilter: JSONValue = [
+        "anyOf": [["type": "string", "maxLength": 0], Schema.string(FieldRules.identifierRule)]
+    ]
 
-    static let triggered = Schema.object([
-        "runId": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer, "subscriberId": Schema.string(),
-        "created": ["type": "boolean", "description": "false when a run with this Idempotency-Key existed (its id)"],
-    ], required: ["runId", "workflowKey", "version", "subscriberId", "created"])
+    static let triggered = Schema.object(
+        [
+            "runId": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer,
+            "subscriberId": Schema.string(),
+            "created": ["type": "boolean", "description": "false when a run with this Idempotency-Key existed (its id)"]
+        ], required: ["runId", "workflowKey", "version", "subscriberId", "created"])
 
-    static let event = Schema.object([
-        "id": Schema.string(), "name": Schema.string(), "data": ["description": "The event's data"],
-        "occurredAt": Schema.timestamp,
-    ], required: ["id", "name", "data", "occurredAt"])
+    static let event = Schema.object(
+        [
+            "id": Schema.string(), "name": Schema.string(), "data": ["description": "The event's data"],
+            "occurredAt": Schema.timestamp
+        ], required: ["id", "name", "data", "occurredAt"])
 
-    static let stepOutcome = Schema.object([
-        "step": Schema.string(), "kind": Schema.string(enumeration: ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]),
-        "status": Schema.string("running: begun, not over; done; interrupted: ended by the run's cancellation or failure",
-                                enumeration: ["running", "done", "interrupted"]),
-        "startedAt": Schema.timestamp,
-        "dueAt": Schema.adding(["description": "When the step goes on: a wait's end, a waitFor's timeout, a send moved out of quiet hours"],
-                               to: Schema.timestamp),
-        "endedAt": Schema.timestamp,
-        "decision": Schema.string("waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed"),
-        "reason": Schema.string("Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
-        "messageIds": Schema.array(Schema.string("A message the step sent (GET /v1/messages/{id})")),
-        "missing": Schema.array(Schema.string("A template path that had no value (rendered empty)")),
-        "event": event,
-        "shiftedFrom": Schema.adding(["description": "A send moved out of quiet hours: when it was due before"], to: Schema.timestamp),
-        "receipts": ["type": "object", "description": "The receipts a branch decided on, by message id",
-                     "additionalProperties": Schema.object(["delivered": Schema.boolean, "opened": Schema.boolean],
-                                                           required: ["delivered", "opened"])],
-    ], required: ["step", "kind", "status", "startedAt", "messageIds"])
+    static let stepOutcome = Schema.object(
+        [
+            "step": Schema.string(),
+            "kind": Schema.string(enumeration: ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]),
+            "status": Schema.string(
+                "running: begun, not over; done; interrupted: ended by the run's cancellation or failure",
+                enumeration: ["running", "done", "interrupted"]),
+            "startedAt": Schema.timestamp,
+            "dueAt": Schema.adding(
+                [
+                    "description":
+                        "When the step goes on: a wait's end, a waitFor's timeout, a send moved out of quiet hours"
+                ],
+                to: Schema.timestamp),
+            "endedAt": Schema.timestamp,
+            "decision": Schema.string(
+                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed"
+            ),
+            "reason": Schema.string(
+                "Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
+            "messageIds": Schema.array(Schema.string("A message the step sent (GET /v1/messages/{id})")),
+            "missing": Schema.array(Schema.string("A template path that had no value (rendered empty)")),
+            "event": event,
+            "shiftedFrom": Schema.adding(
+                ["description": "A send moved out of quiet hours: when it was due before"], to: Schema.timestamp),
+            "receipts": [
+                "type": "object", "description": "The receipts a branch decided on, by message id",
+                "additionalProperties": Schema.object(
+                    ["delivered": Schema.boolean, "opened": Schema.boolean],
+                    required: ["delivered", "opened"])
+            ]
+        ], required: ["step", "kind", "status", "startedAt", "messageIds"])
 
-    static let run = Schema.object([
-        "id": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer, "subscriberId": Schema.string(),
-        "status": Schema.string("running (started, or accepted and about to start), completed, cancelled, failed",
-                                enumeration: WorkflowRunRoutes.runStatuses),
-        "failure": Schema.nullable(Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
-        "cancelReason": Schema.nullable(Schema.string()),
-        "trigger": Schema.nullable(event),
-        "current": Schema.nullable(Schema.string("The step the run is at")),
-        "createdAt": Schema.timestamp, "startedAt": Schema.nullable(Schema.timestamp), "endedAt": Schema.nullable(Schema.timestamp),
-        "dueAt": Schema.nullable(Schema.adding(["description": "When the run's timer fires"], to: Schema.timestamp)),
-        "steps": Schema.array(stepOutcome),
-    ], required: ["id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "trigger", "current",
-                  "createdAt", "startedAt", "endedAt", "dueAt", "steps"])
+    static let run = Schema.object(
+        [
+            "id": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer,
+            "subscriberId": Schema.string(),
+            "status": Schema.string(
+                "running (started, or accepted and about to start), completed, cancelled, failed",
+                enumeration: WorkflowRunRoutes.runStatuses),
+            "failure": Schema.nullable(
+                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+            "cancelReason": Schema.nullable(Schema.string()),
+            "trigger": Schema.nullable(event),
+            "current": Schema.nullable(Schema.string("The step the run is at")),
+            "createdAt": Schema.timestamp, "startedAt": Schema.nullable(Schema.timestamp),
+            "endedAt": Schema.nullable(Schema.timestamp),
+            "dueAt": Schema.nullable(
+                Schema.adding(["description": "When the run's timer fires"], to: Schema.timestamp)),
+            "steps": Schema.array(stepOutcome)
+        ],
+        required: [
+            "id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "trigger", "current",
+            "createdAt", "startedAt", "endedAt", "dueAt", "steps"
+        ])
 
-    static let cancelled = Schema.object([
-        "run": run,
-        "cancel": Schema.string("requested: a workflow replica cancels the run shortly; already_ended: it had ended, nothing changed",
-                                enumeration: ["requested", "already_ended"]),
-    ], required: ["run", "cancel"])
+    static let cancelled = Schema.object(
+        [
+            "run": run,
+            "cancel": Schema.string(
+                "requested: a workflow replica cancels the run shortly; already_ended: it had ended, nothing changed",
+                enumeration: ["requested", "already_ended"])
+        ], required: ["run", "cancel"])
 }

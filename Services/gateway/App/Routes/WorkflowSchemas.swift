@@ -7,8 +7,9 @@ import BuzzKitWorkflows
 enum WorkflowSchemas {
     static let durationPattern = "^[1-9][0-9]{0,10}[smhd]$"
     static let timePattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
-    static let expression = Schema.string("An expression of the audience language over rooted paths (event., trigger., subscriber., steps.)",
-                                          maxLength: 4096)
+    static let expression = Schema.string(
+        "An expression of the audience language over rooted paths (event., trigger., subscriber., steps.)",
+        maxLength: 4096)
     static let eventName = Schema.string(maxLength: WorkflowLimits.maxEventNameBytes)
 
     /// The rules a definition must follow that JSON Schema cannot state (`x-rules`); a definition
@@ -23,7 +24,7 @@ enum WorkflowSchemas {
         "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
         "send content follows POST /v1/messages's rules (something to show or carry, buttons need a title or body, unique button ids, URLs with a scheme, at most 4096 bytes of payload) where no template decides it",
         "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
-        "event names are at most 128 bytes of UTF-8",
+        "event names are at most 128 bytes of UTF-8"
     ]
 
     /// What `PUT /v1/workflows/{key}` takes: any JSON object, read by `WorkflowDefinition.parse`.
@@ -32,15 +33,17 @@ enum WorkflowSchemas {
     /// shape is `WorkflowDefinition` and the rules are `x-rules`, and the gateway answers any
     /// object that breaks one 422 `validation_failed` with every problem and its JSON path.
     static var definitionInput: JSONValue {
-        withRules([
-            "type": "object", "additionalProperties": true,
-            "description": .string("""
-                A workflow definition: any JSON object is read, and one that is not a definition is answered 422 \
-                validation_failed listing every problem with its JSON path (steps[2].waitUntil.time). A definition has the \
-                shape of components.schemas.WorkflowDefinition (unknown members refused, a member given is never null, each \
-                step has a name and exactly one kind) and follows every rule of x-rules
-                """),
-        ], definitionRules)
+        withRules(
+            [
+                "type": "object", "additionalProperties": true,
+                "description": .string(
+                    """
+                    A workflow definition: any JSON object is read, and one that is not a definition is answered 422 \
+                    validation_failed listing every problem with its JSON path (steps[2].waitUntil.time). A definition has the \
+                    shape of components.schemas.WorkflowDefinition (unknown members refused, a member given is never null, each \
+                    step has a name and exactly one kind) and follows every rule of x-rules
+                    """)
+            ], definitionRules)
     }
 
     static func withRules(_ schema: JSONValue, _ rules: [String]) -> JSONValue {
@@ -53,39 +56,51 @@ enum WorkflowSchemas {
     static var components: [String: JSONValue] {
         [
             "WorkflowEventRule": Schema.object(["event": eventName, "where": expression], required: ["event"]),
-            "WorkflowDefinition": withRules(Schema.object([
-                "trigger": Schema.ref("WorkflowEventRule"),
-                "cancelOn": Schema.array(Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
-                "steps": Schema.array(Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
-                "enabled": Schema.boolean,
-            ], required: ["trigger", "steps"], description: "A workflow: what starts a run, what cancels it, its named steps"),
-            definitionRules),
+            "WorkflowDefinition": withRules(
+                Schema.object(
+                    [
+                        "trigger": Schema.ref("WorkflowEventRule"),
+                        "cancelOn": Schema.array(
+                            Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
+                        "steps": Schema.array(
+                            Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
+                        "enabled": Schema.boolean
+                    ], required: ["trigger", "steps"],
+                    description: "A workflow: what starts a run, what cancels it, its named steps"),
+                definitionRules),
             "WorkflowStep": step,
-            "WorkflowCondition": condition,
+            "WorkflowCondition": condition
         ]
     }
 
     static var step: JSONValue {
-        var o = Schema.object([
-            "name": Schema.string("Unique in the workflow", pattern: "^[A-Za-z0-9_.-]{1,64}$"),
-            "wait": Schema.object(["duration": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)],
-                                  required: ["duration"]),
-            "waitUntil": Schema.object([
-                "time": Schema.string("Local wall-clock time HH:MM", pattern: timePattern),
-                "timezone": Schema.string("\"subscriber\" (their zone, else the tenant's default, else UTC) or an IANA zone",
-                                          maxLength: 64),
-            ], required: ["time"]),
-            "waitFor": Schema.object([
-                "event": eventName, "where": expression,
-                "timeout": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern),
-            ], required: ["event", "timeout"]),
-            "branch": Schema.object([
-                "if": Schema.ref("WorkflowCondition"),
-                "then": Schema.array(Schema.ref("WorkflowStep")), "else": Schema.array(Schema.ref("WorkflowStep")),
-            ], required: ["if", "then"]),
-            "send": send,
-            "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false],
-        ], required: ["name"], description: "A named step with exactly one kind")
+        var o = Schema.object(
+            [
+                "name": Schema.string("Unique in the workflow", pattern: "^[A-Za-z0-9_.-]{1,64}$"),
+                "wait": Schema.object(
+                    ["duration": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)],
+                    required: ["duration"]),
+                "waitUntil": Schema.object(
+                    [
+                        "time": Schema.string("Local wall-clock time HH:MM", pattern: timePattern),
+                        "timezone": Schema.string(
+                            "\"subscriber\" (their zone, else the tenant's default, else UTC) or an IANA zone",
+                            maxLength: 64)
+                    ], required: ["time"]),
+                "waitFor": Schema.object(
+                    [
+                        "event": eventName, "where": expression,
+                        "timeout": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)
+                    ], required: ["event", "timeout"]),
+                "branch": Schema.object(
+                    [
+                        "if": Schema.ref("WorkflowCondition"),
+                        "then": Schema.array(Schema.ref("WorkflowStep")),
+                        "else": Schema.array(Schema.ref("WorkflowStep"))
+                    ], required: ["if", "then"]),
+                "send": send,
+                "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false]
+            ], required: ["name"], description: "A named step with exactly one kind")
         if case .object(var members) = o {
             members["minProperties"] = 2
             members["maxProperties"] = 2
@@ -95,22 +110,31 @@ enum WorkflowSchemas {
     }
 
     static var send: JSONValue {
-        let text = Schema.string("Text; {{ trigger.data.x }}, {{ subscriber.attributes.y }}, {{ subscriber.id }} are filled in per run",
-                                 maxLength: 4096)
+        let text = Schema.string(
+            "Text; {{ trigger.data.x }}, {{ subscriber.attributes.y }}, {{ subscriber.id }} are filled in per run",
+            maxLength: 4096)
         return Schema.object([
-            "deliver": Schema.string("push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
+            "deliver": Schema.string(
+                "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
             "policy": Schema.string("Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
             "title": text, "subtitle": text, "body": text, "deepLink": text, "image": text, "sound": text,
             "category": text, "threadId": text,
             "data": Schema.anyObject,
-            "action": Schema.object(["name": Schema.string(maxLength: 128), "data": Schema.anyObject], required: ["name"]),
-            "actions": Schema.array(Schema.object([
-                "id": Schema.string(maxLength: 64), "title": Schema.string(maxLength: 4096), "destructive": Schema.boolean,
-                "foreground": Schema.boolean, "input": Schema.boolean, "placeholder": Schema.string(maxLength: 4096),
-            ], required: ["id", "title"]), maxItems: 4),
+            "action": Schema.object(
+                ["name": Schema.string(maxLength: 128), "data": Schema.anyObject], required: ["name"]),
+            "actions": Schema.array(
+                Schema.object(
+                    [
+                        "id": Schema.string(maxLength: 64), "title": Schema.string(maxLength: 4096),
+                        "destructive": Schema.boolean,
+                        "foreground": Schema.boolean, "input": Schema.boolean,
+                        "placeholder": Schema.string(maxLength: 4096)
+                    ], required: ["id", "title"]), maxItems: 4),
             "badge": ["type": "integer", "minimum": 0, "maximum": 2_147_483_647],
             "interruptionLevel": Schema.string(enumeration: ["passive", "active", "time-sensitive", "critical"]),
-            "priority": ["oneOf": [Schema.string(enumeration: ["high", "normal"]), ["type": "integer", "enum": [10, 5]]]],
+            "priority": [
+                "oneOf": [Schema.string(enumeration: ["high", "normal"]), ["type": "integer", "enum": [10, 5]]]
+            ]
         ])
     }
 
@@ -118,39 +142,49 @@ enum WorkflowSchemas {
         func single(_ key: String, _ value: JSONValue) -> JSONValue { Schema.object([key: value], required: [key]) }
         let stepName = Schema.string(pattern: "^[A-Za-z0-9_.-]{1,64}$")
         return [
-            "description": "An expression string, or {opened|delivered: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
+            "description":
+                "An expression string, or {opened|delivered: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
             "oneOf": [
                 expression, single("opened", stepName), single("delivered", stepName), single("matched", stepName),
                 single("all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
                 single("any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
-                single("not", Schema.ref("WorkflowCondition")),
-            ],
+                single("not", Schema.ref("WorkflowCondition"))
+            ]
         ]
     }
 
     /// A workflow as lists and enable/disable answer it.
-    static let summary = Schema.object([
-        "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean, "triggerEvent": Schema.string(),
-        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
-    ], required: ["key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt"])
+    static let summary = Schema.object(
+        [
+            "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean,
+            "triggerEvent": Schema.string(),
+            "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
+        ], required: ["key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt"])
 
     /// A workflow with its current version's definition (`changed` on PUT: whether a version was made).
-    static let workflow = Schema.object([
-        "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean, "triggerEvent": Schema.string(),
-        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp, "versionCreatedAt": Schema.timestamp,
-        "digest": Schema.string("SHA-256 of the canonical definition, hex"),
-        "definition": Schema.ref("WorkflowDefinition"),
-        "changed": Schema.boolean,
-    ], required: ["key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt", "versionCreatedAt", "digest", "definition"])
+    static let workflow = Schema.object(
+        [
+            "key": Schema.string(), "version": Schema.integer, "enabled": Schema.boolean,
+            "triggerEvent": Schema.string(),
+            "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp, "versionCreatedAt": Schema.timestamp,
+            "digest": Schema.string("SHA-256 of the canonical definition, hex"),
+            "definition": Schema.ref("WorkflowDefinition"),
+            "changed": Schema.boolean
+        ],
+        required: [
+            "key", "version", "enabled", "triggerEvent", "createdAt", "updatedAt", "versionCreatedAt", "digest",
+            "definition"
+        ])
 
-    static let version = Schema.object([
-        "key": Schema.string(), "version": Schema.integer, "digest": Schema.string(), "createdAt": Schema.timestamp,
-        "definition": Schema.ref("WorkflowDefinition"),
-    ], required: ["key", "version", "digest", "createdAt", "definition"])
+    static let version = Schema.object(
+        [
+            "key": Schema.string(), "version": Schema.integer, "digest": Schema.string(), "createdAt": Schema.timestamp,
+            "definition": Schema.ref("WorkflowDefinition")
+        ], required: ["key", "version", "digest", "createdAt", "definition"])
 
     static let dryRunRules = [
         "subscriber as a string is the id of one of the tenant's subscribers (else 422 validation_failed at path subscriber)",
-        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)",
+        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)"
     ]
 
     /// The dry run's body. Like every Validator-read body, a JSON null counts as an absent member,
@@ -158,62 +192,94 @@ enum WorkflowSchemas {
     static var dryRunRequest: JSONValue {
         let identifier = Schema.string(FieldRules.identifierRule)
         let eventName = Schema.string(WorkflowRules.eventNameRule)
-        return withRules(Schema.object([
-            "subscriber": ["description": "A subscriber id (read from the tenant's subscribers) or a sample",
-                           "oneOf": [identifier, Schema.object([
-                               "id": Schema.nullable(identifier), "attributes": Schema.nullable(Schema.anyObject),
-                               "timezone": Schema.nullable(Schema.timezone),
-                               "locale": Schema.nullable(Schema.string(FieldRules.localeRule)),
-                           ])]],
-            "event": Schema.object([
-                "name": Schema.nullable(eventName), "id": Schema.nullable(identifier),
-                "data": Schema.nullable(Schema.anyObject), "occurredAt": Schema.nullable(dateTime(maxLength: 64)),
-            ], description: "The trigger event (name defaults to the trigger's)"),
-            "receipts": Schema.nullable(["type": "object", "description": "Receipts by send step name",
-                                         "additionalProperties": Schema.object(["delivered": Schema.nullable(Schema.boolean),
-                                                                                "opened": Schema.nullable(Schema.boolean)])]),
-            "arrivals": Schema.nullable(["type": "object", "description": "Events that arrive during a waitFor, by its step name",
-                                         "additionalProperties": Schema.object([
-                                             "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
-                                             "after": Schema.nullable(Schema.string(WorkflowRules.durationRule,
-                                                                                    "When after the wait begins, e.g. 2h (default at once)")),
-                                         ])]),
-            "acknowledged": Schema.nullable(Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
-            "start": Schema.nullable(dateTime()),
-            "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647]),
-        ], required: ["subscriber", "event"]), dryRunRules)
+        return withRules(
+            Schema.object(
+                [
+                    "subscriber": [
+                        "description": "A subscriber id (read from the tenant's subscribers) or a sample",
+                        "oneOf": [
+                            identifier,
+                            Schema.object([
+                                "id": Schema.nullable(identifier), "attributes": Schema.nullable(Schema.anyObject),
+                                "timezone": Schema.nullable(Schema.timezone),
+                                "locale": Schema.nullable(Schema.string(FieldRules.localeRule))
+                            ])
+                        ]
+                    ],
+                    "event": Schema.object(
+                        [
+                            "name": Schema.nullable(eventName), "id": Schema.nullable(identifier),
+                            "data": Schema.nullable(Schema.anyObject),
+                            "occurredAt": Schema.nullable(dateTime(maxLength: 64))
+                        ], description: "The trigger event (name defaults to the trigger's)"),
+                    "receipts": Schema.nullable([
+                        "type": "object", "description": "Receipts by send step name",
+                        "additionalProperties": Schema.object([
+                            "delivered": Schema.nullable(Schema.boolean),
+                            "opened": Schema.nullable(Schema.boolean)
+                        ])
+                    ]),
+                    "arrivals": Schema.nullable([
+                        "type": "object", "description": "Events that arrive during a waitFor, by its step name",
+                        "additionalProperties": Schema.object([
+                            "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
+                            "after": Schema.nullable(
+                                Schema.string(
+                                    WorkflowRules.durationRule,
+                                    "When after the wait begins, e.g. 2h (default at once)"))
+                        ])
+                    ]),
+                    "acknowledged": Schema.nullable(
+                        Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
+                    "start": Schema.nullable(dateTime()),
+                    "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647])
+                ], required: ["subscriber", "event"]), dryRunRules)
     }
 
     /// An RFC 3339 date-time with an offset (what `EventTimestamp.parse` reads).
     static func dateTime(maxLength: Int? = nil) -> JSONValue {
-        var o: [String: JSONValue] = ["type": "string", "format": "date-time",
-                                      "description": "RFC 3339 date-time with an offset, such as 2025-01-31T18:00:00Z"]
+        var o: [String: JSONValue] = [
+            "type": "string", "format": "date-time",
+            "description": "RFC 3339 date-time with an offset, such as 2025-01-31T18:00:00Z"
+        ]
         if let maxLength { o["maxLength"] = .int(Int64(maxLength)) }
         return .object(o)
     }
 
-    static let dryRunResponse = Schema.object([
-        "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
-        "status": Schema.string(enumeration: ["running", "completed", "cancelled", "failed"]),
-        "failure": Schema.nullable(Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
-        "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
-        "timeline": Schema.array(Schema.object([
-            "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
-            "kind": Schema.string(enumeration: ["step", "send", "plan", "acknowledgement", "cancel", "timer", "await", "receipts",
-                                                "event", "end"]),
-            "detail": Schema.anyObject,
-        ], required: ["at", "step", "kind", "detail"])),
-        "steps": Schema.array(Schema.anyObject),
-    ], required: ["key", "version", "triggerMatches", "status", "failure", "startedAt", "endedAt", "timeline", "steps"])
+    static let dryRunResponse = Schema.object(
+        [
+            "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
+            "status": Schema.string(enumeration: ["running", "completed", "cancelled", "failed"]),
+            "failure": Schema.nullable(
+                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+            "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
+            "timeline": Schema.array(
+                Schema.object(
+                    [
+                        "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
+                        "kind": Schema.string(enumeration: [
+                            "step", "send", "plan", "acknowledgement", "cancel", "timer", "await", "receipts",
+                            "event", "end"
+                        ]),
+                        "detail": Schema.anyObject
+                    ], required: ["at", "step", "kind", "detail"])),
+            "steps": Schema.array(Schema.anyObject)
+        ],
+        required: ["key", "version", "triggerMatches", "status", "failure", "startedAt", "endedAt", "timeline", "steps"]
+    )
 
-    static let settings = Schema.object([
-        "quietHours": Schema.nullable(TenantRoutes.quietHours),
-        "defaultTimezone": Schema.nullable(Schema.adding(["description": "IANA zone for subscribers without one (else UTC)"],
-                                                         to: Schema.timezone)),
-    ], required: ["quietHours", "defaultTimezone"])
+    static let settings = Schema.object(
+        [
+            "quietHours": Schema.nullable(TenantRoutes.quietHours),
+            "defaultTimezone": Schema.nullable(
+                Schema.adding(
+                    ["description": "IANA zone for subscribers without one (else UTC)"],
+                    to: Schema.timezone))
+        ], required: ["quietHours", "defaultTimezone"])
 
-    static let settingsPatch = Schema.object([
-        "quietHours": Schema.nullable(TenantRoutes.quietHours),
-        "defaultTimezone": Schema.nullable(Schema.timezone),
-    ], description: "Members left out keep their value; null removes one")
+    static let settingsPatch = Schema.object(
+        [
+            "quietHours": Schema.nullable(TenantRoutes.quietHours),
+            "defaultTimezone": Schema.nullable(Schema.timezone)
+        ], description: "Members left out keep their value; null removes one")
 }

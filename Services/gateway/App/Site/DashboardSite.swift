@@ -25,7 +25,7 @@ public struct DashboardSite: Sendable {
     static let contentTypes: [String: String] = [
         "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
         "svg": "image/svg+xml", "png": "image/png", "ico": "image/x-icon", "json": "application/json; charset=utf-8",
-        "txt": "text/plain; charset=utf-8", "woff2": "font/woff2",
+        "txt": "text/plain; charset=utf-8", "woff2": "font/woff2"
     ]
 
     /// `default-src 'self'`, nothing inline, nothing from another host, no plugins, no framing.
@@ -54,8 +54,11 @@ public struct DashboardSite: Sendable {
         var files: [String: File] = [:]
         var total = 0
         let root = directory.standardizedFileURL.resolvingSymlinksInPath()
-        guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
-                                                          options: [.skipsHiddenFiles]) else {
+        guard
+            let walker = FileManager.default.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey, .isSymbolicLinkKey],
+                options: [.skipsHiddenFiles])
+        else {
             throw DashboardSiteError(description: "cannot read the dashboard folder \(root.path)")
         }
         for case let url as URL in walker {
@@ -64,14 +67,18 @@ public struct DashboardSite: Sendable {
             let relative = url.standardizedFileURL.resolvingSymlinksInPath().path.dropFirst(root.path.count)
             let components = relative.split(separator: "/")
             guard !components.isEmpty, components.allSatisfy(Self.isSafeComponent),
-                  let type = Self.contentTypes[url.pathExtension.lowercased()] else { continue }
+                let type = Self.contentTypes[url.pathExtension.lowercased()]
+            else { continue }
             let bytes = Array(try Data(contentsOf: url))
             total += bytes.count
             guard files.count < Self.maxFiles, total <= Self.maxBytes else {
-                throw DashboardSiteError(description: "the dashboard folder \(root.path) is over \(Self.maxFiles) files or \(Self.maxBytes) bytes")
+                throw DashboardSiteError(
+                    description:
+                        "the dashboard folder \(root.path) is over \(Self.maxFiles) files or \(Self.maxBytes) bytes")
             }
             let etag = "\"" + Hex.string(Digest.sha256(bytes).prefix(12)) + "\""
-            files[Self.mount + "/" + components.joined(separator: "/")] = File(bytes: bytes, contentType: type, etag: etag)
+            files[Self.mount + "/" + components.joined(separator: "/")] = File(
+                bytes: bytes, contentType: type, etag: etag)
         }
         guard let index = files[Self.mount + "/index.html"] else {
             throw DashboardSiteError(description: "the dashboard folder \(root.path) has no index.html")
@@ -96,9 +103,11 @@ public struct DashboardSite: Sendable {
     /// Registers `/`, `/dashboard` and one route per file (answered on the network thread: the
     /// bytes are in memory).
     public func register(on router: inout Router) {
-        router.on("GET", "/", sync: { _ in
-            Response(status: 302, headers: ["Location": Self.mount, "Cache-Control": "no-cache"], body: [])
-        })
+        router.on(
+            "GET", "/",
+            sync: { _ in
+                Response(status: 302, headers: ["Location": Self.mount, "Cache-Control": "no-cache"], body: [])
+            })
         for (path, file) in files {
             router.on("GET", path, sync: { request in Self.answer(file, request) })
         }
@@ -108,7 +117,7 @@ public struct DashboardSite: Sendable {
         var headers: HTTPHeaders = [
             "ETag": file.etag, "Cache-Control": "no-cache", "Content-Security-Policy": contentSecurityPolicy,
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
-            "Cross-Origin-Opener-Policy": "same-origin",
+            "Cross-Origin-Opener-Policy": "same-origin"
         ]
         if let tags = request.headers["If-None-Match"], matches(tags, file.etag) {
             return Response(status: 304, headers: headers, body: [])
