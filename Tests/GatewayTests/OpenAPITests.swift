@@ -65,18 +65,10 @@ struct OpenAPITests {
     }
 
     private func run(_ executable: String, _ arguments: [String]) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            process.terminationHandler = { process in
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
-            }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("bk_openapi_check_\(UUID().uuidString).txt").path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status = try await Subprocess.run([executable] + arguments, outputPath: outputPath)
+        return (status, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 }

@@ -175,7 +175,7 @@ struct HTTPClientTests {
     }
 
     @Test func refusedConnectionIsConnectFailed() async throws {
-        let port = try freePortOrThrow()
+        let port = freeLoopbackPort()
         let client = try HTTPClient(logger: .silent())
         await withCleanup {
             let error = await #expect(throws: HTTPClientError.self) {
@@ -422,37 +422,34 @@ private struct Echo: Decodable {
 
 /// The Python echo server, on a port it picks itself and prints.
 private final class EchoServer {
-    let process: Process
+    let process: ChildProcess
     let baseURL: String
 
-    private init(process: Process, port: Int) {
+    private init(process: ChildProcess, port: Int) {
         self.process = process
         baseURL = "http://127.0.0.1:\(port)"
     }
 
+    /// The script prints its port on its first line; it goes to a file the fixture polls.
     static func start() throws -> EchoServer {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/http_echo_server.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent(TestNames.unique("bk_echo_server")).path
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let process = try ChildProcess.spawn(["/usr/bin/python3", "-u", script], outputPath: outputPath)
+        for _ in 0..<500 {
+            let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            if let line = text.split(separator: "\n", omittingEmptySubsequences: false).first, text.contains("\n"),
+                let port = Int(line.trimmingCharacters(in: .whitespaces))
+            {
+                return EchoServer(process: process, port: port)
+            }
+            guard process.isRunning else { break }
+            usleep(20_000)
         }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw FixtureError(message: "echo server did not report its port")
-        }
-        return EchoServer(process: process, port: port)
+        process.killAndWait()
+        throw FixtureError(message: "echo server did not report its port")
     }
 
     /// Polls `/hits` until the server has seen `count` requests (other than `/hits`).
@@ -465,24 +462,20 @@ private final class EchoServer {
         throw FixtureError(message: "the echo server never saw \(count) requests")
     }
 
-    func stop() {
-        // SIGKILL: children of the test process may inherit a blocked SIGTERM and ignore it.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() { process.killAndWait() }
 }
 
 /// nghttpd over TLS with a fresh self-signed certificate for 127.0.0.1; serves `hello.txt` and
 /// echoes POST bodies (`--echo-upload`).
 private final class NGHTTPServer {
     static let helloText = "hello over h2\n"
-    let process: Process
+    let process: ChildProcess
     let directory: String
     let port: Int
     var baseURL: String { "https://127.0.0.1:\(port)" }
     var certificatePath: String { directory + "/cert.pem" }
 
-    private init(process: Process, directory: String, port: Int) {
+    private init(process: ChildProcess, directory: String, port: Int) {
         self.process = process
         self.directory = directory
         self.port = port
@@ -504,17 +497,12 @@ private final class NGHTTPServer {
                     "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "2",
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"
                 ])
-            let port = try freePortOrThrow()
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try nghttpdPath())
-            process.arguments =
-                (echoUpload ? ["--echo-upload"] : []) + [
+            let port = freeLoopbackPort()
+            let process = try ChildProcess.spawn(
+                [try nghttpdPath()] + (echoUpload ? ["--echo-upload"] : []) + [
                     "-a", "127.0.0.1", "-d", docroot,
                     String(port), directory + "/key.pem", directory + "/cert.pem"
-                ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+                ])
             let server = NGHTTPServer(process: process, directory: directory, port: port)
             do {
                 try await waitUntilListening(port: port)
@@ -530,9 +518,7 @@ private final class NGHTTPServer {
     }
 
     func stop() {
-        // SIGKILL: children of the test process may inherit a blocked SIGTERM and ignore it.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.killAndWait()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -545,16 +531,8 @@ private final class NGHTTPServer {
     }
 
     private static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw FixtureError(message: "\(executable) exited with \(process.terminationStatus)")
-        }
+        let status = try Subprocess.runBlocking([executable] + arguments)
+        guard status == 0 else { throw FixtureError(message: "\(executable) exited with \(status)") }
     }
 }
 
@@ -567,25 +545,6 @@ private enum TestNames {
 private struct FixtureError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-/// A loopback TCP port nothing listens on right now (bound to port 0, read back, closed).
-private func freePortOrThrow() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw FixtureError(message: "socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-        }
-    }
-    guard bound else { throw FixtureError(message: "bind() failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// Waits (up to about 10 s) until something accepts TCP connections on the loopback port.

@@ -32,10 +32,10 @@ public enum RedisTestSupport {
 public final class ThrowawayRedis: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns this instance, sequentially.
     public let port: Int
-    private var process: Process?
+    private var process: ChildProcess?
 
     public init() throws {
-        port = try Self.freePort()
+        port = freeLoopbackPort()
         try start()
     }
 
@@ -56,31 +56,23 @@ public final class ThrowawayRedis: @unchecked Sendable {
         try start()
     }
 
+    /// SIGKILL, like a crash (what the restart tests simulate), and waits until it is gone.
     public func stop() {
-        guard let process else { return }
-        // SIGKILL: a child of a Swift process inherits a signal mask that blocks SIGTERM, and a
-        // crash is what the restart tests want to simulate anyway.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        self.process = nil
+        process?.killAndWait()
+        process = nil
     }
 
     private func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--loglevel", "warning"
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.spawn([
+            "/usr/bin/redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"
+        ])
         self.process = process
         if let runDir = ProcessInfo.processInfo.environment["TEST_RUN_DIR"],
             let handle = FileHandle(forWritingAtPath: "\(runDir)/children") ?? Self.create("\(runDir)/children")
         {
             handle.seekToEndOfFile()
-            handle.write(Data("\(process.processIdentifier)\n".utf8))
+            handle.write(Data("\(process.pid)\n".utf8))
             try? handle.close()
         }
         // Wait until it answers (bounded: a server that does not come up fails the test).
@@ -97,32 +89,11 @@ public final class ThrowawayRedis: @unchecked Sendable {
     }
 
     private static func answersPing(port: Int) -> Bool {
-        let cli = Process()
-        cli.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        cli.arguments = ["-h", "127.0.0.1", "-p", String(port), "ping"]
-        let pipe = Pipe()
-        cli.standardOutput = pipe
-        cli.standardError = FileHandle.nullDevice
-        guard (try? cli.run()) != nil else { return false }
-        cli.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return output.contains("PONG")
-    }
-
-    private static func freePort() throws -> Int {
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = [
-            "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1]); s.close()"
-        ]
-        let pipe = Pipe()
-        python.standardOutput = pipe
-        try python.run()
-        python.waitUntilExit()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        guard let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw RedisError(.configuration, "no free port")
-        }
-        return port
+        let outputPath = NSTemporaryDirectory() + "bk_redis_ping_\(port)_\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status = try? Subprocess.runBlocking(
+            ["/usr/bin/redis-cli", "-h", "127.0.0.1", "-p", String(port), "ping"], outputPath: outputPath)
+        guard status == 0 else { return false }
+        return ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").contains("PONG")
     }
 }

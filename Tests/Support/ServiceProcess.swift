@@ -67,15 +67,23 @@ public final class ServiceProcess: Sendable {
 /// Foundation's `Process`: it learns of an exit when a socket inherited by the child closes, and
 /// misses it when another process inherited that socket too (swift-corelibs-foundation#4795);
 /// `waitForExit` then timed out on a service that had stopped.
-final class ChildProcess: Sendable {
-    let pid: pid_t
+/// Test fixtures (a throwaway redis-server, nghttpd, a Python echo server) start theirs with
+/// `ChildProcess.spawn` for the same reason.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
     /// The exit status once reaped: the exit code, or the signal's number when one ended it.
     private let reaped = Mutex<Int32?>(nil)
 
     init(pid: pid_t) { self.pid = pid }
 
+    /// Starts `argv` (`argv[0]` an absolute path), stdin from /dev/null, stdout and stderr into
+    /// `outputPath`, without any of the test process's other descriptors.
+    public static func spawn(_ argv: [String], outputPath: String = "/dev/null") throws -> ChildProcess {
+        ChildProcess(pid: try Subprocess.spawn(argv, environment: nil, outputPath: outputPath))
+    }
+
     /// nil while the child runs.
-    var exitStatus: Int32? {
+    public var exitStatus: Int32? {
         reaped.withLock { reaped in
             if reaped == nil {
                 var status: Int32 = 0
@@ -91,7 +99,20 @@ final class ChildProcess: Sendable {
         }
     }
 
-    var isRunning: Bool { exitStatus == nil }
+    public var isRunning: Bool { exitStatus == nil }
+
+    /// SIGKILL (children of the test process may inherit a blocked SIGTERM and ignore it) and
+    /// waits for the exit on the calling thread, so the child's port is free when this returns.
+    public func killAndWait() {
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        reaped.withLock { reaped in
+            guard reaped == nil else { return }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            reaped = status & 0x7f
+        }
+    }
 
     /// SIGKILL when still running; reaped on a thread of its own so no zombie is left.
     func killIfRunning() {

@@ -24,6 +24,12 @@ public enum Subprocess {
         }
     }
 
+    /// `run` for synchronous fixtures: waits on the calling thread (never call it from a test's
+    /// task for a long-running child).
+    public static func runBlocking(_ argv: [String], outputPath: String? = nil) throws -> Int32 {
+        try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null")
+    }
+
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
     }
