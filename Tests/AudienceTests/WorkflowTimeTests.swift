@@ -53,6 +53,9 @@ struct WorkflowTimeTests {
         #expect(WorkflowZones.zone(named: "Europe/Berlin") != nil)
         #expect(WorkflowZones.zone(named: "America/New_York") != nil)
         #expect(WorkflowZones.zone(named: "UTC") != nil)
+        // Not in Foundation's knownTimeZoneIdentifiers (it has Asia/Calcutta), but a zone file, and
+        // what the gateway accepts for a subscriber's timezone and the tenant's default.
+        #expect(WorkflowZones.zone(named: "Asia/Kolkata") != nil)
         #expect(WorkflowZones.zone(named: "Mars/Olympus") == nil)
         #expect(WorkflowZones.zone(named: "GMT+2") == nil)
         #expect(WorkflowZones.zone(named: "europe/berlin") == nil)

@@ -4,19 +4,19 @@ import Foundation
 /// Time zones and wall-clock arithmetic for waits and quiet hours, on Foundation's `TimeZone`
 /// (tzdata; the tests pin DST days of Europe/Berlin and America/New_York).
 public enum WorkflowZones {
-    /// A zone named by its IANA identifier (`Europe/Berlin`), or `UTC`/`GMT`. Abbreviations and
-    /// offsets Foundation would also take (`EST`, `GMT+2`) are refused: a definition names a place.
+    /// A zone named by its IANA identifier (`Europe/Berlin`), or `UTC`/`GMT`: the names the system's
+    /// zone database has files for. Offsets Foundation would also take (`GMT+2`) are refused.
     public static func zone(named name: String) -> TimeZone? {
         guard isKnown(name) else { return nil }
         return TimeZone(identifier: name)
     }
 
+    /// The names the gateway accepts for a subscriber's zone (`TimeZoneNames`), so a zone saved on
+    /// a subscriber is never refused in a definition.
     public static func isKnown(_ name: String) -> Bool {
         if name == "UTC" || name == "GMT" || name == "Etc/UTC" { return true }
-        return known.contains(name)
+        return TimeZoneNames.isKnown(name)
     }
-
-    private static let known: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers)
 
     /// The zone a subscriber's wall-clock times are read in: their own `timezone` when Foundation
     /// knows it (the subscriber routes checked it when it was saved), else the tenant's default,

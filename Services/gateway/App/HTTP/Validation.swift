@@ -118,30 +118,13 @@ struct Validator {
 /// and the OpenAPI document's schemas are built from it. The functions return nil when a value
 /// is fine, else the problem.
 enum FieldRules {
-    /// IANA time zone names, as the system's time zone database has them (`Europe/Berlin`, `UTC`,
-    /// `Etc/UTC`, `Asia/Kolkata`): every zone file under /usr/share/zoneinfo (Foundation's
-    /// `knownTimeZoneIdentifiers` lists only 443 of them, not even UTC) plus those, each one
-    /// `TimeZone(identifier:)` loads. Read once.
-    static let timezoneNames: [String] = {
-        var names = Set(TimeZone.knownTimeZoneIdentifiers)
-        let root = "/usr/share/zoneinfo/"
-        if let walker = FileManager.default.enumerator(atPath: root) {
-            while let path = walker.nextObject() as? String {
-                if path.hasPrefix("posix") || path.hasPrefix("right") { walker.skipDescendants(); continue }
-                guard let handle = FileHandle(forReadingAtPath: root + path) else { continue }
-                let magic = (try? handle.read(upToCount: 4)) ?? nil
-                try? handle.close()
-                if magic == Data("TZif".utf8) { names.insert(path) }
-            }
-        }
-        return names.filter { TimeZone(identifier: $0) != nil }.sorted()
-    }()
-    private static let timezoneSet = Set(timezoneNames)
+    /// IANA time zone names (`TimeZoneNames`: the system's zone files, not only Foundation's list).
+    static let timezoneNames: [String] = TimeZoneNames.all
     static let timezoneRule = TextRule(
         maxLength: timezoneNames.map { $0.unicodeScalars.count }.max() ?? 64, pattern: nil,
         problem: "must be an IANA time zone name such as Europe/Berlin"
     ) {
-        timezoneSet.contains($0)
+        TimeZoneNames.isKnown($0)
     }
 
     static func timezone(_ value: String) -> String? { timezoneRule.problem(with: value) }
