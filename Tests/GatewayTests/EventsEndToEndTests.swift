@@ -19,16 +19,7 @@ struct EventsEndToEndTests {
         let services = IngestService.makeServices(
             postgres: h.postgres, redis: h.redis, configuration: configuration,
             logger: .silent(), metrics: MetricsRegistry())
-        let tasks = services.map { service in Task { try? await service.run() } }
-        do {
-            try await body()
-        } catch {
-            for service in services { await service.shutdown() }
-            for task in tasks { await task.value }
-            throw error
-        }
-        for service in services { await service.shutdown() }
-        for task in tasks { await task.value }
+        try await withRunning(services, body)
     }
 
     func batch(_ identity: (String, String), ids: Range<Int>, prefix: String, name: String = "workout.completed")

@@ -34,7 +34,7 @@ final class GatewayHarness: Sendable {
     let client: HTTPClient
     let baseURL: String
     let bootstrap: Bootstrapper.Result
-    private let tasks: [Task<Void, Never>]
+    private let running: RunningServices
 
     var workspaceKey: String { bootstrap.workspaceKey }
     var tenantKey: String { bootstrap.tenantKey! }
@@ -71,7 +71,7 @@ final class GatewayHarness: Sendable {
         try server.start()
         baseURL = "http://127.0.0.1:\(server.port)"
         client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
-        tasks = gateway.services.map { service in Task { try? await service.run() } }
+        running = RunningServices(gateway.services)
         await gateway.waitUntilListening()
         if let other {
             bootstrap = other.bootstrap
@@ -86,8 +86,7 @@ final class GatewayHarness: Sendable {
     }
 
     func close() async {
-        for service in gateway.services { await service.shutdown() }
-        for task in tasks { await task.value }
+        await running.stop()
         await server.shutdown()
         await client.shutdown()
         await postgres.shutdown()

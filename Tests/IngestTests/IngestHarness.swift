@@ -19,7 +19,7 @@ final class IngestHarness: Sendable {
     let producer: IngestProducer
     let intake: EventIntake
     let services: [any Service]
-    let tasks: [Task<Void, Never>]
+    let running: RunningServices
 
     private init(schema: String, postgres: PostgresClient, redis: RedisClient, configuration: IngestConfiguration) {
         self.schema = schema
@@ -31,7 +31,7 @@ final class IngestHarness: Sendable {
         services = IngestService.makeServices(
             postgres: postgres, redis: redis, configuration: configuration,
             logger: .silent(), metrics: MetricsRegistry())
-        tasks = services.map { service in Task { try? await service.run() } }
+        running = RunningServices(services)
     }
 
     /// - Parameter redis: a client on another Redis (the restart test's own server); default the shared one.
@@ -72,8 +72,7 @@ final class IngestHarness: Sendable {
     }
 
     func stop() async {
-        for service in services.reversed() { await service.shutdown() }
-        for task in tasks { await task.value }
+        await running.stop()
         _ = try? await redis.del(keys: [configuration.ingestStream.rawValue, configuration.eventsStream.rawValue])
         await postgres.shutdown()
         let admin = try? PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())

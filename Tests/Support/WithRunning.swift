@@ -46,3 +46,26 @@ public func withRunning<T>(
 ) async throws -> T {
     try await withRunning(consumers.map { ConsumerService($0) }, body)
 }
+
+/// Services a harness runs across several of its calls (started in `start`, stopped in `stop`),
+/// where one `withRunning` body cannot hold them: a `ServiceGroup` like the process's own, so
+/// `stop()` shuts them down last to first and returns once every `run()` has returned. Holding
+/// `Task { try? await service.run() }` per service left the order to chance.
+public final class RunningServices: Sendable {
+    private let group: ServiceGroup
+    private let running: Task<Void, Never>
+
+    public init(_ services: [any Service], shutdownTimeout: Duration = .seconds(60)) {
+        let group = ServiceGroup(
+            services: services, configuration: .init(signals: [], shutdownTimeout: shutdownTimeout),
+            logger: .silent())
+        self.group = group
+        running = Task { _ = try? await group.run() }
+    }
+
+    /// Shuts the services down and waits until every one has returned.
+    public func stop() async {
+        group.triggerShutdown()
+        await running.value
+    }
+}

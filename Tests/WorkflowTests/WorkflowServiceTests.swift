@@ -29,7 +29,7 @@ final class WorkflowServiceHarness: Sendable {
     let configuration: WorkflowConfiguration
     let clock: ManualClock
     let services: [any Service]
-    let tasks: [Task<Void, Never>]
+    let running: RunningServices
 
     init(store: WorkflowStoreFixture, redis: RedisClient, clock: ManualClock) {
         self.store = store
@@ -44,7 +44,7 @@ final class WorkflowServiceHarness: Sendable {
         services = WorkflowService.makeServices(
             postgres: store.postgres, redis: redis, configuration: configuration,
             logger: Logger(label: "workflow-test", logLevel: .warning), metrics: MetricsRegistry())
-        tasks = services.map { service in Task { try? await service.run() } }
+        running = RunningServices(services)
     }
 
     static func start(at start: Date = Date()) async throws -> WorkflowServiceHarness {
@@ -54,8 +54,7 @@ final class WorkflowServiceHarness: Sendable {
     }
 
     func stop() async {
-        for service in services.reversed() { await service.shutdown() }
-        for task in tasks { await task.value }
+        await running.stop()
         _ = try? await redis.del(keys: [configuration.eventsStream.rawValue, configuration.messagesStream.rawValue])
         await store.stop()
     }
@@ -125,68 +124,77 @@ final class WorkflowServiceHarness: Sendable {
 struct WorkflowServiceTests {
     @Test func triggerWaitSendAndCancelOnWithWhere() async throws {
         let h = try await WorkflowServiceHarness.start()
-        defer { Task { await h.stop() } }
-        try await h.store.save("nudge", nudgeDefinition)
-        try await h.store.subscriber("alice")
-        try await h.publish(
-            "alice",
-            [("e1", "workout.scheduled", ["workoutId": "w1"]), ("e2", "workout.scheduled", ["workoutId": "w2"])])
-        try await h.waitRuns("nudge", count: 2) { $0.status == "running" && $0.dueAt != nil }
-        try await h.publish("alice", [("c1", "workout.completed", ["workoutId": "w1"])])
-        let runs = try await h.waitRuns("nudge", count: 1) { $0.status == "cancelled" }
-        #expect(runs.first { $0.status == "cancelled" }?.state?.trigger.id == "e1")
-        h.clock.advance(3601)
-        try await h.waitRuns("nudge", count: 1) { $0.status == "completed" }
-        let messages = try await h.messages("nudge")
-        #expect(messages.map(\.body) == ["Workout w2"])
-        // The same entry again (a redelivery) starts nothing.
-        try await h.publish("alice", [("e1", "workout.scheduled", ["workoutId": "w1"])])
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await h.runs("nudge").count == 2)
+        try await withCleanup {
+            try await h.store.save("nudge", nudgeDefinition)
+            try await h.store.subscriber("alice")
+            try await h.publish(
+                "alice",
+                [("e1", "workout.scheduled", ["workoutId": "w1"]), ("e2", "workout.scheduled", ["workoutId": "w2"])])
+            try await h.waitRuns("nudge", count: 2) { $0.status == "running" && $0.dueAt != nil }
+            try await h.publish("alice", [("c1", "workout.completed", ["workoutId": "w1"])])
+            let runs = try await h.waitRuns("nudge", count: 1) { $0.status == "cancelled" }
+            #expect(runs.first { $0.status == "cancelled" }?.state?.trigger.id == "e1")
+            h.clock.advance(3601)
+            try await h.waitRuns("nudge", count: 1) { $0.status == "completed" }
+            let messages = try await h.messages("nudge")
+            #expect(messages.map(\.body) == ["Workout w2"])
+            // The same entry again (a redelivery) starts nothing.
+            try await h.publish("alice", [("e1", "workout.scheduled", ["workoutId": "w1"])])
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await h.runs("nudge").count == 2)
+        } finally: {
+            await h.stop()
+        }
     }
 
     @Test func pendingRunsFromTheGatewayStartAndCancelRequestsCancel() async throws {
         let h = try await WorkflowServiceHarness.start()
-        defer { Task { await h.stop() } }
-        let (version, definition) = try await h.store.save("nudge", nudgeDefinition)
-        try await h.store.subscriber("alice")
-        let store = WorkflowRunStore(postgres: h.store.postgres)
-        let trigger = WorkflowEvent(
-            id: "api-1", name: "workout.scheduled", data: ["workoutId": "w9"], occurredAt: Date())
-        let a = try await store.requestStart(
-            tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
-            subscriberId: "alice", trigger: trigger, triggerKey: "api:k1")
-        let ghost = try await store.requestStart(
-            tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
-            subscriberId: "ghost", trigger: trigger, triggerKey: "api:k2")
-        try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "running" && $0.state != nil }
-        let failed = try await h.waitRuns("nudge", count: 1) { $0.id == ghost.runId && $0.status == "failed" }
-        #expect(failed.first { $0.id == ghost.runId }?.failureCode == "subscriber_unknown")
-        #expect(
-            try await store.requestCancel(tenantId: h.store.tenantId, runId: a.runId, reason: "by the API")
-                == .requested)
-        let cancelled = try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "cancelled" }
-        #expect(cancelled.first { $0.id == a.runId }?.state?.cancelReason == "by the API")
-        h.clock.advance(3601)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try await h.messages("nudge").isEmpty)
+        try await withCleanup {
+            let (version, definition) = try await h.store.save("nudge", nudgeDefinition)
+            try await h.store.subscriber("alice")
+            let store = WorkflowRunStore(postgres: h.store.postgres)
+            let trigger = WorkflowEvent(
+                id: "api-1", name: "workout.scheduled", data: ["workoutId": "w9"], occurredAt: Date())
+            let a = try await store.requestStart(
+                tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
+                subscriberId: "alice", trigger: trigger, triggerKey: "api:k1")
+            let ghost = try await store.requestStart(
+                tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
+                subscriberId: "ghost", trigger: trigger, triggerKey: "api:k2")
+            try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "running" && $0.state != nil }
+            let failed = try await h.waitRuns("nudge", count: 1) { $0.id == ghost.runId && $0.status == "failed" }
+            #expect(failed.first { $0.id == ghost.runId }?.failureCode == "subscriber_unknown")
+            #expect(
+                try await store.requestCancel(tenantId: h.store.tenantId, runId: a.runId, reason: "by the API")
+                    == .requested)
+            let cancelled = try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "cancelled" }
+            #expect(cancelled.first { $0.id == a.runId }?.state?.cancelReason == "by the API")
+            h.clock.advance(3601)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await h.messages("nudge").isEmpty)
+        } finally: {
+            await h.stop()
+        }
     }
 
     @Test func aLocalSendFailsTheRunWithItsOwnCodeAndSendsNothing() async throws {
         let h = try await WorkflowServiceHarness.start()
-        defer { Task { await h.stop() } }
-        try await h.store.save(
-            "local",
-            """
-            {"trigger": {"event": "workout.scheduled"}, "cancelOn": [{"event": "workout.completed"}],
-             "steps": [{"name": "morning-of", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
-                       {"name": "nudge", "send": {"deliver": "local", "title": "Leg day", "body": "6:00 with Maya."}}]}
-            """)
-        try await h.store.subscriber("alice", timezone: "Europe/Berlin")
-        try await h.publish("alice", [("e1", "workout.scheduled", [:])])
-        let runs = try await h.waitRuns("local", count: 1) { $0.status == "failed" }
-        #expect(runs[0].state?.failure?.code == "local_delivery_unsupported")
-        #expect(runs[0].jsonValue["failure"]?["code"] == "local_delivery_unsupported")
-        #expect(try await h.messages("local").isEmpty)
+        try await withCleanup {
+            try await h.store.save(
+                "local",
+                """
+                {"trigger": {"event": "workout.scheduled"}, "cancelOn": [{"event": "workout.completed"}],
+                 "steps": [{"name": "morning-of", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
+                           {"name": "nudge", "send": {"deliver": "local", "title": "Leg day", "body": "6:00 with Maya."}}]}
+                """)
+            try await h.store.subscriber("alice", timezone: "Europe/Berlin")
+            try await h.publish("alice", [("e1", "workout.scheduled", [:])])
+            let runs = try await h.waitRuns("local", count: 1) { $0.status == "failed" }
+            #expect(runs[0].state?.failure?.code == "local_delivery_unsupported")
+            #expect(runs[0].jsonValue["failure"]?["code"] == "local_delivery_unsupported")
+            #expect(try await h.messages("local").isEmpty)
+        } finally: {
+            await h.stop()
+        }
     }
 }
