@@ -27,23 +27,28 @@ public final class EventMaintenanceService: Service {
     public func run() async throws {
         let clock = ContinuousClock()
         var nextMaintenance = clock.now
-        while !stopped.isFulfilled {
+        while !stopped.isFulfilled, !Task.isCancelled {
             if clock.now >= nextMaintenance {
                 await maintainPartitions()
                 nextMaintenance = clock.now + configuration.maintenanceInterval
             }
             await trimIngestStream()
-            let wait = min(configuration.trimInterval, nextMaintenance - clock.now)
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { [stopped] in await stopped.value }
-                group.addTask { try? await Task.sleep(for: wait) }
-                await group.next()
-                group.cancelAll()
-            }
+            await pause(min(configuration.trimInterval, nextMaintenance - clock.now))
         }
     }
 
     public func shutdown() async { stopped.fulfill(()) }
+
+    /// Sleeps `duration` in steps of at most 250 ms, ending early once `shutdown()` was called.
+    /// Not a task group racing the sleep against `stopped.value`: that wait cannot be cancelled,
+    /// so the group waited for it until shutdown and the loop ran once (one trim, one maintenance).
+    private func pause(_ duration: Duration) async {
+        let clock = ContinuousClock()
+        let end = clock.now + duration
+        while !stopped.isFulfilled, !Task.isCancelled, clock.now < end {
+            try? await Task.sleep(for: min(.milliseconds(250), end - clock.now))
+        }
+    }
 
     /// Runs `bk_events_maintain` once; returns what it did (one line per partition created or dropped).
     @discardableResult
