@@ -34,9 +34,11 @@ final class PushStack: Sendable {
     /// The replicas started, kept alive with the stack (a released ServiceProcess is killed).
     let senders = Mutex<[ServiceProcess]>([])
 
-    init(senderSettings: [String: String] = [:], record: Bool = true) async throws {
+    /// - Parameter postgresURL: another server than the shared one (a test that restarts it).
+    init(senderSettings: [String: String] = [:], record: Bool = true, postgresURL: String? = nil) async throws {
+        let serverURL = postgresURL ?? TestEnvironment.postgresURL
         schema = TestEnvironment.uniqueName("push")
-        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
+        postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4, url: serverURL)
         var attempt = 0
         while true {
             do { _ = try await Migrator(client: postgres, logger: .silent()).migrate(); break } catch {
@@ -60,8 +62,8 @@ final class PushStack: Sendable {
         workspaceKey = bootstrap.workspaceKey
         simulator = try await APNsSimulator(
             keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
-        let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
-        let databaseURL = TestEnvironment.postgresURL + separator + "search_path=" + schema
+        let separator = serverURL.contains("?") ? "&" : "?"
+        let databaseURL = serverURL + separator + "search_path=" + schema
         let common = [
             "BUZZKIT_DATABASE_URL": databaseURL, "BUZZKIT_REDIS_URL": redis.url, "BUZZKIT_SECRET_KEY": secretKey,
             "BUZZKIT_LOG_LEVEL": "info"
@@ -231,8 +233,10 @@ final class PushStack: Sendable {
 }
 
 /// Runs `body` with a fresh stack and always closes it.
-func withPushStack<T>(senderSettings: [String: String] = [:], _ body: (PushStack) async throws -> T) async throws -> T {
-    let stack = try await PushStack(senderSettings: senderSettings)
+func withPushStack<T>(
+    senderSettings: [String: String] = [:], postgresURL: String? = nil, _ body: (PushStack) async throws -> T
+) async throws -> T {
+    let stack = try await PushStack(senderSettings: senderSettings, postgresURL: postgresURL)
     do {
         let result = try await body(stack)
         await stack.close()

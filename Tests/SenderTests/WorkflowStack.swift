@@ -31,17 +31,19 @@ struct WorkflowClockFile {
 }
 
 extension PushStack {
-    /// Starts one workflow replica (polling every 50 ms) reading `clock`.
-    func startWorkflow(_ instance: String = TestEnvironment.uniqueName("workflow"), clock: WorkflowClockFile)
-        async throws -> ServiceProcess
-    {
+    /// Starts one workflow replica (polling every 50 ms) reading `clock`; `settings` add to or
+    /// override its environment.
+    func startWorkflow(
+        _ instance: String = TestEnvironment.uniqueName("workflow"), clock: WorkflowClockFile,
+        settings: [String: String] = [:]
+    ) async throws -> ServiceProcess {
         let port = freeLoopbackPort()
         let process = try ServiceProcess(
             executable: "workflow",
             environment: senderEnvironment.merging([
                 "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": instance,
                 "BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE": clock.path, "BUZZKIT_WORKFLOW_POLL_INTERVAL": "50ms"
-            ]) { _, new in new })
+            ]) { _, new in new }.merging(settings) { _, new in new })
         senders.withLock { $0.append(process) }
         let ready = try await RedisTestSupport.eventually(limit: .seconds(30)) {
             guard process.isRunning else { return true }

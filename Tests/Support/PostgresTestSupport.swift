@@ -77,13 +77,15 @@ public enum PostgresTestSupport {
         }
     }
 
-    /// A client on the shared test server whose sessions use `schema` (created first), so a test's
-    /// tables never meet another test's.
-    public static func client(schema: String, poolSize: Int = 4) async throws -> PostgresClient {
-        let admin = try PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
+    /// A client on the shared test server (or `url`) whose sessions use `schema` (created first), so
+    /// a test's tables never meet another test's.
+    public static func client(schema: String, poolSize: Int = 4, url: String = TestEnvironment.postgresURL)
+        async throws -> PostgresClient
+    {
+        let admin = try PostgresClient(url: url, logger: .silent())
         try await admin.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
         await admin.shutdown()
-        var configuration = try PostgresConfiguration(url: TestEnvironment.postgresURL)
+        var configuration = try PostgresConfiguration(url: url)
         configuration.searchPath = [schema]
         configuration.poolSize = poolSize
         return PostgresClient(configuration: configuration, logger: .silent())

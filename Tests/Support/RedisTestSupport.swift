@@ -62,7 +62,10 @@ public final class ThrowawayRedis: @unchecked Sendable {
         process = nil
     }
 
-    private func start() throws {
+    /// Starts the server again on the same port after `stop()` (empty, like after a crash); does
+    /// nothing while it runs.
+    public func start() throws {
+        guard process == nil else { return }
         let process = try ChildProcess.spawn([
             "/usr/bin/redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"

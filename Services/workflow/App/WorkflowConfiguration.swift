@@ -10,6 +10,9 @@ import Foundation
 /// | `BUZZKIT_WORKFLOW_CLAIM_BATCH` | `100` | due runs claimed (and advanced) per transaction |
 /// | `BUZZKIT_WORKFLOW_POLL_INTERVAL` | `100ms` | how long a worker that found nothing due waits before it looks again |
 /// | `BUZZKIT_WORKFLOW_EVENTS_READ_BATCH` | `50` | `bk:events` entries (each one identity's batch) per read |
+/// | `BUZZKIT_WORKFLOW_CLAIM_IDLE` | `60s` | a `bk:events` entry pending this long (a dead replica's, or one that failed) is taken over and retried |
+/// | `BUZZKIT_WORKFLOW_RECLAIM_INTERVAL` | `15s` | how often such entries are looked for |
+/// | `BUZZKIT_WORKFLOW_MAX_DELIVERIES` | `5` | deliveries after which a failing `bk:events` entry goes to `bk:events:dead` |
 /// | `BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE` | unset | tests only: a file holding seconds (a decimal number) added to the system clock, re-read as it changes |
 public struct WorkflowConfiguration: Sendable {
     public var eventsStream: StreamName = .events
@@ -23,6 +26,8 @@ public struct WorkflowConfiguration: Sendable {
     public var eventsReadBatch: Int = 50
     /// Entries pending this long with a dead consumer are taken over. Default 60 s.
     public var claimIdleTime: Duration = .seconds(60)
+    /// How often entries pending longer than `claimIdleTime` are looked for. Default 15 s.
+    public var reclaimInterval: Duration = .seconds(15)
     /// Deliveries after which a failing `bk:events` entry goes to `bk:events:dead`. Default 5.
     public var maxDeliveries: Int = 5
     /// How often runs of deleted workflows are swept for a cancel (also at start). Default 5 min.
@@ -41,6 +46,9 @@ public struct WorkflowConfiguration: Sendable {
         claimBatch = reader.int("BUZZKIT_WORKFLOW_CLAIM_BATCH", default: claimBatch, range: 1...5000)
         pollInterval = reader.duration("BUZZKIT_WORKFLOW_POLL_INTERVAL", default: pollInterval)
         eventsReadBatch = reader.int("BUZZKIT_WORKFLOW_EVENTS_READ_BATCH", default: eventsReadBatch, range: 1...1000)
+        claimIdleTime = reader.duration("BUZZKIT_WORKFLOW_CLAIM_IDLE", default: claimIdleTime)
+        reclaimInterval = reader.duration("BUZZKIT_WORKFLOW_RECLAIM_INTERVAL", default: reclaimInterval)
+        maxDeliveries = reader.int("BUZZKIT_WORKFLOW_MAX_DELIVERIES", default: maxDeliveries, range: 1...1000)
         if let path = reader.raw("BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE"), !path.isEmpty {
             clock = .offsetFile(path)
         }

@@ -29,6 +29,7 @@ public enum WorkflowService {
             consumer: configuration.consumerName)
         consumer.batchSize = configuration.eventsReadBatch
         consumer.claimIdleTime = configuration.claimIdleTime
+        consumer.reclaimInterval = configuration.reclaimInterval
         consumer.maxDeliveries = configuration.maxDeliveries
         consumer.blockTime = .seconds(1)
         var services: [any Service] = [
