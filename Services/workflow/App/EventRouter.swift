@@ -57,6 +57,20 @@ final class EventRouter: Sendable {
         var routed = 0
     }
 
+    /// A run an event of the entry starts, walked to its first wait, not yet inserted.
+    struct Started {
+        /// The position of its trigger in the entry: the entry's later events may reach it.
+        var index: Int
+        var insert: WorkflowRunInsert
+        var messages: [WorkflowMessageInsert]
+    }
+
+    /// One entry, in one transaction and a few statements whatever its size: (1) all its events
+    /// to the subscriber's runs that existed before it; (2) the runs it starts, each walked to its
+    /// first wait, inserted together (a redelivered entry's exist already: nothing twice), their
+    /// sends written; (3) the entry's events after each one's trigger that it reacts to, into its
+    /// inbox, as (1) does for older runs (so the order is that of one statement per event). On a
+    /// redelivery (1) leaves out the runs the entry itself started: they had their events.
     func handle(_ entry: StreamEntry) async throws {
         let batch = try PublishedEventBatch(entry: entry)
         let receivedAt = Date(timeIntervalSince1970: Double(batch.receivedAtMicroseconds) / 1_000_000)
@@ -67,13 +81,14 @@ final class EventRouter: Sendable {
         let now = configuration.clock.now()
         var counts = Counts()
         let messages = try await postgres.withTransaction { tx -> [WorkflowMessageInsert] in
-            var messages: [WorkflowMessageInsert] = []
             let triggered = try await catalog.triggered(on: tx, tenantId: tenant, names: Array(Set(events.map(\.name))))
+            counts.routed += try await WorkflowRunStore.route(
+                on: tx, tenantId: tenant, subscriberId: batch.subscriberId, events: events)
             var subscriber: WorkflowSubscriber??
             var settings: WorkflowCatalog.Settings?
-            for event in events {
-                counts.routed += try await WorkflowRunStore.route(
-                    on: tx, tenantId: tenant, subscriberId: batch.subscriberId, event: event)
+            var lookBacks: [[String]: [WorkflowEvent]] = [:]
+            var started: [Started] = []
+            for (index, event) in events.enumerated() {
                 for workflow in triggered[event.name] ?? [] {
                     if subscriber == nil {
                         subscriber = .some(
@@ -92,11 +107,27 @@ final class EventRouter: Sendable {
                         continue
                     }
                     if settings == nil { settings = try await catalog.settings(on: tx, tenantId: tenant) }
-                    messages += try await start(
-                        workflow, trigger: event, subscriber: known, tenant: tenant, receivedAt: receivedAt,
-                        settings: settings!, now: now, on: tx, counts: &counts)
+                    started.append(
+                        try await start(
+                            workflow, at: index, trigger: event, subscriber: known, tenant: tenant,
+                            receivedAt: receivedAt, settings: settings!, now: now, on: tx, lookBacks: &lookBacks))
                 }
             }
+            guard !started.isEmpty else { return [] }
+            let inserted = try await WorkflowRunStore.insertStarted(on: tx, started.map(\.insert))
+            var messages: [WorkflowMessageInsert] = []
+            var later: [(runId: UUID, event: WorkflowEvent)] = []
+            for run in started where inserted.contains(run.insert.id) {
+                counts.started += 1
+                let status = run.insert.state.status
+                if status != .running { counts.ended.append(status.rawValue) }
+                messages += try await RunWorker.write(run.messages, on: tx)
+                guard status == .running, !run.insert.reactsTo.isEmpty else { continue }
+                for event in events[(run.index + 1)...] where run.insert.reactsTo.contains(event.name) {
+                    later.append((run.insert.id, event))
+                }
+            }
+            counts.routed += try await WorkflowRunStore.route(on: tx, pairs: later)
             return messages
         }
         metrics.runsStarted.increment(by: counts.started)
@@ -107,13 +138,15 @@ final class EventRouter: Sendable {
         await RunWorker.publish(messages, redis: redis, stream: configuration.messagesStream, logger: logger)
     }
 
-    /// Starts one run: the engine walks it to its first wait, then it is inserted (unless the
-    /// trigger key exists: a redelivery) with its sends' message rows.
+    /// Starts one run in memory: the engine walks it to its first wait, then the subscriber's
+    /// events from later entries that it reacts to are applied (another replica may have routed
+    /// them before the run existed: a cancel right after the trigger; read once per entry for the
+    /// same names).
     private func start(
-        _ workflow: WorkflowCatalog.Triggered, trigger: WorkflowEvent, subscriber: WorkflowSubscriber, tenant: UUID,
-        receivedAt: Date, settings: WorkflowCatalog.Settings, now: Date, on tx: PostgresConnection,
-        counts: inout Counts
-    ) async throws -> [WorkflowMessageInsert] {
+        _ workflow: WorkflowCatalog.Triggered, at index: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
+        tenant: UUID, receivedAt: Date, settings: WorkflowCatalog.Settings, now: Date, on tx: PostgresConnection,
+        lookBacks: inout [[String]: [WorkflowEvent]]
+    ) async throws -> Started {
         let id = UUID()
         let environment = WorkflowEnvironment(
             now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
@@ -127,29 +160,27 @@ final class EventRouter: Sendable {
             environment: environment)
         var result = RunAdvancer.Result(state: start.state)
         try await advancer.apply(start, to: &result)
-        // Events of the subscriber from later batches that another replica may have routed before
-        // this run existed (a cancel right after the trigger).
         let reacts = workflow.definition.reactsToEvents.sorted()
         if result.state.status == .running, !reacts.isEmpty {
-            let later = try await WorkflowRunStore.eventsReceived(
-                on: tx, tenantId: tenant, subscriberId: subscriber.id,
-                names: reacts, after: receivedAt)
-            for event in later where result.state.status == .running && event.id != trigger.id {
+            let laterEntries: [WorkflowEvent]
+            if let known = lookBacks[reacts] {
+                laterEntries = known
+            } else {
+                laterEntries = try await WorkflowRunStore.eventsReceived(
+                    on: tx, tenantId: tenant, subscriberId: subscriber.id, names: reacts, after: receivedAt)
+                lookBacks[reacts] = laterEntries
+            }
+            for event in laterEntries where result.state.status == .running && event.id != trigger.id {
                 let advance = WorkflowEngine.advance(
                     result.state, definition: workflow.definition, input: .event(event),
                     environment: environment)
                 try await advancer.apply(advance, to: &result)
             }
         }
-        let inserted = try await WorkflowRunStore.insertStarted(
-            on: tx,
-            [
-                WorkflowRunInsert(
-                    id: id, tenantId: tenant, triggerKey: trigger.id, reactsTo: reacts, state: result.state)
-            ])
-        guard inserted.contains(id) else { return [] }
-        counts.started += 1
-        if result.state.status != .running { counts.ended.append(result.state.status.rawValue) }
-        return try await RunWorker.write(result.messages, on: tx)
+        return Started(
+            index: index,
+            insert: WorkflowRunInsert(
+                id: id, tenantId: tenant, triggerKey: trigger.id, reactsTo: reacts, state: result.state),
+            messages: result.messages)
     }
 }
