@@ -77,14 +77,17 @@ final class RunWorker: Service {
         let claimedCount = try await postgres.withTransaction { tx -> Int in
             let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
             var settings: [UUID: WorkflowCatalog.Settings] = [:]
+            var saves: [WorkflowRunSave] = []
             for run in claimed {
                 let tenant = run.record.tenantId
                 if settings[tenant] == nil { settings[tenant] = try await catalog.settings(on: tx, tenantId: tenant) }
                 let outcome = try await advance(run, on: tx, now: now, settings: settings[tenant]!)
                 let written = try await Self.write(outcome.messages, on: tx)
                 messages += written
+                if let save = outcome.save { saves.append(save) }
                 outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, written.count))
             }
+            try await WorkflowRunStore.save(on: tx, saves)
             return claimed.count
         }
         for outcome in outcomes {
@@ -104,6 +107,8 @@ final class RunWorker: Service {
         var ended: String?
         var timers = 0
         var lateness: [Double] = []
+        /// The run's new state, written with the claim's others in one statement.
+        var save: WorkflowRunSave?
     }
 
     /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
@@ -183,8 +188,7 @@ final class RunWorker: Service {
         }
         // A timer that became due while inputs were applied (e.g. a quiet-hours end in the past)
         // is picked up by the next claim: the row is due at once.
-        try await WorkflowRunStore.save(
-            on: tx, WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput))
+        outcome.save = WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput)
         if result.state.status != .running { outcome.ended = result.state.status.rawValue }
         outcome.messages = result.messages
         return outcome
