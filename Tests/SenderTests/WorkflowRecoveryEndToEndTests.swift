@@ -4,11 +4,11 @@ import Foundation
 import Testing
 
 /// Workflows end to end, the rest of issue 15's list: a branch on `delivered` (the receipt from
-/// the run's own subscriber only) ending in `exit`, a `bk:events` entry that fails every time
+/// the run's own subscriber only) ending in `exit`, a dry run that sends nothing, a `bk:events` entry that fails every time
 /// going to the dead-letter stream while the entries behind it flow, and a Postgres or Redis
 /// restart in the middle of runs: work is delayed, never lost or done twice. Real processes
 /// (gateway, ingest, workflow, apns-sender) and the APNs simulator, as in WorkflowEndToEndTests.
-@Suite("workflows end to end: receipts, exit, dead letters, restarts", .serialized, .requiresTestStack)
+@Suite("workflows end to end: receipts, exit, dry run, dead letters, restarts", .serialized, .requiresTestStack)
 struct WorkflowRecoveryEndToEndTests {
     static let nudge = """
         {"trigger": {"event": "workout.scheduled"},
@@ -129,6 +129,36 @@ struct WorkflowRecoveryEndToEndTests {
                 $0["aps"]?["alert"]?["body"]?.stringValue
             }
             #expect(aliceBodies == ["Welcome"], "exit sends nothing after it")
+        }
+    }
+
+    @Test("a dry run against the live stack returns the timeline and sends nothing, stores no run")
+    func dryRunSendsNothing() async throws {
+        try await withPushStack { stack in
+            let clock = WorkflowClockFile()
+            _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
+            _ = try await stack.startIngest()
+            _ = try await stack.startWorkflow(clock: clock)
+            let token = PushStack.token()
+            try await stack.addSubscriber("alice", tokens: [token])
+            try await stack.putWorkflow(
+                "hello",
+                #"{"trigger": {"event": "said.hello"}, "steps": [{"name": "hi", "send": {"body": "Hi {{ trigger.data.name }}", "policy": "ignore"}}]}"#
+            )
+            let dry = try await stack.api(
+                "POST", "/v1/workflows/hello/dry-run",
+                body: ["subscriber": "alice", "event": ["data": ["name": "Ann"]]])
+            #expect(dry.status == 200, "\(dry.envelope)")
+            let send = dry.data?["timeline"]?.arrayValue?.first { $0["kind"] == "send" }
+            #expect(send?["detail"]?["content"]?["body"] == "Hi Ann")
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await stack.runs("hello").isEmpty)
+            #expect(try await stack.postgres.query("SELECT 1 FROM messages").isEmpty)
+            #expect(try await stack.simulator.pushes(token: token).isEmpty)
+            // The stack was live: the real trigger sends, once.
+            try await stack.track("alice", [("h1", "said.hello", ["name": "Ann"])])
+            try await stack.waitRuns("hello", count: 1) { $0.status == "completed" }
+            try await expectPushes(stack, [token], exactly: 1)
         }
     }
 
