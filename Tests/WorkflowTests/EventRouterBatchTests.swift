@@ -46,4 +46,35 @@ struct EventRouterBatchTests {
             await h.stop()
         }
     }
+
+    @Test func manySubscribersEntriesSideBySideEachInItsOwnOrder() async throws {
+        let h = try await WorkflowServiceHarness.start()
+        try await withCleanup {
+            try await h.store.save("nudge", nudgeDefinition)
+            let subscribers = (0..<12).map { "s\($0)" }
+            for s in subscribers { try await h.store.subscriber(s) }
+            // Three entries per subscriber, interleaved on the stream: start w1, cancel it, start w2.
+            for step in 0..<3 {
+                for s in subscribers {
+                    switch step {
+                    case 0: try await h.publish(s, [("\(s)-e1", "workout.scheduled", ["workoutId": "w1"])])
+                    case 1: try await h.publish(s, [("\(s)-c1", "workout.completed", ["workoutId": "w1"])])
+                    default: try await h.publish(s, [("\(s)-e2", "workout.scheduled", ["workoutId": "w2"])])
+                    }
+                }
+            }
+            try await h.waitRuns("nudge", count: 12) { $0.status == "cancelled" }
+            let runs = try await h.waitRuns("nudge", count: 12) { $0.status == "running" && $0.dueAt != nil }
+            #expect(runs.count == 24)
+            for s in subscribers {
+                let mine = runs.filter { $0.subscriberId == s }
+                #expect(
+                    mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w1" }?.status == "cancelled",
+                    "\(s)")
+                #expect(mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w2" }?.status == "running")
+            }
+        } finally: {
+            await h.stop()
+        }
+    }
 }

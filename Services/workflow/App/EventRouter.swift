@@ -35,11 +35,37 @@ final class EventRouter: Sendable {
         self.logger = logger
     }
 
-    /// The consumer's batch handler: entries one after the other (order matters: a trigger
-    /// before the event that cancels it).
+    /// The consumer's batch handler: one subscriber's entries one after the other (order matters:
+    /// a trigger before the event that cancels it), different subscribers' side by side,
+    /// `eventsConcurrency` at once (their runs and inboxes never meet).
     func handle(_ entries: [StreamEntry]) async -> [StreamEntryID: any Error] {
-        var failures: [StreamEntryID: any Error] = [:]
+        var lanes: [[StreamEntry]] = []
+        var laneOf: [String: Int] = [:]
         for entry in entries {
+            // An entry without them fails on its own lane.
+            let key = "\(entry.string("tenant") ?? "?\(entry.id)")/\(entry.string("subscriber") ?? "")"
+            if let lane = laneOf[key] {
+                lanes[lane].append(entry)
+            } else {
+                laneOf[key] = lanes.count
+                lanes.append([entry])
+            }
+        }
+        let width = min(lanes.count, max(1, configuration.eventsConcurrency))
+        guard width > 1 else { return await handle(lanes: lanes) }
+        var groups = [[[StreamEntry]]](repeating: [], count: width)
+        for (i, lane) in lanes.enumerated() { groups[i % width].append(lane) }
+        return await withTaskGroup(of: [StreamEntryID: any Error].self) { group in
+            for lanes in groups { group.addTask { await self.handle(lanes: lanes) } }
+            var failures: [StreamEntryID: any Error] = [:]
+            for await some in group { failures.merge(some) { first, _ in first } }
+            return failures
+        }
+    }
+
+    private func handle(lanes: [[StreamEntry]]) async -> [StreamEntryID: any Error] {
+        var failures: [StreamEntryID: any Error] = [:]
+        for entry in lanes.joined() {
             do {
                 try await handle(entry)
             } catch {

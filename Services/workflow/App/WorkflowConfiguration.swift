@@ -10,6 +10,7 @@ import Foundation
 /// | `BUZZKIT_WORKFLOW_CLAIM_BATCH` | `100` | due runs claimed (and advanced) per transaction |
 /// | `BUZZKIT_WORKFLOW_POLL_INTERVAL` | `100ms` | how long a worker that found nothing due waits before it looks again |
 /// | `BUZZKIT_WORKFLOW_EVENTS_READ_BATCH` | `50` | `bk:events` entries (each one identity's batch) per read |
+/// | `BUZZKIT_WORKFLOW_EVENTS_CONCURRENCY` | `2` | entries of different subscribers handled at once (each one transaction; one subscriber's stay in order) |
 /// | `BUZZKIT_WORKFLOW_CLAIM_IDLE` | `60s` | a `bk:events` entry pending this long (a dead replica's, or one that failed) is taken over and retried |
 /// | `BUZZKIT_WORKFLOW_RECLAIM_INTERVAL` | `15s` | how often such entries are looked for |
 /// | `BUZZKIT_WORKFLOW_MAX_DELIVERIES` | `5` | deliveries after which a failing `bk:events` entry goes to `bk:events:dead` |
@@ -24,6 +25,8 @@ public struct WorkflowConfiguration: Sendable {
     public var claimBatch: Int = 100
     public var pollInterval: Duration = .milliseconds(100)
     public var eventsReadBatch: Int = 50
+    /// Entries of different subscribers handled at once (one subscriber's stay in order). Default 2.
+    public var eventsConcurrency: Int = 2
     /// Entries pending this long with a dead consumer are taken over. Default 60 s.
     public var claimIdleTime: Duration = .seconds(60)
     /// How often entries pending longer than `claimIdleTime` are looked for. Default 15 s.
@@ -46,6 +49,8 @@ public struct WorkflowConfiguration: Sendable {
         claimBatch = reader.int("BUZZKIT_WORKFLOW_CLAIM_BATCH", default: claimBatch, range: 1...5000)
         pollInterval = reader.duration("BUZZKIT_WORKFLOW_POLL_INTERVAL", default: pollInterval)
         eventsReadBatch = reader.int("BUZZKIT_WORKFLOW_EVENTS_READ_BATCH", default: eventsReadBatch, range: 1...1000)
+        eventsConcurrency = reader.int(
+            "BUZZKIT_WORKFLOW_EVENTS_CONCURRENCY", default: eventsConcurrency, range: 1...64)
         claimIdleTime = reader.duration("BUZZKIT_WORKFLOW_CLAIM_IDLE", default: claimIdleTime)
         reclaimInterval = reader.duration("BUZZKIT_WORKFLOW_RECLAIM_INTERVAL", default: reclaimInterval)
         maxDeliveries = reader.int("BUZZKIT_WORKFLOW_MAX_DELIVERIES", default: maxDeliveries, range: 1...1000)
