@@ -8,6 +8,7 @@ and the APNs simulator on the test Postgres and Redis, seeds a workspace, and pa
   BK_TENANT_ID      the demo tenant's id (its name is "demo")
   BK_OUTPUT_DIR     where the screenshots go (one PNG per page)
   BK_CHROMIUM       the browser (default /usr/bin/chromium)
+  BK_SIMULATOR      the APNs simulator's control API, e.g. http://127.0.0.1:54322 (what it accepted)
 
 Every step prints "ok: ..."; the first failed check prints "FAILED: ..." (with a screenshot
 failure.png) and the exit status is 1.
@@ -26,6 +27,7 @@ WORKSPACE_KEY = os.environ["BK_WORKSPACE_KEY"]
 TENANT = os.environ["BK_TENANT_ID"]
 OUT = os.environ.get("BK_OUTPUT_DIR", "/tmp/buzzkit-dashboard")
 CHROMIUM = os.environ.get("BK_CHROMIUM", "/usr/bin/chromium")
+SIMULATOR = os.environ.get("BK_SIMULATOR", "").rstrip("/")
 XSS = "<img src=x onerror=alert(1)>"
 TIMEOUT = 60_000  # ms: generous, the machine is shared with builds
 
@@ -44,6 +46,12 @@ def api(method, path, body=None, key=WORKSPACE_KEY, tenant=TENANT):
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def simulated_pushes(token):
+    """The pushes the APNs simulator accepted for a token, oldest first."""
+    with urllib.request.urlopen(f"{SIMULATOR}/control/pushes?token={token}", timeout=30) as response:
+        return json.loads(response.read())
 
 
 def check(condition, message):
@@ -160,6 +168,13 @@ def send_to_segment(page):
     for i in range(4):
         expect(rows.nth(i).get_by_test_id("delivery-status")).to_have_text("sent", timeout=TIMEOUT)
     expect(page.get_by_test_id("stat-sent")).to_contain_text("4", timeout=TIMEOUT)
+    # The deliveries filtered by status: none failed, all four sent.
+    page.get_by_test_id("delivery-filter").locator("[data-value=failed]").click()
+    expect(page.get_by_text("No failed deliveries")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("delivery-filter").locator("[data-value=sent]").click()
+    expect(rows).to_have_count(4, timeout=TIMEOUT)
+    page.get_by_test_id("delivery-filter").locator("[data-value='']").click()
+    expect(rows).to_have_count(4, timeout=TIMEOUT)
     status, listed = api("GET", "/v1/messages?limit=200")
     sales = [m for m in listed["data"] if m["content"].get("title") == "Spring sale"]
     check(len(sales) == 1, f"a double click sent {len(sales)} messages")
@@ -247,6 +262,30 @@ def workflows(page):
     status, saved = api("GET", "/v1/workflows/welcome")
     check(status == 200 and saved["data"]["definition"]["steps"][1]["name"] == "hello", f"not saved: {status} {saved}")
     expect(page.get_by_test_id("workflow-version")).to_have_count(saved["data"]["version"], timeout=TIMEOUT)
+    # A changed definition is a new version; the old one is readable and loads into the editor.
+    longer = json.loads(json.dumps(valid))
+    longer["steps"][0]["wait"]["duration"] = "2h"
+    page.get_by_test_id("workflow-definition").fill(json.dumps(longer, indent=2))
+    page.get_by_test_id("workflow-save").click()
+    expect(page.get_by_test_id("workflow-saved")).to_contain_text("version 2", timeout=TIMEOUT)
+    expect(page.get_by_test_id("workflow-version")).to_have_text(["v2", "v1"], timeout=TIMEOUT)
+    page.get_by_test_id("workflow-version").filter(has_text="v1").click()
+    expect(page.get_by_test_id("workflow-version-definition")).to_contain_text('"1h"', timeout=TIMEOUT)
+    status, first = api("GET", "/v1/workflows/welcome/versions/1")
+    check(status == 200 and first["data"]["definition"]["steps"][0]["wait"]["duration"] == "1h", f"version 1: {status} {first}")
+    page.get_by_test_id("workflow-version-load").click()
+    loaded = json.loads(page.get_by_test_id("workflow-definition").input_value())
+    check(loaded == first["data"]["definition"], f"v1 did not load into the editor: {loaded}")
+    page.get_by_test_id("workflow-save").click()
+    expect(page.get_by_test_id("workflow-saved")).to_be_visible(timeout=TIMEOUT)
+    status, saved = api("GET", "/v1/workflows/welcome")
+    check(saved["data"]["definition"]["steps"][0]["wait"]["duration"] == "1h", f"v1 was not saved back: {saved}")
+    # Disabled, then enabled again (the runs below need it enabled).
+    page.get_by_test_id("workflow-toggle").click()
+    expect(page.get_by_test_id("workflow-state")).to_have_text("disabled", timeout=TIMEOUT)
+    check(api("GET", "/v1/workflows/welcome")[1]["data"]["enabled"] is False, "not disabled")
+    page.get_by_test_id("workflow-toggle").click()
+    expect(page.get_by_test_id("workflow-state")).to_have_text("enabled", timeout=TIMEOUT)
     page.get_by_test_id("dry-run-subscriber").fill("pro-1")
     page.get_by_test_id("dry-run").click()
     status, dry = api("POST", "/v1/workflows/welcome/dry-run", {"subscriber": "pro-1", "event": {"name": "app.installed"}})
@@ -332,6 +371,105 @@ def workflow_runs(page):
          "cancels a waiting run, links the messages it sent, whose page names the run")
 
 
+def live_activities(page):
+    """A subscriber's activity and push-to-start token (registered through the API, as the SDK does), an update
+    sent from the page and accepted by the APNs simulator, the API's errors, an end, then a start."""
+    activity_token, start_token = "ab" * 32, "cd" * 32
+    status, answer = api("PUT", "/v1/subscribers/pro-2/live-activities/match-1",
+                         {"attributesType": "MatchAttributes", "token": activity_token, "environment": "sandbox"})
+    check(status == 201, f"register an activity: {status} {answer}")
+    status, answer = api("PUT", "/v1/subscribers/pro-2/live-activity-start-tokens/MatchAttributes",
+                         {"token": start_token, "environment": "sandbox"})
+    check(status == 201, f"register a push-to-start token: {status} {answer}")
+
+    page.get_by_test_id("nav-live-activities").click()
+    expect(page.get_by_role("heading", name="Live Activities", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("la-subscriber-search").fill("pro-")
+    rows = page.get_by_test_id("la-subscriber-row")
+    expect(rows).to_have_count(3, timeout=TIMEOUT)
+    shot(page, "live-activities")
+    rows.filter(has_text="pro-2").click()
+    page.wait_for_url("**/dashboard#/live-activities/pro-2", timeout=TIMEOUT)
+    row = page.get_by_test_id("la-activity-row")
+    expect(row).to_have_count(1, timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-activity-id")).to_have_text("match-1", timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-activity-state")).to_contain_text("active", timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-activity-last-event")).to_have_text("none yet", timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-token-status")).to_contain_text("active", timeout=TIMEOUT)
+    expect(page.get_by_test_id("la-start-row").get_by_test_id("la-start-type")).to_have_text("MatchAttributes", timeout=TIMEOUT)
+
+    # An update: the JSON is checked as typed, the request is shown, a double click sends once.
+    expect(page.get_by_test_id("la-send-activity")).to_have_value("match-1", timeout=TIMEOUT)
+    page.get_by_test_id("la-send-content-state").fill('{"score": ')
+    expect(page.get_by_test_id("la-json-error")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("la-send-content-state").fill('{"home": 1, "away": 0}')
+    page.get_by_test_id("la-send-alert-title").fill("Goal!")
+    page.get_by_test_id("la-send-alert-body").fill("It is 1-0 " + XSS)
+    request = json.loads(page.get_by_test_id("la-send-request").inner_text())
+    check(request == {"to": "pro-2", "event": "update", "activityId": "match-1", "contentState": {"home": 1, "away": 0},
+                      "alert": {"title": "Goal!", "body": "It is 1-0 " + XSS}}, f"the request shown: {request}")
+    page.get_by_test_id("la-send-submit").dblclick()
+    results = page.get_by_test_id("la-result-row")
+    expect(results).to_have_count(1, timeout=TIMEOUT)
+    expect(results.get_by_test_id("la-result-status")).to_have_text("sent", timeout=TIMEOUT)
+    expect(results.get_by_test_id("la-result-apns-status")).to_have_text("200", timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-activity-last-event")).to_have_text("update", timeout=TIMEOUT)
+    pushes = simulated_pushes(activity_token)
+    check(len(pushes) == 1, f"a double click pushed {len(pushes)} updates")
+    check(pushes[0]["pushType"] == "liveactivity", f"not a liveactivity push: {pushes[0]}")
+    aps = json.loads(pushes[0]["payload"])["aps"]
+    check(aps["event"] == "update" and aps["content-state"] == {"home": 1, "away": 0}
+          and aps["alert"]["title"] == "Goal!", f"the simulator got {aps}")
+    shown_id = results.get_by_test_id("la-result-apns-id").inner_text()
+    check(shown_id.lower() == pushes[0]["apnsId"].lower(), f"apns-id {shown_id} is not the simulator's {pushes[0]['apnsId']}")
+    no_xss(page, "live activity")
+    shot(page, "live-activity")
+
+    # The API's errors, shown as they come: a start without an alert (by field), a type with no token.
+    page.get_by_test_id("la-start-pick").click()
+    expect(page.get_by_test_id("la-send-type")).to_have_value("MatchAttributes", timeout=TIMEOUT)
+    for name in ("la-send-alert-title", "la-send-alert-body"):
+        page.get_by_test_id(name).fill("")
+    page.get_by_test_id("la-send-submit").click()
+    error = page.get_by_test_id("la-send-error")
+    expect(error).to_contain_text("validation_failed", timeout=TIMEOUT)
+    expect(error.locator("li code")).to_have_text(["alert"], timeout=TIMEOUT)
+    page.get_by_test_id("la-send-type").fill("QuizAttributes")
+    page.get_by_test_id("la-send-alert-title").fill("Quiz time")
+    page.get_by_test_id("la-send-submit").click()
+    expect(error).to_contain_text("no_push_to_start_token", timeout=TIMEOUT)
+    shot(page, "live-activity-error")
+
+    # A start to the push-to-start token, then the activity ended from the page.
+    page.get_by_test_id("la-send-type").fill("MatchAttributes")
+    page.get_by_test_id("la-send-attributes").fill('{"matchId": "m_2"}')
+    page.get_by_test_id("la-send-submit").click()
+    expect(results.get_by_test_id("la-result-status")).to_have_text("sent", timeout=TIMEOUT)
+    started = simulated_pushes(start_token)
+    check(len(started) == 1 and json.loads(started[0]["payload"])["aps"]["event"] == "start", f"start: {started}")
+    page.get_by_test_id("la-send-event").locator("[data-value=end]").click()
+    expect(page.get_by_test_id("la-send-activity")).to_have_value("match-1", timeout=TIMEOUT)
+    page.get_by_test_id("la-send-content-state").fill('{"home": 2, "away": 1}')
+    page.get_by_test_id("la-send-submit").click()
+    expect(results.get_by_test_id("la-result-status")).to_have_text("sent", timeout=TIMEOUT)
+    expect(row.get_by_test_id("la-activity-state")).to_contain_text("ended", timeout=TIMEOUT)
+    status, listed = api("GET", "/v1/subscribers/pro-2/live-activities")
+    check(status == 200 and listed["data"][0]["state"] == "ended" and listed["data"][0]["endedBy"] == "send",
+          f"not ended: {status} {listed}")
+    # Nothing is pushed to an ended activity: the page says why.
+    page.get_by_test_id("la-send-event").locator("[data-value=update]").click()
+    page.get_by_test_id("la-send-submit").click()
+    expect(results.get_by_test_id("la-result-status")).to_have_text("activity_ended", timeout=TIMEOUT)
+    check(len(simulated_pushes(activity_token)) == 2, "an update went to an ended activity")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "live-activity-narrow")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    check(width <= 390, f"the Live Activities page is {width} px wide on a 390 px screen")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    step("a subscriber's activity and push-to-start token; an update, a start and an end sent from the page reach the "
+         "APNs simulator once each; the API's errors are shown by field and code")
+
+
 def overview(page):
     page.get_by_test_id("nav-overview").click()
     expect(page.get_by_test_id("funnel-24h")).to_be_visible(timeout=TIMEOUT)
@@ -341,7 +479,17 @@ def overview(page):
     funnel = stats["data"]["funnel"]
     check(label == f"Sent {funnel['sent']}, Delivered {funnel['delivered']}, Opened {funnel['opened']}", f"funnel {label} vs {funnel}")
     check(funnel["sent"] >= 3, f"the funnel has no sends: {funnel}")
+    # The funnel counts recipients (a subscriber once per message), "Deliveries sent" devices (pro-1 has two): each says which.
+    expect(page.get_by_test_id("funnel-24h-deliveries-sent")).to_contain_text(str(stats["data"]["deliveries"]["sent"]), timeout=TIMEOUT)
+    expect(page.get_by_test_id("funnel-24h-deliveries-sent")).to_contain_text("one per device", timeout=TIMEOUT)
+    expect(page.get_by_test_id("funnel-24h-caption")).to_contain_text("Funnel in recipients", timeout=TIMEOUT)
+    check(stats["data"]["deliveries"]["sent"] > funnel["sent"], f"devices and subscribers counted alike: {stats['data']}")
     shot(page, "overview")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "overview-narrow")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    check(width <= 390, f"the overview is {width} px wide on a 390 px screen")
+    page.set_viewport_size({"width": 1440, "height": 900})
     no_xss(page, "overview")
     step("the overview draws the funnel the API counts")
 
@@ -408,6 +556,7 @@ def main():
             subscribers(page)
             workflows(page)
             workflow_runs(page)
+            live_activities(page)
             overview(page)
             keys(browser, page)
             check(not errors, f"the pages logged errors: {errors}")

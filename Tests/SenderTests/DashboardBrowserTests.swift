@@ -4,15 +4,17 @@ import Foundation
 import Testing
 
 /// The dashboard in a real browser (Debian's Chromium driven by Playwright, `Tests/Browser`)
-/// against the real stack: gateway, ingest, apns-sender, a workflow replica and the APNs simulator on the test
-/// Postgres and a Redis of the test's own. Seeds subscribers, devices, a topic, events, receipts
-/// and a message whose title is an `<img onerror>`, then runs the browser scenarios; their
-/// screenshots go to `$TEST_OUTPUT_DIR/dashboard` (./deploy/test sets it).
+/// against the real stack: gateway, ingest, apns-sender, a workflow replica, a liveactivity replica
+/// and the APNs simulator on the test Postgres and a Redis of the test's own. Seeds subscribers,
+/// devices, a topic, events, receipts and a message whose title is an `<img onerror>`, then runs
+/// the browser scenarios; their screenshots go to `$TEST_OUTPUT_DIR/dashboard` (./deploy/test sets it).
 @Suite("dashboard in a browser", .serialized, .requiresTestStack)
 struct DashboardBrowserTests {
     static let xss = "<img src=x onerror=alert(1)>"
 
-    @Test("sign in, segments, send to a segment, deliveries, workflows, keys and revocation, XSS as text: in Chromium")
+    @Test(
+        "sign in, segments, send to a segment, deliveries, workflows, Live Activities, keys and revocation, XSS as text: in Chromium"
+    )
     func dashboardInChromium() async throws {
         let python = try #require(ProcessInfo.processInfo.environment["TEST_PYTHON"], "run with ./deploy/test")
         let chromium = ProcessInfo.processInfo.environment["BK_CHROMIUM"] ?? "/usr/bin/chromium"
@@ -23,6 +25,7 @@ struct DashboardBrowserTests {
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             _ = try await stack.startIngest()
             _ = try await stack.startWorkflow(clock: WorkflowClockFile())
+            _ = try await stack.startLiveActivity()
             try await seed(stack)
             let output =
                 (ProcessInfo.processInfo.environment["TEST_OUTPUT_DIR"]
@@ -34,7 +37,7 @@ struct DashboardBrowserTests {
                 environment: [
                     "BK_URL": stack.gatewayURL, "BK_WORKSPACE_KEY": stack.workspaceKey,
                     "BK_TENANT_ID": stack.tenantID.uuidString.lowercased(), "BK_OUTPUT_DIR": output,
-                    "BK_CHROMIUM": chromium
+                    "BK_CHROMIUM": chromium, "BK_SIMULATOR": "http://127.0.0.1:\(stack.simulator.controlPort)"
                 ], arguments: [script])
             let status = await browser.waitForExit(timeout: .seconds(600))
             #expect(
@@ -43,7 +46,8 @@ struct DashboardBrowserTests {
             for name in [
                 "signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
                 "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
-                "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled"
+                "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled",
+                "live-activities", "live-activity", "live-activity-error", "live-activity-narrow", "overview-narrow"
             ] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }

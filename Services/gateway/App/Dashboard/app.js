@@ -17,6 +17,8 @@ import * as workflows from './pages/workflows.js';
 import * as workflow from './pages/workflow.js';
 import * as runs from './pages/runs.js';
 import * as run from './pages/run.js';
+import * as liveActivities from './pages/liveactivities.js';
+import * as liveActivity from './pages/liveactivity.js';
 
 const NAV = [
   { path: 'overview', label: 'Overview', icon: icons.overview },
@@ -25,6 +27,7 @@ const NAV = [
   { path: 'subscribers', label: 'Subscribers', icon: icons.subscribers, scope: 'subscribers:read' },
   { path: 'segments', label: 'Segments', icon: icons.segments, scope: 'subscribers:read' },
   { path: 'workflows', label: 'Workflows', icon: icons.workflows, scope: 'workflows:read' },
+  { path: 'live-activities', label: 'Live Activities', icon: icons.live, scope: 'subscribers:read' },
   { path: 'keys', label: 'Keys', icon: icons.keys, scope: 'keys:write', workspace: true },
 ];
 
@@ -44,6 +47,8 @@ const ROUTES = [
   [/^workflows\/([^/]+)\/runs$/, runs, ['key']],
   [/^workflow-runs\/([^/]+)$/, run, ['id']],
   [/^workflows\/(.+)$/, workflow, ['key']],
+  [/^live-activities$/, liveActivities],
+  [/^live-activities\/(.+)$/, liveActivity, ['id']],
   [/^keys$/, keys],
 ];
 

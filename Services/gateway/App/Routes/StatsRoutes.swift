@@ -7,8 +7,9 @@ import Foundation
 /// Aggregates for an overview (the dashboard's first page), computed in Postgres at request time.
 ///
 /// - `GET /v1/stats/messages?window=24h|7d`: the messages created in the window, their deliveries
-///   by status, the funnel sent → delivered → opened (all three in distinct subscribers: a
-///   subscriber with a `sent` delivery, then the receipts its devices reported), sends per hour
+///   by status, the funnel sent → delivered → opened (all three in recipients: per message, each
+///   subscriber with a `sent` delivery once however many devices, then the receipts its devices
+///   reported, summed over the window's messages), sends per hour
 ///   (24 h) or per day (7 d), and the failed, expired and invalid-token deliveries by reason.
 ///   Read through `messages_tenant_recent` and `deliveries_message_id`: a window's deliveries are
 ///   scanned once, no index is added to the ledger.
@@ -28,7 +29,9 @@ enum StatsRoutes {
         "messages": count, "deliveries": Schema.object([:], additional: true, description: "Deliveries by status"),
         "funnel": Schema.object(
             ["sent": count, "delivered": count, "opened": count],
-            description: "Distinct subscribers: with a sent delivery, then reporting delivered, then opened"),
+            description:
+                "Recipients (per message, distinct subscribers, summed over the messages): with a sent delivery, then reporting delivered, then opened; deliveries count devices"
+        ),
         "series": Schema.array(Schema.object(["at": Schema.timestamp, "sent": count, "failed": count])),
         "failures": Schema.array(Schema.object(["reason": Schema.string(), "status": Schema.string(), "count": count]))
     ])

@@ -37,11 +37,11 @@ export async function render(main, params, ctx) {
       h('span', { 'data-testid': 'message-status' }, badge(message.status))));
     put(stats,
       stat('Audience', message.audienceSize === null ? '…' : number(message.audienceSize), 'devices', 'stat-audience'),
-      stat('Sent', number(c.sent), percent(c.sent, message.audienceSize), 'stat-sent'),
+      stat('Sent', number(c.sent), `devices · ${percent(c.sent, message.audienceSize)}`, 'stat-sent'),
       stat('In flight', number(c.queued + c.sending), null, 'stat-pending'),
       stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
       stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
-      stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? null : `${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
+      stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? 'subscribers' : `subscribers · ${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
     put(tabs, segmented([['', `All ${number(STATUSES.reduce((sum, s) => sum + c[s], 0))}`],
       ...STATUSES.map((s) => [s, `${s.replace('_', ' ')} ${number(c[s])}`])], filter, (value) => {
       filter = value;

@@ -31,12 +31,12 @@ export async function render(main, params, ctx) {
           h('div', { class: 'strong clip', 'data-testid': 'message-title' }, messageTitle(m)),
           m.content?.body && m.content?.title ? h('div', { class: 'muted small clip' }, m.content.body) : null) },
         { label: 'Audience', cell: (m) => h('div', {}, h('div', { class: 'clip' }, target(m.target)),
-          h('div', { class: 'muted small' }, m.audienceSize === null ? 'resolving…' : `${number(m.audienceSize)} devices`)) },
+          h('div', { class: 'muted small' }, m.audienceSize === null ? 'resolving…' : `${number(m.audienceSize)} device${m.audienceSize === 1 ? '' : 's'}`)) },
         { label: 'Status', cell: (m) => badge(m.status) },
-        { label: 'Sent', class: 'num', cell: (m) => number(m.counts.sent) },
-        { label: 'Failed', class: 'num', cell: (m) => number(m.counts.failed + m.counts.invalid_token + m.counts.expired) },
-        { label: 'Delivered', class: 'num', cell: (m) => number(m.receipts.delivered) },
-        { label: 'Opened', class: 'num', cell: (m) => number(m.receipts.opened) },
+        { label: unit('Sent', 'devices'), class: 'num', cell: (m) => number(m.counts.sent) },
+        { label: unit('Failed', 'devices'), class: 'num', cell: (m) => number(m.counts.failed + m.counts.invalid_token + m.counts.expired) },
+        { label: unit('Delivered', 'subscribers'), class: 'num', cell: (m) => number(m.receipts.delivered) },
+        { label: unit('Opened', 'subscribers'), class: 'num', cell: (m) => number(m.receipts.opened) },
         { label: 'Created', cell: (m) => relative(m.createdAt) },
       ], rows, { href: (m) => `#/messages/${m.id}`, rowTestid: 'message-row' }));
     },
@@ -51,4 +51,9 @@ export async function render(main, params, ctx) {
     if (paging.page === 0 && shown.some(unsettled)) paging.refresh().catch(() => {});
   }, 3000);
   return () => clearInterval(timer);
+}
+
+/** A column label with the unit it counts under it (deliveries count devices, receipts subscribers). */
+function unit(label, what) {
+  return h('span', { class: 'th-unit' }, label, h('span', { class: 'th-note' }, what));
 }

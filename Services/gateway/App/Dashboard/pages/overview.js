@@ -62,9 +62,10 @@ function windowCard(title, stats, testid) {
   return card(title, h('div', { class: 'stack' },
     h('div', { class: 'stats compact' },
       stat('Messages', number(stats.messages)),
-      stat('Deliveries sent', number(stats.deliveries.sent)),
-      stat('Failed', number(failed)),
-      stat('Open rate', percent(f.opened, f.sent))),
-    funnel([{ label: 'Sent', value: f.sent }, { label: 'Delivered', value: f.delivered }, { label: 'Opened', value: f.opened }], { testid })),
-  { aside: h('span', { class: 'muted small' }, 'subscribers') });
+      stat('Deliveries sent', number(stats.deliveries.sent), 'one per device', `${testid}-deliveries-sent`),
+      stat('Failed', number(failed), 'deliveries'),
+      stat('Open rate', percent(f.opened, f.sent), 'of recipients', `${testid}-open-rate`)),
+    h('p', { class: 'muted small funnel-caption', 'data-testid': `${testid}-caption` },
+      'Funnel in recipients: each message’s subscribers with a sent delivery (once however many devices), then those reporting delivered, then opened; summed over the messages.'),
+    funnel([{ label: 'Sent', value: f.sent }, { label: 'Delivered', value: f.delivered }, { label: 'Opened', value: f.opened }], { testid })));
 }

@@ -33,7 +33,8 @@ export async function render(main, params, ctx) {
   }
   main.append(
     h('a', { href: '#/subscribers', class: 'back' }, 'Subscribers'),
-    pageHeader(subscriber.id, `${subscriber.anonymous ? 'Anonymous · ' : ''}created ${relative(subscriber.createdAt)}`),
+    pageHeader(subscriber.id, `${subscriber.anonymous ? 'Anonymous · ' : ''}created ${relative(subscriber.createdAt)}`,
+      h('a', { class: 'btn btn-ghost', href: `#/live-activities/${encodeURIComponent(id)}`, 'data-testid': 'subscriber-live-activities' }, 'Live Activities')),
     h('div', { class: 'grid-2' },
       h('div', { class: 'stack' },
         card('Profile', h('dl', { class: 'facts', 'data-testid': 'attributes' },

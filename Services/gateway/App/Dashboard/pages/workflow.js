@@ -79,7 +79,7 @@ export async function render(main, params, ctx) {
         const { data } = await api('GET', `/v1/workflows/${encodeURIComponent(workflow.key)}/versions/${n}`, { signal: ctx.signal });
         put(versionView, h('div', { class: 'stack' },
           h('div', { class: 'subhead' }, h('h3', {}, `Version ${data.version}`), h('span', { class: 'muted small' }, dateTime(data.createdAt)),
-            button('Load into the editor', () => { editor.value = json(data.definition); }, { kind: 'ghost' })),
+            button('Load into the editor', () => { editor.value = json(data.definition); }, { kind: 'ghost', testid: 'workflow-version-load' })),
           code(json(data.definition), { testid: 'workflow-version-definition' })));
       },
     }, `v${n}`))));
