@@ -132,13 +132,40 @@ def segments(page):
     expect(row.get_by_test_id("segment-name")).to_have_text("Pro users " + XSS, timeout=TIMEOUT)
     shot(page, "segments")
     no_xss(page, "segments")
+    # A segment deleted from its page is gone from the API.
+    status, answer = api("PUT", "/v1/segments/short-lived", {"name": "Short-lived", "where": 'plan == "free"'})
+    check(status == 201, f"short-lived segment: {status} {answer}")
+    page.goto(f"{URL}/dashboard#/segments/short-lived")
+    page.get_by_test_id("segment-delete").click()
+    page.get_by_test_id("segment-delete").click()  # confirm
+    page.wait_for_url("**/dashboard#/segments", timeout=TIMEOUT)
+    expect(page.get_by_test_id("segment-row").filter(has_text="short-lived")).to_have_count(0, timeout=TIMEOUT)
+    check(api("GET", "/v1/segments/short-lived")[0] == 404, "the deleted segment is still there")
     step("a segment with a syntax error shows it at its column; the valid one counts what the API counts")
 
 
 def send_to_segment(page):
     page.get_by_test_id("nav-send").click()
     expect(page.get_by_role("heading", name="Send a message", level=1)).to_be_visible(timeout=TIMEOUT)
-    page.get_by_test_id("send-mode").locator("button[data-value=segment]").click()
+    # Every kind of target counts its audience as it is typed; an expression's error shows at its column.
+    mode = page.get_by_test_id("send-mode")
+    mode.locator("button[data-value=where]").click()
+    broken = 'plan == "pro" or'
+    page.get_by_test_id("send-where").fill(broken)
+    status, answer = api("POST", "/v1/audience/preview", {"where": broken})
+    check(status == 422, f"the API took {broken!r}: {status}")
+    issue = answer["error"]["details"][0]
+    expect(page.get_by_test_id("expression-position")).to_have_text(f"Line {issue['line']}, column {issue['column']}", timeout=TIMEOUT)
+    page.get_by_test_id("send-where").fill('plan == "free"')
+    status, answer = api("POST", "/v1/audience/preview", {"where": 'plan == "free"'})
+    expect(page.get_by_test_id("audience-count")).to_have_text(str(answer["data"]["count"]), timeout=TIMEOUT)
+    mode.locator("button[data-value=topic]").click()
+    page.get_by_test_id("send-topic").fill("news")
+    expect(page.get_by_test_id("audience-count")).to_have_text("1", timeout=TIMEOUT)
+    mode.locator("button[data-value=to]").click()
+    page.get_by_test_id("send-to").fill("pro-1, pro-2, pro-1")
+    expect(page.get_by_test_id("audience-count")).to_have_text("2", timeout=TIMEOUT)
+    mode.locator("button[data-value=segment]").click()
     page.get_by_test_id("send-segment").select_option("pro-users")
     expect(page.get_by_test_id("audience-count")).to_have_text("3", timeout=TIMEOUT)
     page.get_by_test_id("send-title").fill("Spring sale")
@@ -497,6 +524,7 @@ def overview(page):
 def keys(browser, page):
     page.get_by_test_id("nav-keys").click()
     expect(page.get_by_role("heading", name="Keys", level=1)).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_test_id("keys-tenant-row").filter(has_text="demo")).to_contain_text(TENANT, timeout=TIMEOUT)
     page.get_by_test_id("key-create-name").fill("Browser test key")
     page.get_by_test_id("key-create-kind").select_option("tenant")
     page.get_by_test_id("key-create").click()

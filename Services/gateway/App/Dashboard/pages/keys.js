@@ -56,7 +56,7 @@ export async function render(main, params, ctx) {
       { label: 'APNs', cell: (t) => (t.apns?.privateKeyConfigured ? badge(t.apns.environment, 'good') : badge('no key', 'warn')) },
       { label: 'Quiet hours', cell: (t) => (t.quietHours ? `${t.quietHours.start}–${t.quietHours.end}` : '—') },
       { label: 'Created', cell: (t) => relative(t.createdAt) },
-    ], tenants), { class: 'flush' }) : null);
+    ], tenants, { rowTestid: 'keys-tenant-row' }), { class: 'flush' }) : null);
   await paging.go(0);
 }
 
