@@ -7,7 +7,8 @@ internal import CHiredis
 ///
 /// `@unchecked Sendable` because every method is called on the owning `WorkerThread` only (the
 /// connection submits all work there); `clientID` is the one value read from other threads and
-/// sits behind a Mutex. A context with `err` set is freed at once and a new one is opened on next use.
+/// sits behind a Mutex. A context with `err` set is freed at once and a new one is opened on next use;
+/// so is one whose socket the server closed while it sat idle (checked before every command).
 final class RedisContext: @unchecked Sendable {
     private let configuration: RedisConfiguration
     private let logger: Logger
@@ -76,7 +77,16 @@ final class RedisContext: @unchecked Sendable {
 
     private func connected(timeoutMilliseconds: Int) throws(RedisError) -> UnsafeMutablePointer<redisContext> {
         let ctx: UnsafeMutablePointer<redisContext>
-        if let existing = context { ctx = existing } else { ctx = try connect() }
+        if let existing = context, bk_redis_idle_socket_unusable(existing) == 0 {
+            ctx = existing
+        } else {
+            // None yet, or the server closed it while idle (a restart): a new one, not a failed command.
+            if context != nil {
+                logger.debug("redis connection closed by the server while idle, reconnecting")
+                disconnect()
+            }
+            ctx = try connect()
+        }
         if timeoutMilliseconds != currentTimeoutMilliseconds {
             guard bk_redis_set_timeout(ctx, timeoutMilliseconds) == REDIS_OK else {
                 throw fail(ctx, during: "set timeout")
