@@ -24,11 +24,7 @@ public struct DeliveryChunk: Sendable, Hashable {
     static let version = "1"
 
     public var fields: [(String, [UInt8])] {
-        var ids: [UInt8] = []
-        ids.reserveCapacity(deliveryIds.count * 16)
-        for id in deliveryIds {
-            withUnsafeBytes(of: id.uuid) { ids.append(contentsOf: $0) }
-        }
+        let ids = UUID.rawBytes(deliveryIds)
         return [
             ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
             ("message", Array(messageId.lowercasedText.utf8)), ("ids", ids)
@@ -42,21 +38,8 @@ public struct DeliveryChunk: Sendable, Hashable {
         guard let tenant = entry.string("tenant").flatMap(UUID.init(uuidText:)),
             let message = entry.string("message").flatMap(UUID.init(uuidText:))
         else { throw StreamContractError("bk:deliveries", "missing or invalid tenant/message id") }
-        guard let raw = entry["ids"], raw.count % 16 == 0 else {
+        guard let raw = entry["ids"], let ids = UUID.parse(rawBytes: raw) else {
             throw StreamContractError("bk:deliveries", "invalid ids")
-        }
-        var ids: [UUID] = []
-        ids.reserveCapacity(raw.count / 16)
-        var offset = 0
-        while offset < raw.count {
-            let b = raw[offset..<offset + 16].map { $0 }
-            ids.append(
-                UUID(
-                    uuid: (
-                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-                        b[12], b[13], b[14], b[15]
-                    )))
-            offset += 16
         }
         self.init(tenantId: tenant, messageId: message, deliveryIds: ids)
     }

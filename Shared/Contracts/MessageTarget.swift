@@ -22,6 +22,18 @@ public enum MessageTarget: Sendable, Hashable {
         }
     }
 
+    /// The most subscribers a message may name to travel as a direct message (see `isDirect`).
+    public static let maxDirectSubscribers = 100
+
+    /// A message to a short `to` list (at most `maxDirectSubscribers`): a one-subscriber
+    /// transactional send, a workflow step, a fallback. Such messages go on the direct stream
+    /// (`StreamName.direct`) and are claimed, sent and recorded many per statement; audiences
+    /// (topics, expressions, long lists) are fanned out page by page from `bk:messages`.
+    public var isDirect: Bool {
+        if case .subscribers(let ids) = self { return ids.count <= Self.maxDirectSubscribers }
+        return false
+    }
+
     /// Reads the `messages.target` column back.
     public init?(json: JSONValue) {
         if let key = json["topic"]?.stringValue { self = .topic(key); return }

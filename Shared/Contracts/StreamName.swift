@@ -4,8 +4,9 @@
 /// |---|---|---|---|
 /// | `bk:ingest` | gateway (`POST /v1/events`, via `IngestProducer`) | ingest | `IngestEntry` (one event batch) |
 /// | `bk:events` | ingest (the newly stored events of each batch) | workflow | `PublishedEventBatch` (one identity's events) |
-/// | `bk:messages` | gateway, workflow | apns-sender | (issue 4) |
-/// | `bk:deliveries` | apns-sender, liveactivity | apns-sender | (issue 4) |
+/// | `bk:messages` | gateway, workflow (audiences: topics, expressions, long `to` lists) | apns-sender | `MessageEntry` |
+/// | `bk:messages:direct` | gateway, workflow (`MessageTarget.isDirect`: a short `to` list) | apns-sender | `MessageEntry` |
+/// | `bk:deliveries` | apns-sender | apns-sender | `DeliveryChunk` |
 /// | `bk:la` | gateway | liveactivity | (Live Activities issue) |
 public struct StreamName: Sendable, Hashable, RawRepresentable, ExpressibleByStringLiteral, CustomStringConvertible {
     public var rawValue: String
@@ -21,6 +22,14 @@ public struct StreamName: Sendable, Hashable, RawRepresentable, ExpressibleByStr
     public static let messages: StreamName = "bk:messages"
     public static let deliveries: StreamName = "bk:deliveries"
     public static let liveActivities: StreamName = "bk:la"
+
+    /// The sibling of a messages stream that carries its direct messages (`<name>:direct`, so
+    /// `bk:messages:direct`; a test's own messages stream gets its own sibling).
+    public var direct: StreamName { StreamName("\(rawValue):direct") }
+
+    /// Where a message to `target` goes: this stream's direct sibling for a short `to` list,
+    /// this stream (fanned out page by page) for an audience.
+    public func forMessage(to target: MessageTarget) -> StreamName { target.isDirect ? direct : self }
 }
 
 /// The consumer groups reading the event streams.

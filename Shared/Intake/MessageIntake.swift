@@ -16,7 +16,8 @@ public struct MessageRequest: Sendable, Hashable {
     public var environment: String?
 }
 
-/// `POST /v1/messages` minus HTTP: validate, store the message (`queued`), put it on `bk:messages`.
+/// `POST /v1/messages` minus HTTP: validate, store the message (`queued`), put it on `bk:messages`
+/// (an audience) or its direct sibling (a short `to` list).
 ///
 /// Order and durability (the outbox rule): the row is inserted first, then the entry is added. If
 /// the `XADD` fails after the insert, the request still succeeds (202): the message is durable in
@@ -59,6 +60,20 @@ public struct MessageIntake: Sendable {
 
     /// Validates, stores and queues `json`.
     public func accept(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Accepted {
+        let message = try await prepare(tenantId: tenantId, json: json, now: now)
+        return try await store([message])[0].get()
+    }
+
+    /// A validated message with its target resolved and its id chosen, ready for `store`.
+    public struct Prepared: Sendable {
+        public var id: UUID
+        public var tenantId: UUID
+        public var request: MessageRequest
+    }
+
+    /// Validates `json` and resolves a `segment` to its saved expression (the one read of the
+    /// database a request makes on its own); the write is `store`'s, which batches.
+    public func prepare(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Prepared {
         var request = try Self.validate(json, now: now)
         if case .expression(_, let segment?) = request.target {
             let rows = try await postgres.query(
@@ -71,22 +86,73 @@ public struct MessageIntake: Sendable {
             }
             request.target = .expression(expression, segment: segment)
         }
-        let id = UUID()
+        return Prepared(id: UUID(), tenantId: tenantId, request: request)
+    }
+
+    /// Stores `messages` (`queued`) with ONE statement and one commit, then puts them on their
+    /// streams (`StreamName.forMessage(to:)`) with one pipelined XADD per stream: concurrent
+    /// requests share both (the gateway's coalescer hands a batch of them). One result per
+    /// message, in order. When the batch statement fails, each message is stored on its own, so
+    /// one bad row cannot fail the others and each caller sees its own error.
+    public func store(_ messages: [Prepared]) async -> [Result<Accepted, any Error>] {
+        guard !messages.isEmpty else { return [] }
+        var results: [Result<Accepted, any Error>]
+        do {
+            try await insert(messages)
+            results = messages.map { .success(Accepted(id: $0.id)) }
+        } catch {
+            results = []
+            for message in messages {
+                do {
+                    try await insert([message])
+                    results.append(.success(Accepted(id: message.id)))
+                } catch {
+                    results.append(.failure(error))
+                }
+            }
+        }
+        var byStream: [StreamName: [MessageEntry]] = [:]
+        for (message, result) in zip(messages, results) where (try? result.get()) != nil {
+            byStream[stream.forMessage(to: message.request.target), default: []].append(
+                MessageEntry(tenantId: message.tenantId, messageId: message.id))
+        }
+        for (target, entries) in byStream {
+            do {
+                try await redis.xaddBatch(target.rawValue, entries: entries.map(\.fields))
+            } catch {
+                // Stored: the sweeper in apns-sender re-enqueues them. The callers still get their 202.
+                logger.warning(
+                    "messages.enqueue.failed",
+                    metadata: ["messages": String(entries.count), "stream": target.rawValue, "error": "\(error)"])
+            }
+        }
+        return results
+    }
+
+    private func insert(_ messages: [Prepared]) async throws {
+        if messages.count == 1, let message = messages.first {
+            try await postgres.execute(
+                """
+                INSERT INTO messages (id, tenant_id, target, content, environment)
+                VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
+                """,
+                [
+                    message.id, message.tenantId, message.request.target.jsonValue, message.request.contentJSON,
+                    message.request.environment
+                ])
+            return
+        }
         try await postgres.execute(
             """
-            INSERT INTO messages (id, tenant_id, target, content, environment) VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
-            """, [id, tenantId, request.target.jsonValue, request.contentJSON, request.environment])
-        do {
-            try await redis.xadd(stream.rawValue, fields: MessageEntry(tenantId: tenantId, messageId: id).fields)
-        } catch {
-            // Stored: the sweeper in apns-sender re-enqueues it. The caller still gets its 202.
-            logger.warning(
-                "messages.enqueue.failed",
-                metadata: [
-                    "tenant": tenantId.lowercasedText, "message.id": id.lowercasedText, "error": "\(error)"
-                ])
-        }
-        return Accepted(id: id)
+            INSERT INTO messages (id, tenant_id, target, content, environment)
+            SELECT id, tenant, target::jsonb, content::jsonb, environment
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])
+                AS t(id, tenant, target, content, environment)
+            """,
+            [
+                messages.map(\.id), messages.map(\.tenantId), messages.map(\.request.target.jsonValue.jsonString),
+                messages.map(\.request.contentJSON.jsonString), messages.map(\.request.environment)
+            ])
     }
 
     /// The validation alone (no I/O): every problem of target and content at once.

@@ -84,9 +84,10 @@ final class PushStack: Sendable {
         try await waitReady(gatewayURL, process: gateway)
     }
 
-    /// Starts one apns-sender replica named `instance`.
-    func startSender(_ instance: String, settings: [String: String] = [:]) async throws -> ServiceProcess {
-        let port = freeLoopbackPort()
+    /// Starts one apns-sender replica named `instance`, serving `/metrics` and `/readyz` on `port`.
+    func startSender(
+        _ instance: String, settings: [String: String] = [:], port: Int = freeLoopbackPort()
+    ) async throws -> ServiceProcess {
         let process = try ServiceProcess(
             executable: "apns-sender",
             environment: senderEnvironment.merging([

@@ -29,6 +29,7 @@ public struct APNsSender: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: SenderConfiguration
     let fanOut: FanOut
+    let direct: DirectMessages
     let sender: DeliverySender
     let clients: APNsClientPool
 
@@ -54,18 +55,22 @@ public struct APNsSender: Sendable {
             messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
             configuration: configuration, instance: runtime.settings.instanceID, logger: logger,
             metrics: metrics)
+        direct = DirectMessages(
+            postgres: runtime.postgres, credentials: credentials, sender: sender,
+            instance: runtime.settings.instanceID, logger: logger, metrics: metrics)
     }
 
     let messagesStream: StreamName
     let deliveriesStream: StreamName
 
-    /// The APNs clients, the outbox sweeper, the delivery consumer and the fan-out consumer, in
-    /// the order `ServiceGroup` starts them. It stops them the other way, each `run()` returned
-    /// before the next is asked: the fan-out finishes its page, the delivery consumer its
-    /// in-flight chunks (sent, recorded, acked), and only then do the APNs clients close.
+    /// The APNs clients, the outbox sweeper, the delivery consumer, the fan-out consumer and the
+    /// direct consumers, in the order `ServiceGroup` starts them. It stops them the other way,
+    /// each `run()` returned before the next is asked: the direct consumers finish their batches,
+    /// the fan-out its page, the delivery consumer its in-flight chunks (sent, recorded, acked),
+    /// and only then do the APNs clients close.
     public var services: [any Service] {
         let configuration = configuration
-        let fanOut = fanOut, sender = sender
+        let fanOut = fanOut, sender = sender, direct = direct
         let fanoutService = StreamConsumerService(
             runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
             configure: { c in
@@ -74,7 +79,12 @@ public struct APNsSender: Sendable {
                 c.claimIdleTime = configuration.claimIdle
                 c.reclaimInterval = configuration.reclaimInterval
             },
-            handler: { entry in try await fanOut.handle(try MessageEntry(entry: entry)) })
+            handler: { entry in
+                let messages = try MessageEntry(entry: entry)
+                for id in messages.messageIds {
+                    try await fanOut.handle(MessageEntry(tenantId: messages.tenantId, messageId: id))
+                }
+            })
         let deliveryService = StreamConsumerService(
             runtime: runtime, stream: deliveriesStream.rawValue, group: ConsumerGroup.sender,
             configure: { c in
@@ -84,11 +94,73 @@ public struct APNsSender: Sendable {
                 c.reclaimInterval = configuration.reclaimInterval
             },
             handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
+        // Direct messages in batches, `directConsumers` batches at once per replica (each its own
+        // consumer of the group, so one batch's APNs round trips overlap another's statements).
+        let directServices = (0..<configuration.directConsumers).map { number in
+            var settings = StreamConsumer.Configuration(
+                stream: messagesStream.direct.rawValue, group: ConsumerGroup.direct,
+                consumer: "\(runtime.settings.instanceID)-direct-\(number)")
+            settings.batchSize = configuration.directBatchSize
+            settings.claimIdleTime = configuration.claimIdle
+            settings.reclaimInterval = configuration.reclaimInterval
+            return StreamConsumerService(
+                consumer: StreamConsumer(
+                    client: runtime.redis, configuration: settings,
+                    logger: runtime.logger.with(["stream": settings.stream, "group": settings.group]),
+                    batchHandler: { entries in
+                        await Self.handleDirect(entries, direct: direct, fanOut: fanOut, configuration: configuration)
+                    }))
+        }
         let sweeper = OutboxSweeper(
             postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
             interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
             takeOver: { try await sender.takeOverStaleClaims() },
-            trimmedStreams: [messagesStream, deliveriesStream], logger: runtime.logger)
-        return [clients, sweeper, deliveryService, fanoutService]
+            trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger)
+        return [clients, sweeper, deliveryService, fanoutService] + directServices
+    }
+
+    /// A batch of the direct stream: `DirectMessages.take` sends what it can in one go; each entry
+    /// it did not take goes through `FanOut.handle` (which ends it as before: nothing to do for a
+    /// message already sent, the tenant's credential problem recorded, a fan-out resumed), at most
+    /// `fanoutConcurrency` at once. A failure leaves the entries it concerns pending (retried).
+    static func handleDirect(
+        _ entries: [StreamEntry], direct: DirectMessages, fanOut: FanOut, configuration: SenderConfiguration
+    ) async -> [StreamEntryID: any Error] {
+        var failures: [StreamEntryID: any Error] = [:]
+        // Every message of the batch in entry order, with the entry it came in.
+        var messages: [(entry: StreamEntryID, message: MessageEntry)] = []
+        for entry in entries {
+            do {
+                let parsed = try MessageEntry(entry: entry)
+                for id in parsed.messageIds {
+                    messages.append((entry.id, MessageEntry(tenantId: parsed.tenantId, messageId: id)))
+                }
+            } catch {
+                failures[entry.id] = error
+            }
+        }
+        let taken: Set<UUID>
+        do {
+            taken = try await direct.take(messages.map(\.message))
+        } catch {
+            for (id, _) in messages { failures[id] = error }
+            return failures
+        }
+        let rest = messages.filter { !taken.contains($0.message.messageId) }
+        guard !rest.isEmpty else { return failures }
+        let lanes = min(rest.count, max(1, configuration.fanoutConcurrency))
+        await withTaskGroup(of: [StreamEntryID: any Error].self) { group in
+            for lane in 0..<lanes {
+                group.addTask {
+                    var failed: [StreamEntryID: any Error] = [:]
+                    for (id, message) in stride(from: lane, to: rest.count, by: lanes).map({ rest[$0] }) {
+                        do { try await fanOut.handle(message) } catch { failed[id] = error }
+                    }
+                    return failed
+                }
+            }
+            for await some in group { failures.merge(some) { first, _ in first } }
+        }
+        return failures
     }
 }

@@ -51,7 +51,7 @@ struct DeliverySender: Sendable {
         var lastReason: String?
         var errorCode: String?
         var attempts: [APNsResponse]
-        var invalidation: (token: String, at: Date, reason: String)?
+        var invalidation: (tenant: UUID, token: String, at: Date, reason: String)?
         /// Set on a re-send: the replica whose attempt's answer was lost with it. The ledger gets
         /// that attempt first, of unknown outcome (status 0), then this one's.
         var lostWith: String?
@@ -110,41 +110,93 @@ struct DeliverySender: Sendable {
         _ claimed: [Claimed], _ prepared: Prepared, tenant: UUID, claimID: String?,
         lostWith: String?, started: ContinuousClock.Instant
     ) async throws {
-        let claimedAt = ContinuousClock.now
-        let now = Date()
-        var outcomes: [Outcome]
-        if let problem = prepared.tenant.problem {
-            outcomes = claimed.map {
-                Outcome(
-                    claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: [])
-            }
-        } else if let unsendable = prepared.unsendable {
-            outcomes = claimed.map {
-                Outcome(
-                    claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: [])
-            }
-        } else if let message = prepared.message, message.isExpired(now: now) {
-            outcomes = claimed.map {
-                Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: [])
-            }
-        } else if let message = prepared.message, let apns = prepared.tenant.credentials {
-            outcomes = await send(claimed, message: message, credentials: apns, tenant: tenant)
-            metrics.send.observe(ContinuousClock.now - claimedAt)
-        } else {
-            outcomes = claimed.map {
-                Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: [])
-            }
-        }
+        var outcomes = await outcomes(of: claimed, prepared, tenant: tenant)
         if let lostWith {
             for index in outcomes.indices { outcomes[index].lostWith = lostWith }
         }
-        let recording = ContinuousClock.now
-        try await record(outcomes, tenant: tenant, claimID: claimID, message: prepared.message)
-        let done = ContinuousClock.now
-        metrics.record.observe(done - recording)
-        metrics.total.observe(done - started)
-        metrics.deliveries.increment(by: outcomes.count)
-        metrics.requests.increment(by: outcomes.reduce(0) { $0 + $1.attempts.count })
+        try await record(outcomes, claimID: claimID, lostMessage: prepared.message, started: started)
+    }
+
+    /// One message's claimed deliveries, to send through their tenant's clients.
+    struct Group: Sendable {
+        var claimed: [Claimed]
+        var prepared: Prepared
+        var tenant: UUID
+    }
+
+    /// Sends the deliveries of many messages at once (`DirectMessages`: one claim row for all of
+    /// them): each tenant's pushes go out as one batch per (team, environment) client, whatever
+    /// message they belong to; then ONE ledger statement records every outcome. `groups` are in
+    /// the order the messages were made: a device named by several of them gets their pushes in
+    /// that order, one round after the other (a run's "again" before its "after").
+    func sendAndRecord(_ groups: [Group], claimID: String?, started: ContinuousClock.Instant) async throws {
+        let sendStarted = ContinuousClock.now
+        let now = Date()
+        var outcomes: [Outcome] = []
+        typealias Batch = (credentials: APNsCredentials, items: [(Claimed, APNsRequest)])
+        var rounds: [[UUID: Batch]] = []
+        var earlier: [String: Int] = [:]  // token -> pushes of this batch before
+        for group in groups {
+            if let ended = Self.endedUnsent(group.claimed, group.prepared, now: now) {
+                outcomes += ended
+                continue
+            }
+            guard let message = group.prepared.message, let apns = group.prepared.tenant.credentials else { continue }
+            for delivery in group.claimed {
+                let round = earlier[delivery.token, default: 0]
+                earlier[delivery.token] = round + 1
+                if round == rounds.count { rounds.append([:]) }
+                rounds[round][group.tenant, default: (apns, [])].items.append((delivery, message.template))
+            }
+        }
+        for round in rounds {
+            outcomes += await withTaskGroup(of: [Outcome].self) { tasks in
+                for (tenant, batch) in round {
+                    tasks.addTask { await send(batch.items, credentials: batch.credentials, tenant: tenant) }
+                }
+                var all: [Outcome] = []
+                for await some in tasks { all += some }
+                return all
+            }
+        }
+        if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
+        try await record(outcomes, claimID: claimID, lostMessage: nil, started: started)
+    }
+
+    /// How one message's claimed deliveries end: sent through APNs, or at once without a push
+    /// (`endedUnsent`).
+    private func outcomes(of claimed: [Claimed], _ prepared: Prepared, tenant: UUID) async -> [Outcome] {
+        if let ended = Self.endedUnsent(claimed, prepared, now: Date()) { return ended }
+        guard let message = prepared.message, let apns = prepared.tenant.credentials else { return [] }
+        let sendStarted = ContinuousClock.now
+        defer { metrics.send.observe(ContinuousClock.now - sendStarted) }
+        return await send(claimed.map { ($0, message.template) }, credentials: apns, tenant: tenant)
+    }
+
+    /// The outcomes of deliveries that end without a push: the tenant cannot send, the message
+    /// cannot be built, it expired. nil when they are to be sent (message and credentials present).
+    static func endedUnsent(_ claimed: [Claimed], _ prepared: Prepared, now: Date) -> [Outcome]? {
+        if let problem = prepared.tenant.problem {
+            return claimed.map {
+                Outcome(
+                    claimed: $0, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: [])
+            }
+        }
+        if let unsendable = prepared.unsendable {
+            return claimed.map {
+                Outcome(
+                    claimed: $0, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: [])
+            }
+        }
+        if let message = prepared.message, message.isExpired(now: now) {
+            return claimed.map { Outcome(claimed: $0, status: .expired, errorCode: "message_expired", attempts: []) }
+        }
+        if prepared.message == nil || prepared.tenant.credentials == nil {
+            return claimed.map {
+                Outcome(claimed: $0, status: .failed, errorCode: "apns_credentials_missing", attempts: [])
+            }
+        }
+        return nil
     }
 
     // MARK: - Claim
@@ -190,29 +242,29 @@ struct DeliverySender: Sendable {
 
     /// One batch per environment (a chunk is almost always one): the first attempts go out
     /// together through the (team, environment) client, retries per delivery (`RetryPolicy`).
+    /// Each delivery is sent as its message's request `template` with its own token and apns-id.
     private func send(
-        _ claimed: [Claimed], message: PreparedMessage, credentials: APNsCredentials,
-        tenant: UUID
+        _ items: [(Claimed, APNsRequest)], credentials: APNsCredentials, tenant: UUID
     ) async -> [Outcome] {
-        var byEnvironment: [APNsEnvironment: [Claimed]] = [:]
-        for delivery in claimed { byEnvironment[delivery.environment, default: []].append(delivery) }
+        var byEnvironment: [APNsEnvironment: [(Claimed, APNsRequest)]] = [:]
+        for item in items { byEnvironment[item.0.environment, default: []].append(item) }
         var outcomes: [Outcome] = []
-        outcomes.reserveCapacity(claimed.count)
-        for (environment, deliveries) in byEnvironment.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+        outcomes.reserveCapacity(items.count)
+        for (environment, batch) in byEnvironment.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let client: APNsClient
             do {
                 client = try clients.client(team: credentials.teamId, environment: environment)
             } catch {
                 logger.error("apns client could not be made", metadata: ["error": "\(error)"])
-                outcomes += deliveries.map {
+                outcomes += batch.map {
                     Outcome(
-                        claimed: $0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable",
+                        claimed: $0.0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable",
                         attempts: [])
                 }
                 continue
             }
-            let requests = deliveries.map { delivery in
-                var request = message.template
+            let requests = batch.map { delivery, template in
+                var request = template
                 request.deviceToken = delivery.token
                 request.apnsId = delivery.apnsId
                 return request
@@ -220,12 +272,14 @@ struct DeliverySender: Sendable {
             let results = await client.sendWithRetries(
                 batch: requests, credentials: credentials,
                 policy: configuration.retryPolicy)
-            for (delivery, result) in zip(deliveries, results) { outcomes.append(Self.outcome(delivery, result)) }
+            for ((delivery, _), result) in zip(batch, results) {
+                outcomes.append(Self.outcome(delivery, result, tenant: tenant))
+            }
         }
         return outcomes
     }
 
-    static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult) -> Outcome {
+    static func outcome(_ delivery: Claimed, _ result: APNsDeliveryResult, tenant: UUID) -> Outcome {
         let last = result.attempts.last
         var outcome = Outcome(
             claimed: delivery, status: .failed, lastStatus: last.map(\.status),
@@ -236,7 +290,7 @@ struct DeliverySender: Sendable {
         case .invalidToken(let reason, let timestamp):
             outcome.status = .invalidToken
             outcome.lastReason = reason.rawValue
-            outcome.invalidation = (delivery.token, timestamp ?? Date(), reason.rawValue)
+            outcome.invalidation = (tenant, delivery.token, timestamp ?? Date(), reason.rawValue)
         case .failed(let reason):
             if let reason {
                 outcome.errorCode = reason.isCredentialProblem ? "apns_credentials_invalid" : "apns_rejected"
@@ -261,7 +315,22 @@ struct DeliverySender: Sendable {
     /// status 0, the request that replica sent (the same payload and headers: the same `apns-id`
     /// and collapse id; only the token's `iat` may have differed), and an error saying its answer
     /// was lost.
-    private func record(_ outcomes: [Outcome], tenant: UUID, claimID: String?, message: PreparedMessage?) async throws {
+    private func record(
+        _ outcomes: [Outcome], claimID: String?, lostMessage message: PreparedMessage?,
+        started: ContinuousClock.Instant
+    ) async throws {
+        let recording = ContinuousClock.now
+        try await writeLedger(outcomes, claimID: claimID, lostMessage: message)
+        let done = ContinuousClock.now
+        metrics.record.observe(done - recording)
+        metrics.total.observe(done - started)
+        metrics.deliveries.increment(by: outcomes.count)
+        metrics.requests.increment(by: outcomes.reduce(0) { $0 + $1.attempts.count })
+    }
+
+    private func writeLedger(_ outcomes: [Outcome], claimID: String?, lostMessage message: PreparedMessage?)
+        async throws
+    {
         let attemptCount = outcomes.reduce(0) { $0 + $1.attempts.count + ($1.lostWith == nil ? 0 : 1) }
         var aId = PostgresArrayText(capacity: 2 + attemptCount * 39),
             aNumber = PostgresArrayText(capacity: 2 + attemptCount * 2)
@@ -374,9 +443,12 @@ struct DeliverySender: Sendable {
                 try await tx.execute(
                     """
                     UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
-                    FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
-                    WHERE d.tenant_id = $1::uuid AND d.token = u.token AND d.updated_at <= u.at
-                    """, [tenant, invalid.map(\.token), invalid.map(\.at), invalid.map(\.reason)])
+                    FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[]) AS u(tenant, token, at, reason)
+                    WHERE d.tenant_id = u.tenant AND d.token = u.token AND d.updated_at <= u.at
+                    """,
+                    [
+                        invalid.map(\.tenant), invalid.map(\.token), invalid.map(\.at), invalid.map(\.reason)
+                    ])
             }
         }
     }

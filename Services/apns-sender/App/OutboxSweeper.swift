@@ -2,6 +2,7 @@ import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
+import BuzzKitWire
 import Foundation
 
 /// The durability half of the outbox rule: the gateway inserts a message, then adds it to
@@ -9,7 +10,7 @@ import Foundation
 /// dead-lettered), the message would sit in `queued` forever. Every `interval` this sweeper takes
 /// messages untouched for `requeueAfter` in `queued` or `fanning_out` (created in the last 24
 /// hours), touches them in the same statement (`FOR UPDATE SKIP LOCKED`, so concurrent replicas
-/// never pick the same one) and adds them to `bk:messages` again. A fan-out is idempotent, so an
+/// never pick the same one) and adds them to `bk:messages` (or its direct sibling) again. A fan-out is idempotent, so an
 /// extra entry costs a little work, never a double send.
 ///
 /// It also runs `takeOver` (`DeliverySender.takeOverStaleClaims`): chunks a replica claimed and
@@ -82,14 +83,21 @@ struct OutboxSweeper: Service {
                     AND created_at > now() - interval '24 hours'
                   ORDER BY updated_at LIMIT 500 FOR UPDATE SKIP LOCKED) stale
             WHERE m.id = stale.id
-            RETURNING m.id, m.tenant_id
+            RETURNING m.id, m.tenant_id, m.target, m.status
             """, [requeueAfter.seconds])
         if !rows.isEmpty {
-            let entries = try rows.map { row in
-                MessageEntry(tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0))
-                    .fields
+            // Where the producer put it: a direct message on the direct stream, unless a fan-out of
+            // it had begun (only the page-by-page fan-out leaves a message `fanning_out`).
+            var byStream: [StreamName: [[(String, [UInt8])]]] = [:]
+            for row in rows {
+                let entry = MessageEntry(
+                    tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0))
+                let target = MessageTarget(json: try row.decode(JSONValue.self, at: 2))
+                let fanningOut = try row.decode(String.self, at: 3) == MessageStatus.fanningOut.rawValue
+                let stream = (target.map { $0.isDirect } ?? false) && !fanningOut ? messages.direct : messages
+                byStream[stream, default: []].append(entry.fields)
             }
-            try await redis.xaddBatch(messages.rawValue, entries: entries)
+            for (stream, entries) in byStream { try await redis.xaddBatch(stream.rawValue, entries: entries) }
             logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])
         }
         if let takeOver {

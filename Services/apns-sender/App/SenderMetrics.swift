@@ -4,7 +4,7 @@ import BuzzKitCore
 /// `bk_sender_chunk_stage_seconds{stage}` (`claim`, `send` = every APNs attempt of the chunk,
 /// `record` = the batched ledger write, `total`), `bk_sender_deliveries_total` (claimed and
 /// sent), `bk_apns_requests_total` (attempts made) and `bk_fanout_page_seconds` (one page: insert,
-/// XADD, cursor write). Handles are looked up once; recording is a lock-free add or a short lock.
+/// XADD, cursor write) and `bk_sender_direct_batch_size` (messages per direct batch). Handles are looked up once; recording is a lock-free add or a short lock.
 struct SenderMetrics: Sendable {
     let claim: Histogram
     let send: Histogram
@@ -13,6 +13,8 @@ struct SenderMetrics: Sendable {
     let fanoutPage: Histogram
     let deliveries: Counter
     let requests: Counter
+    /// Messages of one direct batch (`DirectMessages.take`: one claim statement, one ledger write).
+    let directBatch: Histogram
 
     init(registry: MetricsRegistry) {
         let help = "Time one delivery chunk spends in each stage."
@@ -24,6 +26,9 @@ struct SenderMetrics: Sendable {
         deliveries = registry.counter(
             "bk_sender_deliveries_total", help: "Deliveries claimed and ended by this replica.")
         requests = registry.counter("bk_apns_requests_total", help: "APNs attempts made by this replica.")
+        directBatch = registry.histogram(
+            "bk_sender_direct_batch_size", help: "Direct messages taken, sent and recorded together.",
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
     }
 
     /// For tests and tools that do not expose metrics.

@@ -1,6 +1,7 @@
 import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitHTTPServer
+import BuzzKitIntake
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire
@@ -28,6 +29,10 @@ public final class Gateway: Sendable {
     let idempotency: Idempotency
     let installationStore: InstallationStore
     let subscriberBatches: SubscriberBatches
+    /// `POST /v1/messages` writes, batched: concurrent sends share one INSERT, one commit and one
+    /// pipelined XADD per stream (`MessageIntake.store`); each request still gets its own answer.
+    let messageWrites: Coalescer<UUID, MessageIntake.Prepared, MessageIntake.Accepted>
+    let messageIntake: MessageIntake
     let installationCache: InstallationCache
     let installations: InstallationAuthenticator
     let sealer: AESGCM
@@ -59,6 +64,15 @@ public final class Gateway: Sendable {
         lastUsed = LastUsedRecorder(store: keys, interval: configuration.lastUsedInterval, logger: logger)
         installationStore = InstallationStore(postgres: postgres)
         subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
+        let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
+        messageIntake = intake
+        let messageBatchSizes = metrics.histogram(
+            "bk_gateway_batch_size", help: "Requests served by one batched statement.",
+            labels: [("batch", "message_post")], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+        // Several batches at once, so their commits share WAL flushes (as subscriber writes do).
+        messageWrites = Coalescer(
+            maxBatch: 256, maxConcurrent: 3, observeBatch: { messageBatchSizes.observe(Double($0)) }
+        ) { messages in await intake.store(messages) }
         installationCache = InstallationCache(ttl: configuration.authCacheTTL)
         installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
         revocations = RevocationListener(

@@ -205,20 +205,34 @@ final class RunWorker: Service {
         return written
     }
 
-    /// After the commit: the messages on `bk:messages`. A failure is logged only: the rows are
-    /// `queued` and the sender's outbox sweeper re-enqueues them.
+    /// After the commit: the messages on the direct stream (a run's send goes to one subscriber),
+    /// each tenant's in entries of up to 100 (`MessageEntry.messageIds`, in the order they were
+    /// made, so one run's sends go out in order), with one pipelined XADD. A failure is logged
+    /// only: the rows are `queued` and the sender's outbox sweeper re-enqueues them.
     static func publish(_ messages: [WorkflowMessageInsert], redis: RedisClient, stream: StreamName, logger: Logger)
         async
     {
+        guard !messages.isEmpty else { return }
+        var byTenant: [UUID: [UUID]] = [:]
+        var tenants: [UUID] = []
         for message in messages {
-            do {
-                try await redis.xadd(
-                    stream.rawValue, fields: MessageEntry(tenantId: message.tenantId, messageId: message.id).fields)
-            } catch {
-                logger.warning(
-                    "workflow.send.enqueue.failed",
-                    metadata: ["message.id": message.id.lowercasedText, "error": "\(error)"])
+            if byTenant[message.tenantId] == nil { tenants.append(message.tenantId) }
+            byTenant[message.tenantId, default: []].append(message.id)
+        }
+        var entries: [[(String, [UInt8])]] = []
+        for tenant in tenants {
+            let ids = byTenant[tenant] ?? []
+            for start in stride(from: 0, to: ids.count, by: 100) {
+                entries.append(
+                    MessageEntry(tenantId: tenant, messageIds: Array(ids[start..<min(start + 100, ids.count)])).fields)
             }
+        }
+        do {
+            try await redis.xaddBatch(stream.direct.rawValue, entries: entries)
+        } catch {
+            logger.warning(
+                "workflow.send.enqueue.failed",
+                metadata: ["messages": String(messages.count), "error": "\(error)"])
         }
     }
 }

@@ -198,8 +198,8 @@ extension Gateway {
     func sendMessage(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let body = try context.request.jsonBody()
-        let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
-        let accepted = try await intake.accept(tenantId: tenant, json: body)
+        let message = try await messageIntake.prepare(tenantId: tenant, json: body)
+        let accepted = try await messageWrites.submit(key: message.id, message)
         return .json(accepted.jsonValue, status: 202)
     }
 
