@@ -146,7 +146,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitRuntime", "BuzzKitPush"
+                "BuzzKitRuntime", "BuzzKitPush", "BuzzKitCrypto"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(
@@ -173,7 +173,7 @@ let package = Package(
             name: "BuzzKitBench",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitHTTPServer"
+                "BuzzKitHTTPServer", "BuzzKitHTTPClient"
             ],
             path: "Tools/bench"),
 

@@ -5,7 +5,7 @@
 # run, the simulator's own ceiling with h2load (4 connections x 100 streams), and prints the ratio.
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
 # Also printed: CPU per delivery of each process (Postgres with all its backends), WAL bytes per
-# delivery, HOT updates of `deliveries`, attempts that got no answer (by error), APNs latency
+# delivery, inserts and updates of the ledger's tables, attempts that got no answer (by error), APNs latency
 # percentiles, abnormal connection ends the simulator saw, and each replica's stage times.
 # Knobs (defaults = the services' defaults): BK_SENDER_CONCURRENCY (8), BK_SENDER_CHUNK_SIZE (100),
 # BK_FANOUT_PAGE_SIZE (1000), BK_APNS_TCP_NODELAY (true); BK_PUSH_PROFILE=DIR records 6 s of
@@ -183,7 +183,7 @@ for _ in $(seq 1 50); do
 done
 "${PSQL[@]}" -F' ' >&2 <<SQL
 SELECT 'table statistics (after the services exited): ' || relname || ' inserts ' || n_tup_ins || ', updates ' || n_tup_upd || ' (HOT ' || n_tup_hot_upd || ')'
-  FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'delivery_attempts') ORDER BY relname;
+  FROM pg_stat_user_tables WHERE relname IN ('deliveries', 'delivery_chunks', 'delivery_payloads') ORDER BY relname;
 SQL
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process"

@@ -4,7 +4,7 @@
 # (AOF), the APNs simulator (recording every accepted push, so counts come from what "Apple" took),
 # the gateway with rate limiting off and TWO apns-sender replicas (a and b).
 #
-# After stack_up: BIN, PSQL (array), GW_URL, SIM_URL, SIM_CONTROL, SIM_PID, GW_PID, SENDER_PID[a|b],
+# After stack_up: BIN, CLIENT (buzzkit-bench, the load client), PSQL (array), GW_URL, SIM_URL, SIM_CONTROL, SIM_PID, GW_PID, SENDER_PID[a|b],
 # SENDER_PORT[a|b], BUZZKIT_TENANT, BUZZKIT_TENANT_KEY. PIDS lists what bench_stop_pids ends.
 # Knobs: BK_SENDER_ENV (extra VAR=value words for both replicas), BK_PUSH_NO_BUILD=1 (reuse the
 # binaries in .build-release-push), BK_BIN_DIR=DIR (run the release binaries in DIR instead, e.g.
@@ -30,6 +30,13 @@ stack_up() {
     BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-push)"
   else
     BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
+  fi
+  # The load client (buzzkit-bench post-messages) is always this checkout's, so a before/after
+  # comparison (BK_BIN_DIR) drives both stacks with the same client.
+  if [ -n "${BK_PUSH_NO_BUILD:-}" ]; then
+    CLIENT="$(swift build -c release --show-bin-path --scratch-path .build-release-push)/buzzkit-bench"
+  else
+    CLIENT="$(bench_release_build .build-release-push buzzkit-bench)/buzzkit-bench"
   fi
   local pgport redisport simctl
   pgport="$(bk_free_port)"; redisport="$(bk_free_port)"
@@ -99,6 +106,22 @@ stack_post() {
 }
 
 # stack_sim_accepted: pushes the simulator has accepted since it started (or its last reset).
+# stack_cpu: CPU ticks so far of postgres (all backends), both senders, the simulator, redis and the
+# gateway; stack_cpu_report BEFORE AFTER N LABEL prints each one's microseconds per unit of N.
+stack_cpu() {
+  echo "$(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "${SENDER_PID[a]}" "${SENDER_PID[b]}") $(bench_ticks "$SIM_PID") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_ticks "$GW_PID")"
+}
+stack_cpu_report() {
+  python3 - "$1" "$2" "$3" "$4" "$(getconf CLK_TCK)" <<'PY'
+import sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+n, label, hz = int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+names = ["postgres", "apns-sender x2", "apns-sim", "redis", "gateway"]
+parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
+print("CPU per %s (us): %s; total %.0f" % (label, ", ".join(parts), sum(y - x for x, y in zip(a, b)) / hz * 1e6 / n))
+PY
+}
+
 stack_sim_accepted() {
   curl -sf "$SIM_CONTROL/control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["accepted"])'
 }

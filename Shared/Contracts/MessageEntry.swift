@@ -69,8 +69,8 @@ extension UUID {
         return bytes
     }
 
-    /// UUIDs packed as 16 raw bytes each (`DeliveryChunk` ids, `MessageEntry`'s further
-    /// messages); nil when the length is not a multiple of 16.
+    /// UUIDs packed as 16 raw bytes each (`MessageEntry`'s further messages); nil when the length
+    /// is not a multiple of 16.
     static func parse(rawBytes raw: [UInt8]) -> [UUID]? {
         guard raw.count % 16 == 0 else { return nil }
         var ids: [UUID] = []

@@ -4,7 +4,7 @@
 /// |---|---|---|---|
 /// | `bk:messages` | `apns-fanout` | apns-sender | `MessageEntry` (one message to fan out) |
 /// | `bk:messages:direct` | `apns-direct` | apns-sender | `MessageEntry` (one direct message; taken in batches) |
-/// | `bk:deliveries` | `apns-sender` | apns-sender | `DeliveryChunk` (up to 100 delivery ids) |
+/// | `bk:deliveries` | `apns-sender` | apns-sender | `DeliveryChunk` (a `delivery_chunks` row to claim and send) |
 extension ConsumerGroup {
     /// apns-sender's fan-out group on `bk:messages`.
     public static let fanout = "apns-fanout"

@@ -37,7 +37,7 @@ struct ReplicaStopTests {
             let id = try await stack.send(["topic": "all", "body": "everyone"])
             let started = try await RedisTestSupport.eventually(limit: .seconds(30)) {
                 let rows = try await stack.postgres.query(
-                    "SELECT count(*) FROM deliveries WHERE sending_by = $1 AND status = 'sending'", [a])
+                    "SELECT count(*) FROM delivery_chunks WHERE sending_by = $1", [a])
                 return try rows[0].decode(Int.self, at: 0) > 0
             }
             try #require(started)

@@ -69,7 +69,7 @@ struct ResendTests {
             let rows = try await stack.postgres.query(
                 "SELECT DISTINCT sending_by FROM deliveries WHERE message_id = $1::uuid", [UUID(uuidString: id)!])
             #expect(try rows.map { try $0.decode(String.self, at: 0) } == [second])
-            #expect(try await stack.postgres.query("SELECT 1 FROM delivery_claims").isEmpty)
+            #expect(try await stack.postgres.query("SELECT 1 FROM delivery_chunks").isEmpty)
         }
     }
 

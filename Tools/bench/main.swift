@@ -5,7 +5,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
     FileHandle.standardError.write(
-        Data("usage: buzzkit-bench <http-server|redis-streams|postgres-bulk> [options]\n".utf8))
+        Data("usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages> [options]\n".utf8))
     exit(2)
 }
 let rest = Array(arguments.dropFirst())
@@ -14,6 +14,7 @@ do {
     case "http-server": try await HTTPServerBench.run(arguments: rest)
     case "redis-streams": try await RedisStreamsBench.run(arguments: rest)
     case "postgres-bulk": try await PostgresBulkBench.run(arguments: rest)
+    case "post-messages": try await PostMessagesBench.run(arguments: rest)
     default:
         FileHandle.standardError.write(Data("unknown benchmark \(command)\n".utf8))
         exit(2)

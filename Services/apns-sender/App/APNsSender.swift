@@ -93,7 +93,11 @@ public struct APNsSender: Sendable {
                 c.claimIdleTime = configuration.claimIdle
                 c.reclaimInterval = configuration.reclaimInterval
             },
-            handler: { entry in try await sender.handle(try DeliveryChunk(entry: entry)) })
+            handler: { entry in
+                // A version 1 entry's deliveries became a chunk row in migration 0016 (see DeliveryChunk).
+                guard !DeliveryChunk.isSuperseded(entry) else { return }
+                try await sender.handle(try DeliveryChunk(entry: entry))
+            })
         // Direct messages in batches, `directConsumers` batches at once per replica (each its own
         // consumer of the group, so one batch's APNs round trips overlap another's statements).
         let directServices = (0..<configuration.directConsumers).map { number in
@@ -115,8 +119,26 @@ public struct APNsSender: Sendable {
             postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
             interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
             takeOver: { try await sender.takeOverStaleClaims() },
+            orphans: { [deliveriesStream] in
+                try await Self.requeueOrphans(
+                    chunks: sender.chunks, redis: runtime.redis, stream: deliveriesStream,
+                    olderThan: configuration.requeueAfter)
+            },
             trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger)
         return [clients, sweeper, deliveryService, fanoutService] + directServices
+    }
+
+    /// Puts orphan chunks on `bk:deliveries` again: queued chunks enqueued more than `olderThan`
+    /// ago and before what the sending group has read and acknowledged (so a chunk still waiting in
+    /// a backlog is not added twice; with no group, after Redis lost its data, every old one).
+    static func requeueOrphans(
+        chunks: ChunkStore, redis: RedisClient, stream: StreamName, olderThan: Duration
+    ) async throws -> Int {
+        let boundary = try await redis.acknowledgedBoundary(stream.rawValue)
+        let before = boundary.map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000 - 1) } ?? Date()
+        let orphans = try await chunks.orphans(olderThan: olderThan, before: before)
+        if !orphans.isEmpty { try await redis.xaddBatch(stream.rawValue, entries: orphans.map(\.fields)) }
+        return orphans.count
     }
 
     /// A batch of the direct stream: `DirectMessages.take` sends what it can in one go; each entry

@@ -7,14 +7,15 @@ import BuzzKitRedis
 import BuzzKitWire
 import Foundation
 
-/// Expands one message (a `bk:messages` entry) into deliveries, page by page.
+/// Expands one message (a `bk:messages` entry) into chunks of devices, page by page.
 ///
-/// Per page of `pageSize` devices (keyset on (subscriber_id, token)): ONE statement inserts the
-/// page's deliveries (`ON CONFLICT (message_id, device_token) DO NOTHING`) and returns the id of
-/// every delivery of the page, new or already there; ONE pipelined XADD puts them on
-/// `bk:deliveries` in chunks of `chunkSize`; ONE update records the page's last key. A crash
-/// resumes at the recorded key: the page in progress is read again, finds its rows, and its
-/// chunks go out again, which the delivery side ignores for deliveries no longer `queued`.
+/// Per page of `pageSize` devices (keyset on (subscriber_id, token)): ONE statement writes the
+/// page's chunks of `chunkSize` devices (`delivery_chunks`, queued) and records the page's last key
+/// and the devices counted so far in the message row, so a crash resumes after the last page
+/// written and never writes a device twice; then ONE pipelined XADD puts the chunks on
+/// `bk:deliveries`. A crash between the two leaves chunks without an entry: the outbox sweeper
+/// finds such orphans and adds them (`ChunkStore.orphans`). The message ends `fanned_out` with its
+/// audience size (`fanout_count`).
 struct FanOut: Sendable {
     let postgres: PostgresClient
     let redis: RedisClient
@@ -31,7 +32,7 @@ struct FanOut: Sendable {
             """
             UPDATE messages SET status = 'fanning_out', updated_at = now()
             WHERE id = $1::uuid AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
-            RETURNING target, environment, fanout_after_subscriber, fanout_after_token, created_at
+            RETURNING target, environment, fanout_after_subscriber, fanout_after_token, created_at, fanout_devices
             """, [message, tenant])
         guard let row = rows.first else { return }  // done, failed or unknown: nothing to do
         guard let target = MessageTarget(json: try row.decode(JSONValue.self, at: 0)) else {
@@ -55,35 +56,26 @@ struct FanOut: Sendable {
             let sentAt = try row.decode(Date.self, at: 4)
             try await fanOutExpression(
                 text, message: message, tenant: tenant, environment: environment,
-                after: afterSubscriber, now: sentAt)
+                after: afterSubscriber, now: sentAt, counted: try row.decode(Int.self, at: 5))
             return
         }
+        var counted = try row.decode(Int.self, at: 5)
         while true {
             let pageStarted = ContinuousClock.now
             defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
-            let page = try await postgres.query(
-                Self.pageSQL(target),
-                Self.pageParameters(
-                    target, tenant: tenant, message: message, environment: environment,
-                    afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize))
-            var ids: [UUID] = []
-            ids.reserveCapacity(page.count)
-            // nil: a concurrent fan-out of the same message inserted it (and queues it itself).
-            for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
-            try await enqueue(ids, message: message, tenant: tenant)
-            if page.count < pageSize {
-                try await finish(message)
+            let page = try await writePage(
+                target, tenant: tenant, message: message, environment: environment,
+                afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize, position: nil,
+                expected: (afterSubscriber, afterToken))
+            if page.devices > 0 && !page.written { return }  // another fan-out of it is ahead
+            try await enqueue(page.chunks, tenant: tenant)
+            counted += page.devices
+            if page.devices < pageSize {
+                try await finish(message, audience: counted)
                 return
             }
-            let last = page[page.count - 1]
-            afterSubscriber = try last.decode(String.self, at: 0)
-            afterToken = try last.decode(String.self, at: 1)
-            try await postgres.execute(
-                """
-                UPDATE messages SET fanout_after_subscriber = $2, fanout_after_token = $3,
-                    fanout_count = fanout_count + $4, updated_at = now()
-                WHERE id = $1::uuid
-                """, [message, afterSubscriber, afterToken, page.count])
+            afterSubscriber = page.lastSubscriber
+            afterToken = page.lastToken
         }
     }
 
@@ -94,7 +86,7 @@ struct FanOut: Sendable {
     /// resumes after it (the statement runs again from there: `AudienceQuery.all(after:)`).
     private func fanOutExpression(
         _ text: String, message: UUID, tenant: UUID, environment: String?, after: String?,
-        now: Date
+        now: Date, counted: Int
     ) async throws {
         let expression: AudienceExpression
         do {
@@ -104,51 +96,77 @@ struct FanOut: Sendable {
             return
         }
         let query = AudienceQuery.all(expression, tenantId: tenant, after: after, now: now)
-        try await AudienceCursor.stream(
-            query, configuration: postgres.configuration, logger: logger,
-            pageSize: max(1, pageSize / 2)
-        ) { subscribers in
-            let pageStarted = ContinuousClock.now
-            defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
-            let page = try await postgres.query(
-                Self.pageSQL(.subscribers(subscribers)),
-                Self.pageParameters(
+        var counted = counted
+        var position = after
+        do {
+            try await AudienceCursor.stream(
+                query, configuration: postgres.configuration, logger: logger,
+                pageSize: max(1, pageSize / 2)
+            ) { subscribers in
+                let pageStarted = ContinuousClock.now
+                defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
+                let last = subscribers[subscribers.count - 1]
+                let page = try await writePage(
                     .subscribers(subscribers), tenant: tenant, message: message, environment: environment,
-                    afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max)))
-            var ids: [UUID] = []
-            ids.reserveCapacity(page.count)
-            for r in page { if let id = try r.decode(UUID?.self, at: 2) { ids.append(id) } }
-            try await enqueue(ids, message: message, tenant: tenant)
-            try await postgres.execute(
-                """
-                UPDATE messages SET fanout_after_subscriber = $2, fanout_count = fanout_count + $3, updated_at = now()
-                WHERE id = $1::uuid
-                """, [message, subscribers[subscribers.count - 1], subscribers.count])
+                    afterSubscriber: nil, afterToken: nil, limit: Int(Int32.max), position: last,
+                    expected: (position, nil), read: subscribers.count)
+                if !page.written { throw Overtaken() }
+                try await enqueue(page.chunks, tenant: tenant)
+                counted += page.devices
+                position = last
+            }
+        } catch is Overtaken {
+            return  // another fan-out of the message is ahead
         }
-        try await finish(message)
+        try await finish(message, audience: counted)
     }
 
-    /// Puts `ids` on `bk:deliveries` in chunks of `chunkSize`, with one pipelined XADD.
-    private func enqueue(_ ids: [UUID], message: UUID, tenant: UUID) async throws {
-        guard !ids.isEmpty else { return }
-        var entries: [[(String, [UInt8])]] = []
-        var start = 0
-        while start < ids.count {
-            let slice = Array(ids[start..<min(start + chunkSize, ids.count)])
-            entries.append(DeliveryChunk(tenantId: tenant, messageId: message, deliveryIds: slice).fields)
-            start += chunkSize
-        }
-        try await redis.xaddBatch(deliveries.rawValue, entries: entries)
+    /// Puts the chunks on `bk:deliveries`, with one pipelined XADD.
+    private func enqueue(_ chunks: [UUID], tenant: UUID) async throws {
+        guard !chunks.isEmpty else { return }
+        try await redis.xaddBatch(
+            deliveries.rawValue, entries: chunks.map { DeliveryChunk(tenantId: tenant, chunkId: $0).fields })
     }
 
-    private func finish(_ message: UUID) async throws {
+    private func finish(_ message: UUID, audience: Int) async throws {
         try await postgres.execute(
             """
-            UPDATE messages SET status = 'fanned_out', updated_at = now(),
-                audience_size = (SELECT count(*) FROM deliveries WHERE message_id = $1::uuid)
-            WHERE id = $1::uuid
-            """, [message])
+            UPDATE messages SET status = 'fanned_out', updated_at = now(), audience_size = $2 WHERE id = $1::uuid
+            """, [message, audience])
         logger.info("message fanned out", metadata: ["message.id": message.lowercasedText])
+    }
+
+    /// One page: its devices, the chunks written, its last key, and whether this fan-out wrote it
+    /// (false: another fan-out of the message moved the position first; this one stops).
+    struct Page {
+        var devices: Int
+        var chunks: [UUID]
+        var lastSubscriber: String?
+        var lastToken: String?
+        var written = false
+    }
+
+    /// Another fan-out of the message moved its position: this one stops (see `pageSQL`).
+    struct Overtaken: Error {}
+
+    /// Writes one page's chunks and the message's new position in one statement (see the type).
+    /// `position`: the subscriber to record as the last one read (an expression's page of
+    /// subscriber ids, some of them without devices); nil records the page's last device.
+    private func writePage(
+        _ target: MessageTarget, tenant: UUID, message: UUID, environment: String?, afterSubscriber: String?,
+        afterToken: String?, limit: Int, position: String?, expected: (String?, String?), read: Int? = nil
+    ) async throws -> Page {
+        let rows = try await postgres.query(
+            Self.pageSQL(target),
+            Self.pageParameters(
+                target, tenant: tenant, message: message, environment: environment,
+                afterSubscriber: afterSubscriber, afterToken: afterToken, limit: limit)
+                + [chunkSize, position, expected.0, expected.1, read])
+        guard let row = rows.first else { return Page(devices: 0, chunks: []) }
+        return Page(
+            devices: try row.decode(Int.self, at: 0), chunks: try row.decode([UUID]?.self, at: 1) ?? [],
+            lastSubscriber: try row.decode(String?.self, at: 2), lastToken: try row.decode(String?.self, at: 3),
+            written: try row.decode(Bool.self, at: 4))
     }
 
     private func fail(_ message: UUID, code: String, _ text: String) async throws {
@@ -158,12 +176,18 @@ struct FanOut: Sendable {
             """, [message, code, text])
     }
 
-    /// $1 tenant, $2 ids/topic, $3 environment, $4/$5 last key, $6 limit, $7 message.
+    /// $1 tenant, $2 ids/topic, $3 environment, $4/$5 last key, $6 limit, $7 message, $8 chunk
+    /// size, $9 the position to record (NULL: the page's last device), $10/$11 the position the
+    /// message must be at, $12 what the page counts for `fanout_count` (NULL: its devices; an
+    /// expression's page, its subscribers). Answers one row: devices in the page, the chunk ids, the last subscriber
+    /// and token, and whether the page was written.
     ///
-    /// A row already there (a resumed page) is looked up by (message_id, device_token) only when
-    /// the insert skipped it (`coalesce` evaluates the subquery lazily). A plain LEFT JOIN on
-    /// `deliveries` let the planner, with stale statistics mid-fan-out, read every delivery of
-    /// the message for every page (O(audience) per page).
+    /// The chunk rows and the message's position are written by the same statement: a page is
+    /// either written with its position or not at all, so a resumed fan-out never writes a device
+    /// twice. The position moves only from where this fan-out read it (`$10`, `$11`): when two
+    /// fan-outs of one message run at once (a redelivered entry, the outbox sweeper's), the row
+    /// lock orders them and the second finds the position moved and writes nothing. The arrays of
+    /// a chunk (about 10 kB for 100 devices) go to TOAST, compressed.
     static func pageSQL(_ target: MessageTarget) -> String {
         let source: String
         switch target {
@@ -181,21 +205,34 @@ struct FanOut: Sendable {
         }
         return """
             WITH page AS MATERIALIZED (
-                \(source)
-                  AND d.active AND ($3::text IS NULL OR d.environment = $3::text)
-                  AND ($4::text IS NULL OR (d.subscriber_id, d.token) > ($4::text, $5::text))
-                ORDER BY d.subscriber_id, d.token LIMIT $6
-            ), inserted AS (
-                INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment)
-                SELECT gen_random_uuid(), $1::uuid, $7::uuid, token, subscriber_id, environment FROM page
-                ON CONFLICT (message_id, device_token) DO NOTHING
-                RETURNING id, device_token
+                SELECT p.*, (row_number() OVER (ORDER BY p.subscriber_id, p.token) - 1) / $8 AS chunk
+                FROM (
+                    \(source)
+                      AND d.active AND ($3::text IS NULL OR d.environment = $3::text)
+                      AND ($4::text IS NULL OR (d.subscriber_id, d.token) > ($4::text, $5::text))
+                    ORDER BY d.subscriber_id, d.token LIMIT $6
+                ) p
+            ), last AS (
+                SELECT subscriber_id, token FROM page ORDER BY subscriber_id DESC, token DESC LIMIT 1
+            ), position AS (
+                UPDATE messages SET fanout_after_subscriber = coalesce($9::text, (SELECT subscriber_id FROM last)),
+                    fanout_after_token = CASE WHEN $9::text IS NULL THEN (SELECT token FROM last) END,
+                    fanout_count = fanout_count + coalesce($12::int, (SELECT count(*) FROM page)::int),
+                    fanout_devices = fanout_devices + (SELECT count(*) FROM page), updated_at = now()
+                WHERE id = $7::uuid AND (EXISTS (SELECT 1 FROM page) OR $9::text IS NOT NULL)
+                  AND fanout_after_subscriber IS NOT DISTINCT FROM $10::text
+                  AND fanout_after_token IS NOT DISTINCT FROM $11::text
+                RETURNING id
+            ), chunks AS (
+                INSERT INTO delivery_chunks (id, tenant_id, message_id, message_ids, tokens, subscriber_ids, environments)
+                SELECT gen_random_uuid(), $1::uuid, $7::uuid, array_fill($7::uuid, ARRAY[count(*)::int]),
+                       array_agg(token ORDER BY subscriber_id, token), array_agg(subscriber_id ORDER BY subscriber_id, token),
+                       array_agg(environment ORDER BY subscriber_id, token)
+                FROM page WHERE EXISTS (SELECT 1 FROM position) GROUP BY chunk
+                RETURNING id
             )
-            SELECT p.subscriber_id, p.token,
-                coalesce(i.id, (SELECT e.id FROM deliveries e WHERE e.message_id = $7::uuid AND e.device_token = p.token)) AS id
-            FROM page p
-            LEFT JOIN inserted i ON i.device_token = p.token
-            ORDER BY p.subscriber_id, p.token
+            SELECT (SELECT count(*)::int FROM page), (SELECT array_agg(id) FROM chunks),
+                   (SELECT subscriber_id FROM last), (SELECT token FROM last), EXISTS (SELECT 1 FROM position)
             """
     }
 

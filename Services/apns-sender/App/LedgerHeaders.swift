@@ -2,15 +2,14 @@ import BuzzKitCore
 import BuzzKitHTTPClient
 import BuzzKitWire
 
-/// Writes an attempt's request headers as the ledger's `headers` JSON object (names as sent, in
-/// order), straight into bytes.
-///
-/// Same members as `APNsResponse.requestHeadersJSON` without building a dictionary and a
-/// `JSONValue` per attempt. The writer's storage is reused between calls.
+/// Writes an attempt's request headers as a request template for `delivery_payloads.headers`: a
+/// JSON object (names as sent, in order) whose `apns-id` value is the placeholder `{apns-id}` (the
+/// `delivery_attempts` view puts each delivery's own back), straight into bytes. The writer's
+/// storage is reused between calls.
 struct LedgerHeaders {
     private var writer = JSONWriter(capacity: 512)
 
-    mutating func json(_ headers: HTTPHeaders) -> [UInt8] {
+    mutating func template(_ headers: HTTPHeaders) -> [UInt8] {
         writer.removeAll()
         writer.raw("{")
         var first = true
@@ -19,7 +18,7 @@ struct LedgerHeaders {
             first = false
             writer.string(field.name)
             writer.raw(":")
-            writer.string(field.value)
+            writer.string(field.name == "apns-id" ? "{apns-id}" : field.value)
         }
         writer.raw("}")
         return writer.bytes

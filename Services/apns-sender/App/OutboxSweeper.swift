@@ -14,9 +14,10 @@ import Foundation
 /// extra entry costs a little work, never a double send.
 ///
 /// It also runs `takeOver` (`DeliverySender.takeOverStaleClaims`): chunks a replica claimed and
-/// never recorded (it died mid-send), found through `delivery_claims` once their row is older
-/// than `BUZZKIT_SENDER_STALE_SENDING`, are sent again by this replica under the same `apns-id`
-/// and `apns-collapse-id` (a device that had the first push shows one notification).
+/// never recorded (it died mid-send), claimed longer than `BUZZKIT_SENDER_STALE_SENDING`, are sent
+/// again by this replica under the same `apns-id` and `apns-collapse-id` (a device that had the
+/// first push shows one notification); and `orphans` (`APNsSender.requeueOrphans`): queued chunks
+/// whose `bk:deliveries` entry never came or was lost with Redis are added again.
 ///
 /// And it caps `trimmedStreams` (`bk:messages`, `bk:deliveries`) below what every consumer group
 /// has acknowledged: an entry is acknowledged only after its fan-out page or chunk is recorded in
@@ -29,13 +30,15 @@ struct OutboxSweeper: Service {
     let interval: Duration
     let requeueAfter: Duration
     let takeOver: (@Sendable () async throws -> Int)?
+    let orphans: (@Sendable () async throws -> Int)?
     let trimmedStreams: [StreamName]
     let logger: Logger
     private let stopped = OneShot<Void>()
 
     init(
         postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
-        takeOver: (@Sendable () async throws -> Int)? = nil, trimmedStreams: [StreamName] = [], logger: Logger
+        takeOver: (@Sendable () async throws -> Int)? = nil, orphans: (@Sendable () async throws -> Int)? = nil,
+        trimmedStreams: [StreamName] = [], logger: Logger
     ) {
         self.postgres = postgres
         self.redis = redis
@@ -43,6 +46,7 @@ struct OutboxSweeper: Service {
         self.interval = interval
         self.requeueAfter = requeueAfter
         self.takeOver = takeOver
+        self.orphans = orphans
         self.trimmedStreams = trimmedStreams
         self.logger = logger
     }
@@ -105,6 +109,14 @@ struct OutboxSweeper: Service {
                 _ = try await takeOver()
             } catch {
                 logger.warning("taking over a stopped replica's chunks failed", metadata: ["error": "\(error)"])
+            }
+        }
+        if let orphans {
+            do {
+                let count = try await orphans()
+                if count > 0 { logger.notice("outbox sweeper re-enqueued chunks", metadata: ["count": String(count)]) }
+            } catch {
+                logger.warning("re-enqueueing orphan chunks failed", metadata: ["error": "\(error)"])
             }
         }
         return rows.count

@@ -11,7 +11,6 @@ struct PreparedMessage: Sendable {
     var content: MessageContent
     /// The request for every device, with an empty token (`APNsRequest(content:messageId:)`).
     var template: APNsRequest
-    var payloadText: String
 
     /// True when `expiresAt` passed: deliveries end `expired` without being sent.
     func isExpired(now: Date) -> Bool { content.expiresAt.map { $0 < now } ?? false }
@@ -53,9 +52,7 @@ final class PreparedMessageCache: Sendable {
             throw UnsendableMessage(description: rejection.issues.map(\.description).joined(separator: "; "))
         case .success(let content):
             let template = APNsRequest(deviceToken: "", topic: bundleId, content: content, messageId: id.lowercasedText)
-            return PreparedMessage(
-                id: id, content: content, template: template,
-                payloadText: String(decoding: template.payload, as: UTF8.self))
+            return PreparedMessage(id: id, content: content, template: template)
         }
     }
 }

@@ -13,7 +13,8 @@ struct SenderMetrics: Sendable {
     let fanoutPage: Histogram
     let deliveries: Counter
     let requests: Counter
-    /// Messages of one direct batch (`DirectMessages.take`: one claim statement, one ledger write).
+    /// Messages one direct batch took (`DirectMessages.take`: one claim statement, one ledger write
+    /// per tenant); entries whose message was already taken count nothing.
     let directBatch: Histogram
 
     init(registry: MetricsRegistry) {

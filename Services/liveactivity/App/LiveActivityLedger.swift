@@ -40,7 +40,7 @@ struct LiveActivityLedger: Sendable {
         }
         let ledger = """
             WITH attempts AS (
-                INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, reason, apns_id, latency_ms, error)
+                INSERT INTO delivery_attempt_rows (delivery_id, attempt, payload, headers, status, reason, apns_id, latency_ms, error)
                 SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::json[], $5::int[], $6::text[], $7::text[],
                                      $8::int[], $9::text[])
                 ON CONFLICT DO NOTHING

@@ -85,8 +85,7 @@ extension Gateway {
             """
             SELECT m.id, m.status, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
                    \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
-                   (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb)
-                      FROM (SELECT d.status, count(*) AS n FROM deliveries d WHERE d.message_id = m.id GROUP BY d.status) c) AS counts,
+                   \(MessageRoutes.countsSQL(message: "m.id")) AS counts,
                    coalesce(r.delivered, 0) AS delivered, coalesce(r.opened, 0) AS opened, coalesce(r.dismissed, 0) AS dismissed
             FROM messages m
             LEFT JOIN message_receipt_counts r ON r.tenant_id = m.tenant_id AND r.message_id = m.id::text
