@@ -16,7 +16,11 @@ enum PostMessagesBench {
     /// The next message to post, shared by the connections.
     final class Cursor: Sendable {
         let next = Mutex(1)
-        func take() -> Int { next.withLock { value in defer { value += 1 }; return value } }
+        func take() -> Int {
+            next.withLock { value in
+                defer { value += 1 }; return value
+            }
+        }
     }
 
     static func run(arguments: [String]) async throws {

@@ -100,7 +100,9 @@ struct ChunkStore: Sendable {
             WHERE c.id = o.id
             RETURNING c.tenant_id, c.id
             """, [olderThan.seconds, before, limit])
-        return try rows.map { DeliveryChunk(tenantId: try $0.decode(UUID.self, at: 0), chunkId: try $0.decode(UUID.self, at: 1)) }
+        return try rows.map {
+            DeliveryChunk(tenantId: try $0.decode(UUID.self, at: 0), chunkId: try $0.decode(UUID.self, at: 1))
+        }
     }
 
     /// id, tenant_id, lost_with, message_ids, tokens, subscriber_ids, environments.
@@ -111,7 +113,8 @@ struct ChunkStore: Sendable {
         let environments = try row.decode([String].self, at: 6)
         var devices: [ChunkDevice] = []
         devices.reserveCapacity(tokens.count)
-        for index in tokens.indices where index < messages.count && index < subscribers.count && index < environments.count {
+        for index in tokens.indices
+        where index < messages.count && index < subscribers.count && index < environments.count {
             devices.append(
                 ChunkDevice(
                     messageId: messages[index], token: tokens[index], subscriberId: subscribers[index],

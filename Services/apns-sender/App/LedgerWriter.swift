@@ -66,11 +66,15 @@ struct LedgerWriter: Sendable {
             }
             rows.append(outcome, log: log)
         }
-        let invalid = outcomes.compactMap { outcome in outcome.invalidation.map { (outcome.device.token, $0.at, $0.reason) } }
-        let parameters: [any PostgresEncodable] = [
-            requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value, chunk.id,
-            chunk.tenantId, instance
-        ] + rows.parameters
+        let invalid = outcomes.compactMap { outcome in
+            outcome.invalidation.map { (outcome.device.token, $0.at, $0.reason) }
+        }
+        let parameters: [any PostgresEncodable] =
+            [
+                requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
+                chunk.id,
+                chunk.tenantId, instance
+            ] + rows.parameters
         let tolerant = Self.recordSQL(onConflict: "ON CONFLICT (id) DO NOTHING")
         try await retryingLedgerWrite(logger: logger) {
             if invalid.isEmpty {
@@ -180,7 +184,8 @@ struct LedgerWriter: Sendable {
             json.raw("[")
         }
 
-        mutating func append(payload: UUID, status: Int, reason: String?, apnsId: String?, latency: Int, error: String?) {
+        mutating func append(payload: UUID, status: Int, reason: String?, apnsId: String?, latency: Int, error: String?)
+        {
             if count > 0 { json.raw(",") }
             count += 1
             if firstPayload == nil { firstPayload = payload }
