@@ -88,7 +88,7 @@ for round in $(seq 1 "$ROUNDS"); do
   curl -sf -X POST "$SIM_CONTROL/control/delay" -d '{"ms":0}' >/dev/null
   sleep 1  # answers still on their way to a replica are recorded by the simulator already
   curl -sf "$SIM_CONTROL/control/pushes?limit=$(( 3 * DEVICES ))" >"$WORK/pushes.json"
-  "${PSQL[@]}" -c "COPY (SELECT device_token, status, coalesce(error_code, ''), apns_id FROM deliveries WHERE message_id = '$ID') TO STDOUT" >"$WORK/ledger.tsv"
+  "${PSQL[@]}" -c "COPY (SELECT device_token, status, coalesce(error_code, ''), coalesce(apns_id, id) FROM deliveries WHERE message_id = '$ID') TO STDOUT" >"$WORK/ledger.tsv"
   RESULTS+=("$(python3 "$WORK/judge.py" "$round" "$victim" "$WORK/devices.txt" "$WORK/pushes.json" "$WORK/ledger.tsv" "$DEVICES" "$T0" "$T1")")
   echo "${RESULTS[-1]}" >&2
   stack_start_replica "$victim"
