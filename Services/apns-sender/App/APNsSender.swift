@@ -161,14 +161,19 @@ public struct APNsSender: Sendable {
                 failures[entry.id] = error
             }
         }
-        let taken: Set<UUID>
-        do {
-            taken = try await direct.take(messages.map(\.message))
-        } catch {
-            for (id, _) in messages { failures[id] = error }
-            return failures
+        // At most BUZZKIT_DIRECT_BATCH_SIZE messages per take (a workflow's entry carries up to 100),
+        // one take after the other, so a device's pushes still go out in the order they were made.
+        var taken = Set<UUID>()
+        let size = max(1, configuration.directBatchSize)
+        for start in stride(from: 0, to: messages.count, by: size) {
+            let slice = messages[start..<min(start + size, messages.count)]
+            do {
+                taken.formUnion(try await direct.take(slice.map(\.message)))
+            } catch {
+                for (id, _) in slice { failures[id] = error }
+            }
         }
-        let rest = messages.filter { !taken.contains($0.message.messageId) }
+        let rest = messages.filter { !taken.contains($0.message.messageId) && failures[$0.entry] == nil }
         guard !rest.isEmpty else { return failures }
         let lanes = min(rest.count, max(1, configuration.fanoutConcurrency))
         await withTaskGroup(of: [StreamEntryID: any Error].self) { group in

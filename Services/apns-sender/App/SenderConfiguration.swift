@@ -19,7 +19,7 @@ import Foundation
 /// | `BUZZKIT_SENDER_CHUNK_SIZE` | `100` | deliveries per `bk:deliveries` entry (fan-out side) |
 /// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
 /// | `BUZZKIT_FANOUT_CONCURRENCY` | `2` | messages fanned out at once per replica (a one-subscriber message is one short fan-out) |
-/// | `BUZZKIT_DIRECT_BATCH_SIZE` | `200` | direct messages (a `to` list of at most 100 subscribers) taken, sent and recorded together (one statement each way) |
+/// | `BUZZKIT_DIRECT_BATCH_SIZE` | `200` | direct messages (a `to` list of at most 100 subscribers) taken, sent and recorded together (one statement each way); also the entries read at once |
 /// | `BUZZKIT_DIRECT_CONSUMERS` | `2` | direct batches in flight at once per replica |
 /// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
 /// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
