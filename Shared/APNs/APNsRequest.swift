@@ -51,6 +51,17 @@ public struct APNsRequest: Sendable, Hashable {
             collapseId: content.collapseId ?? messageId, apnsId: apnsId, payload: payload.encode())
     }
 
+    /// A silent push carrying BuzzKit's own instructions (`bk.local`, `bk.cancel`): `payload` as
+    /// given (its `aps` holds only `content-available`), push type `background`, priority 5 (APNs
+    /// refuses 10 for background pushes), no expiration, collapse id the message id.
+    public static func silent(deviceToken: String, topic: String, payload: PushPayload, messageId: String)
+        -> APNsRequest
+    {
+        APNsRequest(
+            deviceToken: deviceToken, topic: topic, pushType: .background, priority: PushPriority.normal.rawValue,
+            collapseId: messageId, payload: payload.encode())
+    }
+
     /// `/3/device/<token>`.
     public var path: String { "/3/device/\(deviceToken)" }
 

@@ -57,11 +57,14 @@ public struct WorkflowRunInsert: Sendable {
     }
 }
 
-/// Where a workflow's message came from (the message row's workflow columns).
+/// A workflow's message row: what it is (`kind`: a push, or a local window's plan or cancel as a
+/// silent push), to whom, its content, and where it came from (the workflow columns).
 public struct WorkflowMessageInsert: Sendable {
     public var id: UUID
     public var tenantId: UUID
     public var subscriberId: String
+    public var kind: MessageKind
+    /// `push`: the rendered content; `local_plan`: `{"local": plan}`; `local_cancel`: `{"cancel": {"runId"}}`.
     public var content: JSONValue
     public var workflowKey: String
     public var version: Int
@@ -69,12 +72,13 @@ public struct WorkflowMessageInsert: Sendable {
     public var step: String
 
     public init(
-        id: UUID, tenantId: UUID, subscriberId: String, content: JSONValue, workflowKey: String, version: Int,
-        runId: UUID, step: String
+        id: UUID, tenantId: UUID, subscriberId: String, kind: MessageKind = .push, content: JSONValue,
+        workflowKey: String, version: Int, runId: UUID, step: String
     ) {
         self.id = id
         self.tenantId = tenantId
         self.subscriberId = subscriberId
+        self.kind = kind
         self.content = content
         self.workflowKey = workflowKey
         self.version = version
@@ -202,18 +206,20 @@ extension WorkflowRunStore {
         return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
     }
 
-    /// A workflow send's message row (`queued`, to the run's subscriber, naming workflow, version,
-    /// run and step). Answers false when the id exists already (the step ran before: not again).
+    /// A workflow send's message row (`queued`, of its kind, to the run's subscriber, naming
+    /// workflow, version, run and step). Answers false when the id exists already (the step ran
+    /// before: not again).
     public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
         let rows = try await tx.query(
             """
-            INSERT INTO messages (id, tenant_id, target, content, workflow_key, workflow_version, workflow_run_id, workflow_step)
-            VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5, $6, $7::uuid, $8)
+            INSERT INTO messages (id, tenant_id, target, content, kind, workflow_key, workflow_version, workflow_run_id,
+                                  workflow_step)
+            VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5, $6, $7, $8::uuid, $9)
             ON CONFLICT (id) DO NOTHING RETURNING id
             """,
             [
                 message.id, message.tenantId, MessageTarget.subscribers([message.subscriberId]).jsonValue,
-                message.content,
+                message.content, message.kind.rawValue,
                 message.workflowKey, message.version, message.runId, message.step
             ])
         return !rows.isEmpty
@@ -292,6 +298,20 @@ extension WorkflowRunStore {
             result[id] = receipts
         }
         return result
+    }
+
+    /// Whether `subscriberId` tracked `$local.scheduled` with `data.localId` = `localId` (ingest's
+    /// `events`, from any of their devices and at any time: device clocks are not trusted to
+    /// bound it): the acknowledgement a local window asks for at its moment.
+    public static func localScheduled(
+        on connection: PostgresConnection, tenantId: UUID, subscriberId: String, localId: String
+    ) async throws -> Bool {
+        try await !connection.query(
+            """
+            SELECT 1 FROM events
+            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = $3 AND data->>'localId' = $4 LIMIT 1
+            """, [tenantId, subscriberId, WorkflowEngine.localScheduledEvent, localId]
+        ).isEmpty
     }
 
     /// The subscriber's events named `name` received from `since` on (ingest's `events`), oldest

@@ -4,15 +4,16 @@ import BuzzKitPostgres
 import BuzzKitTestSupport
 import Testing
 
-/// `MessageStatus` and `DeliveryStatus` are the SQL `CHECK` lists of `messages.status` and
-/// `deliveries.status`, as the migrated database holds them (read from `pg_constraint`, so a
-/// later migration that changes a list must change the enum too, and the other way round).
+/// `MessageStatus`, `MessageKind` and `DeliveryStatus` are the SQL `CHECK` lists of
+/// `messages.status`, `messages.kind` and `deliveries.status`, as the migrated database holds them
+/// (read from `pg_constraint`, so a later migration that changes a list must change the enum too,
+/// and the other way round).
 @Suite("Statuses: the enums are the CHECK lists", .requiresTestStack)
 struct StatusCheckTests {
-    @Test func messageAndDeliveryStatusesEqualTheirCheckConstraints() async throws {
+    @Test func messageStatusesKindsAndDeliveryStatusesEqualTheirCheckConstraints() async throws {
         let schema = TestEnvironment.uniqueName("statuses")
         let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
-        let outcome: Result<(messages: Set<String>, deliveries: Set<String>), any Error>
+        let outcome: Result<(messages: Set<String>, kinds: Set<String>, deliveries: Set<String>), any Error>
         do {
             // Parallel tests race on the baseline's database-wide `CREATE EXTENSION IF NOT EXISTS
             // pgcrypto`; a file that fails leaves nothing behind, so trying again is safe.
@@ -27,6 +28,7 @@ struct StatusCheckTests {
             outcome = .success(
                 (
                     try await Self.checkList(postgres, schema: schema, table: "messages", column: "status"),
+                    try await Self.checkList(postgres, schema: schema, table: "messages", column: "kind"),
                     try await Self.checkList(postgres, schema: schema, table: "deliveries", column: "status")
                 ))
         } catch {
@@ -38,6 +40,7 @@ struct StatusCheckTests {
         await admin.shutdown()
         let lists = try outcome.get()
         #expect(lists.messages == Set(MessageStatus.allCases.map(\.rawValue)))
+        #expect(lists.kinds == Set(MessageKind.allCases.map(\.rawValue)))
         #expect(lists.deliveries == Set(DeliveryStatus.allCases.map(\.rawValue)))
     }
 

@@ -1,4 +1,5 @@
 import BuzzKitAPNs
+import BuzzKitContracts
 import BuzzKitPostgres
 import BuzzKitWire
 import Foundation
@@ -8,12 +9,15 @@ import Synchronization
 /// delivery of the message (only the device token and the apns-id change per push).
 struct PreparedMessage: Sendable {
     var id: UUID
-    var content: MessageContent
-    /// The request for every device, with an empty token (`APNsRequest(content:messageId:)`).
+    /// How the stored content became `template` (`messages.kind`).
+    var kind: MessageKind
+    /// The content's `expiresAt` (pushes only; workflow silent pushes never expire).
+    var expiresAt: Date?
+    /// The request for every device, with an empty token.
     var template: APNsRequest
 
     /// True when `expiresAt` passed: deliveries end `expired` without being sent.
-    func isExpired(now: Date) -> Bool { content.expiresAt.map { $0 < now } ?? false }
+    func isExpired(now: Date) -> Bool { expiresAt.map { $0 < now } ?? false }
 }
 
 /// Why a stored message cannot be sent (content that no longer validates: it is failed, not retried).
@@ -32,11 +36,15 @@ final class PreparedMessageCache: Sendable {
     func get(_ id: UUID, tenant: UUID, bundleId: String) async throws -> PreparedMessage? {
         if let hit = cache.withLock({ $0[id] }), hit.template.topic == bundleId { return hit }
         let rows = try await postgres.query(
-            "SELECT content, created_at FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+            "SELECT kind, content, created_at FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
         guard let row = rows.first else { return nil }
-        let json = try row.decode(JSONValue.self, at: 0)
-        let created = try row.decode(Date.self, at: 1)
-        let prepared = try Self.prepare(id: id, contentJSON: json, createdAt: created, bundleId: bundleId)
+        let kind = try row.decode(String.self, at: 0)
+        let json = try row.decode(JSONValue.self, at: 1)
+        let created = try row.decode(Date.self, at: 2)
+        guard let known = MessageKind(rawValue: kind) else {
+            throw UnsendableMessage(description: "unknown message kind '\(kind)'")
+        }
+        let prepared = try Self.prepare(id: id, kind: known, contentJSON: json, createdAt: created, bundleId: bundleId)
         cache.withLock {
             if $0.count >= 1000 { $0.removeAll() }
             $0[id] = prepared
@@ -44,15 +52,44 @@ final class PreparedMessageCache: Sendable {
         return prepared
     }
 
-    /// Re-validates the stored content as of its creation (so an `expiresAt` that passed since is
-    /// not an error here) and encodes the payload once.
-    static func prepare(id: UUID, contentJSON: JSONValue, createdAt: Date, bundleId: String) throws -> PreparedMessage {
-        switch MessageContent.validate(contentJSON, now: createdAt) {
-        case .failure(let rejection):
-            throw UnsendableMessage(description: rejection.issues.map(\.description).joined(separator: "; "))
-        case .success(let content):
-            let template = APNsRequest(deviceToken: "", topic: bundleId, content: content, messageId: id.lowercasedText)
-            return PreparedMessage(id: id, content: content, template: template)
+    /// Builds the request every device of the message gets, by kind: a push re-validates its
+    /// stored content as of its creation (so an `expiresAt` that passed since is not an error
+    /// here); a workflow's `local_plan` / `local_cancel` is a silent push (`aps` with only
+    /// `content-available`, push type `background`, priority 5) carrying `bk.local` (the stored
+    /// plan) or `bk.cancel` (the run id). The payload is encoded once.
+    static func prepare(
+        id: UUID, kind: MessageKind = .push, contentJSON: JSONValue, createdAt: Date, bundleId: String
+    ) throws -> PreparedMessage {
+        let messageId = id.lowercasedText
+        switch kind {
+        case .push:
+            switch MessageContent.validate(contentJSON, now: createdAt) {
+            case .failure(let rejection):
+                throw UnsendableMessage(description: rejection.issues.map(\.description).joined(separator: "; "))
+            case .success(let content):
+                let template = APNsRequest(deviceToken: "", topic: bundleId, content: content, messageId: messageId)
+                return PreparedMessage(id: id, kind: kind, expiresAt: content.expiresAt, template: template)
+            }
+        case .localPlan:
+            guard let plan = contentJSON["local"].flatMap(LocalPlan.init(json:)) else {
+                throw UnsendableMessage(description: "a local_plan message without a readable plan under 'local'")
+            }
+            return silent(id: id, kind: kind, .local(plan, messageId: messageId), bundleId: bundleId)
+        case .localCancel:
+            guard let runId = contentJSON["cancel"]?["runId"]?.stringValue, !runId.isEmpty else {
+                throw UnsendableMessage(description: "a local_cancel message without 'cancel.runId'")
+            }
+            return silent(id: id, kind: kind, .cancel(runId: runId, messageId: messageId), bundleId: bundleId)
+        case .liveActivity:
+            throw UnsendableMessage(description: "a live_activity message is sent by the liveactivity service")
         }
+    }
+
+    private static func silent(id: UUID, kind: MessageKind, _ payload: PushPayload, bundleId: String)
+        -> PreparedMessage
+    {
+        let template = APNsRequest.silent(
+            deviceToken: "", topic: bundleId, payload: payload, messageId: id.lowercasedText)
+        return PreparedMessage(id: id, kind: kind, expiresAt: nil, template: template)
     }
 }

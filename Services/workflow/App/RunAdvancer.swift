@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitCrypto
 import BuzzKitPostgres
 import BuzzKitWire
@@ -6,9 +7,10 @@ import BuzzKitWorkflows
 import Foundation
 
 /// Carries the engine's actions out for one run inside the caller's transaction: answers
-/// `askReceipts` and a beginning `waitFor`'s look back at once (more advances), gathers the sends'
-/// message rows, and fails the run on what this server cannot do yet (issue 16's local windows).
-/// The caller commits the final state, its timer and the messages together, then publishes.
+/// `askReceipts`, `askAcknowledgement` and a beginning `waitFor`'s look back at once (more
+/// advances), and gathers the message rows of its sends and of its local windows' plans and
+/// cancels (silent pushes, kinds `local_plan` / `local_cancel`). The caller commits the final
+/// state, its timer and the messages together, then publishes.
 struct RunAdvancer {
     let tenantId: UUID
     let runId: UUID
@@ -26,9 +28,6 @@ struct RunAdvancer {
         var timersFired = 0
         var lateness: [Double] = []
     }
-
-    /// The code a run fails with when its definition asks for a local window (issue 16).
-    static let localUnsupported = "local_delivery_unsupported"
 
     /// The message id of a step's send: a name-based UUID of run id, step and purpose, so a step
     /// executed again (after a crash before its commit) names the same message and the unique
@@ -58,10 +57,9 @@ struct RunAdvancer {
             case .send(let send):
                 guard let id = UUID(uuidText: send.messageId) else { continue }
                 result.messages.append(
-                    WorkflowMessageInsert(
-                        id: id, tenantId: tenantId, subscriberId: send.subscriberId, content: send.contentJSON,
-                        workflowKey: result.state.workflowKey, version: result.state.version, runId: runId,
-                        step: send.step))
+                    message(
+                        id: id, subscriberId: send.subscriberId, kind: .push, content: send.contentJSON,
+                        step: send.step, state: result.state))
             case .askReceipts(_, let messageIds):
                 let receipts = try await WorkflowRunStore.receipts(
                     on: connection, tenantId: tenantId,
@@ -73,13 +71,25 @@ struct RunAdvancer {
                     subscriberId: result.state.subscriber.id, name: wait.event,
                     since: wait.since)
                 followUps += events.map { .event($0) }
-            case .sendLocalPlan, .askAcknowledgement, .sendCancelPlan:
-                result.state = Self.failed(
-                    result.state, code: Self.localUnsupported,
-                    message:
-                        "deliver: \"local\" sends are not supported by this server yet (issue 16); the run stopped before its local window",
-                    at: environment.now)
-                return
+            case .sendLocalPlan(let local):
+                // The plan goes to every active device now, as a silent push (`bk.local`).
+                guard let id = UUID(uuidText: local.messageId) else { continue }
+                result.messages.append(
+                    message(
+                        id: id, subscriberId: local.subscriberId, kind: .localPlan,
+                        content: ["local": local.plan.jsonValue], step: local.step, state: result.state))
+            case .sendCancelPlan(let cancel):
+                // Cancelled centrally before the plan fired: `bk.cancel` removes it on the devices.
+                guard let id = UUID(uuidText: cancel.messageId) else { continue }
+                result.messages.append(
+                    message(
+                        id: id, subscriberId: cancel.subscriberId, kind: .localCancel,
+                        content: ["cancel": ["runId": .string(cancel.runId)]], step: cancel.step,
+                        state: result.state))
+            case .askAcknowledgement(_, let localId):
+                let acknowledged = try await WorkflowRunStore.localScheduled(
+                    on: connection, tenantId: tenantId, subscriberId: result.state.subscriber.id, localId: localId)
+                followUps.append(.acknowledgement(localId: localId, acknowledged: acknowledged))
             }
         }
         for input in followUps where result.state.status == .running {
@@ -87,6 +97,15 @@ struct RunAdvancer {
                 result.state, definition: definition, input: input, environment: environment)
             try await apply(next, to: &result)
         }
+    }
+
+    /// A message row of this run's (`kind` decides how the sender builds the push).
+    private func message(
+        id: UUID, subscriberId: String, kind: MessageKind, content: JSONValue, step: String, state: WorkflowRunState
+    ) -> WorkflowMessageInsert {
+        WorkflowMessageInsert(
+            id: id, tenantId: tenantId, subscriberId: subscriberId, kind: kind, content: content,
+            workflowKey: state.workflowKey, version: state.version, runId: runId, step: step)
     }
 
     /// `state` ended as failed with `code` (its running step interrupted, its timer and wait dropped).

@@ -82,27 +82,11 @@ extension PushPayload {
         bk.image = o["image"]?.stringValue
         bk.category = o["category"]?.stringValue
         bk.data = o["data"]?.objectValue ?? [:]
-        if case .object(let local)? = o["local"] { bk.local = parseLocal(local) }
+        if let local = o["local"] { bk.local = LocalPlan(json: local) }
         if case .object(let cancel)? = o["cancel"], let runId = cancel["runId"]?.stringValue {
             bk.cancel = CancelPlan(runId: runId)
         }
         return bk
-    }
-
-    private static func parseLocal(_ o: [String: JSONValue]) -> LocalPlan? {
-        guard let id = o["id"]?.stringValue, case .object(let at)? = o["at"] else { return nil }
-        func component(_ key: String) -> Int? { at[key]?.intValue.flatMap { Int(exactly: $0) } }
-        guard let year = component("year"), let month = component("month"), let day = component("day"),
-            let hour = component("hour"), let minute = component("minute")
-        else { return nil }
-        let fireAt = LocalPlan.FireDate(
-            year: year, month: month, day: day, hour: hour, minute: minute,
-            second: component("second") ?? 0)
-        return LocalPlan(
-            id: id, fireAt: fireAt, title: o["title"]?.stringValue, body: o["body"]?.stringValue,
-            data: o["data"]?.objectValue ?? [:], deepLink: o["deepLink"]?.stringValue,
-            cancelOn: (o["cancelOn"]?.arrayValue ?? []).compactMap(\.stringValue),
-            messageId: o["messageId"]?.stringValue)
     }
 }
 

@@ -69,6 +69,8 @@ public struct WorkflowLocalPlanAction: Sendable, Hashable {
 /// `bk.cancel` for a run's local notifications.
 public struct WorkflowCancelPlanAction: Sendable, Hashable {
     public var runId: String
+    /// The local send step whose plan it cancels (the message row's step).
+    public var step: String
     public var messageId: String
     /// `<run id>:cancel`.
     public var idempotencyKey: String

@@ -342,7 +342,8 @@ struct RunMachine {
             actions.append(
                 .sendCancelPlan(
                     WorkflowCancelPlanAction(
-                        runId: state.runId, messageId: environment.messageId(state.runId, plan.step, "cancel"),
+                        runId: state.runId, step: plan.step,
+                        messageId: environment.messageId(state.runId, plan.step, "cancel"),
                         idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
         }
         if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }

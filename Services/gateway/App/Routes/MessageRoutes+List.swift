@@ -10,7 +10,8 @@ import Foundation
 /// list shows where every send stands without one call per message.
 extension MessageRoutes {
     static let listItem = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
+        "kind": kind, "target": Schema.anyObject,
         "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
@@ -83,7 +84,7 @@ extension Gateway {
         try Validator.throwIfAny(issues)
         let rows = try await postgres.query(
             """
-            SELECT m.id, m.status, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
+            SELECT m.id, m.status, m.kind, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
                    \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
                    \(MessageRoutes.countsSQL(message: "m.id")) AS counts,
                    coalesce(r.delivered, 0) AS delivered, coalesce(r.opened, 0) AS opened, coalesce(r.dismissed, 0) AS dismissed
@@ -117,7 +118,8 @@ extension MessageRoutes {
         for status in deliveryStatuses { counts[status] = found[status] ?? .int(0) }
         let errorCode = try row.text("error_code")
         return [
-            "id": try row.uuid("id"), "status": try row.text("status"), "target": try row.json("target"),
+            "id": try row.uuid("id"), "status": try row.text("status"), "kind": try row.text("kind"),
+            "target": try row.json("target"),
             "content": try row.json("content"), "environment": try row.text("environment"),
             "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
             "counts": .object(counts),

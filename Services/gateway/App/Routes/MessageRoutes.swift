@@ -12,14 +12,20 @@ import Foundation
 enum MessageRoutes {
     static let deliveryStatuses = DeliveryStatus.allCases.map(\.rawValue)
     static let messageStatuses = MessageStatus.allCases.map(\.rawValue)
+    /// `messages.kind`: what the message is and how its `content` reads.
+    static let kind = Schema.string(
+        "push (content: what POST /v1/messages took); live_activity (content {liveActivity}); a workflow's local "
+            + "window as a silent push: local_plan (content {local}: the plan under bk.local) or local_cancel "
+            + "(content {cancel: {runId}}: bk.cancel)",
+        enumeration: MessageKind.allCases.map(\.rawValue))
 
     static let accepted = Schema.object([
         "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
         "audienceSize": Schema.nullable(Schema.integer)
     ])
     static let message = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "target": Schema.anyObject,
-        "content": Schema.anyObject,
+        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "kind": kind,
+        "target": Schema.anyObject, "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
         "counts": Schema.anyObject, "receipts": Schema.anyObject,
         "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
@@ -245,7 +251,7 @@ extension Gateway {
         let id = try Gateway.uuidParameter(context, "id", notFound: .notFound("message"))
         let rows = try await postgres.query(
             """
-            SELECT id, status, target, content, environment, audience_size, error_code, error_message,
+            SELECT id, status, kind, target, content, environment, audience_size, error_code, error_message,
                    \(isoColumn("created_at")), \(isoColumn("updated_at")),
                    \(MessageRoutes.countsSQL(message: "$1::uuid")) AS counts,
                    (SELECT count(DISTINCT subscriber_id) FROM deliveries

@@ -4,8 +4,12 @@ import { h, put } from '../lib/dom.js';
 import { number, relative, target } from '../lib/format.js';
 import { badge, button, card, empty, icons, loading, pageHeader, pager, segmented, table } from '../lib/ui.js';
 
+/** A message's headline by kind: a push's title or body; a workflow's local plan (its notification's title) or cancel. */
 export function messageTitle(m) {
   const c = m.content || {};
+  if (m.kind === 'local_plan') return `Local plan: ${c.local?.title || c.local?.body || c.local?.id || ''}`;
+  if (m.kind === 'local_cancel') return `Local cancel of run ${c.cancel?.runId || ''}`;
+  if (m.kind === 'live_activity') return `Live Activity ${c.liveActivity?.event || ''}`;
   return c.title || c.body || (c.action?.name ? `action ${c.action.name}` : 'silent push');
 }
 
