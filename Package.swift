@@ -243,7 +243,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
-                "APNsSenderApp", "BuzzKitPush", "BuzzKitTestSupport"
+                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

@@ -26,6 +26,8 @@ final class PushStack: Sendable {
     let gatewayURL: String
     let http: HTTPClient
     let tenantKey: String
+    /// The demo tenant's client key (`bk_ck_…`), what an app running the SDK ships.
+    let clientKey: String
     let tenantID: UUID
     let workspaceKey: String
     let secretKey: String
@@ -58,6 +60,7 @@ final class PushStack: Sendable {
                 name: "demo", teamID: Self.teamId, keyID: keyId, privateKey: key.pem,
                 bundleID: Self.bundleId, environment: "sandbox"))
         tenantKey = bootstrap.tenantKey!
+        clientKey = bootstrap.clientKey!
         tenantID = bootstrap.tenantID!
         workspaceKey = bootstrap.workspaceKey
         simulator = try await APNsSimulator(
