@@ -109,6 +109,20 @@ struct PushPayloadTests {
         #expect(try PushPayload.parse(bytes: cancel.encode()) == cancel)
     }
 
+    /// What a `local_plan` message stores: `jsonValue` is exactly the `bk.local` object, and reads
+    /// back to the same plan (through the text a jsonb column gives back too).
+    @Test func localPlanJSONIsBKLocal() throws {
+        let plan = LocalPlan(
+            id: "run-1:nudge", fireAt: .init(year: 2025, month: 3, day: 9, hour: 7, minute: 0, second: 5),
+            title: "Leg day", data: ["w": 1, "n": ["x": true]], cancelOn: ["a", "b"], messageId: "m9")
+        let bkLocal = try JSONValue.parse(PushPayload.local(plan).encode())["bk"]?["local"]
+        #expect(plan.jsonValue == bkLocal)
+        #expect(LocalPlan(json: try JSONValue.parse(Array(plan.jsonValue.jsonString.utf8))) == plan)
+        #expect(LocalPlan(json: ["id": "x", "at": ["year": 2025, "month": 3, "day": 9, "hour": 7]]) == nil)
+        #expect(LocalPlan(json: ["at": ["year": 2025, "month": 3, "day": 9, "hour": 7, "minute": 0]]) == nil)
+        #expect(LocalPlan(json: "run-1") == nil)
+    }
+
     @Test func parseIsLenientButNeedsBK() throws {
         #expect(throws: PushPayloadParseError.self) { try PushPayload.parse(["aps": ["alert": "x"]]) }
         #expect(throws: PushPayloadParseError.self) { try PushPayload.parse([1]) }
