@@ -7,26 +7,21 @@
 #   defaults 1000000 2000 60 200000 (bounded; stops everything it starts)
 #        bench/workflows.sh sends [runs, default 100000]: (2) RUNS runs due in the same second,
 #        each sending through the send path to its subscriber's one device (workflow_sends below).
+#        bench/workflows.sh local [windows, default 100000]: (4) WINDOWS local windows reaching
+#        their moment in the same second, half acknowledged (workflow_local below).
 # Release binaries go to $BUZZKIT_BENCH_SCRATCH (default .build-release-bench).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
-# (2) RUNS runs of one workflow ("wait 1h, then send to the run's subscriber"; RUNS subscribers with
-# one device each), all due in the same second, on the send-path stack of bench/sender_stack.sh
-# (release builds, gateway, two apns-sender replicas, the APNs simulator) plus BK_WORKFLOW_REPLICAS
-# (default 2) workflow replicas: seconds from that second to the last of their deliveries ended in
-# the ledger (written after the simulator's answer), and when the workflow service had fired the
-# last run. Baseline in the same run: bench/push_fanout.sh's message to a RUNS-device topic through
-# the same stack. Goal: <= 20 s for 100,000 (>= 5,000 workflow sends/s end to end).
-# One run is started through POST /v1/workflows/{key}/trigger and waits at its timer; the others
-# are copies of its stored state (own id and subscriber), inserted in SQL with the timer due at
-# the same second. Knobs: BK_WORKFLOW_ENV (extra VAR=value words for the workflow replicas), the
-# stack's (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR), BK_WF_LEAD (seconds from the end of the
-# inserts to the due second, default 15).
-workflow_sends() {
-  local runs="${1:-100000}" replicas="${BK_WORKFLOW_REPLICAS:-2}" r i port reply due before
+# The workflow send benchmarks' stack and set-up, shared by (2) and (4) below.
+
+# wf_stack_up: the send-path stack of bench/sender_stack.sh (release builds, gateway, two
+# apns-sender replicas, the APNs simulator) plus BK_WORKFLOW_REPLICAS (default 2) workflow
+# replicas (BK_WORKFLOW_ENV: extra VAR=value words for them).
+wf_stack_up() {
+  local replicas="${BK_WORKFLOW_REPLICAS:-2}" r i port
   source bench/sender_stack.sh
   WORK="$(mktemp -d /tmp/bk-workflow-sends.XXXXXX)"
   PIDS=()
@@ -46,67 +41,101 @@ workflow_sends() {
     for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || bk_die "workflow replica $r: $(tail -5 "$WORK/workflow-$r.log")"
   done
+}
 
-  bk_log "inserting $runs one-device subscribers for the runs and a $runs-device topic"
-  stack_devices w "$runs"
-  stack_devices u "$runs" everyone
-  curl -sf -X PUT "$GW_URL/v1/workflows/bench-due" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{"trigger": {"event": "bench.due"}, "steps": [{"name": "pause", "wait": {"duration": "1h"}},
-         {"name": "go", "send": {"title": "Due", "body": "Your run is due", "policy": "ignore"}}]}' >/dev/null \
-    || bk_die "PUT /v1/workflows/bench-due failed"
-  reply="$(curl -s -X POST "$GW_URL/v1/workflows/bench-due/trigger" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
-    -H 'Content-Type: application/json' -d '{"to": "w0000001"}')"
+# wf_template KEY DEFINITION SUBSCRIBER: saves the workflow and starts one run of it for
+# SUBSCRIBER through POST /v1/workflows/KEY/trigger; returns once it waits at its timer.
+wf_template() {
+  local key="$1" definition="$2" subscriber="$3" reply i
+  curl -sf -X PUT "$GW_URL/v1/workflows/$key" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+    -H 'Content-Type: application/json' -d "$definition" >/dev/null || bk_die "PUT /v1/workflows/$key failed"
+  reply="$(curl -s -X POST "$GW_URL/v1/workflows/$key/trigger" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+    -H 'Content-Type: application/json' -d "{\"to\": \"$subscriber\"}")"
   for i in $(seq 1 300); do
-    [ "$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-due' AND status = 'running'
+    [ "$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = '$key' AND status = 'running'
       AND timer_due_at IS NOT NULL")" = 1 ] && break
     sleep 0.1
   done
   [ "$i" -lt 300 ] || bk_die "the template run did not start: $reply"
+}
 
+# wf_copy_runs KEY PREFIX RUNS [STATE]: copies the template run into runs 2..RUNS of subscribers
+# PREFIX0000002..., each with its own id; STATE is an SQL expression of the copy's state (`st`,
+# runId and subscriber already set), its id (`s.id`) and number (`s.n`), default `st`. Then
+# moves every run's timer (row and state) to one whole second BK_WF_LEAD (default 15) seconds
+# ahead and prints that second (epoch).
+wf_copy_runs() {
+  local key="$1" prefix="$2" runs="$3" state="${4:-st}" due left
   bk_log "copying it into $runs runs due in the same second"
   "${PSQL[@]}" <<SQL
-CREATE TEMP TABLE template AS SELECT * FROM workflow_runs WHERE workflow_key = 'bench-due';
+CREATE TEMP TABLE template AS SELECT * FROM workflow_runs WHERE workflow_key = '$key';
 INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, state,
                            reacts_to, timer_token, timer_due_at, wake_at, started_at)
 SELECT s.id, t.tenant_id, t.workflow_key, t.version, s.sub, 'bench:' || s.n, 'running',
-       jsonb_set(jsonb_set(t.state, '{runId}', to_jsonb(s.id::text)), '{subscriber,id}', to_jsonb(s.sub)),
+       (SELECT $state FROM (SELECT jsonb_set(jsonb_set(t.state, '{runId}', to_jsonb(s.id::text)),
+                                             '{subscriber,id}', to_jsonb(s.sub)) AS st) c),
        t.reacts_to, t.timer_token, t.timer_due_at + interval '1 day', t.timer_due_at + interval '1 day', now()
-FROM template t, (SELECT gen_random_uuid() AS id, n, 'w' || lpad(n::text, 7, '0') AS sub
+FROM template t, (SELECT gen_random_uuid() AS id, n, '$prefix' || lpad(n::text, 7, '0') AS sub
                   FROM generate_series(2, $runs) n) s;
 ANALYZE workflow_runs;
 SQL
-  # The due second: BK_WF_LEAD seconds from now, whole; every run's timer (row and state) moved to it.
   due="$("${PSQL[@]}" -c "SELECT extract(epoch FROM date_trunc('second', now()) + make_interval(secs => ${BK_WF_LEAD:-15}))")"
   "${PSQL[@]}" <<SQL
 UPDATE workflow_runs SET
   timer_due_at = to_timestamp($due), wake_at = to_timestamp($due),
   state = jsonb_set(jsonb_set(state, '{timer,dueAt}', to_jsonb(to_char(to_timestamp($due) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))),
                     '{outcomes,0,dueAt}', to_jsonb(to_char(to_timestamp($due) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')))
-WHERE workflow_key = 'bench-due';
+WHERE workflow_key = '$key';
 SQL
-  local left
   left="$(python3 -c "import time; print(round($due - time.time(), 1))")"
   # Late copies are still measured from the due second (their wait counts); say so.
   python3 -c "import sys; sys.exit(0 if $left > 0 else 1)" \
     || bk_log "warning: moving the timers took longer than BK_WF_LEAD (${BK_WF_LEAD:-15} s); the time still counts from the due second"
   bk_log "$runs runs due at $(date -u -d "@${due%.*}" +%H:%M:%S) UTC, in $left s"
-  before="$(stack_sim_accepted)"
-  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'" "$runs" 1800 "$before"
-  local t1 sent fired done_runs
-  read -r t1 sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
-    FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'")
-  read -r fired done_runs < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FROM workflow_runs
-    WHERE workflow_key = 'bench-due' AND status = 'completed'")
+  echo "$due"
+}
 
+# wf_topic_baseline RUNS: one message to the RUNS-device topic 'everyone' through the same stack;
+# prints its start and the end of its last delivery (epoch seconds).
+wf_topic_baseline() {
+  local runs="$1" before tt0 tt1 id
   bk_log "baseline: one message to the $runs-device topic"
   before="$(stack_sim_accepted)"
-  local tt0 tt1 id
   tt0="$(date +%s.%N)"
   id="$(stack_post '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
   stack_wait_done "message_id = '$id'" "$runs" 1800 "$before"
   tt1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$id'")"
-  python3 - "$runs" "$due" "$t1" "$sent" "$fired" "$done_runs" "$tt0" "$tt1" "$replicas" <<'PY'
+  echo "$tt0 $tt1"
+}
+
+# (2) RUNS runs of one workflow ("wait 1h, then send to the run's subscriber"; RUNS subscribers with
+# one device each), all due in the same second, on wf_stack_up's stack: seconds from that second
+# to the last of their deliveries ended in the ledger (written after the simulator's answer), and
+# when the workflow service had fired the last run. Baseline in the same run: bench/push_fanout.sh's
+# message to a RUNS-device topic through the same stack. Goal: <= 20 s for 100,000 (>= 5,000
+# workflow sends/s end to end). One run is started through POST /v1/workflows/{key}/trigger and
+# waits at its timer; the others are copies of its stored state (own id and subscriber), inserted
+# in SQL with the timer due at the same second. Knobs: BK_WORKFLOW_REPLICAS, BK_WORKFLOW_ENV, the
+# stack's (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR), BK_WF_LEAD (seconds from the end of the
+# inserts to the due second, default 15).
+workflow_sends() {
+  local runs="${1:-100000}" due before
+  wf_stack_up
+  bk_log "inserting $runs one-device subscribers for the runs and a $runs-device topic"
+  stack_devices w "$runs"
+  stack_devices u "$runs" everyone
+  wf_template bench-due '{"trigger": {"event": "bench.due"}, "steps": [{"name": "pause", "wait": {"duration": "1h"}},
+    {"name": "go", "send": {"title": "Due", "body": "Your run is due", "policy": "ignore"}}]}' w0000001
+  due="$(wf_copy_runs bench-due w "$runs")"
+  before="$(stack_sim_accepted)"
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'" "$runs" 1800 "$before"
+  local t1 sent fired done_runs tt0 tt1
+  read -r t1 sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
+    FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'")
+  read -r fired done_runs < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FROM workflow_runs
+    WHERE workflow_key = 'bench-due' AND status = 'completed'")
+  read -r tt0 tt1 < <(wf_topic_baseline "$runs")
+  python3 - "$runs" "$due" "$t1" "$sent" "$fired" "$done_runs" "$tt0" "$tt1" "${BK_WORKFLOW_REPLICAS:-2}" <<'PY'
 import sys
 runs, due, t1, sent, fired, done, tt0, tt1 = (float(x) for x in sys.argv[1:9])
 replicas = sys.argv[9]
@@ -120,8 +149,72 @@ print(f"ratio: workflow sends take {seconds / topic:.1f}x the topic send's time 
 PY
 }
 
+# (4) Local windows (issue 16): WINDOWS runs of one workflow ("waitUntil 07:00, then a local send";
+# WINDOWS subscribers with one device each) reaching their moment in the same second, half of them
+# acknowledged (the even-numbered: their state says a `$local.scheduled` was routed to them, as the
+# events consumer leaves it), the other half not (each looks its acknowledgement up in `events`,
+# finds none and sends the fallback push). Measured from that second: when every decision is
+# made (every run completed, `scheduled_on_device` or `fallback_sent`) and when the simulator has
+# accepted the last fallback (its delivery ended in the ledger). Same set-up and baseline as (2):
+# the template run is started through the trigger route (its plan goes out as a silent push), the
+# others are copies of its state with their own run, subscriber and plan id. Goal: <= 15 s for
+# 100,000.
+workflow_local() {
+  local runs="${1:-100000}" due before half
+  wf_stack_up
+  bk_log "inserting $runs one-device subscribers for the windows and a $runs-device topic"
+  stack_devices l "$runs"
+  stack_devices u "$runs" everyone
+  wf_template bench-local '{"trigger": {"event": "bench.local"}, "steps": [
+    {"name": "morning-of", "waitUntil": {"time": "07:00", "timezone": "subscriber"}},
+    {"name": "nudge", "send": {"deliver": "local", "title": "Leg day", "body": "6:00 with Maya.", "policy": "ignore"}}]}' \
+    l0000001
+  # The template's plan, a silent push, is accepted before the clock starts.
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id = 'l0000001'" 1 60
+  due="$(wf_copy_runs bench-local l "$runs" \
+    "jsonb_set(jsonb_set(st, '{localPlan,localId}', to_jsonb(s.id::text || ':nudge')), '{localPlan,acknowledged}', to_jsonb(s.n % 2 = 0))")"
+  half="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND NOT (state->'localPlan'->>'acknowledged')::boolean")"
+  before="$(stack_sim_accepted)"
+  local fallbacks="m.kind = 'push' AND m.workflow_key = 'bench-local'"
+  local i decided=0
+  for i in $(seq 1 1800); do
+    decided="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND status = 'completed'")"
+    [ "$decided" -ge "$runs" ] && break
+    sleep 1
+  done
+  [ "$decided" -ge "$runs" ] || bk_die "only $decided of $runs windows decided after 30 min"
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'l%' AND message_id IN (SELECT m.id FROM messages m WHERE $fallbacks)" \
+    "$half" 1800 "$before"
+  local t_decided on_device fell_back t_sent sent tt0 tt1
+  read -r t_decided on_device fell_back < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)),
+      count(*) FILTER (WHERE state->'outcomes'->1->>'decision' = 'scheduled_on_device'),
+      count(*) FILTER (WHERE state->'outcomes'->1->>'decision' = 'fallback_sent')
+    FROM workflow_runs WHERE workflow_key = 'bench-local' AND status = 'completed'")
+  read -r t_sent sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(d.updated_at)), count(*) FILTER (WHERE d.status = 'sent')
+    FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE $fallbacks")
+  read -r tt0 tt1 < <(wf_topic_baseline "$runs")
+  python3 - "$runs" "$due" "$t_decided" "$on_device" "$fell_back" "$t_sent" "$sent" "$tt0" "$tt1" \
+    "${BK_WORKFLOW_REPLICAS:-2}" <<'PY'
+import sys
+runs, due, decided, on_device, fell_back, sent_at, sent, tt0, tt1 = (float(x) for x in sys.argv[1:10])
+replicas = sys.argv[10]
+total, topic = max(decided, sent_at) - due, tt1 - tt0
+print(f"local windows, {int(runs):,} reaching their moment in one second, {replicas} workflow + 2 sender replicas: "
+      f"every decision made after {decided - due:.1f} s ({int(on_device):,} scheduled_on_device, "
+      f"{int(fell_back):,} fallback_sent); the last of {int(sent):,} fallbacks accepted by the simulator after "
+      f"{sent_at - due:.1f} s ({fell_back / max(sent_at - due, 0.001):,.0f} fallbacks/s)")
+print(f"baseline: topic send, {int(runs):,} devices, same stack: {topic:.1f} s ({runs / topic:,.0f} deliveries/s)")
+print(f"ratio: the local windows take {total / topic:.1f}x the topic send's time; "
+      f"goal <= 15 s for 100,000 windows: {'met' if total <= 15 * runs / 100000 else 'NOT met'}")
+PY
+}
+
 if [ "${1:-}" = "sends" ]; then
   workflow_sends "${2:-100000}"
+  exit 0
+fi
+if [ "${1:-}" = "local" ]; then
+  workflow_local "${2:-100000}"
   exit 0
 fi
 
