@@ -49,10 +49,18 @@ struct PreparedMessageKindTests {
     @Test func aPushIsBuiltFromItsContentAsBefore() throws {
         let expires = created.addingTimeInterval(60)
         let prepared = try PreparedMessageCache.prepare(
-            id: id, contentJSON: ["title": "Hi", "expiresAt": .string(EventTimestamp.format(expires))],
+            id: id, kind: .push, contentJSON: ["title": "Hi", "expiresAt": .string(EventTimestamp.format(expires))],
             createdAt: created, bundleId: "com.example.app")
         #expect(prepared.kind == .push && prepared.template.pushType == .alert)
         #expect(prepared.isExpired(now: expires.addingTimeInterval(1)))
+    }
+
+    @Test func aKindThisBuildDoesNotKnowIsUnsendable() {
+        #expect(throws: UnsendableMessage.self) {
+            try PreparedMessageCache.prepare(
+                id: id, kind: "carrier_pigeon", contentJSON: ["title": "Hi"], createdAt: created,
+                bundleId: "com.example.app")
+        }
     }
 
     @Test(arguments: [

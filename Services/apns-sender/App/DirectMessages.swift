@@ -59,7 +59,8 @@ struct DirectMessages: Sendable {
             if let apns = tenants[tenant] {
                 // Unsendable content is the ledger's to record per device (message_invalid).
                 known[message] = try? PreparedMessageCache.prepare(
-                    id: message, contentJSON: try row.decode(JSONValue.self, at: 2),
+                    id: message, kind: try row.decode(String.self, at: 4),
+                    contentJSON: try row.decode(JSONValue.self, at: 2),
                     createdAt: try row.decode(Date.self, at: 3), bundleId: apns.bundleId ?? "")
             }
             if chunks[tenant] == nil {

@@ -38,18 +38,24 @@ final class PreparedMessageCache: Sendable {
         let rows = try await postgres.query(
             "SELECT kind, content, created_at FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
         guard let row = rows.first else { return nil }
-        let kind = try row.decode(String.self, at: 0)
-        let json = try row.decode(JSONValue.self, at: 1)
-        let created = try row.decode(Date.self, at: 2)
-        guard let known = MessageKind(rawValue: kind) else {
-            throw UnsendableMessage(description: "unknown message kind '\(kind)'")
-        }
-        let prepared = try Self.prepare(id: id, kind: known, contentJSON: json, createdAt: created, bundleId: bundleId)
+        let prepared = try Self.prepare(
+            id: id, kind: try row.decode(String.self, at: 0), contentJSON: try row.decode(JSONValue.self, at: 1),
+            createdAt: try row.decode(Date.self, at: 2), bundleId: bundleId)
         cache.withLock {
             if $0.count >= 1000 { $0.removeAll() }
             $0[id] = prepared
         }
         return prepared
+    }
+
+    /// `prepare` for `messages.kind` as stored: a kind this build does not know is unsendable.
+    static func prepare(id: UUID, kind: String, contentJSON: JSONValue, createdAt: Date, bundleId: String) throws
+        -> PreparedMessage
+    {
+        guard let known = MessageKind(rawValue: kind) else {
+            throw UnsendableMessage(description: "unknown message kind '\(kind)'")
+        }
+        return try prepare(id: id, kind: known, contentJSON: contentJSON, createdAt: createdAt, bundleId: bundleId)
     }
 
     /// Builds the request every device of the message gets, by kind: a push re-validates its
@@ -58,7 +64,7 @@ final class PreparedMessageCache: Sendable {
     /// `content-available`, push type `background`, priority 5) carrying `bk.local` (the stored
     /// plan) or `bk.cancel` (the run id). The payload is encoded once.
     static func prepare(
-        id: UUID, kind: MessageKind = .push, contentJSON: JSONValue, createdAt: Date, bundleId: String
+        id: UUID, kind: MessageKind, contentJSON: JSONValue, createdAt: Date, bundleId: String
     ) throws -> PreparedMessage {
         let messageId = id.lowercasedText
         switch kind {
