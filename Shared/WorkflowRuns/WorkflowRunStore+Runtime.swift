@@ -206,23 +206,35 @@ extension WorkflowRunStore {
         return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
     }
 
-    /// A workflow send's message row (`queued`, of its kind, to the run's subscriber, naming
-    /// workflow, version, run and step). Answers false when the id exists already (the step ran
-    /// before: not again).
-    public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
+    /// Workflow messages' rows (`queued`, each of its kind, to its run's subscriber, naming
+    /// workflow, version, run and step), in one statement. Answers the ids inserted: an id that
+    /// exists already (a step that ran before, redone after a crash) is not written again and
+    /// must not be published again.
+    public static func insertMessages(on tx: PostgresConnection, _ messages: [WorkflowMessageInsert]) async throws
+        -> Set<UUID>
+    {
+        guard !messages.isEmpty else { return [] }
         let rows = try await tx.query(
             """
             INSERT INTO messages (id, tenant_id, target, content, kind, workflow_key, workflow_version, workflow_run_id,
                                   workflow_step)
-            VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5, $6, $7, $8::uuid, $9)
+            SELECT id, tenant, target::jsonb, content::jsonb, kind, key, version, run, step
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::uuid[],
+                        $9::text[]) AS t(id, tenant, target, content, kind, key, version, run, step)
             ON CONFLICT (id) DO NOTHING RETURNING id
             """,
             [
-                message.id, message.tenantId, MessageTarget.subscribers([message.subscriberId]).jsonValue,
-                message.content, message.kind.rawValue,
-                message.workflowKey, message.version, message.runId, message.step
+                messages.map(\.id), messages.map(\.tenantId),
+                messages.map { MessageTarget.subscribers([$0.subscriberId]).jsonValue.jsonString },
+                messages.map(\.content.jsonString), messages.map(\.kind.rawValue), messages.map(\.workflowKey),
+                messages.map(\.version), messages.map(\.runId), messages.map(\.step)
             ])
-        return !rows.isEmpty
+        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    /// One message's row (`insertMessages` of one). Answers false when the id exists already.
+    public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
+        try await !insertMessages(on: tx, [message]).isEmpty
     }
 
     /// Puts `event` in the inbox of every live run of its subscriber that reacts to its name
@@ -312,6 +324,22 @@ extension WorkflowRunStore {
             WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND name = $3 AND data->>'localId' = $4 LIMIT 1
             """, [tenantId, subscriberId, WorkflowEngine.localScheduledEvent, localId]
         ).isEmpty
+    }
+
+    /// `localScheduled` for many (subscriber, local id) pairs of one tenant in one statement:
+    /// answers the local ids whose subscriber tracked their `$local.scheduled`.
+    public static func localScheduled(
+        on connection: PostgresConnection, tenantId: UUID, plans: [(subscriberId: String, localId: String)]
+    ) async throws -> Set<String> {
+        guard !plans.isEmpty else { return [] }
+        let rows = try await connection.query(
+            """
+            SELECT p.local_id FROM unnest($2::text[], $3::text[]) AS p(subscriber_id, local_id)
+            WHERE EXISTS (SELECT 1 FROM events e
+                          WHERE e.tenant_id = $1::uuid AND e.subscriber_id = p.subscriber_id AND e.name = $4
+                            AND e.data->>'localId' = p.local_id)
+            """, [tenantId, plans.map(\.subscriberId), plans.map(\.localId), WorkflowEngine.localScheduledEvent])
+        return Set(try rows.map { try $0.decode(String.self, at: 0) })
     }
 
     /// The subscriber's events named `name` received from `since` on (ingest's `events`), oldest

@@ -141,18 +141,19 @@ final class EventRouter: Sendable {
             }
             guard !started.isEmpty else { return [] }
             let inserted = try await WorkflowRunStore.insertStarted(on: tx, started.map(\.insert))
-            var messages: [WorkflowMessageInsert] = []
+            var sends: [WorkflowMessageInsert] = []
             var later: [(runId: UUID, event: WorkflowEvent)] = []
             for run in started where inserted.contains(run.insert.id) {
                 counts.started += 1
                 let status = run.insert.state.status
                 if status != .running { counts.ended.append(status.rawValue) }
-                messages += try await RunWorker.write(run.messages, on: tx)
+                sends += run.messages
                 guard status == .running, !run.insert.reactsTo.isEmpty else { continue }
                 for event in events[(run.index + 1)...] where run.insert.reactsTo.contains(event.name) {
                     later.append((run.insert.id, event))
                 }
             }
+            let messages = try await RunWorker.write(sends, on: tx)
             counts.routed += try await WorkflowRunStore.route(on: tx, pairs: later)
             return messages
         }

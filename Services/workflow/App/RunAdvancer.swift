@@ -17,6 +17,9 @@ struct RunAdvancer {
     let definition: WorkflowDefinition
     let environment: WorkflowEnvironment
     let connection: PostgresConnection
+    /// Acknowledgements already looked up for this run's plan (by local id), for the whole claim
+    /// in one statement: `askAcknowledgement` reads them instead of asking again.
+    var acknowledgements: [String: Bool] = [:]
 
     /// What one run's advances produced.
     struct Result {
@@ -87,9 +90,12 @@ struct RunAdvancer {
                         content: ["cancel": ["runId": .string(cancel.runId)]], step: cancel.step,
                         state: result.state))
             case .askAcknowledgement(_, let localId):
-                let acknowledged = try await WorkflowRunStore.localScheduled(
-                    on: connection, tenantId: tenantId, subscriberId: result.state.subscriber.id, localId: localId)
-                followUps.append(.acknowledgement(localId: localId, acknowledged: acknowledged))
+                var acknowledged = acknowledgements[localId]
+                if acknowledged == nil {
+                    acknowledged = try await WorkflowRunStore.localScheduled(
+                        on: connection, tenantId: tenantId, subscriberId: result.state.subscriber.id, localId: localId)
+                }
+                followUps.append(.acknowledgement(localId: localId, acknowledged: acknowledged ?? false))
             }
         }
         for input in followUps where result.state.status == .running {

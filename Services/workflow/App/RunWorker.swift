@@ -78,14 +78,23 @@ final class RunWorker: Service {
             let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
             var settings: [UUID: WorkflowCatalog.Settings] = [:]
             var saves: [WorkflowRunSave] = []
+            var sends: [[WorkflowMessageInsert]] = []
+            let acknowledgements = try await Self.acknowledgements(of: claimed, now: now, on: tx)
             for run in claimed {
                 let tenant = run.record.tenantId
                 if settings[tenant] == nil { settings[tenant] = try await catalog.settings(on: tx, tenantId: tenant) }
-                let outcome = try await advance(run, on: tx, now: now, settings: settings[tenant]!)
-                let written = try await Self.write(outcome.messages, on: tx)
-                messages += written
+                let outcome = try await advance(
+                    run, on: tx, now: now, settings: settings[tenant]!, acknowledgements: acknowledgements)
+                sends.append(outcome.messages)
                 if let save = outcome.save { saves.append(save) }
-                outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, written.count))
+                outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, 0))
+            }
+            // The claim's messages in one statement; only the new ones are published.
+            let inserted = try await WorkflowRunStore.insertMessages(on: tx, sends.flatMap { $0 })
+            for (i, runSends) in sends.enumerated() {
+                let written = runSends.filter { inserted.contains($0.id) }
+                messages += written
+                outcomes[i].sends = written.count
             }
             try await WorkflowRunStore.save(on: tx, saves)
             return claimed.count
@@ -114,7 +123,7 @@ final class RunWorker: Service {
     /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
     private func advance(
         _ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
-        settings: WorkflowCatalog.Settings
+        settings: WorkflowCatalog.Settings, acknowledgements: [String: Bool]
     ) async throws -> Outcome {
         let record = run.record
         var outcome = Outcome()
@@ -139,9 +148,12 @@ final class RunWorker: Service {
         let environment = WorkflowEnvironment(
             now: now, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone,
             messageId: RunAdvancer.messageId)
-        let advancer = RunAdvancer(
+        var advancer = RunAdvancer(
             tenantId: record.tenantId, runId: record.id, definition: definition,
             environment: environment, connection: tx)
+        if let localId = record.state?.localPlan?.localId, let known = acknowledgements[localId] {
+            advancer.acknowledgements[localId] = known
+        }
         var result: RunAdvancer.Result
         if let state = record.state {
             result = RunAdvancer.Result(state: state)
@@ -194,15 +206,34 @@ final class RunWorker: Service {
         return outcome
     }
 
-    /// Writes the message rows; answers those that were new (a re-executed step's are not).
+    /// The claimed runs whose local window reaches its moment now without an acknowledgement
+    /// routed to them: whether their subscriber tracked `$local.scheduled` for the plan after all
+    /// (the events table), one statement per tenant instead of one per run.
+    static func acknowledgements(of claimed: [ClaimedWorkflowRun], now: Date, on tx: PostgresConnection)
+        async throws -> [String: Bool]
+    {
+        var plans: [UUID: [(subscriberId: String, localId: String)]] = [:]
+        for run in claimed {
+            guard let state = run.record.state, let plan = state.localPlan, !plan.acknowledged,
+                let due = run.record.dueAt, due <= now, run.timerToken == state.timer?.token
+            else { continue }
+            plans[run.record.tenantId, default: []].append((state.subscriber.id, plan.localId))
+        }
+        var known: [String: Bool] = [:]
+        for (tenant, asked) in plans {
+            let acknowledged = try await WorkflowRunStore.localScheduled(on: tx, tenantId: tenant, plans: asked)
+            for plan in asked { known[plan.localId] = acknowledged.contains(plan.localId) }
+        }
+        return known
+    }
+
+    /// Writes the message rows in one statement; answers those that were new, in order (a
+    /// re-executed step's are not).
     static func write(_ messages: [WorkflowMessageInsert], on tx: PostgresConnection) async throws
         -> [WorkflowMessageInsert]
     {
-        var written: [WorkflowMessageInsert] = []
-        for message in messages where try await WorkflowRunStore.insertMessage(on: tx, message) {
-            written.append(message)
-        }
-        return written
+        let inserted = try await WorkflowRunStore.insertMessages(on: tx, messages)
+        return messages.filter { inserted.contains($0.id) }
     }
 
     /// After the commit: the messages on the direct stream (a run's send goes to one subscriber),
