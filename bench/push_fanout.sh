@@ -10,6 +10,7 @@
 # Knobs (defaults = the services' defaults): BK_SENDER_CONCURRENCY (8), BK_SENDER_CHUNK_SIZE (100),
 # BK_FANOUT_PAGE_SIZE (1000), BK_APNS_TCP_NODELAY (true); BK_PUSH_PROFILE=DIR records 6 s of
 # `perf record -a -g` into DIR; BK_PUSH_NO_BUILD=1 reuses the binaries in .build-release-push;
+# BK_BIN_DIR=DIR runs the release binaries in DIR instead (another checkout's: before/after);
 # BK_PUSH_WALDUMP=1 prints the WAL of the send by record type (pg_waldump --stats=record).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
@@ -31,7 +32,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building gateway, apns-sender, apns-sim, buzzkit-admin (release)"
-if [ -n "${BK_PUSH_NO_BUILD:-}" ]; then  # reuse the binaries already built (A/B runs on a busy tree)
+if [ -n "${BK_BIN_DIR:-}" ]; then  # another build's binaries (a before/after in one sitting)
+  BIN="$BK_BIN_DIR"
+elif [ -n "${BK_PUSH_NO_BUILD:-}" ]; then  # reuse the binaries already built (A/B runs on a busy tree)
   BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-push)"
 else
   BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
