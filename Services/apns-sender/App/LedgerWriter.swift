@@ -138,33 +138,26 @@ struct LedgerWriter: Sendable {
     struct RequestRows {
         var ids = PostgresArrayText(), messages = PostgresArrayText()
         var payloads = PostgresArrayText(), headerTexts = PostgresArrayText(capacity: 512)
-        private var known: [Key: UUID] = [:]
-        private var last: (key: Key, id: UUID)?
+        private var added = Set<UUID>()
+        private var last: (message: UUID, payload: [UInt8], headers: [UInt8], id: UUID)?
         private var writer = LedgerHeaders()
 
-        struct Key: Hashable {
-            var message: UUID
-            var payload: [UInt8]
-            var headers: [UInt8]
-        }
-
-        /// The id of this request, adding it to the rows the first time.
+        /// The id of this request, adding it to the rows the first time. Consecutive attempts of
+        /// one message's request (a fan-out chunk) are recognised by comparing with the last one;
+        /// otherwise the id is the digest of the request (no hashing of the bytes into a table).
         mutating func id(message: UUID, payload: [UInt8], headers: HTTPHeaders) -> UUID {
-            let key = Key(message: message, payload: payload, headers: writer.template(headers))
-            if let last, last.key == key { return last.id }
-            if let known = known[key] {
-                last = (key, known)
-                return known
-            }
+            let template = writer.template(headers)
+            if let last, last.message == message, last.payload == payload, last.headers == template { return last.id }
             var name = Array("payload:\(message.lowercasedText):".utf8)
-            name += Hex.string(Digest.sha256(key.payload + [0x0A] + key.headers)).utf8
+            name += Hex.string(Digest.sha256(payload + [0x0A] + template)).utf8
             let id = UUID.nameBased(String(decoding: name, as: UTF8.self))
-            known[key] = id
-            last = (key, id)
-            ids.append(id)
-            messages.append(message)
-            payloads.append(utf8: key.payload)
-            headerTexts.append(utf8: key.headers)
+            last = (message, payload, template, id)
+            if added.insert(id).inserted {
+                ids.append(id)
+                messages.append(message)
+                payloads.append(utf8: payload)
+                headerTexts.append(utf8: template)
+            }
             return id
         }
     }
