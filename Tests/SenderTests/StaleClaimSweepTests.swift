@@ -100,4 +100,46 @@ struct StaleClaimSweepTests {
         try await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")
         await postgres.shutdown()
     }
+
+    /// A queued chunk whose `bk:deliveries` entry never came (a crash between the fan-out's commit
+    /// and its XADD) or was lost with Redis is put on the stream again, once per `requeueAfter`;
+    /// a claimed chunk and one enqueued just now are left alone.
+    @Test func orphanChunksArePutOnTheStreamAgain() async throws {
+        let schema = TestEnvironment.uniqueName("orphans")
+        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 2)
+        _ = try await Migrator(client: postgres, logger: .silent()).migrate()
+        let redis = try RedisTestSupport.client(poolSize: 1)
+        let stream = StreamName(rawValue: TestEnvironment.uniqueName("bk:deliveries"))
+        let tenant = UUID(), message = UUID(), orphan = UUID(), fresh = UUID(), claimed = UUID()
+        for (id, by, enqueued) in [
+            (orphan, nil, "now() - interval '1 hour'"), (fresh, nil, "now()"),
+            (claimed, "live-replica", "now() - interval '1 hour'")
+        ] as [(UUID, String?, String)] {
+            try await postgres.execute(
+                """
+                INSERT INTO delivery_chunks (id, tenant_id, message_id, message_ids, tokens, subscriber_ids, environments,
+                                             sending_by, claimed_at, enqueued_at)
+                VALUES ($1::uuid, $2::uuid, $3::uuid, ARRAY[$3::uuid], ARRAY['aa'], ARRAY['s'], ARRAY['sandbox'],
+                        $4, CASE WHEN $4::text IS NULL THEN NULL ELSE now() END, \(enqueued))
+                """, [id, tenant, message, by])
+        }
+        let chunks = ChunkStore(postgres: postgres, instance: "sweeping-replica")
+        // No consumer group yet (Redis lost everything): every chunk older than 30 s is an orphan.
+        let first = try await APNsSender.requeueOrphans(
+            chunks: chunks, redis: redis, stream: stream, olderThan: .seconds(30))
+        #expect(first == 1)
+        let entries = try await redis.xrange(stream.rawValue)
+        #expect(entries.count == 1)
+        let entry = try DeliveryChunk(entry: try #require(entries.first))
+        #expect(entry.chunkId == orphan && entry.tenantId == tenant)
+        // Put on the stream just now: not again until requeueAfter has passed.
+        let second = try await APNsSender.requeueOrphans(
+            chunks: chunks, redis: redis, stream: stream, olderThan: .seconds(30))
+        #expect(second == 0)
+        #expect(try await redis.xlen(stream.rawValue) == 1)
+
+        _ = try await redis.del(keys: [stream.rawValue])
+        try await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")
+        await postgres.shutdown()
+    }
 }
