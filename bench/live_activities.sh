@@ -12,7 +12,11 @@
 #      bench/push_fanout.sh measures it), and the ratio of (2) to it.
 # Usage: bench/live_activities.sh [activities, default 10000] [topic devices, default 100000].
 # Knobs: BK_LA_RATE (500), BK_LA_SECONDS (20), BK_LA_CONNECTIONS (32), BK_LA_NO_BUILD=1 reuses the
-# binaries in .build-release-la. Stops everything it starts.
+# binaries in .build-release-la, BK_LA_QUICK=1 stops after measurement 1, BK_LA_BIN=DIR runs the binaries in DIR (another build, for a
+# before/after in one sitting). BK_LA_PROFILE=1 adds where the time of measurement 1 went: each
+# update's stages from the ledger's timestamps, the CPU each process spent per update, and the
+# statements Postgres ran per update (pg_stat_statements); BK_LA_PERF=DIR records 6 s of
+# `perf record -a -g` into DIR during it. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -36,13 +40,17 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 bk_log "building gateway, liveactivity, apns-sender, apns-sim, buzzkit-admin (release)"
-if [ -n "${BK_LA_NO_BUILD:-}" ]; then
+if [ -n "${BK_LA_BIN:-}" ]; then
+  BIN="$(cd "$BK_LA_BIN" && pwd)"
+elif [ -n "${BK_LA_NO_BUILD:-}" ]; then
   BIN="$(swift build -c release --show-bin-path --scratch-path .build-release-la)"
 else
   BIN="$(bench_release_build .build-release-la gateway liveactivity apns-sender apns-sim buzzkit-admin)"
 fi
 
+[ -n "${BK_LA_PROFILE:-}" ] && export BK_PG_OPTIONS="${BK_PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements"
 bench_bootstrap_stack "$PGPORT" "$REDISPORT"
+[ -n "${BK_LA_PROFILE:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
 
 bk_log "inserting $ACTIVITIES activities and a topic of $DEVICES devices"
 "${PSQL[@]}" <<SQL
@@ -51,7 +59,7 @@ INSERT INTO live_activities (tenant_id, activity_id, subscriber_id, attributes_t
   SELECT '$BUZZKIT_TENANT', 'act' || n, 'la' || lpad(n::text, 6, '0'), 'MatchAttributes',
          encode(sha256(('la' || n)::bytea), 'hex'), 'sandbox', 'com.example.bench' FROM generate_series(1, $ACTIVITIES) n;
 SQL
-bench_seed_topic "$DEVICES"
+[ -n "${BK_LA_QUICK:-}" ] || bench_seed_topic "$DEVICES"
 
 bk_log "starting apns-sim (recording, 1 thread), gateway, liveactivity"
 "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
@@ -77,7 +85,7 @@ sleep 1
 # The load generator: HTTP/1.1 keep-alive connections in one asyncio loop. `rate` mode sends
 # request i at t0 + i/rate (each to activity i mod N); `closed` mode keeps every connection busy.
 cat >"$WORK/load.py" <<'PY'
-import asyncio, json, sys, time
+import asyncio, json, resource, sys, time
 mode, port, key, activities, rate, seconds, connections, out = sys.argv[1:9]
 activities, rate, seconds, connections = int(activities), float(rate), float(seconds), int(connections)
 
@@ -127,14 +135,80 @@ async def main():
             results.append((n, wall, time.monotonic() - start, ok))
     await asyncio.gather(*(worker(c) for c in conns))
     elapsed = time.monotonic() - t0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     with open(out, "w") as f:
-        json.dump({"elapsed": elapsed, "results": results}, f)
+        json.dump({"elapsed": elapsed, "results": results, "cpu": usage.ru_utime + usage.ru_stime}, f)
 
 asyncio.run(main())
 PY
 
-bk_log "1. latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities"
+# CPU ticks of postgres (postmaster and children), the gateway, the liveactivity replica, the
+# simulator, redis, and of the whole machine (the load generator reports its own).
+cpu_snapshot() {
+  echo "$(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "${PIDS[1]}") $(bench_ticks "${PIDS[2]}")" \
+    "$(bench_ticks "${PIDS[0]}") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_machine_ticks)"
+}
+
+# BK_LA_PROFILE: where measurement 1's time went. Each update's stages from the ledger's own
+# clocks (the deciding transaction's now() is the delivery's created_at, the recording
+# statement's is the attempt's `at`) and the simulator's receivedAt (ms), against the load
+# generator's POST and answer times; then CPU per update by process, and Postgres's statements.
+la_profile() {
+  curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
+  "${PSQL[@]}" -F ' ' >"$WORK/ledger.txt" <<'SQL'
+SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FROM d.created_at),
+       extract(epoch FROM a.at)
+FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN delivery_attempts a ON a.delivery_id = d.id
+WHERE m.kind = 'live_activity';
+SQL
+  python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" >&2 <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1])); pushes = json.load(open(sys.argv[2]))
+pushes = pushes.get("data", pushes) if isinstance(pushes, dict) else pushes
+if isinstance(pushes, dict): pushes = pushes.get("pushes", [])
+arrived = {json.loads(p["payload"])["aps"]["content-state"]["n"]: p["receivedAt"] / 1000.0 for p in pushes}
+ledger = {}
+for line in open(sys.argv[3]):
+    n, decided, recorded = line.split()
+    ledger[int(n)] = (float(decided), float(recorded))
+stages = {k: [] for k in ("POST -> decide", "decide -> simulator", "simulator -> record", "record -> answer")}
+for n, wall, answer, ok in run["results"]:
+    if n not in ledger or n not in arrived: continue
+    decided, recorded = ledger[n]
+    stages["POST -> decide"].append(decided - wall)
+    stages["decide -> simulator"].append(arrived[n] - decided)
+    stages["simulator -> record"].append(recorded - arrived[n])
+    stages["record -> answer"].append(wall + answer - recorded)
+def pct(xs, q):
+    xs = sorted(xs); return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+for name, xs in stages.items():
+    print("stage %-22s p50 %7.1f ms  p90 %7.1f ms  p99 %7.1f ms" % (name, pct(xs, .5), pct(xs, .9), pct(xs, .99)))
+a, b = [list(map(int, x.split())) for x in sys.argv[4:6]]
+hz, n = int(sys.argv[6]), len(run["results"])
+names = ["postgres", "gateway", "liveactivity", "apns-sim", "redis"]
+parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
+print("CPU per update (us): " + ", ".join(parts) + ", load generator %.0f; whole machine %.0f (%.0f%% of 2 cores)"
+      % (run["cpu"] * 1e6 / n, (b[-1] - a[-1]) / hz * 1e6 / n, 100.0 * (b[-1] - a[-1]) / hz / run["elapsed"] / 2))
+PY
+  "${PSQL[@]}" -F ' | ' >&2 <<SQL
+SELECT 'pg: ' || round(calls::numeric / $RATE / $SECONDS_AT_RATE, 2) || ' per update, ' ||
+       round(mean_exec_time::numeric, 3) || ' ms each: ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+FROM pg_stat_statements WHERE calls >= $RATE ORDER BY calls * mean_exec_time DESC LIMIT 14;
+SQL
+}
+
+bk_log "1. latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+[ -n "${BK_LA_PROFILE:-}" ] && "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+CPU0="$(cpu_snapshot)"
+if [ -n "${BK_LA_PERF:-}" ]; then
+  # Diagnostics only: 6 s of every process's stacks, machine-wide, half-way into the run.
+  mkdir -p "$BK_LA_PERF"
+  echo "gateway ${PIDS[1]} liveactivity ${PIDS[2]} sim ${PIDS[0]}" >"$BK_LA_PERF/pids"
+  (sleep 5; perf record -F 499 -a -g -o "$BK_LA_PERF/perf.data" -- sleep 6 >/dev/null 2>&1) &
+fi
 python3 "$WORK/load.py" rate "$GWPORT" "$BUZZKIT_TENANT_KEY" "$ACTIVITIES" "$RATE" "$SECONDS_AT_RATE" "$CONNECTIONS" "$WORK/rate.json"
+CPU1="$(cpu_snapshot)"
+[ -n "${BK_LA_PROFILE:-}" ] && la_profile
 curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
 LATENCY="$(python3 - "$WORK/rate.json" "$WORK/pushes.json" "$ACTIVITIES" <<'PY'
 import hashlib, json, sys
@@ -156,6 +230,7 @@ print("%d updates in %.1f s (%d answered sent, %d reached the simulator); POST t
 PY
 )"
 echo "$LATENCY" >&2
+if [ -n "${BK_LA_QUICK:-}" ]; then echo "live activity updates at $RATE/s: $LATENCY"; exit 0; fi
 
 bk_log "2. most updates/s with per-token answers: closed loop, $CONNECTIONS connections, 10 s"
 curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
