@@ -71,5 +71,9 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 
 extension Array: PostgresEncodable where Element: PostgresEncodable {
     /// A one-dimensional array literal; every element quoted, NULL elements bare.
-    public var postgresText: String? { PostgresArrayLiteral.format(self.map(\.postgresText)) }
+    ///
+    /// A closure, not `\.postgresText`: a key path over this generic `Element` is instantiated
+    /// from its mangled name at every call (`swift_getKeyPath`, type metadata lookups), which
+    /// cost more than the formatting itself (a profile of the liveactivity service's ledger write).
+    public var postgresText: String? { PostgresArrayLiteral.format(self.map { $0.postgresText }) }
 }
