@@ -31,6 +31,11 @@ extension StreamConsumer {
         /// First delay after a Redis error, doubled up to `maxRetryBackoff`. Defaults 100 ms / 5 s.
         public var retryBackoff: Duration = .milliseconds(100)
         public var maxRetryBackoff: Duration = .seconds(5)
+        /// Read the next batch while this one's handlers run. Default true: the read's round trip
+        /// overlaps the work. Turn it off when several consumers of one group share a process
+        /// for latency (the liveactivity service's lanes): an entry read ahead waits for the batch
+        /// in front of it, while a consumer blocked in its read would have taken it at once.
+        public var readAhead = true
 
         public init(stream: String, group: String, consumer: String) {
             self.stream = stream

@@ -5,8 +5,9 @@ public import BuzzKitCore
 /// The consumer-group runner every service uses: at-least-once processing of one stream.
 ///
 /// - Reads with `XREADGROUP ... BLOCK` on a connection of its own (on its own thread). While a
-///   batch's handlers run, the next batch is already being read (read-ahead), so at most
-///   2 x `batchSize` entries are delivered to this consumer and not yet acked.
+///   batch's handlers run, the next batch is already being read (read-ahead, unless
+///   `readAhead` is off), so at most 2 x `batchSize` entries are delivered to this consumer and
+///   not yet acked.
 /// - Runs handlers with at most `maxConcurrentHandlers` at once and acks (`XACK`, one per batch)
 ///   only the entries whose handler returned, as soon as the batch's handlers are done.
 /// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
@@ -147,8 +148,8 @@ public final class StreamConsumer: Sendable {
                 }
                 let entries = carried
                 carried = []
-                if isStopping || clock.now >= nextReclaim {
-                    // No read-ahead: stopping, or a reclaim is due before the next read.
+                if isStopping || clock.now >= nextReclaim || !configuration.readAhead {
+                    // No read-ahead: stopping, a reclaim due before the next read, or turned off.
                     try await process(entries, deliveries: [:])
                 } else {
                     // Read the next batch while this one's handlers run and its acks are sent:

@@ -74,6 +74,39 @@ import BuzzKitTestSupport
         #expect(consumer.statistics.processed == 10)
     }
 
+    /// `readAhead` off (the liveactivity service's lanes): a consumer busy with a batch reads
+    /// nothing more, so what arrives meanwhile goes to a sibling that is free.
+    @Test func withoutReadAheadABusyConsumerLeavesNewEntriesToAFreeSibling() async throws {
+        let first = try await client.xaddBatch(stream, entries: (0..<5).map { [("n", Array(String($0).utf8))] })
+        var busyConfig = configuration("busy")
+        busyConfig.readAhead = false
+        let release = Mutex(false)
+        let busy = StreamConsumer(client: client, configuration: busyConfig, logger: .silent()) { _ in
+            while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        let seen = Seen()
+        let free = StreamConsumer(client: client, configuration: configuration("free"), logger: .silent()) { entry in
+            seen.record(entry.id)
+        }
+        let (taken, later) = try await withRunning(busy) {
+            let taken = await RedisTestSupport.eventually {
+                (try? await client.pending(stream, group: "workers", count: 20, consumer: "busy").count) == 5
+            }
+            let later = try await withRunning(free) {
+                let later = try await client.xaddBatch(
+                    stream, entries: (5..<10).map { [("n", Array(String($0).utf8))] })
+                _ = await RedisTestSupport.eventually { seen.snapshot.count == 5 }
+                return later
+            }
+            release.withLock { $0 = true }
+            return (taken, later)
+        }
+        #expect(taken)
+        #expect(Set(seen.snapshot.keys) == Set(later))
+        #expect(Set(seen.snapshot.keys).isDisjoint(with: first))
+        #expect(try await client.pending(stream, group: "workers", count: 20).isEmpty)
+    }
+
     @Test func batchHandlerSeesEveryEntryOnceAndOnlyItsFailuresStayPending() async throws {
         let ids = try await client.xaddBatch(stream, entries: (0..<100).map { [("n", Array(String($0).utf8))] })
         let failing: Set<StreamEntryID> = [ids[0], ids[50], ids[99]]
