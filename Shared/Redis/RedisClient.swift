@@ -52,6 +52,29 @@ public final class RedisClient: RedisCommandRunner, Service {
         return try await connection.command(args, timeout: timeout)
     }
 
+    /// One command on a pooled connection, answering through `completion` on that connection's
+    /// thread (see `RedisConnection.command(_:timeout:completion:)`): the connection goes back to
+    /// the pool just before `completion` runs. When every connection is lent, the command waits
+    /// for one (first come, first served), holding no thread.
+    public func command(
+        _ args: [RedisArgument], timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<RedisValue, RedisError>) -> Void
+    ) {
+        pool.lease { [pool] leased in
+            switch leased {
+            case .success(let connection):
+                connection.command(args, timeout: timeout) { result in
+                    _ = pool.release(connection)
+                    completion(result)
+                }
+            case .failure(let error as RedisError):
+                completion(.failure(error))
+            case .failure:
+                completion(.failure(Self.closedError))
+            }
+        }
+    }
+
     public func pipeline(_ commands: [[RedisArgument]], timeout: Duration?) async throws(RedisError) -> [RedisValue] {
         let connection = try await lease()
         defer { release(connection) }

@@ -37,6 +37,25 @@ public final class RedisConnection: Sendable {
         }.throwingServerError()
     }
 
+    /// The same, answering through `completion` on the connection's own thread instead of a
+    /// task: no hop to or from the Swift pool (for callers without a task, such as a request
+    /// answered on the HTTP server's thread, or a loop that re-submits itself). `completion` must
+    /// be short and never block: it holds the connection's thread.
+    public func command(
+        _ args: [RedisArgument], timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<RedisValue, RedisError>) -> Void
+    ) {
+        let ms = timeoutMilliseconds(timeout)
+        let context = self.context
+        let accepted = thread.submit {
+            completion(
+                Result { () throws(RedisError) -> RedisValue in
+                    try context.execute(args, timeoutMilliseconds: ms).throwingServerError()
+                })
+        }
+        if !accepted { completion(.failure(RedisError(.closed, "connection closed"))) }
+    }
+
     /// Sends all commands in one write and reads all replies (hiredis append + get-reply).
     /// Error replies come back as `.error` elements, in order; I/O errors throw.
     public func pipeline(_ commands: [[RedisArgument]], timeout: Duration? = nil) async throws(RedisError)
