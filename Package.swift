@@ -247,6 +247,13 @@ let package = Package(
             ],
             path: "Tests/SenderTests"),
         .testTarget(
+            name: "LiveActivityTests",
+            dependencies: [
+                "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitContracts", "LiveActivityApp",
+                "BuzzKitTestSupport"
+            ],
+            path: "Tests/LiveActivityTests"),
+        .testTarget(
             name: "SDKTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",

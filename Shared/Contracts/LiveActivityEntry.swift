@@ -7,24 +7,33 @@ import BuzzKitWire
 ///
 /// Fields: `v` (`1`), `tenant` (uuid), `message` (uuid: the message row the send becomes; the same
 /// for a retry with the same `Idempotency-Key`, so a retried request is answered from the ledger
-/// instead of sent twice), `reply` (the Redis list the gateway waits on with `BLPOP`), `request`
-/// (the validated request, `LiveActivitySendRequest.json`).
+/// instead of sent twice), `reply` (the Redis list the answer goes to), `replyId` (optional: which
+/// of the requests waiting on that list this is), `request` (the validated request,
+/// `LiveActivitySendRequest.json`).
 ///
 /// The liveactivity service reads it in the consumer group `liveactivity` (every replica shares
 /// it; an entry held by a replica that died is claimed by another after the claim idle time) and
-/// answers with `LiveActivityReply` on `reply` (`LPUSH`, expiring after `replyTTL`). An answer
-/// nobody waits for any more (the deadline passed: 504 `upstream_timeout`) simply expires; the
-/// work it describes is in the ledger.
+/// answers with `LiveActivityReply` on `reply` (`LPUSH`, the list expiring after `replyTTL`),
+/// carrying `replyId` when the entry has one (`replyBytes`). A gateway replica waits for all its
+/// requests' answers on one list of its own (`bk:la:reply:<replica>`, one reader, each answer
+/// matched to its request by `replyId`); without `replyId` the list is the request's own. An
+/// answer nobody waits for any more (the deadline passed: 504 `upstream_timeout`) is dropped or
+/// expires; the work it describes is in the ledger.
 public struct LiveActivityEntry: Sendable, Hashable {
     public var tenantId: UUID
     public var messageId: UUID
     public var replyKey: String
+    /// Which request waiting on `replyKey` this is (nil: the list is this request's alone).
+    public var replyId: String?
     public var request: LiveActivitySendRequest
 
-    public init(tenantId: UUID, messageId: UUID, replyKey: String, request: LiveActivitySendRequest) {
+    public init(
+        tenantId: UUID, messageId: UUID, replyKey: String, replyId: String? = nil, request: LiveActivitySendRequest
+    ) {
         self.tenantId = tenantId
         self.messageId = messageId
         self.replyKey = replyKey
+        self.replyId = replyId
         self.request = request
     }
 
@@ -38,11 +47,20 @@ public struct LiveActivityEntry: Sendable, Hashable {
     }
 
     public var fields: [(String, [UInt8])] {
-        [
+        var fields: [(String, [UInt8])] = [
             ("v", Array(Self.version.utf8)), ("tenant", Array(tenantId.lowercasedText.utf8)),
-            ("message", Array(messageId.lowercasedText.utf8)), ("reply", Array(replyKey.utf8)),
-            ("request", request.json.jsonBytes)
+            ("message", Array(messageId.lowercasedText.utf8)), ("reply", Array(replyKey.utf8))
         ]
+        if let replyId { fields.append(("replyId", Array(replyId.utf8))) }
+        fields.append(("request", request.json.jsonBytes))
+        return fields
+    }
+
+    /// The answer as it goes on `replyKey`: the reply's JSON, with `replyId` when the entry has one.
+    public func replyBytes(_ reply: LiveActivityReply) -> [UInt8] {
+        guard let replyId, case .object(var members) = reply.json else { return reply.json.jsonBytes }
+        members["replyId"] = .string(replyId)
+        return JSONValue.object(members).jsonBytes
     }
 
     public init(entry: StreamEntry) throws(StreamContractError) {
@@ -53,7 +71,8 @@ public struct LiveActivityEntry: Sendable, Hashable {
             let text = entry.string("request"), let json = try? JSONValue.parse(Array(text.utf8)),
             let request = LiveActivitySendRequest(json: json)
         else { throw StreamContractError("bk:la", "missing or invalid tenant, message, reply or request") }
-        self.init(tenantId: tenant, messageId: message, replyKey: reply, request: request)
+        self.init(
+            tenantId: tenant, messageId: message, replyKey: reply, replyId: entry.string("replyId"), request: request)
     }
 }
 

@@ -5,9 +5,10 @@ import BuzzKitRedis
 import BuzzKitRuntime
 import Foundation
 
-/// The liveactivity service: consumes `bk:la` (group `liveactivity`, shared by every replica),
-/// sends each request's pushes through the APNs client pool (`LiveActivitySender`) and answers
-/// on the request's reply key.
+/// The liveactivity service: consumes `bk:la` (group `liveactivity`, shared by every replica) in
+/// `lanes` consumers of its own, each taking what has arrived (up to `batchSize` requests) and
+/// handling it as one batch (`LiveActivityBatch`): decided in one statement, sent through the
+/// APNs client pool, recorded in one statement, answered in one Redis round trip.
 ///
 /// ```swift
 /// await ServiceMain.run(service: "liveactivity") { runtime, _ in
@@ -22,7 +23,7 @@ public struct LiveActivityService: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: LiveActivityConfiguration
     let stream: StreamName
-    let sender: LiveActivitySender
+    let batch: LiveActivityBatch
     let clients: APNsClientPool
 
     public init(runtime: ServiceRuntime, configuration: LiveActivityConfiguration, stream: StreamName = .liveActivities)
@@ -35,28 +36,35 @@ public struct LiveActivityService: Sendable {
             postgres: runtime.postgres, secretKey: configuration.secretKey,
             ttl: configuration.credentialsTTL)
         clients = APNsClientPool(settings: configuration.clients, logger: runtime.logger.with(["component": "apns"]))
-        sender = LiveActivitySender(
-            postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, clients: clients,
-            configuration: configuration, instance: runtime.settings.instanceID,
-            logger: runtime.logger)
+        batch = LiveActivityBatch(
+            ledger: LiveActivityLedger(postgres: runtime.postgres, logger: runtime.logger),
+            sender: LiveActivitySender(clients: clients, retryPolicy: configuration.retryPolicy),
+            credentials: credentials, redis: runtime.redis, instance: runtime.settings.instanceID,
+            metrics: LiveActivityMetrics(registry: runtime.metrics), logger: runtime.logger)
     }
 
-    /// The APNs clients, the stream trimmer and the consumer, in the order `ServiceGroup` starts
-    /// them. It stops them the other way, each `run()` returned before the next is asked: the
-    /// consumer finishes its requests in flight (sent, recorded, answered, acked), and only then
-    /// do the APNs clients close.
+    /// The APNs clients, the stream trimmer and the lanes, in the order `ServiceGroup` starts
+    /// them. It stops them the other way, each `run()` returned before the next is asked: every
+    /// lane finishes its batch in flight (sent, recorded, answered, acked), and only then do the
+    /// APNs clients close.
     public var services: [any Service] {
-        let configuration = configuration, sender = sender
-        let consumer = StreamConsumerService(
-            runtime: runtime, stream: stream.rawValue, group: ConsumerGroup.liveActivity,
-            configure: { c in
-                c.batchSize = configuration.concurrency
-                c.maxConcurrentHandlers = configuration.concurrency
-                c.claimIdleTime = configuration.claimIdle
-                c.reclaimInterval = configuration.reclaimInterval
-            },
-            handler: { entry in try await sender.handle(try LiveActivityEntry(entry: entry)) })
-        return [clients, StreamTrimmer(redis: runtime.redis, stream: stream, logger: runtime.logger), consumer]
+        let batch = batch
+        let lanes: [any Service] = (1...configuration.lanes).map { lane in
+            var consumer = StreamConsumer.Configuration(
+                stream: stream.rawValue, group: ConsumerGroup.liveActivity,
+                consumer: configuration.lanes == 1
+                    ? runtime.settings.instanceID : "\(runtime.settings.instanceID)/\(lane)")
+            consumer.batchSize = configuration.batchSize
+            consumer.readAhead = false
+            consumer.claimIdleTime = configuration.claimIdle
+            consumer.reclaimInterval = configuration.reclaimInterval
+            return StreamConsumerService(
+                consumer: StreamConsumer(
+                    client: runtime.redis, configuration: consumer,
+                    logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
+                    batchHandler: { entries in await batch.handle(entries) }))
+        }
+        return [clients, StreamTrimmer(redis: runtime.redis, stream: stream, logger: runtime.logger)] + lanes
     }
 }
 

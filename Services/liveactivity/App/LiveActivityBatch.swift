@@ -1,0 +1,159 @@
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPush
+import BuzzKitRedis
+import BuzzKitWire
+import Foundation
+
+/// Handles one batch of `bk:la` entries (what one lane read at once), in five steps whatever
+/// the batch's size: the tenants' credentials (cached), the decision (`LiveActivityLedger.decide`,
+/// one statement per round of `LiveActivityRounds`), the pushes (`LiveActivitySender`, one
+/// HTTP/2 batch per APNs client), the ledger (`LiveActivityLedger.record`, one statement) and the
+/// answers (one pipelined Redis round trip: an `LPUSH` and an `EXPIRE` per reply list).
+///
+/// An entry whose handling failed is returned with its error and stays pending (retried, then
+/// dead-lettered, by the consumer); the others are acked. What a failure leaves:
+/// - before deciding (credentials, a round's statement): nothing; the entry is decided afresh
+///   when retried (rounds after a failed one are not decided either, so order holds);
+/// - after deciding: its deliveries are `sending`; its pushes go out with the batch all the
+///   same (never twice: a retry finds its message and answers from the ledger), and a failed
+///   ledger write or answer leaves it to the retry, which answers what the ledger shows.
+struct LiveActivityBatch: Sendable {
+    let ledger: LiveActivityLedger
+    let sender: LiveActivitySender
+    let credentials: TenantCredentialStore
+    let redis: RedisClient
+    let instance: String
+    let metrics: LiveActivityMetrics
+    let logger: Logger
+
+    func handle(_ stream: [StreamEntry]) async -> [StreamEntryID: any Error] {
+        let started = ContinuousClock.now
+        let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        var failures: [StreamEntryID: any Error] = [:]
+        var ids: [StreamEntryID] = []
+        var entries: [LiveActivityEntry] = []
+        for item in stream {
+            metrics.queue.observe(Double(nowMs &- min(nowMs, item.id.milliseconds)) / 1000)
+            do {
+                entries.append(try LiveActivityEntry(entry: item))
+                ids.append(item.id)
+            } catch {
+                failures[item.id] = error
+            }
+        }
+        metrics.batchSize.observe(Double(entries.count))
+        guard !entries.isEmpty else { return failures }
+
+        // 1. The tenants' APNs settings, before anything is decided.
+        var tenants: [UUID: TenantAPNs] = [:]
+        for tenant in Set(entries.map(\.tenantId)) {
+            do {
+                tenants[tenant] = try await credentials.get(tenant)
+            } catch {
+                for (id, entry) in zip(ids, entries) where entry.tenantId == tenant { failures[id] = error }
+            }
+        }
+
+        // 2. Decide, round by round; a failed round leaves it and every later one undecided.
+        var plans: [LiveActivityPlan?] = Array(repeating: nil, count: entries.count)
+        let decidable = entries.indices.filter { failures[ids[$0]] == nil }
+        var decideError: (any Error)?
+        for round in LiveActivityRounds.split(decidable.map { entries[$0] }).map({ $0.map { decidable[$0] } }) {
+            guard decideError == nil else { break }
+            let clock = ContinuousClock.now
+            do {
+                let decided = try await ledger.decide(round.map { entries[$0] }, instance: instance)
+                for (index, plan) in zip(round, decided) { plans[index] = plan }
+            } catch {
+                decideError = error
+                logger.warning("live activity requests could not be decided", metadata: ["error": "\(error)"])
+            }
+            metrics.decide.observe(ContinuousClock.now - clock)
+        }
+        for index in decidable where plans[index] == nil { failures[ids[index]] = decideError }
+
+        // 3. Send what was decided.
+        var jobs: [LiveActivitySender.Job] = [], jobOf: [Int: Int] = [:]
+        for (index, plan) in plans.enumerated() {
+            guard case .send(let targets, _) = plan, !targets.isEmpty, let tenant = tenants[entries[index].tenantId]
+            else { continue }
+            jobOf[index] = jobs.count
+            jobs.append(LiveActivitySender.Job(entry: entries[index], targets: targets, tenant: tenant))
+        }
+        var clock = ContinuousClock.now
+        let outcomes = await sender.send(jobs)
+        metrics.send.observe(ContinuousClock.now - clock)
+
+        // 4. Record every attempt; then the answers of requests decided before.
+        clock = ContinuousClock.now
+        do {
+            try await ledger.record(outcomes.flatMap { $0 })
+        } catch {
+            for index in jobOf.keys { failures[ids[index]] = error }
+        }
+        metrics.record.observe(ContinuousClock.now - clock)
+        let replayed = plans.indices.filter { if case .replay = plans[$0] { true } else { false } }
+        var replays: [Int: LiveActivityReply] = [:]
+        do {
+            for (index, reply) in zip(replayed, try await ledger.replay(replayed.map { entries[$0] })) {
+                replays[index] = reply
+            }
+        } catch {
+            for index in replayed { failures[ids[index]] = error }
+        }
+
+        // 5. Answer.
+        var answered: [Int] = []
+        var answers: [(LiveActivityEntry, LiveActivityReply)] = []
+        for (index, plan) in plans.enumerated() where failures[ids[index]] == nil {
+            let entry = entries[index]
+            let reply: LiveActivityReply
+            switch plan {
+            case .none:
+                continue
+            case .replay:
+                guard let replayed = replays[index] else { continue }
+                reply = replayed
+            case .error(let code, let message):
+                reply = .error(code: code.rawValue, message: message)
+            case .send(let targets, let skipped):
+                let sent = jobOf[index].map { outcomes[$0].map { $0.result(for: entry.request) } } ?? []
+                reply = .results(messageId: targets.isEmpty ? nil : entry.messageId, skipped + sent)
+            }
+            answered.append(index)
+            answers.append((entry, reply))
+        }
+        clock = ContinuousClock.now
+        do {
+            try await answer(answers)
+            metrics.requests.increment(by: answers.count)
+        } catch {
+            for index in answered { failures[ids[index]] = error }
+        }
+        metrics.answer.observe(ContinuousClock.now - clock)
+        metrics.total.observe(ContinuousClock.now - started)
+        return failures
+    }
+
+    /// Every answer in one round trip: per reply list one `LPUSH` of its answers and one
+    /// `EXPIRE` (the list outlives nobody reading it by at most `LiveActivityEntry.replyTTL`).
+    private func answer(_ answers: [(LiveActivityEntry, LiveActivityReply)]) async throws {
+        guard !answers.isEmpty else { return }
+        var byKey: [String: [RedisArgument]] = [:]
+        var order: [String] = []
+        for (entry, reply) in answers {
+            if byKey[entry.replyKey] == nil { order.append(entry.replyKey) }
+            byKey[entry.replyKey, default: []].append(RedisArgument(bytes: entry.replyBytes(reply)))
+        }
+        let seconds = String(Int(LiveActivityEntry.replyTTL.components.seconds))
+        var commands: [[RedisArgument]] = []
+        for key in order {
+            commands.append([RedisArgument("LPUSH"), RedisArgument(key)] + (byKey[key] ?? []))
+            commands.append([RedisArgument("EXPIRE"), RedisArgument(key), RedisArgument(seconds)])
+        }
+        for reply in try await redis.pipeline(commands) {
+            if let message = reply.errorMessage { throw RedisError(.server, message) }
+        }
+    }
+}
