@@ -36,9 +36,8 @@ public final class Gateway: Sendable {
     let installationCache: InstallationCache
     let installations: InstallationAuthenticator
     let sealer: AESGCM
-    /// Connections of their own for waiting on Live Activity answers (`BLPOP`), so a wait never
-    /// holds one the rate limiter or the intake needs.
-    let liveActivityReplies: RedisClient
+    /// Where Live Activity sends wait for their answers: one list and one reader per replica.
+    let liveActivityReplies: LiveActivityReplies
     public let lastUsed: LastUsedRecorder
     public let revocations: RevocationListener
     /// The OpenAPI document, built once from the route table.
@@ -56,9 +55,8 @@ public final class Gateway: Sendable {
         self.redis = redis
         self.logger = logger
         sealer = try AESGCM(key: configuration.secretKey)
-        var waiters = redis.configuration
-        waiters.poolSize = configuration.liveActivityWaiters
-        liveActivityReplies = RedisClient(configuration: waiters, logger: logger)
+        liveActivityReplies = LiveActivityReplies(
+            redis: redis, stream: configuration.liveActivityStream, logger: logger)
         keys = KeyStore(postgres: postgres)
         cache = AuthCache(ttl: configuration.authCacheTTL)
         lastUsed = LastUsedRecorder(store: keys, interval: configuration.lastUsedInterval, logger: logger)
@@ -90,8 +88,8 @@ public final class Gateway: Sendable {
     }
 
     /// The background services to run next to the HTTP server.
-    /// The Live Activity answers' Redis connections come first, so they close only after the HTTP
-    /// server stopped and every send waiting on them answered.
+    /// The Live Activity answers' reader comes first, so it stops only after the HTTP server
+    /// stopped and every send waiting on it answered.
     public var services: [any Service] { [liveActivityReplies, revocations, lastUsed] }
 
     /// Waits until the revocation listener is in place (so a revocation elsewhere reaches this replica).

@@ -14,7 +14,6 @@ import Foundation
 /// | `BUZZKIT_KEY_LAST_USED_INTERVAL` | `10s` | how often `lastUsedAt` is written, in one batch |
 /// | `BUZZKIT_DASHBOARD_DIR` | the bundled files | a folder to serve at `/dashboard` instead (edit the pages without a rebuild) |
 /// | `BUZZKIT_LA_DEADLINE` | `5s` | how long `POST /v1/live-activities/send` waits for its answer (then 504 `upstream_timeout`; the send completes) |
-/// | `BUZZKIT_LA_WAITERS` | `64` | Redis connections waiting for Live Activity answers (one per send in flight) |
 public struct GatewayConfiguration: Sendable {
     /// The AES-256-GCM key for secrets at rest (32 bytes).
     public var secretKey: [UInt8]
@@ -28,13 +27,11 @@ public struct GatewayConfiguration: Sendable {
     public var ingestStream: StreamName = .ingest
     /// The folder served at `/dashboard`; nil: the files bundled with the gateway.
     public var dashboardDirectory: String?
-    /// Where Live Activity sends go (`bk:la`; tests use their own stream). Reply keys are
-    /// `<stream>:reply:<uuid>`.
+    /// Where Live Activity sends go (`bk:la`; tests use their own stream). Answers come back on
+    /// `<stream>:reply:<uuid>`, one list per gateway replica (`LiveActivityReplies`).
     public var liveActivityStream: StreamName = .liveActivities
     /// How long `POST /v1/live-activities/send` waits for the liveactivity service. Default 5 s.
     public var liveActivityDeadline: Duration = .seconds(5)
-    /// Redis connections for those waits (sends waiting at once per replica). Default 64.
-    public var liveActivityWaiters: Int = 64
 
     public init(
         secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
@@ -68,7 +65,6 @@ public struct GatewayConfiguration: Sendable {
         let interval = reader.duration("BUZZKIT_KEY_LAST_USED_INTERVAL", default: .seconds(10))
         let dashboard = reader.raw("BUZZKIT_DASHBOARD_DIR").flatMap { $0.isEmpty ? nil : $0 }
         let deadline = reader.duration("BUZZKIT_LA_DEADLINE", default: .seconds(5))
-        let waiters = reader.int("BUZZKIT_LA_WAITERS", default: 64, range: 1...4096)
         if let dashboard, !FileManager.default.fileExists(atPath: dashboard + "/index.html") {
             reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
         }
@@ -79,6 +75,5 @@ public struct GatewayConfiguration: Sendable {
             authCacheTTL: ttl, lastUsedInterval: interval)
         dashboardDirectory = dashboard
         liveActivityDeadline = deadline
-        liveActivityWaiters = waiters
     }
 }

@@ -28,7 +28,9 @@ extension Gateway {
         case .slow(let key, let rateHeaders):
             return .task { [self] request in await handle(box.route, request, key: key, rateHeaders: rateHeaders) }
         case .ready(let context, let rateHeaders):
-            if let deferred = box.route.deferred {
+            if let deferred = box.route.deferred,
+                box.route.method != "POST" || request.headers[Idempotency.header] == nil
+            {
                 // The completion keeps the request id, not the request: the request is freed on
                 // the network thread that built it, not later on the thread that answers.
                 let requestId = context.request.requestId

@@ -53,8 +53,8 @@ public struct GatewayRoute: Sendable {
     /// without the `BuzzKit-Installation` header every other client-key request must carry.
     public var registersInstallation = false
     var handler: Handler?
-    /// When set (never on POST, whose Idempotency-Key handling is async), requests whose key,
-    /// rate limit and tenant are decided from caches run this instead of `handler`.
+    /// When set, requests whose key, rate limit and tenant are decided from caches run this
+    /// instead of `handler`; on POST only those without an `Idempotency-Key` (its claim is async).
     var deferred: DeferredHandler?
 
     init(
@@ -77,7 +77,7 @@ public struct GatewayRoute: Sendable {
         self.paginated = paginated
         self.errors = errors
         self.handler = handler
-        self.deferred = method == "POST" ? nil : deferred
+        self.deferred = deferred
     }
 
     /// The router pattern: `{name}` segments become `:name`.

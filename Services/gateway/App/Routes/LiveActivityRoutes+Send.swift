@@ -8,13 +8,14 @@ import Foundation
 /// `POST /v1/live-activities/send`: start, update or end a Live Activity from the backend, with
 /// one APNs result per token in the answer.
 ///
-/// The gateway validates the request, puts it on `bk:la` with a fresh reply key and waits for the
-/// liveactivity service's answer (`BLPOP` on that key, on a Redis pool of its own so a wait never
-/// holds a connection the rest of the gateway needs) until the deadline (`liveActivityDeadline`,
-/// default 5 s): then `504 upstream_timeout`, while the work still completes and is visible in
-/// the ledger (`GET /v1/messages/{id}`, whose id the 504's `details.messageId` names). The
-/// message id is derived from the `Idempotency-Key` when there is one, so a retry after a 504 is
-/// answered from the ledger, not sent again.
+/// The gateway validates the request, puts it on `bk:la` with this replica's reply list and a
+/// reply id, and waits for the liveactivity service's answer (`LiveActivityReplies`: one reader
+/// for all of the replica's sends) until the deadline (`liveActivityDeadline`, default 5 s): then
+/// `504 upstream_timeout`, while the work still completes and is visible in the ledger
+/// (`GET /v1/messages/{id}`, whose id the 504's `details.messageId` names). The message id is
+/// derived from the `Idempotency-Key` when there is one, so a retry after a 504 is answered from
+/// the ledger, not sent again. A request without an `Idempotency-Key` runs without a task (the
+/// route's deferred handler); one with it runs as a task, for the key's claim.
 enum LiveActivitySendRoutes {
     static let priorities = ["high", "normal"]
 
@@ -80,7 +81,8 @@ enum LiveActivitySendRoutes {
                 "Start, update or end a Live Activity; one APNs result per token (504 upstream_timeout past the deadline, the send still completes)",
                 access: .tenant(.messagesSend, clientKeys: false), body: body, response: response,
                 errors: [.liveActivityNotFound, .noPushToStartToken, .upstreamTimeout],
-                handler: { g, c in try await g.sendLiveActivity(c) })
+                handler: { g, c in try await g.sendLiveActivity(c) },
+                deferred: { g, c, done in g.sendLiveActivity(c, done) })
         ]
     }
 
@@ -173,38 +175,59 @@ enum LiveActivitySendRoutes {
 }
 
 extension Gateway {
+    /// The route as a task (a request with an `Idempotency-Key`, whose claim is async).
     func sendLiveActivity(_ context: RequestContext) async throws -> Response {
-        let tenant = try context.tenant
-        let request = try LiveActivitySendRoutes.validate(try context.request.jsonBody(), now: Date())
-        let messageId = LiveActivitySendRoutes.messageId(
-            tenant: tenant, idempotencyKey: context.request.headers[Idempotency.header])
-        let replyKey = LiveActivityEntry.makeReplyKey(prefix: configuration.liveActivityStream.rawValue + ":reply:")
-        let entry = LiveActivityEntry(tenantId: tenant, messageId: messageId, replyKey: replyKey, request: request)
-        _ = try await redis.xadd(configuration.liveActivityStream.rawValue, fields: entry.fields)
-        let deadline = configuration.liveActivityDeadline
-        let seconds = Double(deadline.components.seconds) + Double(deadline.components.attoseconds) / 1e18
-        let reply = try await liveActivityReplies.command(
-            [
-                RedisArgument("BLPOP"), RedisArgument(replyKey),
-                RedisArgument(String(format: "%.3f", max(0.001, seconds)))
-            ],
-            timeout: deadline + .seconds(2))
-        guard let pair = reply.array, pair.count == 2, let bytes = pair[1].bytes,
-            let json = try? JSONValue.parse(bytes), let answer = LiveActivityReply(json: json)
-        else {
-            throw APIError(
-                .upstreamTimeout, "the Live Activity send did not answer within its deadline; it still completes",
-                details: ["messageId": .string(messageId.lowercasedText)])
+        try await withCheckedThrowingContinuation { continuation in
+            sendLiveActivity(context) { continuation.resume(with: $0) }
         }
-        switch answer {
+    }
+
+    /// The route without a task: validated on the network thread, queued on `bk:la` from a
+    /// pooled Redis connection's thread, answered from `LiveActivityReplies`' reader thread.
+    func sendLiveActivity(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void)
+    {
+        let entry: LiveActivityEntry
+        do {
+            let request = try LiveActivitySendRoutes.validate(try context.request.jsonBody(), now: Date())
+            let messageId = LiveActivitySendRoutes.messageId(
+                tenant: try context.tenant, idempotencyKey: context.request.headers[Idempotency.header])
+            entry = LiveActivityEntry(
+                tenantId: try context.tenant, messageId: messageId, replyKey: liveActivityReplies.key,
+                replyId: liveActivityReplies.makeReplyId(), request: request)
+        } catch {
+            return done(.failure(error))
+        }
+        let replyId = entry.replyId ?? ""
+        liveActivityReplies.wait(replyId, deadline: configuration.liveActivityDeadline) { reply in
+            done(LiveActivitySendRoutes.response(reply, entry))
+        }
+        var xadd: [RedisArgument] = ["XADD", RedisArgument(configuration.liveActivityStream.rawValue), "*"]
+        for (name, value) in entry.fields { xadd += [RedisArgument(name), RedisArgument(bytes: value)] }
+        redis.command(xadd) { [liveActivityReplies] result in
+            if case .failure(let error) = result, liveActivityReplies.cancel(replyId) { done(.failure(error)) }
+        }
+    }
+}
+
+extension LiveActivitySendRoutes {
+    /// The HTTP answer to `entry` for the liveactivity service's `reply`; nil (the deadline
+    /// passed) is 504 `upstream_timeout` naming the message, which still completes.
+    static func response(_ reply: LiveActivityReply?, _ entry: LiveActivityEntry) -> Result<Response, any Error> {
+        switch reply {
+        case nil:
+            return .failure(
+                APIError(
+                    .upstreamTimeout, "the Live Activity send did not answer within its deadline; it still completes",
+                    details: ["messageId": .string(entry.messageId.lowercasedText)]))
         case .error(let code, let message):
             let known = ErrorCode.all.first { $0.rawValue == code } ?? .internalError
-            throw APIError(known, message)
+            return .failure(APIError(known, message))
         case .results(let id, let results):
-            return .json([
-                "messageId": id.map { .string($0.lowercasedText) } ?? .null, "event": .string(request.event.rawValue),
-                "results": .array(results.map(\.json))
-            ])
+            return .success(
+                .json([
+                    "messageId": id.map { .string($0.lowercasedText) } ?? .null,
+                    "event": .string(entry.request.event.rawValue), "results": .array(results.map(\.json))
+                ]))
         }
     }
 }
