@@ -254,6 +254,47 @@ struct LiveActivityEndToEndTests {
         }
     }
 
+    /// Many sends at once through one gateway replica (one reply list, one reader) and one
+    /// liveactivity replica (lanes, batches): each request gets its own answer, and sends to one
+    /// activity are decided one after another, so the newest of each activity always goes out and
+    /// an older one decided after it says `stale_timestamp`.
+    @Test func manySendsAtOnceAreEachAnsweredWithTheirOwnResult() async throws {
+        try await withPushStack { stack in
+            _ = try await stack.startLiveActivity()
+            var tokens: [String] = []
+            for n in 0..<8 {
+                tokens.append(PushStack.token())
+                try await stack.registerActivity("many\(n)", "act\(n)", token: tokens[n])
+            }
+            let answers = try await withThrowingTaskGroup(of: (Int, Int, Int, JSONValue?).self) { group in
+                for n in 0..<8 {
+                    for timestamp in 1...3 {
+                        group.addTask {
+                            let reply = try await stack.sendLiveActivity([
+                                "to": .string("many\(n)"), "event": "update", "activityId": .string("act\(n)"),
+                                "contentState": ["t": .int(Int64(timestamp))], "timestamp": .int(Int64(timestamp))
+                            ])
+                            return (n, timestamp, reply.status, reply.data?["results"]?.arrayValue?.first)
+                        }
+                    }
+                }
+                var all: [(Int, Int, Int, JSONValue?)] = []
+                for try await answer in group { all.append(answer) }
+                return all
+            }
+            #expect(answers.count == 24)
+            var sent = 0
+            for (n, timestamp, status, result) in answers {
+                #expect(status == 200)
+                #expect(result?["activityId"] == .string("act\(n)") && result?["token"] == .string(tokens[n]))
+                let outcome = result?["status"]?.stringValue
+                #expect(timestamp < 3 ? outcome == "sent" || outcome == "stale_timestamp" : outcome == "sent")
+                if outcome == "sent" { sent += 1 }
+            }
+            #expect(try await stack.simulator.stats()["accepted"]?.intValue == Int64(sent))
+        }
+    }
+
     /// APNs slower than the deadline: 504 upstream_timeout, and the send still completes and is in
     /// the ledger; the same Idempotency-Key afterwards answers from the ledger without a second push.
     @Test func theDeadlinePassingAnswers504AndTheLedgerStillShowsTheAttempt() async throws {
