@@ -11,12 +11,13 @@
 #      apns-sender replicas (deliveries/s from the POST to the last ledger row, as
 #      bench/push_fanout.sh measures it), and the ratio of (2) to it.
 # Usage: bench/live_activities.sh [activities, default 10000] [topic devices, default 100000].
-# Knobs: BK_LA_RATE (500), BK_LA_SECONDS (20), BK_LA_CONNECTIONS (32), BK_LA_NO_BUILD=1 reuses the
-# binaries in .build-release-la, BK_LA_QUICK=1 stops after measurement 1, BK_LA_BIN=DIR runs the binaries in DIR (another build, for a
-# before/after in one sitting). BK_LA_PROFILE=1 adds where the time of measurement 1 went: each
-# update's stages from the ledger's timestamps, the CPU each process spent per update, and the
-# statements Postgres ran per update (pg_stat_statements); BK_LA_PERF=DIR records 6 s of
-# `perf record -a -g` into DIR during it. Stops everything it starts.
+# Knobs: BK_LA_RATE (500), BK_LA_SECONDS (20), BK_LA_CONNECTIONS (32), BK_LA_HISTORY (100000
+# earlier sends in the ledger), BK_LA_NO_BUILD=1 reuses the binaries in .build-release-la,
+# BK_LA_BIN=DIR runs the binaries in DIR (another build, for a before/after in one sitting),
+# BK_LA_QUICK=1 stops after measurement 1. BK_LA_PROFILE=1 adds where the time of measurement 1
+# went: each update's stages from the ledger's timestamps, the CPU each process spent per
+# update, and the statements Postgres ran per update (pg_stat_statements); BK_LA_PERF=DIR
+# records 6 s of `perf record -a -g` into DIR during it. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -52,12 +53,33 @@ fi
 bench_bootstrap_stack "$PGPORT" "$REDISPORT"
 [ -n "${BK_LA_PROFILE:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
 
-bk_log "inserting $ACTIVITIES activities and a topic of $DEVICES devices"
+bk_log "inserting $ACTIVITIES activities, ${BK_LA_HISTORY:-100000} earlier sends and a topic of $DEVICES devices"
 "${PSQL[@]}" <<SQL
 INSERT INTO subscribers (tenant_id, id) SELECT '$BUZZKIT_TENANT', 'la' || lpad(n::text, 6, '0') FROM generate_series(1, $ACTIVITIES) n;
 INSERT INTO live_activities (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
   SELECT '$BUZZKIT_TENANT', 'act' || n, 'la' || lpad(n::text, 6, '0'), 'MatchAttributes',
          encode(sha256(('la' || n)::bytea), 'hex'), 'sandbox', 'com.example.bench' FROM generate_series(1, $ACTIVITIES) n;
+SQL
+# A ledger with history, as a running system has: BK_LA_HISTORY (100,000) earlier Live Activity
+# sends (message, delivery, attempt each). On an empty ledger the statements prepared in the
+# first seconds keep plans made for empty tables (sequential scans of messages and deliveries,
+# each slower as the run fills them) until autovacuum's first ANALYZE, up to a minute later.
+"${PSQL[@]}" <<SQL
+INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size, created_at, updated_at)
+  SELECT md5('m' || n)::uuid, '$BUZZKIT_TENANT', jsonb_build_object('to', jsonb_build_array('la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'))),
+         '{"liveActivity": {"event": "update"}}', 'fanned_out', 'live_activity', 1, now() - interval '1 day', now() - interval '1 day'
+  FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
+INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status, attempt_count, apns_id,
+                        last_status, sent_at, created_at, updated_at)
+  SELECT md5('d' || n)::uuid, '$BUZZKIT_TENANT', md5('m' || n)::uuid, encode(sha256(('la' || (n % $ACTIVITIES + 1))::bytea), 'hex'),
+         'la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'), 'sandbox', 'sent', 1, md5('a' || n)::uuid, 200,
+         now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+  FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
+INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, apns_id, latency_ms, at)
+  SELECT md5('d' || n)::uuid, 1, '{"aps":{"event":"update","timestamp":1,"content-state":{}}}', '{"apns-push-type":"liveactivity"}',
+         200, md5('a' || n)::uuid::text, 1, now() - interval '1 day'
+  FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
+ANALYZE;
 SQL
 [ -n "${BK_LA_QUICK:-}" ] || bench_seed_topic "$DEVICES"
 
@@ -159,7 +181,7 @@ la_profile() {
 SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FROM d.created_at),
        extract(epoch FROM a.at)
 FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN delivery_attempts a ON a.delivery_id = d.id
-WHERE m.kind = 'live_activity';
+WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
   python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" >&2 <<'PY'
 import json, sys
@@ -248,7 +270,7 @@ xs = sorted(r[2] for r in json.load(open(sys.argv[1]))["results"]); print("%.1f"
 SELECT 'live activity APNs latency ms p50 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.99, 1])
   WITHIN GROUP (ORDER BY a.latency_ms), ' / ')
   FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
-  WHERE m.kind = 'live_activity';
+  WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
 
 bk_log "3. baseline: one message to a topic of $DEVICES devices, two apns-sender replicas"
