@@ -171,6 +171,27 @@ cpu_snapshot() {
     "$(bench_ticks "${PIDS[0]}") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_machine_ticks)"
 }
 
+# cpu_per_update RUN.json CPU0 CPU1: the CPU each process spent per answered update between the
+# two snapshots (cpu_snapshot), the load generator's own, and how busy the whole machine was.
+cpu_per_update() {
+  python3 - "$1" "$2" "$3" "$(getconf CLK_TCK)" >&2 <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+a, b = [list(map(int, x.split())) for x in sys.argv[2:4]]
+hz, n = int(sys.argv[4]), len(run["results"])
+names = ["postgres", "gateway", "liveactivity", "apns-sim", "redis"]
+parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
+print("CPU per update (us): " + ", ".join(parts) + ", load generator %.0f; whole machine %.0f (%.0f%% of 2 cores)"
+      % (run["cpu"] * 1e6 / n, (b[-1] - a[-1]) / hz * 1e6 / n, 100.0 * (b[-1] - a[-1]) / hz / run["elapsed"] / 2))
+PY
+}
+
+# la_batches: requests per batch of the liveactivity replica so far (its bk_la_batch_requests).
+la_batches() {
+  curl -sf "http://127.0.0.1:$LAPORT/metrics" | awk '/^bk_la_batch_requests_sum/ {s=$2} /^bk_la_batch_requests_count/ {c=$2}
+    END {if (c > 0) printf "%d %d\n", s, c; else print "0 0"}'
+}
+
 # BK_LA_PROFILE: where measurement 1's time went. Each update's stages from the ledger's own
 # clocks (the deciding transaction's now() is the delivery's created_at, the recording
 # statement's is the attempt's `at`) and the simulator's receivedAt (ms), against the load
@@ -183,7 +204,7 @@ SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FRO
 FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN delivery_attempts a ON a.delivery_id = d.id
 WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
-  python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" "$CPU0" "$CPU1" "$(getconf CLK_TCK)" >&2 <<'PY'
+  python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" >&2 <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1])); pushes = json.load(open(sys.argv[2]))
 pushes = pushes.get("data", pushes) if isinstance(pushes, dict) else pushes
@@ -205,13 +226,10 @@ def pct(xs, q):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
 for name, xs in stages.items():
     print("stage %-22s p50 %7.1f ms  p90 %7.1f ms  p99 %7.1f ms" % (name, pct(xs, .5), pct(xs, .9), pct(xs, .99)))
-a, b = [list(map(int, x.split())) for x in sys.argv[4:6]]
-hz, n = int(sys.argv[6]), len(run["results"])
-names = ["postgres", "gateway", "liveactivity", "apns-sim", "redis"]
-parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
-print("CPU per update (us): " + ", ".join(parts) + ", load generator %.0f; whole machine %.0f (%.0f%% of 2 cores)"
-      % (run["cpu"] * 1e6 / n, (b[-1] - a[-1]) / hz * 1e6 / n, 100.0 * (b[-1] - a[-1]) / hz / run["elapsed"] / 2))
 PY
+  cpu_per_update "$WORK/rate.json" "$CPU0" "$CPU1"
+  read -r LA_REQUESTS LA_BATCHES <<<"$(la_batches)"
+  [ "$LA_BATCHES" -gt 0 ] && echo "requests per batch: $(python3 -c "print(round($LA_REQUESTS / $LA_BATCHES, 2))")" >&2
   "${PSQL[@]}" -F ' | ' >&2 <<SQL
 SELECT 'pg: ' || round(calls::numeric / $RATE / $SECONDS_AT_RATE, 2) || ' per update, ' ||
        round(mean_exec_time::numeric, 3) || ' ms each: ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110)
@@ -256,7 +274,14 @@ if [ -n "${BK_LA_QUICK:-}" ]; then echo "live activity updates at $RATE/s: $LATE
 
 bk_log "2. most updates/s with per-token answers: closed loop, $CONNECTIONS connections, 10 s"
 curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
+CPU0="$(cpu_snapshot)"
 python3 "$WORK/load.py" closed "$GWPORT" "$BUZZKIT_TENANT_KEY" "$ACTIVITIES" 0 10 "$CONNECTIONS" "$WORK/closed.json"
+CPU1="$(cpu_snapshot)"
+if [ -n "${BK_LA_PROFILE:-}" ]; then
+  cpu_per_update "$WORK/closed.json" "$CPU0" "$CPU1"
+  read -r R1 B1 <<<"$(la_batches)"
+  [ "$((B1 - ${LA_BATCHES:-0}))" -gt 0 ] && echo "requests per batch: $(python3 -c "print(round(($R1 - ${LA_REQUESTS:-0}) / ($B1 - ${LA_BATCHES:-0}), 2))")" >&2
+fi
 LA_RPS="$(python3 -c '
 import json, sys
 run = json.load(open(sys.argv[1])); ok = sum(1 for r in run["results"] if r[3])

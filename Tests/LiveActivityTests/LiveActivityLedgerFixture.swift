@@ -29,7 +29,7 @@ final class LiveActivityLedgerFixture: Sendable {
             do {
                 try await Migrator(client: postgres, logger: .silent()).migrate()
                 break
-            } catch where attempt < 5 {
+            } catch  where attempt < 5 {
                 try await Task.sleep(for: .milliseconds(100 * attempt))
             }
         }
@@ -115,7 +115,8 @@ extension LiveActivityPlan {
         switch self {
         case .replay: ["replay"]
         case .error(let code, _): [code.rawValue]
-        case .send(let targets, let skipped): targets.map { "send:" + $0.token } + skipped.map { $0.status + ":" + $0.token }
+        case .send(let targets, let skipped):
+            targets.map { "send:" + $0.token } + skipped.map { $0.status + ":" + $0.token }
         }
     }
 }

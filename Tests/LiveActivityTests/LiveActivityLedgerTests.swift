@@ -32,12 +32,14 @@ struct LiveActivityLedgerTests {
                 f.entry(.start, to: "eve"), f.entry(.start, to: "fay"), f.entry(.start, to: "nobody")
             ]
             let plans = try await f.ledger.decide(entries, instance: "replica-1")
-            #expect(plans.map(\.summary) == [
-                ["send:" + t[0]], ["activity_ended:" + t[1]], ["token_invalid:" + t[2]], ["stale_timestamp:" + t[3]],
-                ["live_activity_not_found"], ["live_activity_not_found"],
-                ["send:" + t[4], "send:" + t[5], "token_invalid:" + t[6]], ["no_push_to_start_token"],
-                ["no_push_to_start_token"]
-            ])
+            #expect(
+                plans.map(\.summary) == [
+                    ["send:" + t[0]], ["activity_ended:" + t[1]], ["token_invalid:" + t[2]],
+                    ["stale_timestamp:" + t[3]],
+                    ["live_activity_not_found"], ["live_activity_not_found"],
+                    ["send:" + t[4], "send:" + t[5], "token_invalid:" + t[6]], ["no_push_to_start_token"],
+                    ["no_push_to_start_token"]
+                ])
             // Only the two requests that go out have a message, with one delivery `sending` per token.
             #expect(try await f.count("SELECT count(*)::int FROM messages") == 2)
             let update = entries[0].messageId, start = entries[6].messageId
@@ -77,15 +79,18 @@ struct LiveActivityLedgerTests {
             try await f.activity("ann", "a", token: t[0])
             try await f.activity("bob", "b", token: t[1])
             let entries = [
-                f.entry(.update, to: "ann", activity: "a", timestamp: 10), f.entry(.end, to: "ann", activity: "a", timestamp: 20),
-                f.entry(.update, to: "bob", activity: "b", timestamp: 20), f.entry(.update, to: "bob", activity: "b", timestamp: 10),
+                f.entry(.update, to: "ann", activity: "a", timestamp: 10),
+                f.entry(.end, to: "ann", activity: "a", timestamp: 20),
+                f.entry(.update, to: "bob", activity: "b", timestamp: 20),
+                f.entry(.update, to: "bob", activity: "b", timestamp: 10),
                 f.entry(.update, to: "ann", activity: "a", timestamp: 30)
             ]
             let plans = try await f.decide(entries)
-            #expect(plans.map(\.summary) == [
-                ["send:" + t[0]], ["send:" + t[0]], ["send:" + t[1]], ["stale_timestamp:" + t[1]],
-                ["activity_ended:" + t[0]]
-            ])
+            #expect(
+                plans.map(\.summary) == [
+                    ["send:" + t[0]], ["send:" + t[0]], ["send:" + t[1]], ["stale_timestamp:" + t[1]],
+                    ["activity_ended:" + t[0]]
+                ])
             let a = try await f.postgres.query(
                 "SELECT state, ended_by, last_timestamp FROM live_activities WHERE activity_id = 'a'")[0]
             #expect(try a.decode(String.self, at: 0) == "ended" && a.decode(String?.self, at: 1) == "send")

@@ -47,8 +47,18 @@ final class LiveActivityReplies: Service {
         var stopping = false
     }
 
+    /// `BLMPOP <sweepInterval> 1 <key> LEFT COUNT <readCount>`, built once.
+    private let readCommand: [RedisArgument]
+
     init(redis: RedisClient, stream: StreamName, logger: Logger) {
         key = stream.rawValue + ":reply:" + UUID().uuidString.lowercased()
+        let milliseconds =
+            Self.sweepInterval.components.seconds * 1000
+            + Self.sweepInterval.components.attoseconds / 1_000_000_000_000_000
+        readCommand = [
+            "BLMPOP", RedisArgument(String(Double(milliseconds) / 1000)), "1", RedisArgument(key), "LEFT", "COUNT",
+            RedisArgument(Self.readCount)
+        ]
         connection = redis.makeDedicatedConnection(name: "la-replies")
         self.logger = logger
     }
@@ -116,13 +126,7 @@ final class LiveActivityReplies: Service {
             finished.fulfill(())
             return
         }
-        let block = Double(Self.sweepInterval.components.attoseconds) / 1e18
-            + Double(Self.sweepInterval.components.seconds)
-        let command: [RedisArgument] = [
-            "BLMPOP", RedisArgument(String(format: "%.3f", block)), "1", RedisArgument(key), "LEFT", "COUNT",
-            RedisArgument(Self.readCount)
-        ]
-        connection.command(command, timeout: Self.sweepInterval + .seconds(2)) { [self] result in
+        connection.command(readCommand, timeout: Self.sweepInterval + .seconds(2)) { [self] result in
             switch result {
             case .success(let value):
                 deliver(value)
