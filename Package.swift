@@ -194,7 +194,10 @@ let package = Package(
         // MARK: - Tests (SwiftPM links every test target into one test binary)
         .target(
             name: "BuzzKitTestSupport",
-            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient"],
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient",
+                "BuzzKitMigrations"
+            ],
             path: "Tests/Support"),
         .executableTarget(
             name: "StreamWorkerFixture", dependencies: ["BuzzKitRedis", "BuzzKitRuntime"],
@@ -234,8 +237,7 @@ let package = Package(
             name: "IngestTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitMigrations", "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries",
-                "IngestApp", "BuzzKitTestSupport"
+                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries", "IngestApp", "BuzzKitTestSupport"
             ],
             path: "Tests/IngestTests"),
         .testTarget(
@@ -249,8 +251,7 @@ let package = Package(
         .testTarget(
             name: "LiveActivityTests",
             dependencies: [
-                "BuzzKitPostgres", "BuzzKitMigrations", "BuzzKitContracts", "LiveActivityApp",
-                "BuzzKitTestSupport"
+                "BuzzKitPostgres", "BuzzKitContracts", "LiveActivityApp", "BuzzKitTestSupport"
             ],
             path: "Tests/LiveActivityTests"),
         .testTarget(
@@ -270,9 +271,8 @@ let package = Package(
         .testTarget(
             name: "WorkflowTests",
             dependencies: [
-                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitMigrations",
-                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp",
-                "BuzzKitTestSupport"
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts",
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp", "BuzzKitTestSupport"
             ],
             path: "Tests/WorkflowTests"),
         .testTarget(

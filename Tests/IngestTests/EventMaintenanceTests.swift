@@ -74,7 +74,7 @@ import Testing
                 let recreated = try await RedisTestSupport.eventually(limit: .seconds(20)) {
                     try await harness.count(
                         "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = $2",
-                        [harness.schema, name]) == 1
+                        [harness.schema.name, name]) == 1
                 }
                 #expect(recreated, "round \(round): \(name) was not created again")
             }

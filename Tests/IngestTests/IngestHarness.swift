@@ -2,7 +2,6 @@ import Foundation
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
-import BuzzKitMigrations
 import BuzzKitContracts
 import BuzzKitIntake
 import BuzzKitTestSupport
@@ -12,8 +11,8 @@ import IngestApp
 /// One isolated ingest pipeline: its own Postgres schema (all migrations applied), its own
 /// `bk:ingest` / `bk:events` stream names, and the ingest services running in-process.
 final class IngestHarness: Sendable {
-    let schema: String
-    let postgres: PostgresClient
+    let schema: MigratedSchema
+    var postgres: PostgresClient { schema.postgres }
     let redis: RedisClient
     let configuration: IngestConfiguration
     let producer: IngestProducer
@@ -21,15 +20,14 @@ final class IngestHarness: Sendable {
     let services: [any Service]
     let running: RunningServices
 
-    private init(schema: String, postgres: PostgresClient, redis: RedisClient, configuration: IngestConfiguration) {
+    private init(schema: MigratedSchema, redis: RedisClient, configuration: IngestConfiguration) {
         self.schema = schema
-        self.postgres = postgres
         self.redis = redis
         self.configuration = configuration
         producer = IngestProducer(redis: redis, stream: configuration.ingestStream)
         intake = EventIntake(producer: producer, logger: .silent())
         services = IngestService.makeServices(
-            postgres: postgres, redis: redis, configuration: configuration,
+            postgres: schema.postgres, redis: redis, configuration: configuration,
             logger: .silent(), metrics: MetricsRegistry())
         running = RunningServices(services)
     }
@@ -41,18 +39,7 @@ final class IngestHarness: Sendable {
         redis: RedisClient? = nil, consumers: Int = 2,
         retention: (days: Int, monthsAhead: Int)? = nil
     ) async throws -> IngestHarness {
-        let schema = TestEnvironment.uniqueName("ingest")
-        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
-        // Parallel tests race on the database-wide `CREATE EXTENSION IF NOT EXISTS pgcrypto` of the
-        // baseline; a file that fails leaves nothing behind, so trying again is safe.
-        for attempt in 1...5 {
-            do {
-                try await Migrator(client: postgres, logger: .silent()).migrate()
-                break
-            } catch  where attempt < 5 {
-                try await Task.sleep(for: .milliseconds(100 * attempt))
-            }
-        }
+        let schema = try await MigratedSchema.start("ingest")
         var configuration = IngestConfiguration(consumerName: TestEnvironment.uniqueName("ingest"))
         configuration.ingestStream = StreamName(TestEnvironment.uniqueName("bk:ingest"))
         configuration.eventsStream = StreamName(TestEnvironment.uniqueName("bk:events"))
@@ -67,17 +54,14 @@ final class IngestHarness: Sendable {
             configuration.partitionsAhead = retention.monthsAhead
         }
         return IngestHarness(
-            schema: schema, postgres: postgres, redis: try redis ?? RedisTestSupport.client(),
+            schema: schema, redis: try redis ?? RedisTestSupport.client(),
             configuration: configuration)
     }
 
     func stop() async {
         await running.stop()
         _ = try? await redis.del(keys: [configuration.ingestStream.rawValue, configuration.eventsStream.rawValue])
-        await postgres.shutdown()
-        let admin = try? PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
-        _ = try? await admin?.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
-        await admin?.shutdown()
+        await schema.stop()
     }
 
     // MARK: - Helpers

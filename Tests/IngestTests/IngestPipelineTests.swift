@@ -253,7 +253,7 @@ import IngestApp
             )
             SELECT count(*) FROM ((SELECT name FROM expected EXCEPT SELECT name FROM actual)
                                   UNION ALL (SELECT name FROM actual EXCEPT SELECT name FROM expected)) d
-            """, [harness.schema])
+            """, [harness.schema.name])
         #expect(mismatched == 0)
         #expect(try await harness.storedEvents(tenant: tenant) == 0)
         #expect(try await harness.count("SELECT count(*) FROM event_ids WHERE tenant_id = $1", [tenant]) == 0)

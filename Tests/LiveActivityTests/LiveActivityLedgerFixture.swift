@@ -1,52 +1,30 @@
 import BuzzKitContracts
-import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import Foundation
 
 @testable import LiveActivityApp
 
-/// A schema of a test's own with every migration applied, one tenant, and helpers to register
-/// activities and push-to-start tokens the way the gateway does.
+/// A schema of a test's own with every migration applied (`MigratedSchema`), one tenant, and
+/// helpers to register activities and push-to-start tokens the way the gateway does.
 final class LiveActivityLedgerFixture: Sendable {
-    let schema: String
-    let postgres: PostgresClient
+    let schema: MigratedSchema
     let tenantId: UUID
     let ledger: LiveActivityLedger
+    var postgres: PostgresClient { schema.postgres }
 
-    private init(schema: String, postgres: PostgresClient, tenantId: UUID) {
+    private init(schema: MigratedSchema, tenantId: UUID) {
         self.schema = schema
-        self.postgres = postgres
         self.tenantId = tenantId
-        ledger = LiveActivityLedger(postgres: postgres, logger: .silent())
+        ledger = LiveActivityLedger(postgres: schema.postgres, logger: .silent())
     }
 
     static func start() async throws -> LiveActivityLedgerFixture {
-        let schema = TestEnvironment.uniqueName("laledger")
-        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
-        // Parallel tests race on the database-wide CREATE EXTENSION of the baseline; retrying is safe.
-        for attempt in 1...5 {
-            do {
-                try await Migrator(client: postgres, logger: .silent()).migrate()
-                break
-            } catch  where attempt < 5 {
-                try await Task.sleep(for: .milliseconds(100 * attempt))
-            }
-        }
-        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('w') RETURNING id")[0]
-            .decode(UUID.self, at: 0)
-        let tenant = try await postgres.query(
-            "INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 't') RETURNING id", [workspace]
-        )[0].decode(UUID.self, at: 0)
-        return LiveActivityLedgerFixture(schema: schema, postgres: postgres, tenantId: tenant)
+        let schema = try await MigratedSchema.start("laledger")
+        return LiveActivityLedgerFixture(schema: schema, tenantId: try await schema.makeTenant())
     }
 
-    func stop() async {
-        await postgres.shutdown()
-        let admin = try? PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
-        _ = try? await admin?.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
-        await admin?.shutdown()
-    }
+    func stop() async { await schema.stop() }
 
     func subscriber(_ id: String) async throws {
         try await postgres.execute(

@@ -1,4 +1,3 @@
-import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import BuzzKitWire
@@ -8,42 +7,21 @@ import Foundation
 /// A schema of a test's own with every migration applied, one tenant, and helpers to save
 /// workflow definitions the way the gateway does (workflows + workflow_versions rows).
 final class WorkflowStoreFixture: Sendable {
-    let schema: String
-    let postgres: PostgresClient
+    let schema: MigratedSchema
     let tenantId: UUID
+    var postgres: PostgresClient { schema.postgres }
 
-    private init(schema: String, postgres: PostgresClient, tenantId: UUID) {
+    private init(schema: MigratedSchema, tenantId: UUID) {
         self.schema = schema
-        self.postgres = postgres
         self.tenantId = tenantId
     }
 
     static func start(poolSize: Int = 6) async throws -> WorkflowStoreFixture {
-        let schema = TestEnvironment.uniqueName("wfruns")
-        let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: poolSize)
-        // Parallel tests race on the database-wide CREATE EXTENSION of the baseline; retrying is safe.
-        for attempt in 1...5 {
-            do {
-                try await Migrator(client: postgres, logger: .silent()).migrate()
-                break
-            } catch  where attempt < 5 {
-                try await Task.sleep(for: .milliseconds(100 * attempt))
-            }
-        }
-        let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('w') RETURNING id")[0].decode(
-            UUID.self, at: 0)
-        let tenant = try await postgres.query(
-            "INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 't') RETURNING id",
-            [workspace])[0].decode(UUID.self, at: 0)
-        return WorkflowStoreFixture(schema: schema, postgres: postgres, tenantId: tenant)
+        let schema = try await MigratedSchema.start("wfruns", poolSize: poolSize)
+        return WorkflowStoreFixture(schema: schema, tenantId: try await schema.makeTenant())
     }
 
-    func stop() async {
-        await postgres.shutdown()
-        let admin = try? PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
-        _ = try? await admin?.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
-        await admin?.shutdown()
-    }
+    func stop() async { await schema.stop() }
 
     /// Saves `text` as the next version of `key` (enabled); answers the version and the definition.
     @discardableResult
