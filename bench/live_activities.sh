@@ -82,6 +82,9 @@ INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, a
 ANALYZE;
 SQL
 [ -n "${BK_LA_QUICK:-}" ] || bench_seed_topic "$DEVICES"
+# The seeding's aftermath (autovacuum of the new rows, a checkpoint of their WAL) done now, not
+# during the measurements.
+"${PSQL[@]}" -c "VACUUM (ANALYZE)" -c "CHECKPOINT"
 
 bk_log "starting apns-sim (recording, 1 thread), gateway, liveactivity"
 "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
@@ -166,9 +169,16 @@ PY
 
 # CPU ticks of postgres (postmaster and children), the gateway, the liveactivity replica, the
 # simulator, redis, and of the whole machine (the load generator reports its own).
+# Postgres is split into the backends serving the services' connections and the rest (the
+# postmaster and its background workers: checkpointer, WAL writer, autovacuum).
 cpu_snapshot() {
-  echo "$(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "${PIDS[1]}") $(bench_ticks "${PIDS[2]}")" \
-    "$(bench_ticks "${PIDS[0]}") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_machine_ticks)"
+  local pg backends=() others=() p
+  for p in $(bench_pg_pids "$WORK/pg/data"); do
+    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q '127\.0\.0\.1('; then backends+=("$p"); else others+=("$p"); fi
+  done
+  echo "$(bench_ticks "${backends[@]}") $(bench_ticks "${others[@]}") $(bench_ticks "${PIDS[1]}")" \
+    "$(bench_ticks "${PIDS[2]}") $(bench_ticks "${PIDS[0]}") $(bench_ticks "$(cat "$WORK/redis/redis.pid")")" \
+    "$(bench_machine_ticks)"
 }
 
 # cpu_per_update RUN.json CPU0 CPU1: the CPU each process spent per answered update between the
@@ -179,7 +189,7 @@ import json, sys
 run = json.load(open(sys.argv[1]))
 a, b = [list(map(int, x.split())) for x in sys.argv[2:4]]
 hz, n = int(sys.argv[4]), len(run["results"])
-names = ["postgres", "gateway", "liveactivity", "apns-sim", "redis"]
+names = ["postgres backends", "postgres background", "gateway", "liveactivity", "apns-sim", "redis"]
 parts = ["%s %.0f" % (name, (y - x) / hz * 1e6 / n) for name, x, y in zip(names, a, b)]
 print("CPU per update (us): " + ", ".join(parts) + ", load generator %.0f; whole machine %.0f (%.0f%% of 2 cores)"
       % (run["cpu"] * 1e6 / n, (b[-1] - a[-1]) / hz * 1e6 / n, 100.0 * (b[-1] - a[-1]) / hz / run["elapsed"] / 2))
