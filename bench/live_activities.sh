@@ -64,6 +64,9 @@ SQL
 # sends (message, delivery, attempt each). On an empty ledger the statements prepared in the
 # first seconds keep plans made for empty tables (sequential scans of messages and deliveries,
 # each slower as the run fills them) until autovacuum's first ANALYZE, up to a minute later.
+# Attempt rows are delivery_attempt_rows since migration 0016 (delivery_attempts is a view over them
+# and the deliveries' own arrays); older builds (BK_LA_BIN) have the table itself.
+ATTEMPT_ROWS="$("${PSQL[@]}" -c "SELECT coalesce(to_regclass('delivery_attempt_rows')::text, 'delivery_attempts')")"
 "${PSQL[@]}" <<SQL
 INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size, created_at, updated_at)
   SELECT md5('m' || n)::uuid, '$BUZZKIT_TENANT', jsonb_build_object('to', jsonb_build_array('la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'))),
@@ -75,7 +78,7 @@ INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, 
          'la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'), 'sandbox', 'sent', 1, md5('a' || n)::uuid, 200,
          now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
   FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
-INSERT INTO delivery_attempts (delivery_id, attempt, payload, headers, status, apns_id, latency_ms, at)
+INSERT INTO $ATTEMPT_ROWS (delivery_id, attempt, payload, headers, status, apns_id, latency_ms, at)
   SELECT md5('d' || n)::uuid, 1, '{"aps":{"event":"update","timestamp":1,"content-state":{}}}', '{"apns-push-type":"liveactivity"}',
          200, md5('a' || n)::uuid::text, 1, now() - interval '1 day'
   FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
