@@ -211,10 +211,10 @@ la_batches() {
 # generator's POST and answer times; then CPU per update by process, and Postgres's statements.
 la_profile() {
   curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
-  "${PSQL[@]}" -F ' ' >"$WORK/ledger.txt" <<'SQL'
+  "${PSQL[@]}" -F ' ' >"$WORK/ledger.txt" <<SQL
 SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FROM d.created_at),
        extract(epoch FROM a.at)
-FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN delivery_attempts a ON a.delivery_id = d.id
+FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN $ATTEMPT_ROWS a ON a.delivery_id = d.id
 WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
   python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" >&2 <<'PY'
@@ -307,7 +307,7 @@ xs = sorted(r[2] for r in json.load(open(sys.argv[1]))["results"]); print("%.1f"
 "${PSQL[@]}" >&2 <<SQL
 SELECT 'live activity APNs latency ms p50 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.99, 1])
   WITHIN GROUP (ORDER BY a.latency_ms), ' / ')
-  FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
+  FROM $ATTEMPT_ROWS a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
   WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
 
