@@ -245,7 +245,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
-                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport"
+                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

@@ -79,8 +79,9 @@ ALTER TABLE deliveries ADD COLUMN payload_id uuid, ADD COLUMN attempts json;
 -- counting what the fan-out read: devices of a topic or list, subscribers of an expression).
 ALTER TABLE messages ADD COLUMN fanout_devices integer NOT NULL DEFAULT 0;
 ALTER TABLE deliveries DROP CONSTRAINT deliveries_message_id_device_token_key;
--- Rows are no longer updated in place: pack them.
-ALTER TABLE deliveries SET (fillfactor = 100);
+-- Push deliveries are no longer updated in place; Live Activity sends still write theirs `sending`
+-- and then their outcome: a tenth of each page left free keeps that update heap-only (HOT).
+ALTER TABLE deliveries SET (fillfactor = 90);
 
 -- Deliveries a replica had claimed before this migration (a `delivery_claims` row) and those still
 -- queued become chunks; their rows go (they are written again, with their outcome, when sent).
@@ -107,6 +108,8 @@ SELECT d.id, (a ->> 'n')::int, p.payload,
        CASE WHEN a::jsonb ? 'a' THEN a ->> 'a' ELSE coalesce(d.apns_id, d.id)::text END,
        (a ->> 'l')::int, a ->> 'e', (a ->> 't')::timestamptz
 FROM deliveries d
-JOIN delivery_payloads p ON p.id = d.payload_id
 CROSS JOIN LATERAL json_array_elements(d.attempts) AS a
+-- An attempt names its own request (`p`) when it differs from the delivery's first one (a
+-- provider token renewed between a delivery's attempts changes the redacted authorization).
+JOIN delivery_payloads p ON p.id = coalesce((a ->> 'p')::uuid, d.payload_id)
 WHERE d.attempts IS NOT NULL;
