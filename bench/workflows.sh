@@ -252,7 +252,15 @@ if n < 1 or p99 < 0:
     print("wake-up lateness: NOT measured (no run fired)")
 else:
     print(f"p99 ratio to the bare loop: {p99 / rp99 if rp99 > 0 else float('inf'):.2f}; goal p99 < 1 s: {'met' if p99 < 1 else 'NOT met'}")
+def cpu(key, unit):
+    if key not in lines:
+        return
+    w, pg, r, m = (int(x) for x in lines[key].split())
+    print(f"CPU per {unit} (us): workflow service {w}, postgres {pg}, redis {r}; whole machine {m} "
+          f"(other processes {m - w - pg - r})")
+cpu("lateness_cpu", "due run fired")
 rate, raw = float(lines["triggers_rate"]), float(lines["triggers_raw_rate"])
 print(f"trigger events to runs started: {rate:,.0f} runs/s; bare consumer {raw:,.0f} rows/s; ratio {rate / raw:.2f}")
+cpu("triggers_cpu", "run started")
 print(f"goal >= 20,000 runs started/s: {'met' if rate >= 20000 else 'NOT met'}")
 PY

@@ -148,16 +148,19 @@ public enum WorkflowBench {
 
         var configuration = WorkflowConfiguration(consumerName: "bench")
         configuration.eventsStream = StreamName("bench:events:unused")
+        let registry = MetricsRegistry()
         let services = WorkflowService.makeServices(
             postgres: postgres, redis: redis, configuration: configuration,
-            logger: logger, metrics: MetricsRegistry()
+            logger: logger, metrics: registry
         )
         .filter { $0 is RunWorker }
+        let completed = WorkflowMetrics(registry).runsCompleted
         let deadline = Duration.seconds(max(0, start.timeIntervalSinceNow) + Double(seconds) + 30)
-        try await running(services, limit: deadline) {
-            try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE status = 'completed'")[0].decode(
-                Int.self, at: 0) >= falling
-        }
+        // Counted in this process (no polling statement to load Postgres); CPU from the first due run.
+        try await Task.sleep(for: .seconds(max(0, start.timeIntervalSinceNow)))
+        let cpuBefore = await BenchCPU.snapshot(postgres: postgres, redis: redis)
+        try await running(services, limit: deadline) { completed.current >= falling }
+        let cpuAfter = await BenchCPU.snapshot(postgres: postgres, redis: redis, pids: cpuBefore.pids)
         let measured = try await postgres.query(
             """
             SELECT count(*)::int,
@@ -202,7 +205,7 @@ public enum WorkflowBench {
         }
         return [
             "lateness_runs \(runs)", "lateness_due \(falling)", "lateness_workflow \(try row(measured))",
-            "lateness_raw \(try row(raw))"
+            "lateness_raw \(try row(raw))", cpuBefore.line(label: "lateness_cpu", to: cpuAfter, units: falling)
         ]
     }
 
@@ -242,18 +245,19 @@ public enum WorkflowBench {
         var configuration = WorkflowConfiguration(consumerName: "bench")
         configuration.eventsStream = StreamName("bench:events")
         configuration.eventsReadBatch = 50
+        let registry = MetricsRegistry()
         let services = WorkflowService.makeServices(
             postgres: postgres, redis: redis, configuration: configuration,
-            logger: logger, metrics: MetricsRegistry()
+            logger: logger, metrics: registry
         )
         .filter { !($0 is RunWorker) && !($0 is DeletedWorkflowSweeper) }
+        let runsStarted = WorkflowMetrics(registry).runsStarted
         let clock = ContinuousClock()
+        let cpuBefore = await BenchCPU.snapshot(postgres: postgres, redis: redis)
         let began = clock.now
-        try await running(services, limit: .seconds(600)) {
-            try await postgres.query("SELECT count(*)::int FROM workflow_runs WHERE workflow_key = 'bench-trigger'")[0]
-                .decode(Int.self, at: 0) >= entries * 100
-        }
+        try await running(services, limit: .seconds(600)) { runsStarted.current >= entries * 100 }
         let workflowSeconds = (clock.now - began).seconds
+        let cpuAfter = await BenchCPU.snapshot(postgres: postgres, redis: redis, pids: cpuBefore.pids)
         let started = try await postgres.query(
             "SELECT count(*)::int FROM workflow_runs WHERE workflow_key = 'bench-trigger'")[0]
             .decode(Int.self, at: 0)
@@ -290,7 +294,8 @@ public enum WorkflowBench {
         return [
             "triggers_events \(entries * 100)", "triggers_started \(started)",
             "triggers_rate \(Double(started) / workflowSeconds)",
-            "triggers_raw_rate \(Double(entries * 100) / rawSeconds)"
+            "triggers_raw_rate \(Double(entries * 100) / rawSeconds)",
+            cpuBefore.line(label: "triggers_cpu", to: cpuAfter, units: started)
         ]
     }
 }
