@@ -2,19 +2,9 @@
 enum PostgresArrayLiteral {
     /// Every element double-quoted with `"` and `\` escaped; `nil` elements are bare `NULL`.
     static func format(_ elements: [String?]) -> String {
-        var out = "{"
-        for (i, element) in elements.enumerated() {
-            if i > 0 { out.append(",") }
-            guard let element else { out.append("NULL"); continue }
-            out.append("\"")
-            for ch in element.unicodeScalars {
-                if ch == "\"" || ch == "\\" { out.append("\\") }
-                out.unicodeScalars.append(ch)
-            }
-            out.append("\"")
-        }
-        out.append("}")
-        return out
+        var literal = PostgresArrayText()
+        for element in elements { literal.append(element) }
+        return String(decoding: literal.value.bytes ?? [], as: UTF8.self)
     }
 
     /// The element texts (`nil` for NULL), or `nil` when this is not a one-dimensional literal.

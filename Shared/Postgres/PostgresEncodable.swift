@@ -76,4 +76,10 @@ extension Array: PostgresEncodable where Element: PostgresEncodable {
     /// from its mangled name at every call (`swift_getKeyPath`, type metadata lookups), which
     /// cost more than the formatting itself (a profile of the liveactivity service's ledger write).
     public var postgresText: String? { PostgresArrayLiteral.format(self.map { $0.postgresText }) }
+    /// The literal's bytes directly (no `String` in between).
+    public var postgresValue: PostgresValue {
+        var literal = PostgresArrayText()
+        for element in self { literal.append(element.postgresText) }
+        return literal.value
+    }
 }

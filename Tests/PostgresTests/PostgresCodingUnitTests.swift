@@ -49,6 +49,16 @@ struct PostgresCodingUnitTests {
         #expect(["a", nil, "b\"c"].postgresText == #"{"a",NULL,"b\"c"}"#)
     }
 
+    /// The byte-level writer a bound array goes through: escapes only `"` and `\`, keeps every
+    /// other byte (UTF-8 included), and reads back equal.
+    @Test func arrayLiteralBytesRoundTrip() throws {
+        let elements: [String?] = ["", "plain", #"{"k":"v\\n"}"#, "\\", "\"", "ünïcødé ✓", nil, #"a\"b\\c"#]
+        let value = elements.postgresValue
+        #expect(value.bytes.map { String(decoding: $0, as: UTF8.self) } == elements.postgresText)
+        let text = try #require(elements.postgresText)
+        #expect(try Self.decode(text, as: [String?].self) == elements)
+    }
+
     @Test func integersRejectOverflowAndJunk() {
         #expect(throws: PostgresDecodingError.self) { try Self.decode("40000", as: Int16.self) }
         #expect(throws: PostgresDecodingError.self) { try Self.decode("12abc", as: Int.self) }
