@@ -71,6 +71,22 @@ public struct JSONWriter: Sendable {
 
     public mutating func bool(_ b: Bool) { if b { raw("true") } else { raw("false") } }
 
+    /// An instant as a JSON string in `EventTimestamp`'s form (`"2024-05-01T12:00:00.250Z"`).
+    public mutating func timestamp(microseconds: Int64) {
+        bytes.append(UInt8(ascii: "\""))
+        EventTimestamp.append(microseconds: microseconds, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// `"key":` after a `,` unless `first` (which it clears): for documents written member by
+    /// member without a `JSONValue` tree.
+    public mutating func key(_ key: StaticString, first: inout Bool) {
+        if first { first = false } else { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        raw(key)
+        raw("\":")
+    }
+
     public mutating func value(_ v: JSONValue) {
         switch v {
         case .null: raw("null")

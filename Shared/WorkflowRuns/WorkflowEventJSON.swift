@@ -12,6 +12,9 @@ public enum WorkflowEventJSON {
         ]
     }
 
+    /// `encode(event)` as JSON text, written without the tree.
+    public static func text(_ event: WorkflowEvent) -> String { event.jsonText }
+
     /// nil when `json` is not such an object.
     public static func decode(_ json: JSONValue) -> WorkflowEvent? {
         guard let id = json["id"]?.stringValue, let name = json["name"]?.stringValue,

@@ -33,7 +33,7 @@ extension WorkflowRunStore {
             """,
             [
                 tenantId, subscriberId, events.map(\.name),
-                events.map { WorkflowEventJSON.encode($0).jsonString }, events.map { "event:" + $0.id },
+                events.map { WorkflowEventJSON.text($0) }, events.map { "event:" + $0.id },
                 events.map(\.id)
             ]
         ).first?.decode(Int.self, at: 0) ?? 0
@@ -58,7 +58,7 @@ extension WorkflowRunStore {
             SELECT count(*)::int FROM i
             """,
             [
-                pairs.map(\.runId), pairs.map { WorkflowEventJSON.encode($0.event).jsonString },
+                pairs.map(\.runId), pairs.map { WorkflowEventJSON.text($0.event) },
                 pairs.map { "event:" + $0.event.id }
             ]
         ).first?.decode(Int.self, at: 0) ?? 0

@@ -147,7 +147,7 @@ extension WorkflowRunStore {
             WHERE id = $1::uuid
             """,
             [
-                save.id, status, save.failureCode ?? state.failure?.code, state.jsonValue,
+                save.id, status, save.failureCode ?? state.failure?.code, state.jsonText,
                 live ? state.timer?.token : nil,
                 live ? state.timer?.dueAt : nil, live ? state.timer?.dueAt : nil, state.startedAt,
                 live ? nil : (state.endedAt ?? state.startedAt)
@@ -181,7 +181,7 @@ extension WorkflowRunStore {
             let live = s.status == .running
             ids.append(run.id); tenants.append(run.tenantId); keys.append(s.workflowKey); versions.append(s.version)
             subscribers.append(s.subscriber.id); triggers.append(run.triggerKey); statuses.append(s.status.rawValue)
-            failures.append(s.failure?.code); states.append(s.jsonValue.jsonString)
+            failures.append(s.failure?.code); states.append(s.jsonText)
             // text[] per row cannot go through unnest: one array literal per row, split in SQL.
             reacts.append(run.reactsTo.joined(separator: "\u{1F}"))
             tokens.append(live ? s.timer?.token : nil); dues.append(live ? s.timer?.dueAt : nil)

@@ -18,7 +18,7 @@ extension WorkflowRunStore {
             ids.append(save.id)
             statuses.append(state.status.rawValue)
             failures.append(save.failureCode ?? state.failure?.code)
-            states.append(state.jsonValue.jsonString)
+            states.append(state.jsonText)
             tokens.append(live ? state.timer?.token : nil)
             dues.append(live ? state.timer?.dueAt : nil)
             starts.append(state.startedAt)

@@ -31,8 +31,9 @@ struct RunDriver {
             subscriber: subscriber, environment: Self.environment(utc(start), quietHours, defaultTimeZone))
         state = advance.state
         actions = advance.actions
-        // Every state survives its JSON.
+        // Every state survives its JSON, and the byte writer writes the same document.
         #expect((try? WorkflowRunState(json: state.jsonValue)) == state)
+        #expect((try? JSONValue.parse(state.jsonBytes)) == state.jsonValue)
     }
 
     static func environment(_ now: Date, _ quiet: QuietHours?, _ zone: String?) -> WorkflowEnvironment {
@@ -49,6 +50,7 @@ struct RunDriver {
         actions = advance.actions
         changed = advance.changed
         #expect((try? WorkflowRunState(json: state.jsonValue)) == state)
+        #expect((try? JSONValue.parse(state.jsonBytes)) == state.jsonValue)
     }
 
     /// Fires the run's timer at its due time.

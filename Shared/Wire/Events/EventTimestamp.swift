@@ -71,17 +71,44 @@ public enum EventTimestamp {
 
     /// `2024-05-01T12:00:00.250Z` (UTC).
     public static func format(microseconds: Int64) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        append(microseconds: microseconds, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `format(microseconds:)`'s text appended as bytes (no `String`s in between: run states
+    /// and events write several per document on the workflow service's hot path).
+    public static func append(microseconds: Int64, to bytes: inout [UInt8]) {
         let t = CivilCalendar.dateTime(microseconds: microseconds)
-        var text =
-            CivilCalendar.padded(t.year, 4) + "-" + CivilCalendar.padded(t.month, 2) + "-"
-            + CivilCalendar.padded(t.day, 2) + "T"
-        text +=
-            CivilCalendar.padded(t.hour, 2) + ":" + CivilCalendar.padded(t.minute, 2) + ":"
-            + CivilCalendar.padded(t.second, 2) + "."
-        text +=
-            t.microsecond % 1000 == 0
-            ? CivilCalendar.padded(t.microsecond / 1000, 3) : CivilCalendar.padded(t.microsecond, 6)
-        return text + "Z"
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var value = value
+            if value < 0 || value >= divisor * 10 {  // a year outside 0...9999: as it is
+                bytes.append(contentsOf: String(value).utf8)
+                return
+            }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor))
+                value %= divisor
+                divisor /= 10
+            }
+        }
+        digits(t.year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(t.month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(t.day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(t.hour, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(t.minute, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(t.second, 2)
+        bytes.append(UInt8(ascii: "."))
+        if t.microsecond % 1000 == 0 { digits(t.microsecond / 1000, 3) } else { digits(t.microsecond, 6) }
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     public static func format(_ date: Date) -> String {
