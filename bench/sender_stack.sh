@@ -10,7 +10,9 @@
 # binaries in .build-release-push), BK_BIN_DIR=DIR (run the release binaries in DIR instead, e.g.
 # another checkout's, for a before/after comparison).
 
-declare -A SENDER_PID SENDER_PORT
+# -g: global even when sourced inside a function (bench/workflows.sh does), so stack_cleanup still
+# finds the replicas to stop.
+declare -gA SENDER_PID SENDER_PORT
 
 stack_cleanup() {
   local r

@@ -19,28 +19,49 @@ cd "$BK_ROOT"
 
 # wf_stack_up: the send-path stack of bench/sender_stack.sh (release builds, gateway, two
 # apns-sender replicas, the APNs simulator) plus BK_WORKFLOW_REPLICAS (default 2) workflow
-# replicas (BK_WORKFLOW_ENV: extra VAR=value words for them).
+# replicas (BK_WORKFLOW_ENV: extra VAR=value words for them; BK_WORKFLOW_BIN: that workflow
+# binary instead of the stack's, for a before/after of the workflow service alone).
 wf_stack_up() {
   local replicas="${BK_WORKFLOW_REPLICAS:-2}" r i port
   source bench/sender_stack.sh
   WORK="$(mktemp -d /tmp/bk-workflow-sends.XXXXXX)"
   PIDS=()
+  WF_PIDS=()
   trap stack_cleanup EXIT
   trap 'exit 130' INT TERM
-  if [ -z "${BK_BIN_DIR:-}" ] && [ -z "${BK_PUSH_NO_BUILD:-}" ]; then
+  if [ -z "${BK_BIN_DIR:-}" ] && [ -z "${BK_PUSH_NO_BUILD:-}" ] && [ -z "${BK_WORKFLOW_BIN:-}" ]; then
     bk_log "building workflow (release)"
     bench_release_build .build-release-push workflow >/dev/null
   fi
   stack_up
+  local workflow="${BK_WORKFLOW_BIN:-$BIN/workflow}"
   for r in $(seq 1 "$replicas"); do
     port="$(bk_free_port)"
     # shellcheck disable=SC2086
     env BUZZKIT_HTTP_PORT="$port" BUZZKIT_INSTANCE_ID="bench-workflow-$r" BUZZKIT_DB_POOL_SIZE=8 \
-      ${BK_WORKFLOW_ENV:-} "$BIN/workflow" >>"$WORK/workflow-$r.log" 2>&1 &
+      ${BK_WORKFLOW_ENV:-} "$workflow" >>"$WORK/workflow-$r.log" 2>&1 &
     PIDS+=("$!")
+    WF_PIDS+=("$!")
     for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || bk_die "workflow replica $r: $(tail -5 "$WORK/workflow-$r.log")"
   done
+}
+
+# wf_cpu: CPU ticks so far of stack_cpu's processes, the workflow replicas and the whole machine;
+# wf_cpu_report BEFORE AFTER N LABEL prints microseconds of each per unit of N.
+wf_cpu() { echo "$(stack_cpu) $(bench_ticks "${WF_PIDS[@]}") $(bench_machine_ticks)"; }
+wf_cpu_report() {
+  python3 - "$1" "$2" "$3" "$4" "$(getconf CLK_TCK)" <<'PY'
+import sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+n, label, hz = int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+if len(a) != 7 or len(b) != 7:
+    sys.exit("CPU per %s: not measured (ticks %r, %r)" % (label, sys.argv[1], sys.argv[2]))
+names = ["postgres", "apns-sender x2", "apns-sim", "redis", "gateway", "workflow replicas"]
+us = [(y - x) / hz * 1e6 / n for x, y in zip(a, b)]
+parts = ", ".join("%s %.0f" % (name, u) for name, u in zip(names, us))
+print("CPU per %s (us): %s; whole machine %.0f (other processes %.0f)" % (label, parts, us[6], us[6] - sum(us[:6])))
+PY
 }
 
 # wf_template KEY DEFINITION SUBSCRIBER: saves the workflow and starts one run of it for
@@ -128,7 +149,10 @@ workflow_sends() {
     {"name": "go", "send": {"title": "Due", "body": "Your run is due", "policy": "ignore"}}]}' w0000001
   due="$(wf_copy_runs bench-due w "$runs")"
   before="$(stack_sim_accepted)"
+  local cpu0 cpu1
+  cpu0="$(wf_cpu)"
   stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'" "$runs" 1800 "$before"
+  cpu1="$(wf_cpu)"
   local t1 sent fired done_runs tt0 tt1
   read -r t1 sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
     FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'")
@@ -147,6 +171,7 @@ print(f"baseline: topic send, {int(runs):,} devices, same stack: {topic:.1f} s (
 print(f"ratio: workflow sends take {seconds / topic:.1f}x the topic send's time (rate {topic / seconds:.3f} of it); "
       f"goal <= 20 s for 100,000 (>= 5,000 sends/s): {'met' if runs / seconds >= 5000 else 'NOT met'}")
 PY
+  wf_cpu_report "$cpu0" "$cpu1" "$runs" "workflow send (from the due second to the last delivery)" || true
 }
 
 # (4) Local windows (issue 16): WINDOWS runs of one workflow ("waitUntil 07:00, then a local send";
@@ -176,15 +201,18 @@ workflow_local() {
   half="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND NOT (state->'localPlan'->>'acknowledged')::boolean")"
   before="$(stack_sim_accepted)"
   local fallbacks="m.kind = 'push' AND m.workflow_key = 'bench-local'"
-  local i decided=0
+  local i decided=0 cpu0 cpu1 cpu2
+  cpu0="$(wf_cpu)"
   for i in $(seq 1 1800); do
     decided="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND status = 'completed'")"
     [ "$decided" -ge "$runs" ] && break
     sleep 1
   done
   [ "$decided" -ge "$runs" ] || bk_die "only $decided of $runs windows decided after 30 min"
+  cpu1="$(wf_cpu)"
   stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'l%' AND message_id IN (SELECT m.id FROM messages m WHERE $fallbacks)" \
     "$half" 1800 "$before"
+  cpu2="$(wf_cpu)"
   local t_decided on_device fell_back t_sent sent tt0 tt1
   read -r t_decided on_device fell_back < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)),
       count(*) FILTER (WHERE state->'outcomes'->1->>'decision' = 'scheduled_on_device'),
@@ -207,6 +235,8 @@ print(f"baseline: topic send, {int(runs):,} devices, same stack: {topic:.1f} s (
 print(f"ratio: the local windows take {total / topic:.1f}x the topic send's time; "
       f"goal <= 15 s for 100,000 windows: {'met' if total <= 15 * runs / 100000 else 'NOT met'}")
 PY
+  wf_cpu_report "$cpu0" "$cpu1" "$runs" "window decided (from the due second to the last decision)" || true
+  wf_cpu_report "$cpu0" "$cpu2" "$runs" "window (from the due second to the last fallback accepted)" || true
 }
 
 if [ "${1:-}" = "sends" ]; then
