@@ -27,6 +27,7 @@ wf_stack_up() {
   WORK="$(mktemp -d /tmp/bk-workflow-sends.XXXXXX)"
   PIDS=()
   WF_PIDS=()
+  WF_PORTS=()
   trap stack_cleanup EXIT
   trap 'exit 130' INT TERM
   if [ -z "${BK_BIN_DIR:-}" ] && [ -z "${BK_PUSH_NO_BUILD:-}" ] && [ -z "${BK_WORKFLOW_BIN:-}" ]; then
@@ -42,6 +43,7 @@ wf_stack_up() {
       ${BK_WORKFLOW_ENV:-} "$workflow" >>"$WORK/workflow-$r.log" 2>&1 &
     PIDS+=("$!")
     WF_PIDS+=("$!")
+    WF_PORTS+=("$port")
     for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || bk_die "workflow replica $r: $(tail -5 "$WORK/workflow-$r.log")"
   done
@@ -62,6 +64,34 @@ us = [(y - x) / hz * 1e6 / n for x, y in zip(a, b)]
 parts = ", ".join("%s %.0f" % (name, u) for name, u in zip(names, us))
 print("CPU per %s (us): %s; whole machine %.0f (other processes %.0f)" % (label, parts, us[6], us[6] - sum(us[:6])))
 PY
+}
+
+# wf_completed: runs the workflow replicas have completed so far (their metrics).
+wf_completed() {
+  local port total=0 n
+  for port in "${WF_PORTS[@]}"; do
+    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk '$1 == "buzzkit_workflow_runs_completed_total" { print $2 }')"
+    total=$(( total + ${n:-0} ))
+  done
+  echo "$total"
+}
+
+# wf_measure_start DUE: waits for the due second (epoch), then prints wf_cpu; with
+# BK_WF_STATEMENTS=1 (and BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements") it also
+# resets the statement statistics, which wf_statements prints (and, with BK_WF_PG_LOG=FILE, copies
+# the server's log there, e.g. for auto_explain's plans).
+wf_measure_start() {
+  python3 -c "import time; time.sleep(max(0, $1 - time.time()))"
+  if [ -n "${BK_WF_STATEMENTS:-}" ]; then
+    "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+  wf_cpu
+}
+wf_statements() {
+  [ -n "${BK_WF_STATEMENTS:-}" ] || return 0
+  "${PSQL[@]}" -P pager=off -F' | ' -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+      rows, left(regexp_replace(query, '\s+', ' ', 'g'), 150) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20"
+  if [ -n "${BK_WF_PG_LOG:-}" ]; then cp "$WORK/pg/postgres.log" "$BK_WF_PG_LOG"; fi
 }
 
 # wf_template KEY DEFINITION SUBSCRIBER: saves the workflow and starts one run of it for
@@ -150,9 +180,10 @@ workflow_sends() {
   due="$(wf_copy_runs bench-due w "$runs")"
   before="$(stack_sim_accepted)"
   local cpu0 cpu1
-  cpu0="$(wf_cpu)"
+  cpu0="$(wf_measure_start "$due")"
   stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'" "$runs" 1800 "$before"
   cpu1="$(wf_cpu)"
+  wf_statements
   local t1 sent fired done_runs tt0 tt1
   read -r t1 sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
     FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'w%'")
@@ -202,17 +233,24 @@ workflow_local() {
   before="$(stack_sim_accepted)"
   local fallbacks="m.kind = 'push' AND m.workflow_key = 'bench-local'"
   local i decided=0 cpu0 cpu1 cpu2
-  cpu0="$(wf_cpu)"
-  for i in $(seq 1 1800); do
-    decided="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND status = 'completed'")"
+  cpu0="$(wf_measure_start "$due")"
+  # Progress from the replicas' counters (a count over the runs cost Postgres 0.4 s a time);
+  # the runs' own times are read from the table once it is done.
+  local started_before
+  started_before="$(wf_completed)"
+  for i in $(seq 1 9000); do
+    decided=$(( $(wf_completed) - started_before ))
     [ "$decided" -ge "$runs" ] && break
-    sleep 1
+    sleep 0.2
   done
   [ "$decided" -ge "$runs" ] || bk_die "only $decided of $runs windows decided after 30 min"
+  decided="$("${PSQL[@]}" -c "SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-local' AND status = 'completed'")"
+  [ "$decided" -ge "$runs" ] || bk_die "the replicas counted $runs windows completed, the table $decided"
   cpu1="$(wf_cpu)"
   stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'l%' AND message_id IN (SELECT m.id FROM messages m WHERE $fallbacks)" \
     "$half" 1800 "$before"
   cpu2="$(wf_cpu)"
+  wf_statements
   local t_decided on_device fell_back t_sent sent tt0 tt1
   read -r t_decided on_device fell_back < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)),
       count(*) FILTER (WHERE state->'outcomes'->1->>'decision' = 'scheduled_on_device'),
