@@ -36,15 +36,7 @@ struct RunAdvancer {
     /// executed again (after a crash before its commit) names the same message and the unique
     /// key on `messages.id` refuses the second.
     static func messageId(runId: String, step: String, purpose: String) -> String {
-        var bytes = Array(Digest.sha256(Array("buzzkit.workflow:\(runId):\(step):\(purpose)".utf8)).prefix(16))
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8 (name-based, SHA-256)
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 9562 variant
-        let uuid = UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-                bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
-        return uuid.lowercasedText
+        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose)").lowercasedText
     }
 
     /// Applies `advance` (from start or an input) and everything it leads to.
