@@ -5,12 +5,7 @@ import Foundation
 /// An event as the run store keeps it (a pending run's trigger, an inbox input):
 /// `{"id", "name", "data", "occurredAt"}`, instants as `EventTimestamp` text (whole microseconds).
 public enum WorkflowEventJSON {
-    public static func encode(_ event: WorkflowEvent) -> JSONValue {
-        [
-            "id": .string(event.id), "name": .string(event.name), "data": event.data,
-            "occurredAt": .string(WorkflowTime.text(event.occurredAt))
-        ]
-    }
+    public static func encode(_ event: WorkflowEvent) -> JSONValue { event.jsonValue }
 
     /// `encode(event)` as JSON text, written without the tree.
     public static func text(_ event: WorkflowEvent) -> String { event.jsonText }

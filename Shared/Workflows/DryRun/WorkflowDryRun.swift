@@ -171,7 +171,7 @@ public enum WorkflowDryRun {
                 now = max(now, WorkflowTime.quantized(wait.since.addingTimeInterval(max(0, arrival.after))))
                 var event = arrival.event
                 if event.id == state.trigger.id { event.id += ":arrival" }
-                entries.append(Entry(at: now, step: wait.step, kind: "event", detail: event.stateJSON))
+                entries.append(Entry(at: now, step: wait.step, kind: "event", detail: event.jsonValue))
                 delivered.insert(wait.step)
                 input = .event(event)
             } else if let timer = state.timer {

@@ -8,39 +8,9 @@ public struct WorkflowStateError: Error, Sendable, Hashable, CustomStringConvert
 }
 
 extension WorkflowRunState {
-    /// The state as a JSON object (for a jsonb column); `init(json:)` reads it back equal.
-    public var jsonValue: JSONValue {
-        var o: [String: JSONValue] = [
-            "format": .int(Int64(Self.format)), "runId": .string(runId), "workflowKey": .string(workflowKey),
-            "version": .int(Int64(version)), "status": .string(status.rawValue), "trigger": trigger.stateJSON,
-            "subscriber": subscriber.documentJSON, "startedAt": .string(WorkflowTime.text(startedAt)),
-            "outcomes": .array(outcomes.map(\.jsonValue))
-        ]
-        if let failure { o["failure"] = ["code": .string(failure.code), "message": .string(failure.message)] }
-        if let cancelReason { o["cancelReason"] = .string(cancelReason) }
-        if let endedAt { o["endedAt"] = .string(WorkflowTime.text(endedAt)) }
-        if let current { o["current"] = .string(current) }
-        if let timer { o["timer"] = ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))] }
-        if let awaiting {
-            o["awaiting"] = [
-                "step": .string(awaiting.step), "event": .string(awaiting.event),
-                "since": .string(WorkflowTime.text(awaiting.since)),
-                "timeoutAt": .string(WorkflowTime.text(awaiting.timeoutAt))
-            ]
-        }
-        if let receiptsFor { o["receiptsFor"] = .array(receiptsFor.map(JSONValue.string)) }
-        if let localPlan {
-            o["localPlan"] = [
-                "step": .string(localPlan.step), "localId": .string(localPlan.localId),
-                "messageId": .string(localPlan.messageId),
-                "fireAt": .string(WorkflowTime.text(localPlan.fireAt)), "content": localPlan.content,
-                "missing": .array(localPlan.missing.map(JSONValue.string)),
-                "acknowledged": .bool(localPlan.acknowledged)
-            ]
-        }
-        if let acknowledgementFor { o["acknowledgementFor"] = .string(acknowledgementFor) }
-        return .object(o)
-    }
+    /// The state as a JSON object (for a jsonb column); `init(json:)` reads it back equal. The
+    /// document `jsonBytes` writes, read back: one writer for both.
+    public var jsonValue: JSONValue { JSONValue.written(jsonBytes) }
 
     public init(json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "state")
@@ -97,23 +67,11 @@ extension WorkflowRunState {
 }
 
 extension WorkflowStepOutcome {
+    /// The outcome as the run state stores it (`write(to:)`'s document).
     public var jsonValue: JSONValue {
-        var o: [String: JSONValue] = [
-            "step": .string(step), "kind": .string(kind), "status": .string(status.rawValue),
-            "startedAt": .string(WorkflowTime.text(startedAt)), "messageIds": .array(messageIds.map(JSONValue.string))
-        ]
-        if let dueAt { o["dueAt"] = .string(WorkflowTime.text(dueAt)) }
-        if let endedAt { o["endedAt"] = .string(WorkflowTime.text(endedAt)) }
-        if let decision { o["decision"] = .string(decision) }
-        if let reason { o["reason"] = .string(reason) }
-        if !missing.isEmpty { o["missing"] = .array(missing.map(JSONValue.string)) }
-        if let event { o["event"] = event.stateJSON }
-        if let shiftedFrom { o["shiftedFrom"] = .string(WorkflowTime.text(shiftedFrom)) }
-        if let receipts {
-            o["receipts"] = .object(
-                receipts.mapValues { ["delivered": .bool($0.delivered), "opened": .bool($0.opened)] })
-        }
-        return .object(o)
+        var w = JSONWriter(capacity: 256)
+        write(to: &w)
+        return JSONValue.written(w.bytes)
     }
 
     init(json: JSONValue) throws(WorkflowStateError) {
@@ -141,10 +99,6 @@ extension WorkflowStepOutcome {
 }
 
 extension WorkflowEvent {
-    var stateJSON: JSONValue {
-        ["id": .string(id), "name": .string(name), "data": data, "occurredAt": .string(WorkflowTime.text(occurredAt))]
-    }
-
     init(stateJSON json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "event")
         self.init(

@@ -1,11 +1,11 @@
 import BuzzKitWire
 import Foundation
 
-/// The run state's document written straight to bytes: the same members and values as
-/// `jsonValue` (a test holds them equal), without building a `JSONValue` tree of dictionaries and
-/// sorting every object's keys. The workflow service writes one per run it starts or advances;
-/// the tree cost more than the engine's walk. Members come in a fixed order, not sorted: the
-/// jsonb column keeps its own order anyway.
+/// The run state's document written straight to bytes, without building a `JSONValue` tree of
+/// dictionaries and sorting every object's keys: the workflow service writes one per run it
+/// starts or advances, and the tree cost more than the engine's walk. The one writer of the
+/// document (`jsonValue` reads these bytes back). Members come in a fixed order, not sorted:
+/// the jsonb column keeps its own order anyway.
 extension WorkflowRunState {
     /// The state as compact JSON text (for the jsonb column).
     public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
@@ -189,7 +189,14 @@ extension WorkflowEvent {
         return w.string
     }
 
-    /// `stateJSON`'s document.
+    /// The same document as a `JSONValue` (a pending run's trigger, an inbox input's payload).
+    public var jsonValue: JSONValue {
+        var w = JSONWriter(capacity: 256)
+        writeState(to: &w)
+        return JSONValue.written(w.bytes)
+    }
+
+    /// The event as run states and inboxes store it.
     func writeState(to w: inout JSONWriter) {
         var first = true
         w.raw("{")
@@ -206,7 +213,7 @@ extension WorkflowEvent {
 }
 
 extension WorkflowSubscriber {
-    /// `documentJSON`'s document.
+    /// The subscriber as the run state stores it (the members `documentJSON` has).
     func writeDocument(to w: inout JSONWriter) {
         var first = true
         w.raw("{")
@@ -239,5 +246,15 @@ extension JSONWriter {
             string(item)
         }
         raw("]")
+    }
+}
+
+extension JSONValue {
+    /// A document this module's writers produced, read back (they write valid JSON by
+    /// construction, so a parse failure is a bug in a writer, not bad input).
+    static func written(_ bytes: [UInt8]) -> JSONValue {
+        do { return try JSONValue.parse(bytes) } catch {
+            preconditionFailure("a run-state writer wrote invalid JSON: \(error)")
+        }
     }
 }
