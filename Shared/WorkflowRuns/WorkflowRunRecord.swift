@@ -45,7 +45,7 @@ public struct WorkflowRunRecord: Sendable, Hashable {
             "failure": .null, "cancelReason": .null, "current": .null, "steps": []
         ]
         if let state {
-            o["trigger"] = WorkflowEventJSON.encode(state.trigger)
+            o["trigger"] = state.trigger.jsonValue
             if let failure = state.failure {
                 o["failure"] = ["code": .string(failure.code), "message": .string(failure.message)]
             }
@@ -53,7 +53,7 @@ public struct WorkflowRunRecord: Sendable, Hashable {
             if let current = state.current { o["current"] = .string(current) }
             o["steps"] = .array(state.outcomes.map(\.jsonValue))
         } else {
-            o["trigger"] = pendingTrigger.map(WorkflowEventJSON.encode) ?? .null
+            o["trigger"] = pendingTrigger.map(\.jsonValue) ?? .null
             if let failureCode { o["failure"] = ["code": .string(failureCode), "message": .string(failureCode)] }
         }
         return .object(o)
@@ -74,7 +74,7 @@ public struct WorkflowRunRecord: Sendable, Hashable {
             subscriberId: try row.decode(String.self, at: 4), triggerKey: try row.decode(String.self, at: 5),
             status: try row.decode(String.self, at: 6), failureCode: try row.decode(String?.self, at: 7),
             state: try stateJSON.map { try WorkflowRunState(json: $0) },
-            pendingTrigger: startInput?["trigger"].flatMap(WorkflowEventJSON.decode),
+            pendingTrigger: startInput?["trigger"].flatMap { try? WorkflowEvent(stateJSON: $0) },
             dueAt: try row.decode(Date?.self, at: 10), createdAt: try row.decode(Date.self, at: 11),
             updatedAt: try row.decode(Date.self, at: 12), startedAt: try row.decode(Date?.self, at: 13),
             endedAt: try row.decode(Date?.self, at: 14))

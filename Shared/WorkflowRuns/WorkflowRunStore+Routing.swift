@@ -33,7 +33,7 @@ extension WorkflowRunStore {
             """,
             [
                 tenantId, subscriberId, events.map(\.name),
-                events.map { WorkflowEventJSON.text($0) }, events.map { "event:" + $0.id },
+                events.map(\.jsonText), events.map { "event:" + $0.id },
                 events.map(\.id)
             ]
         ).first?.decode(Int.self, at: 0) ?? 0
@@ -58,7 +58,7 @@ extension WorkflowRunStore {
             SELECT count(*)::int FROM i
             """,
             [
-                pairs.map(\.runId), pairs.map { WorkflowEventJSON.text($0.event) },
+                pairs.map(\.runId), pairs.map(\.event.jsonText),
                 pairs.map { "event:" + $0.event.id }
             ]
         ).first?.decode(Int.self, at: 0) ?? 0

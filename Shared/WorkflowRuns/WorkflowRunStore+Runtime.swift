@@ -121,7 +121,7 @@ extension WorkflowRunStore {
             let kind: WorkflowRunInboxItem.Kind
             if try row.decode(String.self, at: 2) == "cancel" {
                 kind = .cancel(reason: payload["reason"]?.stringValue ?? "cancelled")
-            } else if let event = WorkflowEventJSON.decode(payload) {
+            } else if let event = try? WorkflowEvent(stateJSON: payload) {
                 kind = .event(event)
             } else {
                 continue  // unreadable: dropped with the others applied
@@ -253,7 +253,7 @@ extension WorkflowRunStore {
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """, [tenantId, subscriberId, event.name, WorkflowEventJSON.encode(event), "event:" + event.id]
+            """, [tenantId, subscriberId, event.name, event.jsonValue, "event:" + event.id]
         ).count
     }
 

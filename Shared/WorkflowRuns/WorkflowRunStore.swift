@@ -63,7 +63,7 @@ public struct WorkflowRunStore: Sendable {
             """,
             [
                 id, tenantId, workflowKey, version, subscriberId, triggerKey,
-                JSONValue.object(["trigger": WorkflowEventJSON.encode(trigger)]), definition.reactsToEvents.sorted()
+                JSONValue.object(["trigger": trigger.jsonValue]), definition.reactsToEvents.sorted()
             ])
         if !inserted.isEmpty { return Start(runId: id, created: true) }
         let existing = try await connection.query(

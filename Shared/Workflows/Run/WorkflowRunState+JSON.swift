@@ -99,7 +99,8 @@ extension WorkflowStepOutcome {
 }
 
 extension WorkflowEvent {
-    init(stateJSON json: JSONValue) throws(WorkflowStateError) {
+    /// An event as run states, pending runs and inboxes store it (`jsonValue` / `jsonText`).
+    public init(stateJSON json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "event")
         self.init(
             id: try r.string("id"), name: try r.string("name"), data: r.optional("data") ?? [:],
