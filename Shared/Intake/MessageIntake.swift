@@ -142,8 +142,8 @@ public struct MessageIntake: Sendable {
                 ])
             return
         }
-        // The arrays are written straight into bytes (`PostgresArrayText`): the generic array
-        // literal, built a Unicode scalar at a time, was a twelfth of the gateway's CPU per POST.
+        // The arrays are written straight into bytes (`PostgresArrayText`): ids and JSON documents
+        // without a `String` per element, on the gateway's busiest path.
         var ids = PostgresArrayText(capacity: 2 + messages.count * 37)
         var tenants = PostgresArrayText(capacity: 2 + messages.count * 37)
         var targets = PostgresArrayText(capacity: 2 + messages.count * 32)

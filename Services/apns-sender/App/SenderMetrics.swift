@@ -4,7 +4,8 @@ import BuzzKitCore
 /// `bk_sender_chunk_stage_seconds{stage}` (`claim`, `send` = every APNs attempt of the chunk,
 /// `record` = the batched ledger write, `total`), `bk_sender_deliveries_total` (claimed and
 /// sent), `bk_apns_requests_total` (attempts made) and `bk_fanout_page_seconds` (one page: insert,
-/// XADD, cursor write) and `bk_sender_direct_batch_size` (messages per direct batch). Handles are looked up once; recording is a lock-free add or a short lock.
+/// XADD, cursor write) and `bk_sender_direct_batch_size` (messages per direct batch). Handles are
+/// looked up once; recording is a lock-free add or a short lock.
 struct SenderMetrics: Sendable {
     let claim: Histogram
     let send: Histogram
