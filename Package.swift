@@ -251,7 +251,8 @@ let package = Package(
         .testTarget(
             name: "LiveActivityTests",
             dependencies: [
-                "BuzzKitPostgres", "BuzzKitContracts", "LiveActivityApp", "BuzzKitTestSupport"
+                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts", "LiveActivityApp",
+                "BuzzKitTestSupport"
             ],
             path: "Tests/LiveActivityTests"),
         .testTarget(

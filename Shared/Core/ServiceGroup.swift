@@ -125,7 +125,8 @@ public final class ServiceGroup: Sendable {
             let service = services[index]
             logger.info("service stopping", metadata: ["part": service.name])
             await service.shutdown()
-            await returned[index].value
+            // Cancelled after the shutdown timeout: stop waiting (the group cancels the services).
+            guard (try? await returned[index].wait()) != nil else { return }
         }
     }
 

@@ -4,5 +4,6 @@ final class ShutdownTrigger: Sendable {
 
     func fire(reason text: String) { reason.fulfill(text) }
 
-    func wait() async -> String { await reason.value }
+    /// The reason, or "cancelled" when the waiting task is cancelled first.
+    func wait() async -> String { (try? await reason.wait()) ?? "cancelled" }
 }

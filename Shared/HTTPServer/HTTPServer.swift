@@ -67,6 +67,8 @@ public final class HTTPServer: Sendable {
     public let configuration: Configuration
     private let core: ServerCore
     private let state = Mutex<State>(.idle)
+    /// Fulfilled when a `shutdown()` has stopped the server (what `run()` waits for).
+    private let stopped = OneShot<Void>()
 
     /// - Parameter observer: called after each response (on a network thread or a handler task;
     ///   keep it quick) with method, route pattern, status and duration, e.g. for Prometheus.
@@ -180,16 +182,14 @@ public final class HTTPServer: Sendable {
         Unmanaged<ServerCore>.passUnretained(core).release()  // the reference start() handed to MHD
         state.withLock { $0 = .stopped }
         core.logger.info("http server stopped")
+        stopped.fulfill(())
     }
 
-    /// Starts (unless already running), serves until the calling task is cancelled, then shuts
-    /// down gracefully.
+    /// Starts (unless already running) and serves until `shutdown()` has stopped the server, or
+    /// until the calling task is cancelled: then it shuts down gracefully itself.
     public func run() async throws {
         if port == 0 { try start() }
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(3600))
-        }
-        await shutdown()
+        if (try? await stopped.wait()) == nil { await shutdown() }
     }
 
     /// Polls the in-flight count every 5 ms until it is 0 (true) or the deadline passes (false).

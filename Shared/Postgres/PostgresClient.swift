@@ -136,11 +136,7 @@ public final class PostgresClient: Service {
     /// Waits until `shutdown()` is called (or the task is cancelled), then closes the pool: what
     /// a `ServiceGroup` runs, so the pool stays open while the services after it still work.
     public func run() async throws {
-        await withTaskCancellationHandler {
-            await stopRequested.value
-        } onCancel: {
-            stopRequested.fulfill(())
-        }
+        _ = try? await stopRequested.wait()
         await shutdown()
     }
 
@@ -149,7 +145,10 @@ public final class PostgresClient: Service {
     /// closed (a second call waits for the first).
     public func shutdown() async {
         stopRequested.fulfill(())
-        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else { return await closed.value }
+        guard !isShutdown.exchange(true, ordering: .acquiringAndReleasing) else {
+            _ = try? await closed.wait()
+            return
+        }
         let stopping = listeners.withLock { listeners in
             defer { listeners = [:] }
             return Array(listeners.values)

@@ -69,11 +69,7 @@ public final class APNsClientPool: Service {
 
     /// Waits for `shutdown()` (or cancellation), then closes every client.
     public func run() async throws {
-        await withTaskCancellationHandler {
-            await stopped.value
-        } onCancel: {
-            stopped.fulfill(())
-        }
+        _ = try? await stopped.wait()
         await closeClients()
     }
 

@@ -93,11 +93,7 @@ public final class RedisClient: RedisCommandRunner, Service {
 
     /// Waits until `shutdown()` is called (or the task is cancelled), then closes the pool.
     public func run() async throws {
-        await withTaskCancellationHandler {
-            await stopRequested.value
-        } onCancel: {
-            stopRequested.fulfill(())
-        }
+        _ = try? await stopRequested.wait()
         close()
     }
 

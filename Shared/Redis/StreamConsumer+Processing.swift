@@ -1,3 +1,4 @@
+import BuzzKitCore
 import Synchronization
 
 // MARK: - Handling a batch: run handlers, ack successes, record failures, dead-letter the hopeless
@@ -165,18 +166,22 @@ extension StreamConsumer {
     /// read and not yet settled (`keepClaimed`: their idle time restarts, no delivery is counted),
     /// so handlers slower than `claimIdleTime`, and the batch read ahead behind them, keep their
     /// entries: siblings take over only the entries of a consumer that stopped or hung.
-    /// Runs until cancelled.
+    /// Runs until cancelled (`run()` cancels it when the consumer loop ended); a failure is logged
+    /// by the loop and counted in `statistics.redisErrors`.
     func renewClaims() async {
-        let every = configuration.claimIdleTime / 3
-        while (try? await Task.sleep(for: every)) != nil {
+        let loop = BackgroundLoop(
+            name: "stream.claims", interval: configuration.claimIdleTime / 3, start: .afterInterval,
+            logger: logger, metrics: nil)
+        await loop.run {
             let held = state.withLock { Array($0.held) }
-            guard !held.isEmpty else { continue }
+            guard !held.isEmpty else { return }
             do throws(RedisError) {
                 try await client.keepClaimed(
                     configuration.stream, group: configuration.group,
                     consumer: configuration.consumer, ids: held)
             } catch {
-                logger.warning("stream consumer could not renew its claim", metadata: ["error": error.message])
+                state.withLock { $0.statistics.redisErrors += 1 }
+                throw error
             }
         }
     }

@@ -1,36 +1,26 @@
 import BuzzKitCore
 import BuzzKitHTTPServer
-import Synchronization
 
 /// Runs an `HTTPServer` as a `Service`: binds on `run()`, and on `shutdown()` stops accepting,
 /// lets in-flight requests finish, then lets `run()` return.
 public final class HTTPService: Service {
     public let name = "http"
     public let server: HTTPServer
-    private let stopped = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let stopped = OneShot<Void>()
 
     public init(server: HTTPServer) {
         self.server = server
     }
 
+    /// Serves until `shutdown()` finished (or, cancelled, stops the server itself first).
     public func run() async throws {
+        guard !stopped.isFulfilled else { return }
         try server.start()
-        await withCheckedContinuation { continuation in
-            let alreadyStopped = stopped.withLock { state in
-                if !state.done { state.waiter = continuation }
-                return state.done
-            }
-            if alreadyStopped { continuation.resume() }
-        }
+        if (try? await stopped.wait()) == nil { await server.shutdown() }
     }
 
     public func shutdown() async {
         await server.shutdown()
-        let waiter = stopped.withLock { state in
-            state.done = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+        stopped.fulfill(())
     }
 }

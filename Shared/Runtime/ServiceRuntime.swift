@@ -78,7 +78,7 @@ struct DrainOnShutdown: Service {
 
     init(flag: DrainFlag) { self.flag = flag }
 
-    func run() async throws { await stopped.value }
+    func run() async throws { _ = try? await stopped.wait() }
 
     func shutdown() async {
         flag.set()

@@ -21,7 +21,8 @@ import Testing
         configuration.trimInterval = .milliseconds(100)
         configuration.maintenanceInterval = .milliseconds(300)
         let service = EventMaintenanceService(
-            postgres: harness.postgres, redis: harness.redis, configuration: configuration, logger: .silent())
+            postgres: harness.postgres, redis: harness.redis, configuration: configuration, logger: .silent(),
+            metrics: MetricsRegistry())
         let running = RunningServices([service])
         try await withCleanup {
             try await body(harness, configuration)

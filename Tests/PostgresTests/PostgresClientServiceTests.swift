@@ -15,7 +15,7 @@ private final class FinishingWork: Service {
     init(client: PostgresClient) { self.client = client }
 
     func run() async throws {
-        await stopRequested.value
+        _ = try? await stopRequested.wait()
         try? await Task.sleep(for: .milliseconds(300))
         let result: Result<Int, any Error>
         do {

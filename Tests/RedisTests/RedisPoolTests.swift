@@ -16,10 +16,10 @@ import Testing
             try await client.withConnection { connection in
                 _ = try await connection.command(["INCR", .init(key)])
                 holding.fulfill(())
-                await release.value
+                try await release.wait()
             }
         }
-        await holding.value
+        try await holding.wait()
         let waiter = Task { try await client.incr(key) }
         while client.poolStatistics.waiting != 1 { await Task.yield() }
         waiter.cancel()
@@ -43,10 +43,10 @@ import Testing
             try await client.withConnection { connection in
                 _ = try await connection.command(["PING"])
                 holding.fulfill(())
-                await release.value
+                try await release.wait()
             }
         }
-        await holding.value
+        try await holding.wait()
         let waiter = Task { try await client.ping() }
         while client.poolStatistics.waiting != 1 { await Task.yield() }
         client.close()

@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitMigrations
 import BuzzKitPostgres
@@ -51,7 +52,7 @@ struct StaleClaimSweepTests {
         let sweeper = OutboxSweeper(
             postgres: postgres, redis: redis, messages: StreamName(rawValue: schema),
             interval: .seconds(10), requeueAfter: .seconds(30),
-            takeOver: { try await sender.takeOverStaleClaims() }, logger: .silent())
+            takeOver: { try await sender.takeOverStaleClaims() }, logger: .silent(), metrics: MetricsRegistry())
         try await sweeper.sweep()
 
         let rows = try await postgres.query(

@@ -10,8 +10,10 @@ import Foundation
 /// group `apns-sender`, shared by every replica), and sweeps the outbox.
 ///
 /// ```swift
-/// await ServiceMain.run(service: "apns-sender") { runtime, _ in
-///     try APNsSender(runtime: runtime, configuration: SenderConfiguration(environment: env)).services
+/// await ServiceMain.run(
+///     service: "apns-sender", configuration: { _, env in try SenderConfiguration(environment: env) }
+/// ) { runtime, configuration, _ in
+///     try APNsSender(runtime: runtime, configuration: configuration).services
 /// }
 /// ```
 /// Guarantees: a delivery is claimed (`queued` -> `sending`) by exactly one replica in one
@@ -124,7 +126,8 @@ public struct APNsSender: Sendable {
                     chunks: sender.chunks, redis: runtime.redis, stream: deliveriesStream,
                     olderThan: configuration.requeueAfter)
             },
-            trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger)
+            trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger,
+            metrics: runtime.metrics)
         return [clients, sweeper, deliveryService, fanoutService] + directServices
     }
 

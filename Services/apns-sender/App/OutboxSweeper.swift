@@ -33,12 +33,12 @@ struct OutboxSweeper: Service {
     let orphans: (@Sendable () async throws -> Int)?
     let trimmedStreams: [StreamName]
     let logger: Logger
-    private let stopped = OneShot<Void>()
+    private let loop: BackgroundLoop
 
     init(
         postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
         takeOver: (@Sendable () async throws -> Int)? = nil, orphans: (@Sendable () async throws -> Int)? = nil,
-        trimmedStreams: [StreamName] = [], logger: Logger
+        trimmedStreams: [StreamName] = [], logger: Logger, metrics: MetricsRegistry
     ) {
         self.postgres = postgres
         self.redis = redis
@@ -49,32 +49,32 @@ struct OutboxSweeper: Service {
         self.orphans = orphans
         self.trimmedStreams = trimmedStreams
         self.logger = logger
+        loop = BackgroundLoop(name: "outbox-sweeper", interval: interval, logger: logger, metrics: metrics)
     }
 
+    /// A sweep and the trims every `interval`; a failed sweep is logged and counted by the loop
+    /// after the trims ran.
     func run() async throws {
-        while !stopped.isFulfilled {
+        await loop.run {
+            var failure: (any Error)?
             do {
                 try await sweep()
             } catch {
-                logger.warning("outbox sweep failed", metadata: ["error": "\(error)"])
+                failure = error
             }
             for stream in trimmedStreams {
                 do {
                     try await redis.trimAcknowledged(stream.rawValue)
                 } catch {
                     logger.debug(
-                        "stream trim failed", metadata: ["stream": stream.rawValue, "error": error.description])
+                        "stream trim failed", metadata: ["stream": stream.rawValue, "error": "\(error)"])
                 }
             }
-            // Sleep in short steps so a stop is noticed quickly (a OneShot wait cannot be cancelled).
-            let wake = ContinuousClock.now + interval
-            while !stopped.isFulfilled, ContinuousClock.now < wake {
-                try? await Task.sleep(for: min(.milliseconds(100), wake - ContinuousClock.now))
-            }
+            if let failure { throw failure }
         }
     }
 
-    func shutdown() async { _ = stopped.fulfill(()) }
+    func shutdown() async { loop.stop() }
 
     /// One pass; returns how many messages were re-enqueued.
     @discardableResult

@@ -59,7 +59,8 @@ public final class Gateway: Sendable {
             redis: redis, stream: configuration.liveActivityStream, logger: logger)
         keys = KeyStore(postgres: postgres)
         cache = AuthCache(ttl: configuration.authCacheTTL)
-        lastUsed = LastUsedRecorder(store: keys, interval: configuration.lastUsedInterval, logger: logger)
+        lastUsed = LastUsedRecorder(
+            store: keys, interval: configuration.lastUsedInterval, logger: logger, metrics: metrics)
         installationStore = InstallationStore(postgres: postgres)
         subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
         let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
@@ -75,7 +76,7 @@ public final class Gateway: Sendable {
         installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
         revocations = RevocationListener(
             postgres: postgres, channel: configuration.revocationChannel, cache: cache,
-            installations: installationCache, logger: logger)
+            installations: installationCache, logger: logger, metrics: metrics)
         authenticator = Authenticator(cache: cache, store: keys, recorder: lastUsed, metrics: metrics)
         rateLimiter = RateLimiter(configuration: configuration.rateLimit, redis: redis, logger: logger)
         tenants = TenantResolver(postgres: postgres)
@@ -93,7 +94,7 @@ public final class Gateway: Sendable {
     public var services: [any Service] { [liveActivityReplies, revocations, lastUsed] }
 
     /// Waits until the revocation listener is in place (so a revocation elsewhere reaches this replica).
-    public func waitUntilListening() async { await revocations.listening.value }
+    public func waitUntilListening() async { _ = try? await revocations.listening.wait() }
 
     /// Registers every route of the table that the gateway serves (the infrastructure routes come
     /// from `ServiceRuntime.makeRouter()`), and the dashboard's files.

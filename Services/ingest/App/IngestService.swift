@@ -25,7 +25,7 @@ public enum IngestService {
         var services: [any Service] = [
             EventMaintenanceService(
                 postgres: postgres, redis: redis,
-                configuration: configuration, logger: logger)
+                configuration: configuration, logger: logger, metrics: metrics)
         ]
         for n in 1...max(1, configuration.consumers) {
             services.append(

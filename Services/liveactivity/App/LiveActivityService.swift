@@ -11,8 +11,10 @@ import Foundation
 /// APNs client pool, recorded in one statement, answered in one Redis round trip.
 ///
 /// ```swift
-/// await ServiceMain.run(service: "liveactivity") { runtime, _ in
-///     try LiveActivityService(runtime: runtime, configuration: LiveActivityConfiguration(environment: env)).services
+/// await ServiceMain.run(
+///     service: "liveactivity", configuration: { _, env in try LiveActivityConfiguration(environment: env) }
+/// ) { runtime, configuration, _ in
+///     try LiveActivityService(runtime: runtime, configuration: configuration).services
 /// }
 /// ```
 /// SIGTERM: no new requests are read; those in flight are sent, recorded, answered and acked.
@@ -64,27 +66,33 @@ public struct LiveActivityService: Sendable {
                     logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
                     batchHandler: { entries in await batch.handle(entries) }))
         }
-        return [clients, StreamTrimmer(redis: runtime.redis, stream: stream, logger: runtime.logger)] + lanes
+        let trimmer = StreamTrimmer(
+            redis: runtime.redis, stream: stream, logger: runtime.logger, metrics: runtime.metrics)
+        return [clients, trimmer] + lanes
     }
 }
 
-/// Drops the `bk:la` entries every group acknowledged, every 10 s (an entry's work is in Postgres
-/// once it is acknowledged).
+/// Drops the `bk:la` entries every group acknowledged, every `interval` (10 s; an entry's work is
+/// in Postgres once it is acknowledged).
 struct StreamTrimmer: Service {
     let name = "trim.bk:la"
     let redis: RedisClient
     let stream: StreamName
-    let logger: Logger
-    let stopped = OneShot<Void>()
+    let loop: BackgroundLoop
 
-    func run() async throws {
-        while !stopped.isFulfilled {
-            _ = await withDeadline(.seconds(10), onTimeout: ()) { await stopped.value }
-            do { try await redis.trimAcknowledged(stream.rawValue) } catch {
-                logger.debug("trimming the stream failed", metadata: ["error": "\(error)", "stream": stream.rawValue])
-            }
-        }
+    init(
+        redis: RedisClient, stream: StreamName, interval: Duration = .seconds(10), logger: Logger,
+        metrics: MetricsRegistry, clock: any Clock<Duration> = ContinuousClock()
+    ) {
+        self.redis = redis
+        self.stream = stream
+        loop = BackgroundLoop(
+            name: name, interval: interval, start: .afterInterval, logger: logger, metrics: metrics, clock: clock)
     }
 
-    func shutdown() async { stopped.fulfill(()) }
+    func run() async throws {
+        await loop.run { try await redis.trimAcknowledged(stream.rawValue) }
+    }
+
+    func shutdown() async { loop.stop() }
 }

@@ -21,12 +21,14 @@ final class RunWorker: Service {
     let configuration: WorkflowConfiguration
     let metrics: WorkflowMetrics
     let logger: Logger
-    private let stopped = OneShot<Void>()
+    /// Claims again at once after a full batch, after `pollInterval` otherwise; backs off from
+    /// 100 ms to 5 s while claims fail.
+    private let loop: BackgroundLoop
 
     init(
         number: Int, postgres: PostgresClient, redis: RedisClient, catalog: WorkflowCatalog,
         configuration: WorkflowConfiguration,
-        metrics: WorkflowMetrics, logger: Logger
+        metrics: WorkflowMetrics, registry: MetricsRegistry, logger: Logger
     ) {
         name = "workflow.runs.\(number)"
         self.postgres = postgres
@@ -35,39 +37,16 @@ final class RunWorker: Service {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        loop = BackgroundLoop(
+            name: name, interval: configuration.pollInterval, failureBackoff: .milliseconds(100)...(.seconds(5)),
+            logger: logger, metrics: registry)
     }
 
     func run() async throws {
-        var backoff = Duration.milliseconds(100)
-        while !stopped.isFulfilled {
-            do {
-                let claimed = try await tick()
-                backoff = .milliseconds(100)
-                if claimed < configuration.claimBatch { await pause(configuration.pollInterval) }
-            } catch {
-                logger.warning("workflow.runs.failed", metadata: ["error": "\(error)"])
-                await pause(backoff)
-                backoff = min(backoff * 2, .seconds(5))
-            }
-        }
+        await loop.runPaced({ try await tick() < configuration.claimBatch ? .interval : .immediately })
     }
 
-    func shutdown() async { stopped.fulfill(()) }
-
-    /// Sleeps `duration`, in steps of at most 250 ms, ending early once `shutdown()` was called.
-    /// (Not a task group raced against `stopped.value`: that wait cannot be cancelled, so the
-    /// group would wait for it to the end.)
-    private func pause(_ duration: Duration) async {
-        await Self.pause(duration, unless: stopped)
-    }
-
-    static func pause(_ duration: Duration, unless stopped: OneShot<Void>) async {
-        let clock = ContinuousClock()
-        let end = clock.now + duration
-        while !stopped.isFulfilled, clock.now < end {
-            try? await Task.sleep(for: min(.milliseconds(250), end - clock.now))
-        }
-    }
+    func shutdown() async { loop.stop() }
 
     /// One claim: answers how many runs it advanced.
     func tick() async throws -> Int {

@@ -33,7 +33,8 @@ public enum WorkflowService {
         consumer.maxDeliveries = configuration.maxDeliveries
         consumer.blockTime = .seconds(1)
         var services: [any Service] = [
-            DeletedWorkflowSweeper(postgres: postgres, configuration: configuration, logger: logger),
+            DeletedWorkflowSweeper(
+                postgres: postgres, configuration: configuration, logger: logger, metrics: registry),
             StreamConsumerService(
                 consumer: StreamConsumer(
                     client: redis, configuration: consumer, logger: logger,
@@ -43,7 +44,7 @@ public enum WorkflowService {
             services.append(
                 RunWorker(
                     number: n, postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,
-                    metrics: metrics, logger: logger))
+                    metrics: metrics, registry: registry, logger: logger))
         }
         return services
     }

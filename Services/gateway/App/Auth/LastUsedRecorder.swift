@@ -11,12 +11,14 @@ public final class LastUsedRecorder: Service {
     let interval: Duration
     let logger: Logger
     private let pending = Mutex<Set<UUID>>([])
-    private let stopped = OneShot<Void>()
+    private let loop: BackgroundLoop
 
-    init(store: KeyStore, interval: Duration, logger: Logger) {
+    init(store: KeyStore, interval: Duration, logger: Logger, metrics: MetricsRegistry) {
         self.store = store
         self.interval = interval
         self.logger = logger
+        loop = BackgroundLoop(
+            name: "api-key-last-used", interval: interval, start: .afterInterval, logger: logger, metrics: metrics)
     }
 
     /// Called on every authenticated request: a set insert under a lock.
@@ -39,14 +41,11 @@ public final class LastUsedRecorder: Service {
         }
     }
 
+    /// Flushes every `interval`, and once more when stopped.
     public func run() async throws {
-        while !stopped.isFulfilled {
-            await Pause.sleep(interval, unless: stopped)
-            await flush()
-        }
+        await loop.run { await flush() }
+        await flush()
     }
 
-    public func shutdown() async {
-        stopped.fulfill(())
-    }
+    public func shutdown() async { loop.stop() }
 }

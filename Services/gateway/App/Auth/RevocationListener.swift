@@ -16,49 +16,44 @@ public final class RevocationListener: Service {
     let cache: AuthCache
     let installations: InstallationCache
     let logger: Logger
-    private let stopped = OneShot<Void>()
+    /// Listens again 1 s after the connection failed.
+    private let loop: BackgroundLoop
     /// Fulfilled once `LISTEN` is in place (tests wait on it).
     let listening = OneShot<Void>()
 
-    init(postgres: PostgresClient, channel: String, cache: AuthCache, installations: InstallationCache, logger: Logger)
-    {
+    init(
+        postgres: PostgresClient, channel: String, cache: AuthCache, installations: InstallationCache, logger: Logger,
+        metrics: MetricsRegistry
+    ) {
         self.postgres = postgres
         self.channel = channel
         self.cache = cache
         self.installations = installations
         self.logger = logger
+        loop = BackgroundLoop(name: "api-key-revocations", interval: .seconds(1), logger: logger, metrics: metrics)
     }
 
+    /// One body listens until the connection fails (logged by the loop, listened again 1 s later)
+    /// or the service stops.
     public func run() async throws {
-        while !stopped.isFulfilled {
-            do {
-                let notifications = try await postgres.listen(channel)
-                listening.fulfill(())
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { [cache, installations, logger] in
-                        for try await notification in notifications {
-                            if let id = UUID(uuidString: notification.payload) {
-                                cache.evict(keyID: id)
-                                installations.evict(apiKeyID: id)
-                            } else {
-                                logger.debug("api_key.revocation.bad_payload")
-                            }
-                        }
+        await loop.runPaced({
+            let notifications = try await postgres.listen(channel)
+            listening.fulfill(())
+            _ = try await loop.untilStopped { [cache, installations, logger] in
+                for try await notification in notifications {
+                    if let id = UUID(uuidString: notification.payload) {
+                        cache.evict(keyID: id)
+                        installations.evict(apiKeyID: id)
+                    } else {
+                        logger.debug("api_key.revocation.bad_payload")
                     }
-                    group.addTask { [stopped] in await Pause.sleep(.seconds(365 * 86_400), unless: stopped) }
-                    _ = try await group.next()
-                    group.cancelAll()
                 }
-            } catch {
-                logger.warning("api_key.revocation.listen_failed", metadata: ["error": "\(error)"])
-                await Pause.sleep(.seconds(1), unless: stopped)
             }
-        }
+            return .immediately
+        })
     }
 
-    public func shutdown() async {
-        stopped.fulfill(())
-    }
+    public func shutdown() async { loop.stop() }
 
     /// Tells every replica (this one included) to forget the key.
     func announce(_ keyID: UUID) async {

@@ -96,8 +96,8 @@ final class LiveActivityReplies: Service {
             return !state.started && !state.stopping
         }
         if start { read(sweptAt: .now) } else { finished.fulfill(()) }
-        await withTaskCancellationHandler {
-            await finished.value
+        let readerEnded = await withTaskCancellationHandler {
+            (try? await finished.wait()) != nil
         } onCancel: {
             state.withLock { $0.stopping = true }
         }
@@ -106,7 +106,9 @@ final class LiveActivityReplies: Service {
             return state.waiters.values.map(\.deliver)
         }
         for deliver in left { deliver(nil) }
-        await connection.disconnect()
+        // Cancelled (a shutdown past its timeout): the reader ends at its next completion, and the
+        // connection closes with this object; disconnecting now could race that last read.
+        if readerEnded { await connection.disconnect() }
     }
 
     func shutdown() async {
