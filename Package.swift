@@ -128,7 +128,7 @@ let package = Package(
             name: "IngestApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"
+                "BuzzKitContracts", "BuzzKitRuntime"
             ],
             path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
@@ -169,11 +169,14 @@ let package = Package(
                 "GatewayApp"
             ],
             path: "Tools/buzzkit-admin"),
+        // The Swift side of bench/*.sh, the services' own measurements included (their parts run
+        // in-process from the App libraries); no service executable carries benchmark code.
         .executableTarget(
             name: "BuzzKitBench",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitHTTPServer", "BuzzKitHTTPClient"
+                "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitContracts", "BuzzKitIntake",
+                "BuzzKitWorkflows", "BuzzKitRuntime", "IngestApp", "WorkflowApp"
             ],
             path: "Tools/bench"),
 

@@ -15,14 +15,15 @@ chmod 755 "$RUN_DIR"
 cleanup() { bk_stop_postgres "$RUN_DIR/pg"; bk_stop_redis "$RUN_DIR/redis"; rm -rf "$RUN_DIR"; }
 trap cleanup EXIT
 
-bk_log "building ingest (release)"
-INGEST="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" ingest)/ingest"
+# The ingest service's parts run inside buzzkit-bench (`buzzkit-bench events-ingest`).
+bk_log "building buzzkit-bench (release)"
+BENCH="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" buzzkit-bench)/buzzkit-bench"
 
 # Durable settings: Postgres with fsync and synchronous_commit on; Redis with AOF everysec.
 bench_migrated_databases "$RUN_DIR"
 
 bk_log "ingest: $EVENTS events in batches of 100 (4 producers, 2 consumers), then COPY of the same rows"
-OUT="$(timeout 600 "$INGEST" bench --postgres "$PG_URL" --redis "$REDIS_URL" --events "$EVENTS")"
+OUT="$(timeout 600 "$BENCH" events-ingest --postgres "$PG_URL" --redis "$REDIS_URL" --events "$EVENTS")"
 echo "$OUT"
 DURABLE="$(echo "$OUT" | awk '/^durable_rate/ {print $2}')"
 PRODUCE="$(echo "$OUT" | awk '/^produce_rate/ {print $2}')"

@@ -296,18 +296,19 @@ chmod 755 "$RUN_DIR"
 cleanup() { bk_stop_postgres "$RUN_DIR/pg"; bk_stop_redis "$RUN_DIR/redis"; rm -rf "$RUN_DIR"; }
 trap cleanup EXIT
 
-# BK_WORKFLOW_BIN: run that workflow binary instead (e.g. a copy of the one before a change).
-if [ -n "${BK_WORKFLOW_BIN:-}" ]; then
-  WORKFLOW="$BK_WORKFLOW_BIN"
+# The measurements run the workflow service's parts inside buzzkit-bench (`buzzkit-bench
+# workflows`). BK_BENCH_BIN: run that buzzkit-bench instead (e.g. a copy of the one before a change).
+if [ -n "${BK_BENCH_BIN:-}" ]; then
+  BENCH="$BK_BENCH_BIN"
 else
-  bk_log "building workflow (release)"
-  WORKFLOW="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" workflow)/workflow"
+  bk_log "building buzzkit-bench (release)"
+  BENCH="$(bench_release_build "${BUZZKIT_BENCH_SCRATCH:-.build-release-bench}" buzzkit-bench)/buzzkit-bench"
 fi
 
 bench_migrated_databases "$RUN_DIR"
 
 bk_log "workflows: $RUNS waiting runs, $RATE due per second for $SECONDS_DUE s; then $TRIGGERS trigger events"
-OUT="$(timeout 1800 "$WORKFLOW" bench --postgres "$PG_URL" --redis "$REDIS_URL" \
+OUT="$(timeout 1800 "$BENCH" workflows --postgres "$PG_URL" --redis "$REDIS_URL" \
   --runs "$RUNS" --rate "$RATE" --seconds "$SECONDS_DUE" --trigger-events "$TRIGGERS")"
 echo "$OUT"
 python3 - "$OUT" <<'PY'

@@ -35,24 +35,6 @@ public enum ServiceMain {
             exit(1)
         }
     }
-
-    /// `<service> bench ARGS...`: a service's built-in measurement (what its `bench/*.sh` script
-    /// runs) instead of the service. Prints the lines the measurement returns and exits 0, or the
-    /// error and exits 1; any other command line returns and the service starts as usual.
-    public static func runBenchIfAsked(
-        arguments: [String] = CommandLine.arguments,
-        _ measure: ([String]) async throws -> [String]
-    ) async {
-        guard arguments.dropFirst().first == "bench" else { return }
-        do {
-            let lines = try await measure(Array(arguments.dropFirst(2)))
-            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-            exit(0)
-        } catch {
-            FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
-            exit(1)
-        }
-    }
 }
 
 /// A process inherits its parent's blocked-signal mask (a test runner's worker thread, a

@@ -8,16 +8,21 @@ import BuzzKitRuntime
 /// Any number of replicas may run side by side: runs are claimed with SKIP LOCKED and the
 /// stream is read in one consumer group.
 public enum WorkflowService {
+    /// The service's parts, for a measurement of one alone (`buzzkit-bench workflows`).
+    public enum Part: Sendable, CaseIterable {
+        case deletedSweeper, eventsConsumer, runWorkers
+    }
+
     public static func makeServices(runtime: ServiceRuntime, configuration: WorkflowConfiguration) -> [any Service] {
         makeServices(
             postgres: runtime.postgres, redis: runtime.redis, configuration: configuration,
             logger: runtime.logger, metrics: runtime.metrics)
     }
 
-    /// The same, from the clients directly (tests and benchmarks).
+    /// The same, from the clients directly (tests and benchmarks), with only `parts`.
     public static func makeServices(
         postgres: PostgresClient, redis: RedisClient, configuration: WorkflowConfiguration,
-        logger: Logger, metrics registry: MetricsRegistry
+        logger: Logger, metrics registry: MetricsRegistry, parts: Set<Part> = Set(Part.allCases)
     ) -> [any Service] {
         let catalog = WorkflowCatalog()
         let metrics = WorkflowMetrics(registry)
@@ -32,15 +37,20 @@ public enum WorkflowService {
         consumer.reclaimInterval = configuration.reclaimInterval
         consumer.maxDeliveries = configuration.maxDeliveries
         consumer.blockTime = .seconds(1)
-        var services: [any Service] = [
-            DeletedWorkflowSweeper(
-                postgres: postgres, configuration: configuration, logger: logger, metrics: registry),
-            StreamConsumerService(
-                consumer: StreamConsumer(
-                    client: redis, configuration: consumer, logger: logger,
-                    batchHandler: router.handle))
-        ]
-        for n in 1...max(1, configuration.timerWorkers) {
+        var services: [any Service] = []
+        if parts.contains(.deletedSweeper) {
+            services.append(
+                DeletedWorkflowSweeper(
+                    postgres: postgres, configuration: configuration, logger: logger, metrics: registry))
+        }
+        if parts.contains(.eventsConsumer) {
+            services.append(
+                StreamConsumerService(
+                    consumer: StreamConsumer(
+                        client: redis, configuration: consumer, logger: logger,
+                        batchHandler: router.handle)))
+        }
+        for n in 1...max(1, configuration.timerWorkers) where parts.contains(.runWorkers) {
             services.append(
                 RunWorker(
                     number: n, postgres: postgres, redis: redis, catalog: catalog, configuration: configuration,

@@ -1,17 +1,18 @@
-import BuzzKitIntake
-import Foundation
+import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitIntake
 import BuzzKitPostgres
 import BuzzKitRedis
-import BuzzKitContracts
 import BuzzKitWire
+import Foundation
+import IngestApp
 
-/// The throughput benchmark behind `bench/events_ingest.sh` (`ingest bench ...`): events/s through
+/// The throughput benchmark behind `bench/events_ingest.sh` (`buzzkit-bench events-ingest ...`): events/s through
 /// `IngestProducer` + the ingest consumers into Postgres (durable: committed), against a raw
 /// `COPY` of the same rows into `events` in the same run. Expects a migrated, empty database.
-public enum EventsIngestBench {
+enum EventsIngestBench {
     /// Runs and returns the report lines (`name value`).
-    public static func run(arguments: [String]) async throws -> [String] {
+    static func run(arguments: [String]) async throws -> [String] {
         var options: [String: String] = [:]
         var i = 0
         while i + 1 < arguments.count { options[arguments[i]] = arguments[i + 1]; i += 2 }
@@ -52,28 +53,29 @@ public enum EventsIngestBench {
             postgres: postgres, redis: redis, configuration: configuration,
             logger: logger, metrics: metrics)
         let stored = metrics.counter("bk_ingest_events_stored_total", help: "Events newly stored in Postgres.")
-        let tasks = services.map { service in Task { try? await service.run() } }
         let producer = IngestProducer(redis: redis)
         let clock = ContinuousClock()
         let start = clock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for p in 0..<producers {
-                group.addTask {
-                    var chunk: [IngestEntry] = []
-                    for b in stride(from: p, to: batches, by: producers) {
-                        chunk.append(entry(b, tenant: tenant))
-                        if chunk.count == 20 { try await producer.enqueue(chunk); chunk.removeAll() }
+        var produced = Duration.zero
+        var durable = Duration.zero
+        try await runServices(services) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for p in 0..<producers {
+                    group.addTask {
+                        var chunk: [IngestEntry] = []
+                        for b in stride(from: p, to: batches, by: producers) {
+                            chunk.append(entry(b, tenant: tenant))
+                            if chunk.count == 20 { try await producer.enqueue(chunk); chunk.removeAll() }
+                        }
+                        if !chunk.isEmpty { try await producer.enqueue(chunk) }
                     }
-                    if !chunk.isEmpty { try await producer.enqueue(chunk) }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            produced = clock.now - start
+            while stored.current < batches * EventBatch.maxEvents { try await Task.sleep(for: .milliseconds(20)) }
+            durable = clock.now - start
         }
-        let produced = clock.now - start
-        while stored.current < batches * EventBatch.maxEvents { try await Task.sleep(for: .milliseconds(20)) }
-        let durable = clock.now - start
-        for service in services.reversed() { await service.shutdown() }
-        for task in tasks { await task.value }
 
         // 2. Raw COPY of the same rows (another tenant), two streams like the two consumers.
         let copyTenant = UUID()

@@ -6,8 +6,9 @@ import BuzzKitRuntime
 import BuzzKitWire
 import BuzzKitWorkflows
 import Foundation
+import WorkflowApp
 
-/// The measurements behind `bench/workflows.sh` (`workflow bench ...`), each against a raw
+/// The measurements behind `bench/workflows.sh` (`buzzkit-bench workflows ...`), each against a raw
 /// baseline in the same run. Expects a migrated, empty database and an empty Redis.
 ///
 /// 1. `lateness`: `--runs` waiting runs (default 1,000,000), `--rate` of them (2,000) falling due
@@ -17,8 +18,8 @@ import Foundation
 /// 2. `triggers`: `--trigger-events` (200,000) trigger events on `bk:events` (100 per entry) to
 ///    runs started, through the events consumer. Baseline: the same entries read with
 ///    XREADGROUP and one bare row per event inserted (unnest) per entry.
-public enum WorkflowBench {
-    public static func run(arguments: [String]) async throws -> [String] {
+enum WorkflowBench {
+    static func run(arguments: [String]) async throws -> [String] {
         var options: [String: String] = [:]
         var i = 0
         while i + 1 < arguments.count { options[arguments[i]] = arguments[i + 1]; i += 2 }
@@ -76,12 +77,11 @@ public enum WorkflowBench {
 
     /// Runs `services` until `done` says so (polled every 250 ms) or `limit` passes; then stops them.
     static func running(_ services: [any Service], limit: Duration, until done: () async throws -> Bool) async throws {
-        let tasks = services.map { service in Task { try? await service.run() } }
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while clock.now < deadline, !(try await done()) { try await Task.sleep(for: .milliseconds(250)) }
-        for service in services.reversed() { await service.shutdown() }
-        for task in tasks { await task.value }
+        try await runServices(services) {
+            let clock = ContinuousClock()
+            let deadline = clock.now + limit
+            while clock.now < deadline, !(try await done()) { try await Task.sleep(for: .milliseconds(250)) }
+        }
     }
 
     // MARK: - 1. Wake-up lateness
@@ -151,9 +151,7 @@ public enum WorkflowBench {
         let registry = MetricsRegistry()
         let services = WorkflowService.makeServices(
             postgres: postgres, redis: redis, configuration: configuration,
-            logger: logger, metrics: registry
-        )
-        .filter { $0 is RunWorker }
+            logger: logger, metrics: registry, parts: [.runWorkers])
         let completed = WorkflowMetrics(registry).runsCompleted
         let deadline = Duration.seconds(max(0, start.timeIntervalSinceNow) + Double(seconds) + 30)
         // Counted in this process (no polling statement to load Postgres); CPU from the first due run.
@@ -177,21 +175,22 @@ public enum WorkflowBench {
         try await postgres.execute("ANALYZE bench_timers")
         let batchSize = configuration.claimBatch, poll = configuration.pollInterval
         let rawEnd = rawStart.addingTimeInterval(Double(seconds) + 10)
-        let rawLoops = (0..<configuration.timerWorkers).map { _ in
-            Task { [postgres] in
-                while Date() < rawEnd {
-                    let n =
-                        (try? await postgres.execute(
-                            """
-                            UPDATE bench_timers SET fired_at = clock_timestamp() WHERE id IN (
-                                SELECT id FROM bench_timers WHERE fired_at IS NULL AND due_at <= now()
-                                ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-                            """, [batchSize])) ?? 0
-                    if n < batchSize { try? await Task.sleep(for: poll) }
+        await withDiscardingTaskGroup { group in
+            for _ in 0..<configuration.timerWorkers {
+                group.addTask { [postgres] in
+                    while Date() < rawEnd {
+                        let n =
+                            (try? await postgres.execute(
+                                """
+                                UPDATE bench_timers SET fired_at = clock_timestamp() WHERE id IN (
+                                    SELECT id FROM bench_timers WHERE fired_at IS NULL AND due_at <= now()
+                                    ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                                """, [batchSize])) ?? 0
+                        if n < batchSize { try? await Task.sleep(for: poll) }
+                    }
                 }
             }
         }
-        for loop in rawLoops { await loop.value }
         let raw = try await postgres.query(
             """
             SELECT count(*)::int,
@@ -248,9 +247,7 @@ public enum WorkflowBench {
         let registry = MetricsRegistry()
         let services = WorkflowService.makeServices(
             postgres: postgres, redis: redis, configuration: configuration,
-            logger: logger, metrics: registry
-        )
-        .filter { !($0 is RunWorker) && !($0 is DeletedWorkflowSweeper) }
+            logger: logger, metrics: registry, parts: [.eventsConsumer])
         let runsStarted = WorkflowMetrics(registry).runsStarted
         let clock = ContinuousClock()
         let cpuBefore = await BenchCPU.snapshot(postgres: postgres, redis: redis)
