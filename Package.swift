@@ -122,7 +122,7 @@ let package = Package(
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(
-            name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
+            name: "Gateway", dependencies: ["BuzzKitRuntime", "GatewayApp"],
             path: "Services/gateway/Main"),
         .target(
             name: "IngestApp",
@@ -150,7 +150,7 @@ let package = Package(
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(
-            name: "APNsSender", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "APNsSenderApp"],
+            name: "APNsSender", dependencies: ["BuzzKitRuntime", "APNsSenderApp"],
             path: "Services/apns-sender/Main"),
         .target(
             name: "LiveActivityApp",
@@ -160,7 +160,7 @@ let package = Package(
             ],
             path: "Services/liveactivity/App"),
         .executableTarget(
-            name: "LiveActivity", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "LiveActivityApp"],
+            name: "LiveActivity", dependencies: ["BuzzKitRuntime", "LiveActivityApp"],
             path: "Services/liveactivity/Main"),
         .executableTarget(
             name: "BuzzKitAdmin",

@@ -8,7 +8,8 @@ import Foundation
 /// one go instead of one restart per typo.
 public struct ConfigReader: Sendable {
     public let environment: [String: String]
-    private var problems: [String] = []
+    /// Each problem with the variable it concerns.
+    private var recorded: [(variable: String, text: String)] = []
 
     public init(environment: [String: String]) {
         self.environment = environment
@@ -29,7 +30,7 @@ public struct ConfigReader: Sendable {
     {
         guard let text = raw(key) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
-            problems.append("\(key)=\(text) is not an integer in \(range.lowerBound)...\(range.upperBound)")
+            recorded.append((key, "\(key)=\(text) is not an integer in \(range.lowerBound)...\(range.upperBound)"))
             return defaultValue
         }
         return value
@@ -41,7 +42,7 @@ public struct ConfigReader: Sendable {
         case "1", "true", "yes", "on": return true
         case "0", "false", "no", "off": return false
         default:
-            problems.append("\(key)=\(text) is not a boolean (true/false)")
+            recorded.append((key, "\(key)=\(text) is not a boolean (true/false)"))
             return defaultValue
         }
     }
@@ -50,7 +51,7 @@ public struct ConfigReader: Sendable {
     public mutating func duration(_ key: String, default defaultValue: Duration) -> Duration {
         guard let text = raw(key) else { return defaultValue }
         guard let value = Self.parseDuration(text) else {
-            problems.append("\(key)=\(text) is not a duration (e.g. 500ms, 30s, 5m)")
+            recorded.append((key, "\(key)=\(text) is not a duration (e.g. 500ms, 30s, 5m)"))
             return defaultValue
         }
         return value
@@ -59,7 +60,8 @@ public struct ConfigReader: Sendable {
     public mutating func logLevel(_ key: String, default defaultValue: Logger.Level) -> Logger.Level {
         guard let text = raw(key) else { return defaultValue }
         guard let level = Logger.Level(name: text) else {
-            problems.append("\(key)=\(text) is not a log level (trace, debug, info, notice, warning, error, critical)")
+            recorded.append(
+                (key, "\(key)=\(text) is not a log level (trace, debug, info, notice, warning, error, critical)"))
             return defaultValue
         }
         return level
@@ -67,12 +69,17 @@ public struct ConfigReader: Sendable {
 
     /// Records a problem found by the caller's own checks.
     public mutating func reject(_ key: String, _ reason: String) {
-        problems.append("\(key): \(reason)")
+        recorded.append((key, "\(key): \(reason)"))
+    }
+
+    /// Every problem recorded so far, as the error `validate()` would throw (empty when none).
+    public var collectedError: ConfigurationError {
+        ConfigurationError(problems: recorded.map(\.text), variables: recorded.map(\.variable))
     }
 
     /// Throws one error listing every invalid value.
     public func validate() throws(ConfigurationError) {
-        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+        if !recorded.isEmpty { throw collectedError }
     }
 
     static func parseDuration(_ text: String) -> Duration? {
@@ -90,6 +97,20 @@ public struct ConfigReader: Sendable {
 
 /// Configuration that cannot be used, with every problem found.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public let problems: [String]
+    /// One line per problem, each naming its variable.
+    public var problems: [String]
+    /// The variables with a problem, in the order found (a variable may repeat).
+    public var variables: [String]
+
+    public init(problems: [String], variables: [String]) {
+        self.problems = problems
+        self.variables = variables
+    }
+
+    /// Both lists of `self`, then `other`'s: the problems of two readers in one error.
+    public func adding(_ other: ConfigurationError) -> ConfigurationError {
+        ConfigurationError(problems: problems + other.problems, variables: variables + other.variables)
+    }
+
     public var description: String { "invalid configuration: " + problems.joined(separator: "; ") }
 }

@@ -2,22 +2,62 @@ import BuzzKitCore
 import BuzzKitHTTPServer
 import Foundation
 
-/// The whole of a service executable's `main`: read the environment, build the runtime, let the
-/// service add its routes and long-lived parts, run until SIGTERM, and exit with a status that
-/// tells an orchestrator what happened (0 stopped cleanly, 1 failed, 78 bad configuration).
+/// The whole of a service executable's `main`: read the environment (the shared settings and the
+/// service's own), build the runtime, let the service add its routes and long-lived parts, run
+/// until SIGTERM, and exit with a status that tells an orchestrator what happened.
+///
+/// ```swift
+/// await ServiceMain.run(
+///     service: "ingest",
+///     configuration: { settings, environment in
+///         try IngestConfiguration(consumerName: settings.instanceID, environment: environment)
+///     }
+/// ) { runtime, configuration, _ in
+///     IngestService.makeServices(runtime: runtime, configuration: configuration)
+/// }
+/// ```
 public enum ServiceMain {
-    public static func run(
+    /// How a service process ends (`docs/runtime.md`).
+    public enum ExitCode: Int32, Sendable {
+        /// Stopped on SIGTERM/SIGINT, every part finished its in-flight work in time.
+        case stopped = 0
+        /// A part failed or stopped on its own, or the shutdown timed out: restart it.
+        case failed = 1
+        /// `EX_CONFIG` (sysexits.h): the environment is invalid; a restart cannot help.
+        case invalidConfiguration = 78
+    }
+
+    /// Runs the service `name`. `configuration` reads the service's own variables (after the
+    /// shared `ServiceSettings`, read with defaults even when some are invalid): when either has
+    /// a problem the process logs one `invalid configuration` line naming every invalid variable
+    /// and exits 78 before anything starts.
+    public static func run<Configuration: Sendable>(
         service name: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        setup: @Sendable (ServiceRuntime, inout Router) async throws -> [any Service] = { _, _ in [] }
+        configuration read: (ServiceSettings, [String: String]) throws -> Configuration,
+        setup: @Sendable (ServiceRuntime, Configuration, inout Router) async throws -> [any Service]
     ) async -> Never {
         unblockShutdownSignals()
-        let settings: ServiceSettings
+        var reader = ConfigReader(environment: environment)
+        let settings = ServiceSettings(serviceName: name, reading: &reader)
+        var problems = reader.collectedError
+        var configuration: Configuration?
         do {
-            settings = try ServiceSettings(serviceName: name, environment: environment)
+            configuration = try read(settings, environment)
+        } catch let error as ConfigurationError {
+            problems = problems.adding(error)
         } catch {
-            Logger(label: name).critical("invalid configuration", metadata: ["error": error.description])
-            exit(78)  // EX_CONFIG
+            problems = problems.adding(ConfigurationError(problems: ["\(error)"], variables: []))
+        }
+        guard problems.problems.isEmpty, let configuration else {
+            var seen = Set<String>()
+            Logger(label: name).critical(
+                "invalid configuration",
+                metadata: [
+                    "error": problems.description,
+                    "variables": problems.variables.filter { seen.insert($0).inserted }.joined(separator: ",")
+                ])
+            exit(ExitCode.invalidConfiguration.rawValue)
         }
         var logger = Logger(label: name, logLevel: settings.logLevel)
         logger[metadataKey: "service"] = name
@@ -25,14 +65,25 @@ public enum ServiceMain {
         do {
             let runtime = try ServiceRuntime(settings: settings, logger: logger)
             var router = runtime.makeRouter()
-            let services = try await setup(runtime, &router)
+            let services = try await setup(runtime, configuration, &router)
             logger.notice(
                 "starting", metadata: ["http.port": String(settings.httpPort), "http.host": settings.httpHost])
             try await runtime.run(router: router, services: services)
-            exit(0)
+            exit(ExitCode.stopped.rawValue)
         } catch {
             logger.critical("service failed", metadata: ["error": "\(error)"])
-            exit(1)
+            exit(ExitCode.failed.rawValue)
+        }
+    }
+
+    /// The same for a process with no variables of its own (test fixtures).
+    public static func run(
+        service name: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        setup: @Sendable (ServiceRuntime, inout Router) async throws -> [any Service] = { _, _ in [] }
+    ) async -> Never {
+        await run(service: name, environment: environment, configuration: { _, _ in () }) { runtime, _, router in
+            try await setup(runtime, &router)
         }
     }
 }

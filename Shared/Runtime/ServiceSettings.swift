@@ -1,4 +1,6 @@
 import BuzzKitCore
+import BuzzKitPostgres
+import BuzzKitRedis
 import Foundation
 
 /// The settings every BuzzKit service process shares, read from the environment.
@@ -37,6 +39,14 @@ public struct ServiceSettings: Sendable {
 
     public init(serviceName: String, environment: [String: String]) throws(ConfigurationError) {
         var reader = ConfigReader(environment: environment)
+        self.init(serviceName: serviceName, reading: &reader)
+        try reader.validate()
+    }
+
+    /// Reads the variables with `reader`, which records every invalid one (its default is kept
+    /// here): `ServiceMain` reads the service's own variables with the same reader, so one
+    /// message names every invalid variable of both.
+    public init(serviceName: String, reading reader: inout ConfigReader) {
         self.serviceName = serviceName
         let host = ProcessInfo.processInfo.hostName
         instanceID = reader.string("BUZZKIT_INSTANCE_ID", default: "\(serviceName)-\(host)-\(getpid())")
@@ -50,10 +60,17 @@ public struct ServiceSettings: Sendable {
         redisPoolSize = reader.int("BUZZKIT_REDIS_POOL_SIZE", default: 4, range: 1...200)
         logLevel = reader.logLevel("BUZZKIT_LOG_LEVEL", default: .info)
         shutdownTimeout = reader.duration("BUZZKIT_SHUTDOWN_TIMEOUT", default: .seconds(30))
-        if !databaseURL.hasPrefix("postgres://") && !databaseURL.hasPrefix("postgresql://") {
-            reader.reject("BUZZKIT_DATABASE_URL", "must start with postgres://")
+        // Parsed here as the clients will parse them, so a bad URL is a configuration error (78),
+        // not a failure of the runtime's start.
+        do throws(PostgresConfigurationError) {
+            _ = try PostgresConfiguration(url: databaseURL)
+        } catch {
+            reader.reject("BUZZKIT_DATABASE_URL", error.reason)
         }
-        if !redisURL.hasPrefix("redis://") { reader.reject("BUZZKIT_REDIS_URL", "must start with redis://") }
-        try reader.validate()
+        do throws(RedisError) {
+            _ = try RedisConfiguration(url: redisURL)
+        } catch {
+            reader.reject("BUZZKIT_REDIS_URL", error.message)
+        }
     }
 }

@@ -75,13 +75,40 @@ import Testing
         }
     }
 
-    @Test func invalidConfigurationExitsWithEX_CONFIGAndSaysWhy() async throws {
-        let process = try ServiceProcess(
-            executable: "workflow",
-            environment: ["BUZZKIT_HTTP_PORT": "not-a-port", "BUZZKIT_REDIS_URL": "http://x"])
-        #expect(await process.waitForExit() == 78)
-        #expect(process.output.contains("BUZZKIT_HTTP_PORT=not-a-port"))
-        #expect(process.output.contains("BUZZKIT_REDIS_URL"))
+    /// A variable of the service's own that each service rejects (its shared ones are rejected by all).
+    static let invalidOwnVariable: [String: (name: String, value: String)] = [
+        "gateway": ("BUZZKIT_RATE_LIMIT_RPS", "lots"),
+        "ingest": ("BUZZKIT_INGEST_CONSUMERS", "0"),
+        "workflow": ("BUZZKIT_WORKFLOW_POLL_INTERVAL", "soon"),
+        "apns-sender": ("BUZZKIT_OUTBOX_SWEEP_INTERVAL", "often"),
+        "liveactivity": ("BUZZKIT_LA_LANES", "many")
+    ]
+
+    /// Every service exits 78 (EX_CONFIG) before starting anything, with one log line naming every
+    /// invalid variable: two shared ones and one of its own (workflow and ingest used to read their
+    /// own only once running, and exit 1 naming one problem).
+    @Test(arguments: services)
+    func invalidConfigurationExitsWithEX_CONFIGNamingEveryInvalidVariable(service: String) async throws {
+        let own = try #require(Self.invalidOwnVariable[service])
+        var env = environment(port: freeLoopbackPort())
+        env["BUZZKIT_HTTP_PORT"] = "not-a-port"
+        env["BUZZKIT_REDIS_URL"] = "http://x"
+        env[own.name] = own.value
+        let process = try ServiceProcess(executable: service, environment: env)
+        let status = await process.waitForExit()
+        #expect(status == 78, "\(service) exit status; output:\n\(process.output)")
+        let lines = process.output.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+        let report = try #require(
+            lines.first { $0["msg"] == "invalid configuration" }, "no configuration report:\n\(process.output)")
+        #expect(report["level"] == "critical")
+        let error = report["error"]?.stringValue ?? ""
+        for variable in ["BUZZKIT_HTTP_PORT=not-a-port", "BUZZKIT_REDIS_URL", "\(own.name)=\(own.value)"] {
+            #expect(error.contains(variable), "\(service) did not name \(variable): \(error)")
+        }
+        let variables = Set((report["variables"]?.stringValue ?? "").split(separator: ",").map(String.init))
+        #expect(variables == ["BUZZKIT_HTTP_PORT", "BUZZKIT_REDIS_URL", own.name])
+        // Nothing started: no other line than the report.
+        #expect(lines.count == 1, "\(process.output)")
     }
 
     /// SIGTERM while a stream handler is mid-way: the handler completes, its entry is acknowledged,
