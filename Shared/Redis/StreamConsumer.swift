@@ -43,8 +43,8 @@ public final class StreamConsumer: Sendable {
     let logger: Logger
     let work: Work
     let state = Mutex(State())
-    let stopSignal: AsyncStream<Void>
-    let stopContinuation: AsyncStream<Void>.Continuation
+    /// Fulfilled by `stop()`: wakes the reader's unblocking and a retry's wait.
+    let stopped = OneShot<Void>()
 
     struct State {
         var stopping = false
@@ -77,7 +77,6 @@ public final class StreamConsumer: Sendable {
         ])
         self.work = work
         self.reader = client.makeDedicatedConnection(name: "redis-reader")
-        (stopSignal, stopContinuation) = AsyncStream<Void>.makeStream()
     }
 
     public var statistics: Statistics { state.withLock { $0.statistics } }
@@ -88,7 +87,7 @@ public final class StreamConsumer: Sendable {
             defer { s.stopping = true }
             return !s.stopping
         }
-        if first { stopContinuation.finish() }
+        if first { stopped.fulfill(()) }
     }
 
     var isStopping: Bool { state.withLock { $0.stopping } }
@@ -111,7 +110,7 @@ public final class StreamConsumer: Sendable {
 
     /// Wakes a reader blocked in XREADGROUP so `stop()` does not wait for the block time.
     private func unblockReaderOnStop() async {
-        for await _ in stopSignal {}
+        _ = try? await stopped.wait()
         guard let id = reader.serverClientID else { return }
         _ = try? await client.send("CLIENT", "UNBLOCK", id)
     }
@@ -174,7 +173,8 @@ public final class StreamConsumer: Sendable {
                         "error.code": error.code.rawValue, "error": error.message,
                         "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))
                     ])
-                try? await Task.sleep(for: backoff)
+                // A stop ends the wait at once (the loop then ends at its next check).
+                _ = await stopped.wait(atMost: backoff)
                 backoff = min(backoff * 2, configuration.maxRetryBackoff)
             }
         }

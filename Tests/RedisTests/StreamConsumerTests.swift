@@ -133,6 +133,22 @@ struct Poison: Error, CustomStringConvertible {
         _ = id
     }
 
+    /// A consumer waiting out a Redis error (here: nothing listens on its port) stops at once
+    /// when asked, not after its backoff (an hour here; the group gives up after 20 s).
+    @Test func stopEndsTheWaitAfterARedisErrorAtOnce() async throws {
+        let unreachable = RedisClient(
+            configuration: try RedisConfiguration(url: "redis://127.0.0.1:\(freeLoopbackPort())"), logger: .silent())
+        var configuration = fastConfiguration("unreachable")
+        configuration.retryBackoff = .seconds(3600)
+        configuration.maxRetryBackoff = .seconds(3600)
+        let consumer = StreamConsumer(client: unreachable, configuration: configuration, logger: .silent()) { _ in }
+        try await withRunning([ConsumerService(consumer)], shutdownTimeout: .seconds(20)) {
+            while consumer.statistics.redisErrors == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(consumer.statistics.redisErrors >= 1)
+        unreachable.close()
+    }
+
     /// A handler slower than `claimIdleTime` keeps its entry: its consumer renews the claim, so
     /// the sibling's reclaim rounds (every 100 ms) never take it over and run it a second time.
     @Test func aSlowHandlerKeepsItsEntryFromASibling() async throws {
