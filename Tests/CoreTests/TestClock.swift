@@ -69,8 +69,9 @@ final class TestClock: Clock, Sendable {
 }
 
 /// Polls `condition` (yielding, then sleeping 1 ms of real time) until it holds; false after
-/// `limit` of real time. For reaching a state another task gets to, not for timing anything.
-func eventually(limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// `limit` of real time (generous: a loaded machine). For reaching a state another task gets to,
+/// not for timing anything.
+func eventually(limit: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while !condition() {
         if ContinuousClock.now >= deadline { return false }
