@@ -135,7 +135,7 @@ bk_log "indexes built and analyzed at $((SECONDS - START)) s (events_subscriber_
 # The planner settings every audience statement runs with (AudienceQuery.settings, SET LOCAL in
 # the gateway's and the fan-out's transactions).
 SETTINGS="SET plan_cache_mode = force_custom_plan; SET max_parallel_workers_per_gather = 0; SET jit = off; SET work_mem = '64MB'; SET cursor_tuple_fraction = 1; SET enable_hashagg = off; SET enable_hashjoin = off; SET enable_nestloop = off;"
-# The sender's delivery rate (README, bench/push_fanout.sh): the audience stream must be faster.
+# The sender's delivery rate (docs/benchmarks.md, bench/push_fanout.sh): the audience stream must be faster.
 SENDER_RATE="${SENDER_RATE:-5200}"
 # shape_run NAME "COUNT_SQL" "PAGE_SQL" "ALL_SQL" "params before the cursor (SQL literals, comma separated)"
 shape_run() {

@@ -3,8 +3,8 @@
 /// The list is open (a struct, not an enum) so later features add codes without breaking callers;
 /// every code the API can answer is declared here once, with its HTTP status, and listed in
 /// `ErrorCode.all`: the OpenAPI document is generated from that list and a test holds it equal
-/// to the document and to the README's error-code table. A new code goes here, into `all`, and
-/// into the README table.
+/// to the document and to the error-code table of docs/api.md. A new code goes here, into `all`,
+/// and into that table.
 public struct ErrorCode: Sendable, Hashable, CustomStringConvertible {
     public let rawValue: String
     /// The HTTP status this code is answered with.

@@ -365,18 +365,18 @@ struct WorkflowDryRunTests {
         let timeline = WorkflowDryRun.walk(d, subscriber: subscriber, event: event, start: utc("2024-06-01T10:00:00Z"))
         #expect(timeline.triggerMatches)
         #expect(timeline.state.status == .completed)
-        let kinds = timeline.entries.map { "\($0.step ?? "-"):\($0.kind)" }
+        let kinds = timeline.entries.map { "\($0.step ?? "-"):\($0.kind.rawValue)" }
         #expect(kinds.contains("thanks:send") && kinds.contains("remind:send") && !kinds.contains("done:step"))
         let decisions = timeline.state.outcomes.map { "\($0.step)=\($0.decision ?? "")" }
         #expect(
             decisions == [
                 "pause=waited", "thanks=sent", "review=timed_out", "check=else", "morning=waited", "remind=sent"
             ])
-        let thanks = timeline.entries.first { $0.kind == "send" && $0.step == "thanks" }
+        let thanks = timeline.entries.first { $0.kind == .send && $0.step == "thanks" }
         #expect(thanks?.detail["content"]?["title"] == "Thanks Alice")
         #expect(thanks?.at == utc("2024-06-01T11:30:00Z"))
         // The review wait timed out 7 days later; 09:30 Berlin the next morning is 07:30Z.
-        let remind = timeline.entries.first { $0.kind == "send" && $0.step == "remind" }
+        let remind = timeline.entries.first { $0.kind == .send && $0.step == "remind" }
         #expect(remind?.at == utc("2024-06-09T07:30:00Z"))
         #expect(remind?.detail["content"]?["deepLink"] == "shop://orders/o-1")
     }
@@ -562,12 +562,12 @@ struct WorkflowLocalWindowTests {
         let event = WorkflowEvent(id: "e", name: "workout.scheduled", occurredAt: utc("2024-06-01T12:00:00Z"))
         let fallback = WorkflowDryRun.walk(d, subscriber: Self.maya, event: event, start: utc("2024-06-01T12:00:00Z"))
         #expect(
-            fallback.entries.map(\.kind).contains("plan")
+            fallback.entries.map(\.kind).contains(.plan)
                 && fallback.state.outcome("nudge")?.decision == "fallback_sent")
-        #expect(fallback.entries.first { $0.kind == "plan" }?.detail["wallClock"] == "2024-06-02T07:00")
+        #expect(fallback.entries.first { $0.kind == .plan }?.detail["wallClock"] == "2024-06-02T07:00")
         let acknowledged = WorkflowDryRun.walk(
             d, subscriber: Self.maya, event: event, acknowledged: ["nudge"], start: utc("2024-06-01T12:00:00Z"))
         #expect(acknowledged.state.outcome("nudge")?.decision == "scheduled_on_device")
-        #expect(!acknowledged.entries.contains { $0.kind == "send" })
+        #expect(!acknowledged.entries.contains { $0.kind == .send })
     }
 }

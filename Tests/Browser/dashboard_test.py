@@ -88,7 +88,19 @@ def sign_in_with_workspace_key(page):
     page.get_by_test_id("signin-submit").click()
     row = page.get_by_test_id("tenant-row").filter(has_text="demo")
     expect(row).to_be_visible(timeout=TIMEOUT)
+    # At 1,400 px every Open button lies inside the card, none cut off by the table's scroll box.
+    page.set_viewport_size({"width": 1400, "height": 900})
+    card = page.locator(".signin-card").bounding_box()
+    buttons = page.get_by_test_id("tenant-open")
+    for i in range(buttons.count()):
+        box = buttons.nth(i).bounding_box()
+        check(box["x"] >= card["x"] and box["x"] + box["width"] <= card["x"] + card["width"],
+              f"the Open button of tenant row {i} reaches past the card: {box} in {card}")
+    overflow = page.evaluate("[...document.querySelectorAll('.signin-card .table-wrap')]"
+                             ".map((el) => el.scrollWidth - el.clientWidth)")
+    check(all(extra <= 0 for extra in overflow), f"the tenants' table scrolls sideways by {overflow} px")
     shot(page, "tenant-picker")
+    page.set_viewport_size({"width": 1440, "height": 900})
     row.get_by_test_id("tenant-open").click()
     expect(page.get_by_role("heading", name="Overview", level=1)).to_be_visible(timeout=TIMEOUT)
     stored = page.evaluate("JSON.stringify(Object.assign({}, sessionStorage))")

@@ -45,6 +45,13 @@ struct DashboardSiteTests {
             #expect(style.status == 200 && style.headers["Content-Type"] == "text/css; charset=utf-8")
             let icon = try await get(h, "/dashboard/favicon.svg")
             #expect(icon.headers["Content-Type"] == "image/svg+xml")
+            // The server's vocabularies, written by the gateway (DashboardVocabularyTests has the rest).
+            let vocabulary = try await get(h, "/dashboard/lib/vocabulary.js")
+            #expect(vocabulary.status == 200 && vocabulary.headers["Content-Type"] == "text/javascript; charset=utf-8")
+            #expect(vocabulary.headers["Content-Security-Policy"] == DashboardSite.contentSecurityPolicy)
+            let module = String(decoding: vocabulary.body, as: UTF8.self)
+            #expect(module.contains("export const deliveryStatus = vocabulary.deliveryStatus;"))
+            #expect(module.contains("\"invalid_token\""))
 
             // ETag revalidation: 304 without a body while the file is unchanged.
             let etag = try #require(script.headers["ETag"])
@@ -128,7 +135,10 @@ struct DashboardSiteTests {
         try FileManager.default.createSymbolicLink(
             atPath: dir.appendingPathComponent("passwd.txt").path, withDestinationPath: "/etc/passwd")
         let site = try DashboardSite(directory: dir)
-        #expect(site.paths == ["/dashboard", "/dashboard/index.html", "/dashboard/pages/a.js"])
+        #expect(
+            site.paths == [
+                "/dashboard", "/dashboard/index.html", "/dashboard/lib/vocabulary.js", "/dashboard/pages/a.js"
+            ])
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnvironment.uniqueName("empty"))
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: empty) }

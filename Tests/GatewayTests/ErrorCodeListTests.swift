@@ -4,8 +4,8 @@ import Foundation
 import GatewayApp
 import Testing
 
-/// `ErrorCode.all` is the one list of the API's error codes: the OpenAPI document, the README's
-/// error-code table, every route's codes and every `ErrorCode(...)` declared in the sources agree
+/// `ErrorCode.all` is the one list of the API's error codes: the OpenAPI document, the error-code
+/// table of docs/api.md, every route's codes and every `ErrorCode(...)` declared in the sources agree
 /// with it, status included.
 @Suite("Error codes: one list")
 struct ErrorCodeListTests {
@@ -35,18 +35,18 @@ struct ErrorCodeListTests {
         }
     }
 
-    @Test func theREADMETableListsExactlyErrorCodeAll() throws {
-        let readme = try String(contentsOfFile: TestEnvironment.repositoryRoot + "/README.md", encoding: .utf8)
-        let rows = try #require(Self.errorTable(readme), "README.md has no `| code | status | when |` table")
+    @Test func theDocumentedTableListsExactlyErrorCodeAll() throws {
+        let page = try String(contentsOfFile: TestEnvironment.repositoryRoot + "/docs/api.md", encoding: .utf8)
+        let rows = try #require(Self.errorTable(page), "docs/api.md has no `| code | status | when |` table")
         var documented: [String: Int] = [:]
         for (names, status) in rows {
             for name in names {
-                #expect(documented.updateValue(status, forKey: name) == nil, "README lists \(name) twice")
+                #expect(documented.updateValue(status, forKey: name) == nil, "docs/api.md lists \(name) twice")
             }
         }
         #expect(
             documented == Dictionary(uniqueKeysWithValues: Self.all),
-            "README.md's error-code table and ErrorCode.all differ: only in README \(Set(documented.keys).subtracting(ErrorCode.all.map(\.rawValue)).sorted()), only in ErrorCode.all \(Set(ErrorCode.all.map(\.rawValue)).subtracting(documented.keys).sorted())"
+            "docs/api.md's error-code table and ErrorCode.all differ: only in docs/api.md \(Set(documented.keys).subtracting(ErrorCode.all.map(\.rawValue)).sorted()), only in ErrorCode.all \(Set(ErrorCode.all.map(\.rawValue)).subtracting(documented.keys).sorted())"
         )
     }
 
@@ -59,7 +59,7 @@ struct ErrorCodeListTests {
             let listed = ErrorCode.all.first { $0.rawValue == name }
             #expect(
                 listed?.httpStatus == status,
-                "\(file) declares \(name) (\(status)): add it to ErrorCode.all and the README table")
+                "\(file) declares \(name) (\(status)): add it to ErrorCode.all and the table of docs/api.md")
         }
     }
 

@@ -22,6 +22,9 @@ public enum TestEnvironment {
         return url.path
     }
 
+    /// Debian's Node.js (`/usr/bin/node` or `/usr/bin/nodejs`), for the dashboard's JavaScript unit tests.
+    public static var node: String { require("TEST_NODE") }
+
     /// Whether `./deploy/test` (or you) exported the shared PostgreSQL's URL.
     public static var hasPostgres: Bool { isSet("TEST_POSTGRES_URL") }
     /// Whether the shared Redis's URL is exported.
@@ -31,6 +34,9 @@ public enum TestEnvironment {
     public static var hasTestStack: Bool {
         hasPostgres && hasRedis && isSet("TEST_POSTGRES_DIR") && isSet("TEST_REDIS_DIR") && isSet("BUZZKIT_BIN_DIR")
     }
+
+    /// Whether `./deploy/test` (or you) named a Node.js to run the dashboard's JavaScript tests with.
+    public static var hasNode: Bool { isSet("TEST_NODE") }
 
     private static func isSet(_ name: String) -> Bool {
         !(ProcessInfo.processInfo.environment[name] ?? "").isEmpty

@@ -18,6 +18,11 @@ extension Trait where Self == ConditionTrait {
             "TEST_REDIS_URL is not set: this integration test runs under ./deploy/test")
     }
 
+    /// Node.js (`TEST_NODE`, Debian's `nodejs`), for the dashboard's JavaScript unit tests.
+    public static var requiresNode: Self {
+        .enabled(if: TestEnvironment.hasNode, "TEST_NODE is not set: the JavaScript unit tests run under ./deploy/test")
+    }
+
     /// Everything `./deploy/test` provides: PostgreSQL and Redis (URLs and folders) and the built
     /// executables (`BUZZKIT_BIN_DIR`), for end-to-end tests that run the services.
     public static var requiresTestStack: Self {

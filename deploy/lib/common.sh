@@ -8,11 +8,12 @@ BK_PG_OS_USER="${BK_PG_OS_USER:-buzzkit}"   # Postgres refuses to run as root: i
 bk_log() { printf '[buzzkit] %s\n' "$*" >&2; }
 bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 
-# The Debian packages the build, the tests and the local stack need.
+# The Debian packages the build, the tests and the local stack need (nodejs: the dashboard's
+# JavaScript unit tests, Node's built-in test runner).
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
   libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
-  nghttp2-server nghttp2-client chromium
+  nghttp2-server nghttp2-client chromium nodejs
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
@@ -31,6 +32,16 @@ bk_install_deps() {
   fi
   # The Debian package starts a system-wide Redis on 6379 that BuzzKit never uses; leave it alone.
   command -v swift >/dev/null || bk_die "swift is not on PATH (expected Swift 6 at /opt/swift)"
+}
+
+# Debian's Node.js (the nodejs package installs /usr/bin/nodejs and /usr/bin/node); never one
+# that happens to be first on PATH, which a CI machine may not have.
+bk_node() {
+  local bin
+  for bin in /usr/bin/node /usr/bin/nodejs; do
+    [ -x "$bin" ] && { echo "$bin"; return; }
+  done
+  bk_die "Node.js not found at /usr/bin/node (apt-get install nodejs)"
 }
 
 bk_pg_bindir() {

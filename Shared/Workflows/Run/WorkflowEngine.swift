@@ -208,7 +208,7 @@ struct RunMachine {
             case .exit:
                 outcome.status = .done
                 outcome.endedAt = now
-                outcome.decision = "exited"
+                outcome.decision = WorkflowStepDecision.exited.rawValue
                 state.outcomes.append(outcome)
                 return end(.completed)
             }
@@ -239,12 +239,12 @@ struct RunMachine {
 
     /// Marks the current step's outcome.
     private mutating func endCurrent(
-        _ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done
+        _ decision: WorkflowStepDecision, reason: String? = nil, status: WorkflowStepOutcome.Status = .done
     ) {
         guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
         state.outcomes[i].status = status
         state.outcomes[i].endedAt = now
-        state.outcomes[i].decision = decision
+        state.outcomes[i].decision = decision.rawValue
         if let reason { state.outcomes[i].reason = reason }
     }
 
@@ -260,7 +260,7 @@ struct RunMachine {
     }
 
     private mutating func fail(_ code: String, _ message: String) {
-        if state.current != nil { endCurrent("failed", reason: message, status: .interrupted) }
+        if state.current != nil { endCurrent(.failed, reason: message, status: .interrupted) }
         state.failure = WorkflowRunFailure(code: code, message: message)
         end(.failed)
     }
@@ -274,11 +274,11 @@ struct RunMachine {
         }
         switch entry.step.kind {
         case .wait, .waitUntil:
-            endCurrent("waited")
+            endCurrent(.waited)
             run(from: entry.successor)
         case .waitFor:
             state.awaiting = nil
-            endCurrent("timed_out")
+            endCurrent(.timedOut)
             run(from: entry.successor)
         case .send(let send):
             guard perform(send, step: step) else { return }
@@ -321,7 +321,7 @@ struct RunMachine {
         state.awaiting = nil
         state.timer = nil
         if let i = state.outcomes.lastIndex(where: { $0.step == wait.step }) { state.outcomes[i].event = event }
-        endCurrent("matched", reason: "\(event.name) arrived (event \(event.id))")
+        endCurrent(.matched, reason: "\(event.name) arrived (event \(event.id))")
         run(from: entry.successor)
         return true
     }
@@ -346,7 +346,7 @@ struct RunMachine {
                         messageId: environment.messageId(state.runId, plan.step, "cancel"),
                         idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
         }
-        if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }
+        if state.current != nil { endCurrent(.cancelled, reason: reason, status: .interrupted) }
         state.cancelReason = reason
         end(.cancelled)
     }
@@ -412,7 +412,7 @@ struct RunMachine {
         state.outcomes[i].messageIds = [plan.messageId]
         if acknowledged {
             endCurrent(
-                "scheduled_on_device",
+                .scheduledOnDevice,
                 reason: "a device acknowledged the plan \(plan.localId): nothing sent at the moment")
             return true
         }
@@ -428,7 +428,7 @@ struct RunMachine {
                     subscriberId: state.subscriber.id, delivery: .push, contentJSON: plan.content, content: content,
                     missing: plan.missing)))
         state.outcomes[i].messageIds.append(messageId)
-        endCurrent("fallback_sent", reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
+        endCurrent(.fallbackSent, reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
         return true
     }
 
@@ -445,7 +445,7 @@ struct RunMachine {
         {
             state.outcomes[i].receipts = receipts
         }
-        endCurrent(value ? "then" : "else", reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
+        endCurrent(value ? .then : .else, reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
         return definition.index.entry(of: step, then: value)
     }
 
@@ -456,7 +456,7 @@ struct RunMachine {
         case .expression(let e): return e.expression.matches(document: document)
         case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
         case .delivered(let step): return messages(of: step).contains { receipts[$0]?.delivered == true }
-        case .matched(let step): return state.outcome(step)?.decision == "matched"
+        case .matched(let step): return state.outcome(step)?.decision == WorkflowStepDecision.matched.rawValue
         case .all(let items): return items.allSatisfy { evaluate($0, document, receipts) }
         case .any(let items): return items.contains { evaluate($0, document, receipts) }
         case .not(let inner): return !evaluate(inner, document, receipts)
@@ -509,7 +509,7 @@ struct RunMachine {
                 state.outcomes[i].messageIds.append(messageId)
                 state.outcomes[i].missing = missing
             }
-            endCurrent("sent", reason: reason)
+            endCurrent(.sent, reason: reason)
             return true
         }
     }

@@ -145,7 +145,7 @@ public struct WorkflowLocalPlanState: Sendable, Hashable {
 
 /// What happened in one step: times, the decision and why, the messages it sent.
 public struct WorkflowStepOutcome: Sendable, Hashable {
-    public enum Status: String, Sendable, Hashable {
+    public enum Status: String, Sendable, Hashable, CaseIterable {
         /// Begun and not yet over (waiting).
         case running
         case done
@@ -161,8 +161,8 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     /// When the step is due to go on (a wait's end, a waitFor's timeout, a send moved out of quiet hours).
     public var dueAt: Date?
     public var endedAt: Date?
-    /// `waited`; `matched` / `timed_out`; `then` / `else`; `sent`; `scheduled_on_device` /
-    /// `fallback_sent` (a local send); `exited`; `cancelled`; `failed`.
+    /// A `WorkflowStepDecision`'s raw value: `waited`; `matched` / `timed_out`; `then` / `else`;
+    /// `sent`; `scheduled_on_device` / `fallback_sent` (a local send); `exited`; `cancelled`; `failed`.
     public var decision: String?
     /// Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift.
     public var reason: String?

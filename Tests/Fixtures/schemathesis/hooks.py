@@ -7,7 +7,7 @@ gateway must accept:
 
 - `format: buzzkit-cursor`: a page cursor is opaque; only the empty string (the first page) or a
   `metadata.cursor` the list returned is valid. Generated: the empty string.
-- `format: buzzkit-audience-expression`: the audience language (README). Generated from a small
+- `format: buzzkit-audience-expression`: the audience language (docs/api.md). Generated from a small
   grammar of valid expressions.
 - `format: buzzkit-p8-private-key`: the PEM text of an EC P-256 private key. Generated: a fresh
   key made here.

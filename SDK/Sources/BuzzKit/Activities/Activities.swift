@@ -4,7 +4,7 @@ import Synchronization
 
 /// Keeps Live Activity push tokens registered with BuzzKit and reports `$activity.*` events.
 ///
-/// Server routes (the gateway serves them; see the README's Live Activities section):
+/// Server routes (the gateway serves them; see docs/api.md, Live Activities):
 /// - `PUT /v1/subscribers/{id}/live-activities/{activityId}` `{attributesType, token, environment, bundleId}`
 /// - `PUT /v1/subscribers/{id}/live-activity-start-tokens/{attributesType}` `{token, environment, bundleId}`
 /// - `DELETE /v1/subscribers/{id}/live-activities/{activityId}` (the activity ended or was dismissed)

@@ -36,4 +36,13 @@ public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStr
     /// Scopes a client (SDK) key may hold. Client keys may also register devices and identify,
     /// on the routes that allow client keys explicitly.
     public static let clientScopes: [Scope] = [.eventsWrite]
+
+    /// The scopes a key of `kind` may hold (`POST /v1/api-keys` refuses any other).
+    public static func allowed(for kind: APIKeyKind) -> [Scope] {
+        switch kind {
+        case .workspace: all
+        case .tenant: tenantScopes
+        case .client: clientScopes
+        }
+    }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// each answer handed to its request by `replyId`.
 ///
 /// Why: a `BLPOP` per request held a Redis connection, and its thread, for every send in flight
-/// (at most `BUZZKIT_LA_WAITERS` at once, the rest queued for a connection) and cost each request
+/// (at most as many as there were waiting connections, the rest queued) and cost each request
 /// a hop through the Swift pool; here a request costs a dictionary entry, and the loop runs on
 /// the connection's thread, re-submitting itself: no task, no continuation. An answer reaches
 /// its request on that thread, which sends the HTTP response from there.

@@ -100,12 +100,7 @@ extension Gateway {
                 v.add("tenantId", "is required for \(given.rawValue) keys")
             }
         }
-        let allowed: [Scope] =
-            switch kind {
-            case .workspace: Scope.all
-            case .tenant: Scope.tenantScopes
-            case .client: Scope.clientScopes
-            }
+        let allowed = Scope.allowed(for: kind)
         var scopes: [Scope] = []
         if let raw = body["scopes"], !raw.isNull {
             if let list = raw.arrayValue, !list.isEmpty {

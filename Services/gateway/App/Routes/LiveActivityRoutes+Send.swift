@@ -18,6 +18,9 @@ import Foundation
 /// route's deferred handler); one with it runs as a task, for the key's claim.
 enum LiveActivitySendRoutes {
     static let priorities = ["high", "normal"]
+    /// A result's `status`: a decided outcome, or `sending` when a replica that took a dead one's
+    /// request over finds its deliveries still claimed.
+    static let resultStatuses = LiveActivityResult.statuses + ["sending"]
 
     static let rules = [
         "update and end need activityId and take neither attributesType nor attributes",
@@ -62,7 +65,7 @@ enum LiveActivitySendRoutes {
         "attributesType": Schema.nullable(Schema.string(FieldRules.attributesTypeRule)),
         "token": Schema.string(FieldRules.liveActivityTokenRule),
         "deliveryId": Schema.nullable(Schema.uuid),
-        "status": Schema.string(enumeration: LiveActivityResult.statuses + ["sending"]),
+        "status": Schema.string(enumeration: resultStatuses),
         "apnsStatus": Schema.nullable(Schema.integer),
         "reason": Schema.nullable(Schema.string()),
         "apnsId": Schema.nullable(Schema.string())

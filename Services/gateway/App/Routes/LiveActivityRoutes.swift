@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitHTTPServer
 import BuzzKitPostgres
 import BuzzKitWire
@@ -12,6 +13,12 @@ import Foundation
 /// `not_found` from these routes as "this server has no Live Activities".
 enum LiveActivityRoutes {
     static let environments = ["sandbox", "production"]
+    /// `live_activities.state` (the migration's CHECK list): an ended activity is never pushed to again.
+    static let states = ["active", "ended"]
+    /// `live_activities.ended_by`: ended on the device (`DELETE`) or by an `end` send.
+    static let endedBy = ["device", "send"]
+    /// `token_status` of activities and push-to-start tokens: a token APNs refused is `invalid`.
+    static let tokenStatuses = ["active", "invalid"]
 
     static let activity = Schema.object([
         "activityId": Schema.string(FieldRules.activityIDRule),
@@ -20,13 +27,14 @@ enum LiveActivityRoutes {
         "token": Schema.string(FieldRules.liveActivityTokenRule, "the activity's current push token, lowercase hex"),
         "environment": Schema.string(enumeration: environments),
         "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
-        "state": Schema.string(enumeration: ["active", "ended"]),
-        "endedBy": Schema.nullable(Schema.string(enumeration: ["device", "send"])),
+        "state": Schema.string(enumeration: states),
+        "endedBy": Schema.nullable(Schema.string(enumeration: endedBy)),
         "endedAt": Schema.nullable(Schema.timestamp),
-        "tokenStatus": Schema.string(enumeration: ["active", "invalid"]),
+        "tokenStatus": Schema.string(enumeration: tokenStatuses),
         "tokenInvalidReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
         "tokenInvalidatedAt": Schema.nullable(Schema.timestamp),
-        "lastEvent": Schema.nullable(Schema.string(enumeration: ["start", "update", "end"])),
+        "lastEvent": Schema.nullable(
+            Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue))),
         "lastTimestamp": Schema.nullable(Schema.integer),
         "lastUpdateAt": Schema.nullable(Schema.timestamp),
         "registeredAt": Schema.timestamp, "updatedAt": Schema.timestamp
@@ -38,7 +46,7 @@ enum LiveActivityRoutes {
         "token": Schema.string(FieldRules.liveActivityTokenRule, "the push-to-start token, lowercase hex"),
         "environment": Schema.string(enumeration: environments),
         "bundleId": Schema.nullable(Schema.string(FieldRules.bundleIDRule)),
-        "tokenStatus": Schema.string(enumeration: ["active", "invalid"]),
+        "tokenStatus": Schema.string(enumeration: tokenStatuses),
         "tokenInvalidReason": Schema.nullable(Schema.string("APNs reason, e.g. Unregistered or BadDeviceToken")),
         "tokenInvalidatedAt": Schema.nullable(Schema.timestamp),
         "lastSentAt": Schema.nullable(Schema.timestamp),

@@ -20,7 +20,7 @@ enum SegmentRoutes {
     static let whereSchema = Schema.custom(
         format: "buzzkit-audience-expression",
         """
-        An expression of the audience language (the README's grammar), 1 to \(AudienceLimits.default.maxLength) \
+        An expression of the audience language (docs/api.md), 1 to \(AudienceLimits.default.maxLength) \
         characters; one that does not parse or breaks a limit is 422 validation_failed with its line and column
         """, example: #"plan == "pro" and did("app.opened", within: "7d")"#)
     static let keyPath = TopicRoutes.keyPath

@@ -15,7 +15,9 @@ import Foundation
 /// `304` while the file is unchanged), a strict `Content-Security-Policy` (scripts, styles,
 /// images and API calls from this origin only; no inline script or style, no framing) and
 /// `X-Content-Type-Options: nosniff`. `HEAD` is answered like `GET` without the body (router).
-/// `/dashboard` (and `/dashboard/`) is `index.html`; `/` redirects to `/dashboard`.
+/// `/dashboard` (and `/dashboard/`) is `index.html`; `/` redirects to `/dashboard`. One file is
+/// not read from the folder but written here: `lib/vocabulary.js`, the server's own status lists
+/// (`DashboardVocabulary`).
 public struct DashboardSite: Sendable {
     public static let mount = "/dashboard"
     /// At most this many files and bytes are loaded (a folder pointed at by mistake fails loudly).
@@ -76,15 +78,22 @@ public struct DashboardSite: Sendable {
                     description:
                         "the dashboard folder \(root.path) is over \(Self.maxFiles) files or \(Self.maxBytes) bytes")
             }
-            let etag = "\"" + Hex.string(Digest.sha256(bytes).prefix(12)) + "\""
             files[Self.mount + "/" + components.joined(separator: "/")] = File(
-                bytes: bytes, contentType: type, etag: etag)
+                bytes: bytes, contentType: type, etag: Self.etag(bytes))
         }
+        let vocabulary = Array(DashboardVocabulary.module.utf8)
+        files[DashboardVocabulary.path] = File(
+            bytes: vocabulary, contentType: "text/javascript; charset=utf-8", etag: Self.etag(vocabulary))
         guard let index = files[Self.mount + "/index.html"] else {
             throw DashboardSiteError(description: "the dashboard folder \(root.path) has no index.html")
         }
         files[Self.mount] = index
         self.files = files
+    }
+
+    /// A strong validator: a digest of the bytes.
+    static func etag(_ bytes: [UInt8]) -> String {
+        "\"" + Hex.string(Digest.sha256(bytes).prefix(12)) + "\""
     }
 
     /// A path component that names a file the site may serve: letters, digits, `.`, `_`, `-`, not

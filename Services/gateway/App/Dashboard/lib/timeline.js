@@ -1,12 +1,8 @@
 // A dry run drawn step by step: one row per timeline entry with its time, kind and detail.
 import { h } from './dom.js';
 import { dateTime } from './format.js';
-import { badge } from './ui.js';
+import { statusBadge } from './ui.js';
 
-const KIND_TONE = { send: 'good', timer: 'info', await: 'info', receipts: 'info', event: 'info', end: 'muted', step: 'muted' };
-
-const DECISION_TONE = { sent: 'good', then: 'good', matched: 'good', else: 'warn', timed_out: 'warn', waited: 'info',
-  exited: 'muted', cancelled: 'bad', failed: 'bad' };
 const SHOWN = new Set(['decision', 'reason', 'content', 'step', 'kind', 'status', 'startedAt', 'endedAt', 'messageIds', 'token']);
 
 /** An entry's detail in words: its decision, why, the rendered content, and the rest as key=value. */
@@ -17,7 +13,7 @@ function detail(value) {
     .map(([k, v]) => `${k} ${typeof v === 'string' && /T\d\d:\d\d/.test(v) ? dateTime(v) : typeof v === 'object' ? JSON.stringify(v) : v}`);
   const content = value.content && typeof value.content === 'object' ? value.content : null;
   return h('div', { class: 'stack-tight' },
-    value.decision || value.reason ? h('div', { class: 'small' }, value.decision ? badge(value.decision, DECISION_TONE[value.decision]) : null,
+    value.decision || value.reason ? h('div', { class: 'small' }, value.decision ? statusBadge('workflowStepDecision', value.decision) : null,
       value.reason ? ` ${value.reason}` : '') : null,
     content ? h('div', { class: 'rendered' }, content.title ? h('div', { class: 'strong' }, content.title) : null,
       content.body ? h('div', {}, content.body) : null) : null,
@@ -33,7 +29,7 @@ export function dryRunTimeline(entries) {
   h('div', { class: 'timeline-body' },
     h('div', { class: 'timeline-head' },
       entry.step ? h('code', { class: 'strong' }, entry.step) : h('span', { class: 'strong' }, 'run'),
-      badge(entry.kind, KIND_TONE[entry.kind]),
+      statusBadge('dryRunEntryKind', entry.kind),
       h('span', { class: 'muted small' }, dateTime(entry.at))),
     detail(entry.detail)))));
 }

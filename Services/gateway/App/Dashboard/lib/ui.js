@@ -1,5 +1,7 @@
 // Shared pieces of every page: headers, cards, tables, badges, pagers, notices.
 import { h, icon, put } from './dom.js';
+import { keysetPaging } from './paging.js';
+import { tone } from './status.js';
 
 export const icons = {
   overview: ['M4 13h6V4H4z', 'M14 20h6v-9h-6z', 'M4 20h6v-3H4z', 'M14 7h6V4h-6z'],
@@ -29,14 +31,14 @@ export function card(title, body, options = {}) {
     h('div', { class: 'card-body' }, body));
 }
 
-const TONES = {
-  sent: 'good', fanned_out: 'good', active: 'good', opened: 'good', delivered: 'good',
-  queued: 'muted', fanning_out: 'info', sending: 'info',
-  failed: 'bad', invalid_token: 'bad', expired: 'warn', revoked: 'bad', inactive: 'muted',
-};
+/** A label in a tone: good, info, warn, bad or muted (the default). */
+export function badge(text, toneName) {
+  return h('span', { class: ['badge', `badge-${toneName || 'muted'}`] }, text);
+}
 
-export function badge(text, tone) {
-  return h('span', { class: ['badge', `badge-${tone || TONES[text] || 'muted'}`] }, text);
+/** A value of one of the server's vocabularies (`deliveryStatus`, `workflowRunStatus`, …) in its tone. */
+export function statusBadge(vocabularyName, value) {
+  return badge(value, tone(vocabularyName, value));
 }
 
 export function button(label, onclick, options = {}) {
@@ -129,33 +131,43 @@ export function stat(label, value, note, testid) {
 }
 
 /**
- * Keyset paging with a stack of cursors: load(cursor) -> {data, metadata}. render(items) draws a
- * page; the pager shows Newer/Older (or Previous/Next) and where we are.
+ * Keyset paging (lib/paging.js) with its buttons: load(cursor) -> {data, metadata}; render(items)
+ * draws a page; the bar shows Newer/Older (or Previous/Next) and where we are. A page asked for
+ * after another is the one drawn, whichever answers first.
  */
 export function pager({ load, render, pageSize, labels = ['Previous', 'Next'], into }) {
-  const stack = [null];
-  let index = 0;
-  let next = null;
+  const paging = keysetPaging({ load, pageSize });
   const info = h('span', { class: 'pager-info' });
-  const previous = button(labels[0], () => go(index - 1), { kind: 'ghost', testid: 'pager-previous' });
-  const forward = button(labels[1], () => go(index + 1), { kind: 'ghost', testid: 'pager-next' });
+  const previous = button(labels[0], () => go(paging.page - 1), { kind: 'ghost', testid: 'pager-previous' });
+  const forward = button(labels[1], () => go(paging.page + 1), { kind: 'ghost', testid: 'pager-next' });
   const bar = h('div', { class: 'pager' }, info, h('div', { class: 'actions' }, previous, forward));
+  const settle = () => {
+    previous.disabled = paging.page === 0;
+    forward.disabled = !paging.hasMore;
+  };
+  const draw = (shown) => {
+    if (!shown) return;
+    render(shown.items);
+    info.textContent = shown.items.length ? `${shown.first}–${shown.first + shown.items.length - 1}` : '';
+  };
   async function go(to) {
-    if (to > index) { if (!next) return; if (stack.length <= to) stack.push(next); }
-    index = Math.max(0, to);
     previous.disabled = true;
     forward.disabled = true;
-    const { data, metadata } = await load(stack[index]);
-    next = metadata.cursor || null;
-    if (stack.length > index + 1) stack.length = index + 1;
-    render(data);
-    const first = index * pageSize + 1;
-    info.textContent = data.length ? `${first}–${first + data.length - 1}` : '';
-    previous.disabled = index === 0;
-    forward.disabled = !metadata.hasMore;
+    try {
+      draw(await paging.go(to));
+    } finally {
+      if (!paging.busy) settle();
+    }
+  }
+  async function refresh() {
+    try {
+      draw(await paging.refresh());
+    } finally {
+      if (!paging.busy) settle();
+    }
   }
   if (into) into.append(bar);
-  return { bar, go, refresh: () => go(index), get page() { return index; } };
+  return { bar, go, refresh, get page() { return paging.page; } };
 }
 
 /** Two or more choices, one selected. */

@@ -2,13 +2,13 @@
 import { api } from '../lib/api.js';
 import { h } from '../lib/dom.js';
 import { bytes, dateTime, json, number } from '../lib/format.js';
-import { badge, card, code, copyButton, pageHeader, table } from '../lib/ui.js';
+import { badge, card, code, copyButton, pageHeader, statusBadge, table } from '../lib/ui.js';
 
 export async function render(main, params, ctx) {
   const { data } = await api('GET', `/v1/deliveries/${encodeURIComponent(params.id)}`, { signal: ctx.signal });
   const d = data.delivery;
   const facts = [
-    ['Status', badge(d.status)], ['Device token', h('code', { class: 'break' }, d.deviceToken)],
+    ['Status', statusBadge('deliveryStatus', d.status)], ['Device token', h('code', { class: 'break' }, d.deviceToken)],
     ['Subscriber', h('a', { href: `#/subscribers/${encodeURIComponent(d.subscriberId)}` }, d.subscriberId)],
     ['Environment', d.environment], ['apns-id', h('code', {}, d.apnsId ?? '—')], ['Attempts', number(d.attemptCount)],
     ['Error', d.errorCode ?? '—'], ['Created', dateTime(d.createdAt)], ['Sent', dateTime(d.sentAt)],

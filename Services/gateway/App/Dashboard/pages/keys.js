@@ -2,13 +2,9 @@
 import { api, session } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { relative } from '../lib/format.js';
+import { DESCRIPTIONS } from '../lib/status.js';
 import { badge, button, card, confirmButton, copyButton, empty, errorBox, field, icons, loading, pageHeader, pager, table } from '../lib/ui.js';
-
-const SCOPES = {
-  workspace: ['tenants:write', 'keys:write', 'messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write'],
-  tenant: ['messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write'],
-  client: ['events:write'],
-};
+import { apiKeyKind, scopesByKeyKind } from '../lib/vocabulary.js';
 
 export async function render(main, params, ctx) {
   if (!session.isWorkspace || !session.has('keys:write')) {
@@ -31,7 +27,7 @@ export async function render(main, params, ctx) {
       { label: 'Tenant', cell: (k) => (k.tenantId ? tenantName(k.tenantId) : 'all tenants') },
       { label: 'Scopes', class: 'wide', cell: (k) => h('div', { class: 'chips' }, k.scopes.map((scope) => h('span', { class: 'chip' }, scope))) },
       { label: 'Last used', cell: (k) => (k.lastUsedAt ? relative(k.lastUsedAt) : 'never') },
-      { label: 'Status', cell: (k) => (k.revokedAt ? badge('revoked') : badge('active')) },
+      { label: 'Status', cell: (k) => (k.revokedAt ? badge('revoked', 'bad') : badge('active', 'good')) },
       { label: '', class: 'right', cell: (k) => (k.revokedAt || k.id === session.info.id ? (k.id === session.info.id ? h('span', { class: 'muted small' }, 'this key') : '')
         : confirmButton('Revoke', 'Confirm revoke', async () => {
           await api('DELETE', `/v1/api-keys/${k.id}`, { tenant: false });
@@ -63,14 +59,13 @@ export async function render(main, params, ctx) {
 function createForm(tenants, oncreated) {
   const name = h('input', { class: 'input', placeholder: 'Backend (production)', 'data-testid': 'key-create-name' });
   const kind = h('select', { class: 'input', 'data-testid': 'key-create-kind' },
-    h('option', { value: 'tenant' }, 'Tenant key (one tenant)'), h('option', { value: 'workspace' }, 'Workspace key (every tenant)'),
-    h('option', { value: 'client' }, 'Client key (SDK, events only)'));
+    apiKeyKind.map((value) => h('option', { value, selected: value === 'tenant' }, DESCRIPTIONS.apiKeyKind[value] ?? value)));
   const tenant = h('select', { class: 'input', 'data-testid': 'key-create-tenant' },
     tenants.map((t) => h('option', { value: t.id, selected: t.id === session.tenant }, t.name)));
   if (!tenants.length) tenant.append(h('option', { value: session.tenant }, session.tenant));
   const scopes = h('div', { class: 'checks' });
   const drawScopes = () => {
-    const allowed = SCOPES[kind.value].filter((scope) => session.has(scope));
+    const allowed = (scopesByKeyKind[kind.value] ?? []).filter((scope) => session.has(scope));
     put(scopes, allowed.map((scope) => h('label', { class: 'check' },
       h('input', { type: 'checkbox', value: scope, checked: kind.value !== 'workspace' || !scope.endsWith(':write') || scope === 'subscribers:write' }),
       h('code', {}, scope))));

@@ -4,12 +4,11 @@
 import { api, newIdempotencyKey, session } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { json, relative, shortToken } from '../lib/format.js';
-import { badge, button, card, code, errorBox, field, pageHeader, segmented, table } from '../lib/ui.js';
-
-const RESULT_TONES = {
-  sent: 'good', sending: 'info', failed: 'bad', invalid_token: 'bad', token_invalid: 'bad',
-  activity_ended: 'warn', stale_timestamp: 'warn',
-};
+import { jsonField } from '../lib/jsonfield.js';
+import { oncePerKey } from '../lib/once.js';
+import { label } from '../lib/status.js';
+import { button, card, code, errorBox, field, pageHeader, segmented, statusBadge, table } from '../lib/ui.js';
+import { liveActivityEvent, pushPriority } from '../lib/vocabulary.js';
 
 export async function render(main, params, ctx) {
   const id = params.id;
@@ -36,7 +35,7 @@ export async function render(main, params, ctx) {
 
   function tokenState(status, reason) {
     return h('span', { 'data-testid': 'la-token-status', title: reason || '' },
-      badge(status === 'active' ? 'active' : 'invalid', status === 'active' ? 'good' : 'bad'),
+      statusBadge('liveActivityTokenStatus', status),
       reason ? h('span', { class: 'muted small' }, ` ${reason}`) : null);
   }
 
@@ -45,7 +44,7 @@ export async function render(main, params, ctx) {
       { label: 'Activity', cell: (a) => h('div', {}, h('code', { class: 'strong', 'data-testid': 'la-activity-id' }, a.activityId),
         h('div', { class: 'muted small' }, a.attributesType)) },
       { label: 'State', cell: (a) => h('span', { 'data-testid': 'la-activity-state' },
-        badge(a.state, a.state === 'active' ? 'good' : 'muted'),
+        statusBadge('liveActivityState', a.state),
         a.endedBy ? h('span', { class: 'muted small', title: a.endedAt || '' }, ` by ${a.endedBy}`) : null) },
       { label: 'Last update', cell: (a) => a.lastEvent
         ? h('div', {}, h('span', { 'data-testid': 'la-activity-last-event' }, a.lastEvent),
@@ -93,8 +92,8 @@ export async function render(main, params, ctx) {
 /** The start / update / end form and its answer. */
 function sendForm(subscriber, getActivities, getStartTokens, reload) {
   let event = 'update';
-  let priority = 'high';
-  let idempotencyKey = newIdempotencyKey();
+  let priority = pushPriority[0];
+  const once = oncePerKey(newIdempotencyKey);
   const f = {
     activity: h('select', { class: 'input', 'data-testid': 'la-send-activity' }),
     type: h('input', { class: 'input', list: 'la-types', placeholder: 'MatchAttributes', spellcheck: 'false', 'data-testid': 'la-send-type' }),
@@ -108,30 +107,14 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
   };
   f.contentState.value = '{}';
   const types = h('datalist', { id: 'la-types' });
-  const problems = {
-    attributes: h('div', { class: 'field-problem' }), contentState: h('div', { class: 'field-problem' }),
+  const checked = {
+    attributes: jsonField(f.attributes, { object: true, example: '{"matchId": "m_1"}', testid: 'la-json-error' }),
+    contentState: jsonField(f.contentState, { required: true, object: true, example: '{"score": 2}', testid: 'la-json-error' }),
   };
   const preview = code('', { testid: 'la-send-request', class: 'wrap' });
   const result = h('div', { 'data-testid': 'la-send-outcome' });
   const targetBox = h('div');
   const sendButton = button('Send update', null, { kind: 'primary', testid: 'la-send-submit' });
-
-  function parseObject(textarea, problem, required) {
-    const text = textarea.value.trim();
-    put(problem);
-    if (!text) {
-      if (required) put(problem, h('span', { 'data-testid': 'la-json-error' }, 'Required: a JSON object (may be {}).'));
-      return { ok: !required, value: undefined };
-    }
-    try {
-      const value = JSON.parse(text);
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('must be a JSON object, e.g. {"score": 2}');
-      return { ok: true, value };
-    } catch (error) {
-      put(problem, h('span', { 'data-testid': 'la-json-error' }, `Not valid JSON: ${error.message}`));
-      return { ok: false };
-    }
-  }
 
   const iso = (input) => {
     if (!input.value) return undefined;
@@ -144,14 +127,14 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
     const body = { to: subscriber, event };
     if (event === 'start') {
       if (f.type.value.trim()) body.attributesType = f.type.value.trim();
-      const attributes = parseObject(f.attributes, problems.attributes, false);
+      const attributes = checked.attributes.read();
       if (!attributes.ok) return null;
       if (attributes.value) body.attributes = attributes.value;
     } else {
-      put(problems.attributes);
+      put(checked.attributes.problem);
       if (f.activity.value) body.activityId = f.activity.value;
     }
-    const state = parseObject(f.contentState, problems.contentState, true);
+    const state = checked.contentState.read();
     if (!state.ok) return null;
     body.contentState = state.value;
     const alert = {};
@@ -159,7 +142,7 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
     if (Object.keys(alert).length) body.alert = alert;
     if (iso(f.stale)) body.staleDate = iso(f.stale);
     if (iso(f.dismissal)) body.dismissalDate = iso(f.dismissal);
-    if (priority !== 'high') body.priority = priority;
+    if (priority !== pushPriority[0]) body.priority = priority;
     return body;
   }
 
@@ -174,7 +157,7 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
       put(types, [...new Set(getStartTokens().map((t) => t.attributesType))].map((type) => h('option', { value: type })));
       put(targetBox, h('div', { class: 'stack' },
         field('Attributes type', f.type, 'Sent to every usable push-to-start token of this type.'), types,
-        field('Attributes (JSON)', f.attributes, 'The activity’s static attributes.'), problems.attributes));
+        field('Attributes (JSON)', f.attributes, 'The activity’s static attributes.'), checked.attributes.problem));
     } else {
       const selected = f.activity.value;
       put(f.activity, activities.length
@@ -187,12 +170,12 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
       }
       put(targetBox, field('Activity', f.activity, event === 'end' ? 'Ends it: nothing is pushed to it afterwards.' : null));
     }
-    sendButton.querySelector('.btn-label').textContent = { start: 'Start activity', update: 'Send update', end: 'End activity' }[event];
+    sendButton.querySelector('.btn-label').textContent = { start: 'Start activity', update: 'Send update', end: 'End activity' }[event] ?? `Send ${event}`;
   }
 
   const eventSwitch = h('div');
-  const drawSwitch = () => put(eventSwitch, segmented([['update', 'Update'], ['end', 'End'], ['start', 'Start']], event,
-    (value) => { event = value; idempotencyKey = newIdempotencyKey(); drawTarget(); update(); }, 'la-send-event'));
+  const drawSwitch = () => put(eventSwitch, segmented(liveActivityEvent.map((value) => [value, label(value)]), event,
+    (value) => { event = value; once.edited(); drawTarget(); update(); }, 'la-send-event'));
 
   function outcome(data) {
     const rows = data.results || [];
@@ -204,7 +187,7 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
       rows.length ? table([
         { label: 'To', cell: (r) => h('div', {}, h('code', { class: 'strong' }, r.activityId || r.attributesType || '—'),
           h('div', { class: 'muted small' }, h('code', { title: r.token }, shortToken(r.token)))) },
-        { label: 'Status', cell: (r) => h('div', {}, h('span', { 'data-testid': 'la-result-status' }, badge(r.status, RESULT_TONES[r.status])),
+        { label: 'Status', cell: (r) => h('div', {}, h('span', { 'data-testid': 'la-result-status' }, statusBadge('liveActivityResultStatus', r.status)),
           r.deliveryId ? h('div', { class: 'small' }, h('a', { href: `#/deliveries/${r.deliveryId}`, 'data-testid': 'la-result-delivery' }, 'its delivery')) : null) },
         { label: 'APNs', class: 'wide', cell: (r) => h('div', {},
           h('span', { class: 'strong', 'data-testid': 'la-result-apns-status' }, r.apnsStatus === null || r.apnsStatus === undefined ? '—' : String(r.apnsStatus)),
@@ -219,40 +202,31 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
       messageId ? h('p', { class: 'muted small' }, 'The send still completes: see ', h('a', { href: `#/messages/${messageId}` }, 'its message'), '.') : null);
   }
 
-  // One idempotency key per composed request, so a double click sends once; editing starts anew.
-  let inFlight = null;
-  sendButton.addEventListener('click', async () => {
-    if (inFlight) return inFlight;
+  // One idempotency key per composed request (lib/once.js): a double click sends once, a retry of
+  // the same request after an error is answered from the ledger, editing starts a new request.
+  sendButton.addEventListener('click', () => {
+    if (once.sending) return;
     const body = request();
     if (!body) return;
     put(result);
     sendButton.disabled = true;
-    inFlight = (async () => {
-      try {
-        const { data } = await api('POST', '/v1/live-activities/send', { body, idempotencyKey });
-        put(result, outcome(data));
-        await reload();
-      } catch (error) {
-        if (error.name !== 'AbortError') put(result, failure(error));
-      } finally {
-        idempotencyKey = newIdempotencyKey();
-        sendButton.disabled = false;
-        inFlight = null;
-      }
-    })();
-    return inFlight;
+    once.send((idempotencyKey) => api('POST', '/v1/live-activities/send', { body, idempotencyKey }))
+      .then(async ({ data }) => { put(result, outcome(data)); await reload(); })
+      .catch((error) => { if (error.name !== 'AbortError') put(result, failure(error)); })
+      .finally(() => { sendButton.disabled = false; });
   });
 
   const fields = h('div', { class: 'stack' },
-    field('Content state (JSON)', f.contentState, 'The new ContentState; required, also on end.'), problems.contentState,
+    field('Content state (JSON)', f.contentState, 'The new ContentState; required, also on end.'), checked.contentState.problem,
     h('div', { class: 'row' }, field('Alert title', f.title), field('Alert body', f.body), field('Sound', f.sound)),
     h('p', { class: 'muted small tight' }, 'An alert shows a banner with the update; a start requires one.'),
     h('div', { class: 'row' }, field('Stale date', f.stale), field('Dismissal date', f.dismissal)),
     h('div', { class: 'field' }, h('span', { class: 'field-label' }, 'Priority'),
-      h('div', {}, segmented([['high', 'High (10)'], ['normal', 'Normal (5)']], priority,
-        (value) => { priority = value; idempotencyKey = newIdempotencyKey(); update(); }, 'la-send-priority'))));
+      h('div', {}, segmented(pushPriority.map((value) => [value, label(value)]), priority,
+        (value) => { priority = value; once.edited(); update(); }, 'la-send-priority')),
+      h('span', { class: 'field-hint' }, 'APNs priority 10 (high) or 5 (normal, sent when the device saves power).')));
   for (const el of Object.values(f)) {
-    el.addEventListener('input', () => { if (!inFlight) idempotencyKey = newIdempotencyKey(); update(); });
+    el.addEventListener('input', () => { once.edited(); update(); });
     el.addEventListener('change', update);
   }
   const el = h('div', { class: 'grid-2 compose' },
@@ -269,7 +243,7 @@ function sendForm(subscriber, getActivities, getStartTokens, reload) {
     refresh: () => { drawTarget(); update(); },
     pick: (kind, value) => {
       event = kind;
-      idempotencyKey = newIdempotencyKey();
+      once.edited();
       drawSwitch();
       if (kind === 'start') f.type.value = value;
       drawTarget();

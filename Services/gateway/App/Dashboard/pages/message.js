@@ -2,10 +2,12 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, number, percent, relative, shortToken, target } from '../lib/format.js';
-import { badge, card, code, empty, pageHeader, pager, segmented, stat, table } from '../lib/ui.js';
+import { pollUntilSettled } from '../lib/poll.js';
+import { MESSAGE, allDeliveries, failedDeliveries, label, messageSettled, pendingDeliveries } from '../lib/status.js';
+import { card, code, empty, pageHeader, pager, segmented, stat, statusBadge, table } from '../lib/ui.js';
+import { deliveryStatus } from '../lib/vocabulary.js';
 import { messageTitle } from './messages.js';
 
-const STATUSES = ['queued', 'sending', 'sent', 'failed', 'expired', 'invalid_token'];
 const PAGE = 100;
 
 export async function render(main, params, ctx) {
@@ -21,29 +23,29 @@ export async function render(main, params, ctx) {
     render: (rows) => put(deliveries, rows.length ? table([
       { label: 'Device', cell: (d) => h('code', { title: d.deviceToken }, shortToken(d.deviceToken)) },
       { label: 'Subscriber', cell: (d) => h('a', { href: `#/subscribers/${encodeURIComponent(d.subscriberId)}` }, d.subscriberId) },
-      { label: 'Status', cell: (d) => h('span', { 'data-testid': 'delivery-status' }, badge(d.status)) },
+      { label: 'Status', cell: (d) => h('span', { 'data-testid': 'delivery-status' }, statusBadge('deliveryStatus', d.status)) },
       { label: 'APNs', cell: (d) => (d.lastStatus ? `${d.lastStatus}${d.lastReason ? ` ${d.lastReason}` : ''}` : '—') },
       { label: 'Attempts', class: 'num', cell: (d) => number(d.attemptCount) },
       { label: 'Sent', cell: (d) => (d.sentAt ? relative(d.sentAt) : '—') },
     ], rows, { href: (d) => `#/deliveries/${d.id}`, rowTestid: 'delivery-row' })
-      : empty(filter ? `No ${filter} deliveries` : 'No deliveries yet', message.status === 'fanned_out' ? null : 'The audience is being resolved.')),
+      : empty(filter ? `No ${label(filter).toLowerCase()} deliveries` : 'No deliveries yet', MESSAGE.moving.includes(message.status) ? 'The audience is being resolved.' : null)),
   });
 
   function draw() {
     const c = message.counts;
-    const failed = c.failed + c.invalid_token + c.expired;
+    const failed = failedDeliveries(c);
     const content = message.content || {};
     put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}`,
-      h('span', { 'data-testid': 'message-status' }, badge(message.status))));
+      h('span', { 'data-testid': 'message-status' }, statusBadge('messageStatus', message.status))));
     put(stats,
       stat('Audience', message.audienceSize === null ? '…' : number(message.audienceSize), 'devices', 'stat-audience'),
       stat('Sent', number(c.sent), `devices · ${percent(c.sent, message.audienceSize)}`, 'stat-sent'),
-      stat('In flight', number(c.queued + c.sending), null, 'stat-pending'),
+      stat('In flight', number(pendingDeliveries(c)), null, 'stat-pending'),
       stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
       stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
       stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? 'subscribers' : `subscribers · ${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
-    put(tabs, segmented([['', `All ${number(STATUSES.reduce((sum, s) => sum + c[s], 0))}`],
-      ...STATUSES.map((s) => [s, `${s.replace('_', ' ')} ${number(c[s])}`])], filter, (value) => {
+    put(tabs, segmented([['', `All ${number(allDeliveries(c))}`],
+      ...deliveryStatus.map((s) => [s, `${label(s).toLowerCase()} ${number(c[s] ?? 0)}`])], filter, (value) => {
       filter = value;
       paging.go(0);
     }, 'delivery-filter'));
@@ -59,16 +61,15 @@ export async function render(main, params, ctx) {
   await paging.go(0);
 
   // While anything is in flight, counts and the shown page follow along.
-  const timer = setInterval(async () => {
-    const c = message.counts;
-    if (message.status === 'failed' || (message.status === 'fanned_out' && c.queued + c.sending === 0)) return;
-    try {
+  pollUntilSettled({
+    settled: () => messageSettled(message),
+    refresh: async () => {
       ({ data: message } = await api('GET', `/v1/messages/${message.id}`, { signal: ctx.signal }));
       draw();
       await paging.refresh();
-    } catch { /* shown on the next navigation */ }
-  }, 1500);
-  return () => clearInterval(timer);
+    },
+    signal: ctx.signal,
+  });
 }
 
 /** Where a workflow's message came from: the workflow, version, run and send step (nothing for POST /v1/messages). */

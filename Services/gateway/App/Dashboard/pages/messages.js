@@ -2,7 +2,9 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { number, relative, target } from '../lib/format.js';
-import { badge, button, card, empty, icons, loading, pageHeader, pager, segmented, table } from '../lib/ui.js';
+import { pollUntilSettled } from '../lib/poll.js';
+import { choices, failedDeliveries, label, messageSettled } from '../lib/status.js';
+import { button, card, empty, icons, loading, pageHeader, pager, segmented, statusBadge, table } from '../lib/ui.js';
 
 /** A message's headline by kind: a push's title or body; a workflow's local plan (its notification's title) or cancel. */
 export function messageTitle(m) {
@@ -12,8 +14,6 @@ export function messageTitle(m) {
   if (m.kind === 'live_activity') return `Live Activity ${c.liveActivity?.event || ''}`;
   return c.title || c.body || (c.action?.name ? `action ${c.action.name}` : 'silent push');
 }
-
-const unsettled = (m) => m.status === 'queued' || m.status === 'fanning_out' || m.counts.queued + m.counts.sending > 0;
 
 export async function render(main, params, ctx) {
   const body = h('div', {}, loading());
@@ -26,7 +26,7 @@ export async function render(main, params, ctx) {
     render: (rows) => {
       shown = rows;
       if (!rows.length && paging.page === 0) {
-        put(body, status ? empty(`No ${status.replace('_', ' ')} messages`) : empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
+        put(body, status ? empty(`No ${label(status).toLowerCase()} messages`) : empty('No messages yet', 'Messages sent from the Send page or POST /v1/messages appear here.',
           button('Send a message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })));
         return;
       }
@@ -36,9 +36,9 @@ export async function render(main, params, ctx) {
           m.content?.body && m.content?.title ? h('div', { class: 'muted small clip' }, m.content.body) : null) },
         { label: 'Audience', cell: (m) => h('div', {}, h('div', { class: 'clip' }, target(m.target)),
           h('div', { class: 'muted small' }, m.audienceSize === null ? 'resolving…' : `${number(m.audienceSize)} device${m.audienceSize === 1 ? '' : 's'}`)) },
-        { label: 'Status', cell: (m) => badge(m.status) },
+        { label: 'Status', cell: (m) => statusBadge('messageStatus', m.status) },
         { label: unit('Sent', 'devices'), class: 'num', cell: (m) => number(m.counts.sent) },
-        { label: unit('Failed', 'devices'), class: 'num', cell: (m) => number(m.counts.failed + m.counts.invalid_token + m.counts.expired) },
+        { label: unit('Failed', 'devices'), class: 'num', cell: (m) => number(failedDeliveries(m.counts)) },
         { label: unit('Delivered', 'subscribers'), class: 'num', cell: (m) => number(m.receipts.delivered) },
         { label: unit('Opened', 'subscribers'), class: 'num', cell: (m) => number(m.receipts.opened) },
         { label: 'Created', cell: (m) => relative(m.createdAt) },
@@ -47,14 +47,15 @@ export async function render(main, params, ctx) {
   });
   main.append(pageHeader('Messages', 'Every push sent, newest first.',
     button('New message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })),
-  card(null, h('div', {}, segmented([['', 'All'], ['queued', 'Queued'], ['fanning_out', 'Fanning out'], ['fanned_out', 'Fanned out'],
-    ['failed', 'Failed']], '', (value) => { status = value; paging.go(0); }, 'message-filter'), body, paging.bar), { class: 'flush' }));
+  card(null, h('div', {}, segmented(choices('messageStatus'), '', (value) => { status = value; paging.go(0); }, 'message-filter'),
+    body, paging.bar), { class: 'flush' }));
   await paging.go(0);
   // The first page follows the progress of sends still in flight (nothing is re-read once all settled).
-  const timer = setInterval(() => {
-    if (paging.page === 0 && shown.some(unsettled)) paging.refresh().catch(() => {});
-  }, 3000);
-  return () => clearInterval(timer);
+  pollUntilSettled({
+    settled: () => paging.page !== 0 || shown.every(messageSettled),
+    refresh: () => paging.refresh(),
+    signal: ctx.signal,
+  });
 }
 
 /** A column label with the unit it counts under it (deliveries count devices, receipts subscribers). */

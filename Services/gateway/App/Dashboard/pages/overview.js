@@ -4,7 +4,8 @@ import { api, session } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { bars, funnel, ranking } from '../lib/chart.js';
 import { number, percent } from '../lib/format.js';
-import { badge, card, empty, errorBox, loading, pageHeader, segmented, stat } from '../lib/ui.js';
+import { failedDeliveries } from '../lib/status.js';
+import { badge, card, empty, errorBox, loading, pageHeader, segmented, stat, statusBadge } from '../lib/ui.js';
 
 const hourTick = (at, long) => {
   const d = new Date(at);
@@ -38,7 +39,7 @@ export async function render(main, params, ctx) {
       const chartBox = h('div');
       put(sends, card('Sends', chartBox, { aside: segmented([['24h', '24 h'], ['7d', '7 days']], '24h', drawSeries, 'sends-window') }));
       drawSeries('24h');
-      const rows = week.data.failures.map((f) => ({ label: f.reason, value: f.count, note: badge(f.status) }));
+      const rows = week.data.failures.map((f) => ({ label: f.reason, value: f.count, note: statusBadge('deliveryStatus', f.status) }));
       put(failures, card('Delivery failures by reason', rows.length ? ranking(rows, { tone: 'bad', testid: 'failures' })
         : h('p', { class: 'muted', 'data-testid': 'failures' }, 'No failed deliveries in the last 7 days.'), { aside: h('span', { class: 'muted small' }, 'last 7 days') }));
     }).catch((error) => { if (error.name !== 'AbortError') put(windows, errorBox(error)); }));
@@ -58,7 +59,7 @@ export async function render(main, params, ctx) {
 
 function windowCard(title, stats, testid) {
   const f = stats.funnel;
-  const failed = stats.deliveries.failed + stats.deliveries.invalid_token + stats.deliveries.expired;
+  const failed = failedDeliveries(stats.deliveries);
   return card(title, h('div', { class: 'stack' },
     h('div', { class: 'stats compact' },
       stat('Messages', number(stats.messages)),

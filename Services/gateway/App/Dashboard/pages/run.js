@@ -3,14 +3,11 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, relative } from '../lib/format.js';
-import { badge, card, code, confirmButton, empty, pageHeader, stat } from '../lib/ui.js';
+import { pollUntilSettled } from '../lib/poll.js';
+import { runSettled } from '../lib/status.js';
+import { badge, card, code, confirmButton, empty, pageHeader, stat, statusBadge } from '../lib/ui.js';
 
-const RUN_TONE = { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad' };
-const STEP_TONE = { running: 'info', done: 'good', interrupted: 'bad' };
-const DECISION_TONE = { sent: 'good', then: 'good', matched: 'good', scheduled_on_device: 'good', else: 'warn', timed_out: 'warn',
-  fallback_sent: 'warn', waited: 'info', exited: 'muted', cancelled: 'bad', failed: 'bad' };
-
-export const runBadge = (status) => badge(status, RUN_TONE[status]);
+export const runBadge = (status) => statusBadge('workflowRunStatus', status);
 export const shortId = (id) => (id && id.length > 8 ? `${id.slice(0, 8)}…` : id);
 
 function times(outcome) {
@@ -27,9 +24,9 @@ function outcomeItem(outcome) {
       h('div', { class: 'timeline-head' },
         h('code', { class: 'strong', 'data-testid': 'run-step-name' }, outcome.step),
         badge(outcome.kind, 'muted'),
-        h('span', { 'data-testid': 'run-step-status' }, badge(outcome.status, STEP_TONE[outcome.status]))),
+        h('span', { 'data-testid': 'run-step-status' }, statusBadge('workflowStepStatus', outcome.status))),
       outcome.decision || outcome.reason ? h('div', { class: 'small', 'data-testid': 'run-step-decision' },
-        outcome.decision ? badge(outcome.decision, DECISION_TONE[outcome.decision]) : null,
+        outcome.decision ? statusBadge('workflowStepDecision', outcome.decision) : null,
         outcome.reason && outcome.reason !== outcome.decision ? ` ${outcome.reason}` : '') : null,
       times(outcome),
       outcome.messageIds?.length ? h('div', { class: 'small' }, 'sent ',
@@ -48,7 +45,7 @@ export async function render(main, params, ctx) {
   const trigger = h('div');
   const load = async () => { ({ data: run } = await api('GET', `/v1/workflow-runs/${encodeURIComponent(params.id)}`, { signal: ctx.signal })); };
   const draw = () => {
-    const cancel = run.status === 'running' ? confirmButton('Cancel run', 'Click again to cancel', async () => {
+    const cancel = !runSettled(run) ? confirmButton('Cancel run', 'Click again to cancel', async () => {
       const { data } = await api('POST', `/v1/workflow-runs/${run.id}/cancel`);
       run = data.run;
       draw();
@@ -62,14 +59,14 @@ export async function render(main, params, ctx) {
       h('span', { 'data-testid': 'run-state' }, runBadge(run.status)), cancel));
     if (run.failure) header.append(h('div', { class: 'notice notice-bad', 'data-testid': 'run-failure' }, `${run.failure.code}: ${run.failure.message}`));
     if (run.cancelReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-cancel-reason' }, `Cancelled: ${run.cancelReason}`));
-    if (run.status !== 'running') put(notice); // the request's notice is answered by the run's end
+    if (runSettled(run)) put(notice); // the request's notice is answered by the run's end
     put(stats,
       stat('Started', run.startedAt ? relative(run.startedAt) : 'about to start', dateTime(run.startedAt || run.createdAt), 'run-started'),
       stat('At step', run.current || '—', run.dueAt ? `due ${dateTime(run.dueAt)}` : null, 'run-current'),
       stat('Steps', String(run.steps.length), `${run.steps.filter((s) => s.status === 'done').length} done`, 'run-steps'),
       stat('Ended', run.endedAt ? relative(run.endedAt) : '—', run.endedAt ? dateTime(run.endedAt) : null, 'run-ended'));
     put(steps, run.steps.length ? h('ol', { class: 'timeline run-timeline', 'data-testid': 'run-timeline' }, run.steps.map(outcomeItem))
-      : empty(run.status === 'running' ? 'No step yet' : 'No steps', run.status === 'running' ? 'A workflow replica starts the run within moments.' : null));
+      : empty(runSettled(run) ? 'No steps' : 'No step yet', runSettled(run) ? null : 'A workflow replica starts the run within moments.'));
     put(trigger, run.trigger ? h('div', { class: 'stack' },
       h('div', { class: 'small' }, h('code', {}, run.trigger.name), ` at ${dateTime(run.trigger.occurredAt)}`),
       code(json(run.trigger.data ?? {}))) : empty('No trigger recorded'));
@@ -82,9 +79,5 @@ export async function render(main, params, ctx) {
       h('div', { class: 'stack' }, card('Trigger event', trigger))));
   draw();
   // A running run follows along until it ends.
-  const timer = setInterval(async () => {
-    if (run.status !== 'running') return;
-    try { await load(); draw(); } catch { /* shown on the next navigation */ }
-  }, 2000);
-  return () => clearInterval(timer);
+  pollUntilSettled({ settled: () => runSettled(run), refresh: async () => { await load(); draw(); }, signal: ctx.signal });
 }

@@ -2,6 +2,8 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { relative } from '../lib/format.js';
+import { pollUntilSettled } from '../lib/poll.js';
+import { choices } from '../lib/status.js';
 import { button, card, empty, loading, pageHeader, pager, segmented, table } from '../lib/ui.js';
 import { runBadge, shortId } from './run.js';
 
@@ -34,14 +36,12 @@ export async function render(main, params, ctx) {
   const apply = () => { subscriberId = subscriber.value.trim(); paging.go(0); };
   subscriber.addEventListener('keydown', (event) => { if (event.key === 'Enter') apply(); });
   const filters = h('div', { class: 'toolbar' },
-    segmented([['', 'All'], ['running', 'Running'], ['completed', 'Completed'], ['cancelled', 'Cancelled'], ['failed', 'Failed']],
-      '', (value) => { status = value; paging.go(0); }, 'runs-filter'),
+    segmented(choices('workflowRunStatus'), '', (value) => { status = value; paging.go(0); }, 'runs-filter'),
     h('div', { class: 'actions' }, subscriber, button('Filter', apply, { kind: 'ghost', testid: 'runs-subscriber-apply' })));
   main.append(h('a', { href: `#/workflows/${encodeURIComponent(key)}`, class: 'back' }, workflow.key),
     pageHeader(`Runs of ${workflow.key}`, `triggered by ${workflow.triggerEvent} · each run keeps the version it started with`),
     card(null, h('div', {}, filters, body, paging.bar), { class: 'flush' }));
   await paging.go(0);
-  // Runs move on their own: the first page follows along.
-  const timer = setInterval(() => { if (paging.page === 0) paging.refresh().catch(() => {}); }, 3000);
-  return () => clearInterval(timer);
+  // Runs move on their own, and new ones start: the first page follows along.
+  pollUntilSettled({ settled: () => paging.page !== 0, refresh: () => paging.refresh(), signal: ctx.signal });
 }

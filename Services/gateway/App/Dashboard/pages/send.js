@@ -4,13 +4,14 @@ import { api, newIdempotencyKey } from '../lib/api.js';
 import { debounce, h, put } from '../lib/dom.js';
 import { liveExpression } from '../lib/expression.js';
 import { bytes, number } from '../lib/format.js';
+import { jsonField } from '../lib/jsonfield.js';
+import { oncePerKey } from '../lib/once.js';
 import { button, card, code, errorBox, field, icons, pageHeader, segmented } from '../lib/ui.js';
-
-const LEVELS = ['', 'passive', 'active', 'time-sensitive', 'critical'];
+import { interruptionLevel } from '../lib/vocabulary.js';
 
 export async function render(main, params, ctx) {
   let mode = 'segment';
-  let idempotencyKey = newIdempotencyKey();
+  const once = oncePerKey(newIdempotencyKey);
   const input = (props) => h('input', { class: 'input', ...props });
   const f = {
     to: input({ placeholder: 'alice, bob', 'data-testid': 'send-to' }),
@@ -28,12 +29,15 @@ export async function render(main, params, ctx) {
     sound: input({ placeholder: 'default', 'data-testid': 'send-sound' }),
     badge: input({ type: 'number', min: 0, placeholder: '—', 'data-testid': 'send-badge' }),
     category: input({ placeholder: 'derived from the buttons', 'data-testid': 'send-category' }),
-    level: h('select', { class: 'input', 'data-testid': 'send-level' }, LEVELS.map((l) => h('option', { value: l }, l || 'default'))),
+    level: h('select', { class: 'input', 'data-testid': 'send-level' }, ['', ...interruptionLevel].map((l) => h('option', { value: l }, l || 'default'))),
   };
   const buttonsBox = h('div', { class: 'stack' });
   const buttons = [];
   const audienceOut = h('div', { class: 'expr-out', 'data-testid': 'send-audience' });
-  const jsonProblems = { data: h('div', { class: 'field-problem' }), actionData: h('div', { class: 'field-problem' }) };
+  const json = {
+    data: jsonField(f.data, { object: true }),
+    actionData: jsonField(f.actionData, { object: true, example: '{"plan": "annual"}' }),
+  };
   const previewOut = h('div');
   const notification = h('div', { class: 'phone' });
   const result = h('div');
@@ -104,20 +108,6 @@ export async function render(main, params, ctx) {
   buttonsBox.append(addBox);
   drawButtonsAdd();
 
-  function parseJSON(textarea, problem) {
-    const text = textarea.value.trim();
-    put(problem);
-    if (!text) return { ok: true, value: undefined };
-    try {
-      const value = JSON.parse(text);
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error('must be a JSON object, e.g. {"key": "value"}');
-      return { ok: true, value };
-    } catch (error) {
-      put(problem, h('span', { 'data-testid': 'json-error' }, `Not valid JSON: ${error.message}`));
-      return { ok: false };
-    }
-  }
-
   /** The POST /v1/messages body from the form; null when a JSON field does not parse. */
   function message() {
     const body = {};
@@ -131,8 +121,8 @@ export async function render(main, params, ctx) {
     }
     if (f.badge.value !== '') body.badge = Number(f.badge.value);
     if (f.level.value) body.interruptionLevel = f.level.value;
-    const data = parseJSON(f.data, jsonProblems.data);
-    const actionData = parseJSON(f.actionData, jsonProblems.actionData);
+    const data = json.data.read();
+    const actionData = json.actionData.read();
     if (!data.ok || !actionData.ok) return null;
     if (data.value) body.data = data.value;
     if (f.actionName.value.trim()) body.action = { name: f.actionName.value.trim(), ...(actionData.value ? { data: actionData.value } : {}) };
@@ -188,37 +178,30 @@ export async function render(main, params, ctx) {
       buttons.length ? h('div', { class: 'push-buttons' }, buttons.map((b) => h('div', { class: ['push-button', b.destructive.checked ? 'bad' : null] }, b.title.value || b.id.value))) : null));
   }
 
-  const update = () => { preview(); sendButton.disabled = false; };
+  // Any change composes a new message (a new idempotency key) and rebuilds the preview.
+  const update = () => {
+    once.edited();
+    preview();
+    if (!once.sending) sendButton.disabled = false;
+  };
   for (const el of Object.values(f)) el.addEventListener('input', update);
   for (const el of [f.to, f.topic]) el.addEventListener('input', countAudience);
   f.segment.addEventListener('change', () => { countAudience(); update(); });
   buttonsBox.addEventListener('input', update);
   buttonsBox.addEventListener('change', update);
 
-  // Sending: one idempotency key per composed message, so a double click (or a retry after a
-  // lost answer) sends once; editing the form afterwards starts a new message.
-  let inFlight = null;
-  sendButton.addEventListener('click', async () => {
-    if (inFlight) return inFlight;
+  // Sending: one idempotency key per composed message (lib/once.js), so a double click (or a
+  // retry after a lost answer) sends once; editing the form afterwards starts a new message.
+  sendButton.addEventListener('click', () => {
+    if (once.sending) return;
     const body = message();
     if (!body) return;
     put(result);
     sendButton.disabled = true;
-    inFlight = (async () => {
-      try {
-        const { data } = await api('POST', '/v1/messages', { body, idempotencyKey });
-        idempotencyKey = newIdempotencyKey();
-        location.hash = `#/messages/${data.id}`;
-      } catch (error) {
-        put(result, errorBox(error));
-        sendButton.disabled = false;
-      } finally {
-        inFlight = null;
-      }
-    })();
-    return inFlight;
+    once.send((idempotencyKey) => api('POST', '/v1/messages', { body, idempotencyKey }))
+      .then(({ data }) => { location.hash = `#/messages/${data.id}`; })
+      .catch((error) => { put(result, errorBox(error)); sendButton.disabled = false; });
   });
-  for (const el of Object.values(f)) el.addEventListener('input', () => { if (!inFlight) idempotencyKey = newIdempotencyKey(); });
 
   main.append(pageHeader('Send a message', 'Compose a push; the payload on the right is what APNs will receive.'),
     h('div', { class: 'grid-2 compose' },
@@ -231,10 +214,10 @@ export async function render(main, params, ctx) {
           h('div', { class: 'row' }, field('Image URL', f.image), field('Deep link', f.deepLink)))),
         card('Action when opened', h('div', { class: 'stack' },
           h('p', { class: 'muted small' }, 'A named action the app handles (e.g. open a paywall), with data for it.'),
-          h('div', { class: 'row' }, field('Action name', f.actionName), field('Action data (JSON)', f.actionData)), jsonProblems.actionData)),
+          h('div', { class: 'row' }, field('Action name', f.actionName), field('Action data (JSON)', f.actionData)), json.actionData.problem)),
         card('Buttons', buttonsBox),
         card('Data and options', h('div', { class: 'stack' },
-          field('Custom data (JSON)', f.data, 'Delivered as is under bk.data.'), jsonProblems.data,
+          field('Custom data (JSON)', f.data, 'Delivered as is under bk.data.'), json.data.problem,
           h('div', { class: 'row' }, field('Sound', f.sound), field('Badge', f.badge), field('Category', f.category), field('Interruption level', f.level)))),
       ),
       h('div', { class: 'stack sticky' },

@@ -17,6 +17,7 @@ export async function render(root, params, ctx) {
 }
 
 function askForKey(body, ctx) {
+  body.parentElement?.classList.remove('signin-card-wide');
   const input = h('input', {
     type: 'password', class: 'input', autocomplete: 'off', spellcheck: 'false', placeholder: 'bk_ws_… or bk_tk_…',
     'data-testid': 'signin-key', 'aria-label': 'API key',
@@ -61,6 +62,8 @@ async function chooseTenant(body, key, info, ctx) {
     session.setTenant(id);
     ctx.done();
   };
+  // The tenants' table needs more room than the key field: the card widens, and its cells wrap.
+  body.parentElement?.classList.add('signin-card-wide');
   const manual = h('input', { class: 'input', placeholder: 'tenant id (uuid)', 'data-testid': 'tenant-id', 'aria-label': 'Tenant id' });
   const manualForm = h('form', { class: 'row', onsubmit: (event) => { event.preventDefault(); if (manual.value.trim()) pick(manual.value.trim()); } },
     manual, button('Use', null, { type: 'submit', kind: 'ghost' }));
@@ -79,7 +82,7 @@ async function chooseTenant(body, key, info, ctx) {
     const { data } = await api('GET', '/v1/tenants', { key, tenant: false, query: { limit: 200 }, signal: ctx.signal });
     if (!data.length) { put(list, h('p', { class: 'muted' }, 'This workspace has no tenant yet (POST /v1/tenants).')); return; }
     put(list, table([
-      { label: 'Tenant', cell: (t) => h('div', {}, h('div', { class: 'strong' }, t.name), h('code', { class: 'muted small' }, t.id)) },
+      { label: 'Tenant', class: 'wide', cell: (t) => h('div', {}, h('div', { class: 'strong' }, t.name), h('code', { class: 'muted small break' }, t.id)) },
       { label: 'App', cell: (t) => t.apns?.bundleId || '—' },
       { label: 'Created', cell: (t) => relative(t.createdAt) },
       { label: '', class: 'right', cell: (t) => button('Open', () => pick(t.id), { kind: 'primary', testid: 'tenant-open' }) },

@@ -47,7 +47,7 @@ export async function render(main, params, ctx) {
           { label: 'App', cell: (d) => [d.bundleId || '—', d.appVersion ? ` ${d.appVersion}` : ''].join('') },
           { label: 'Permission', cell: (d) => d.permission },
           { label: 'State', cell: (d) => h('span', { 'data-testid': 'device-state', title: d.lastRejectionReason || '' },
-            badge(d.active ? 'active' : 'inactive'), d.lastRejectionReason ? h('span', { class: 'muted small' }, ` ${d.lastRejectionReason}`) : null) },
+            badge(d.active ? 'active' : 'inactive', d.active ? 'good' : 'muted'), d.lastRejectionReason ? h('span', { class: 'muted small' }, ` ${d.lastRejectionReason}`) : null) },
         ], devices, { rowTestid: 'device-row' }) : h('p', { class: 'muted' }, 'No devices.'), { class: 'flush' }),
         card('Topics', topics.length ? h('div', { class: 'chips', 'data-testid': 'topics' }, topics.map((t) => h('span', { class: 'chip', title: t.name || '' }, t.key)))
           : h('p', { class: 'muted' }, 'Not subscribed to any topic.'))),

@@ -3,8 +3,9 @@
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, relative } from '../lib/format.js';
+import { jsonField } from '../lib/jsonfield.js';
 import { dryRunTimeline } from '../lib/timeline.js';
-import { badge, button, card, code, confirmButton, errorBox, field, pageHeader } from '../lib/ui.js';
+import { badge, button, card, code, confirmButton, errorBox, field, pageHeader, statusBadge } from '../lib/ui.js';
 
 const TEMPLATE = {
   trigger: { event: 'cart.abandoned' },
@@ -24,20 +25,19 @@ export async function render(main, params, ctx) {
   const keyInput = h('input', { class: 'input', value: workflow?.key ?? '', disabled: !creating, placeholder: 'cart-recovery', 'data-testid': 'workflow-key-input' });
   const editor = h('textarea', { class: 'input mono editor', rows: 22, spellcheck: 'false', 'data-testid': 'workflow-definition' });
   editor.value = json(workflow?.definition ?? TEMPLATE);
+  const definition = jsonField(editor, { required: true, object: true, example: '{"trigger": {…}, "steps": […]}', testid: 'workflow-json-error' });
+  editor.addEventListener('input', () => { if (definition.problem.firstChild) definition.read(); });
   const problems = h('div');
   const saved = h('div');
   const save = button(creating ? 'Create workflow' : 'Save', async () => {
     put(problems);
     put(saved);
-    let definition;
-    try { definition = JSON.parse(editor.value); } catch (error) {
-      put(problems, errorBox({ code: 'invalid_json', message: `The definition is not JSON: ${error.message}` }));
-      return;
-    }
+    const read = definition.read();
+    if (!read.ok) return;
     const key = keyInput.value.trim();
     save.disabled = true;
     try {
-      const { data } = await api('PUT', `/v1/workflows/${encodeURIComponent(key)}`, { body: definition });
+      const { data } = await api('PUT', `/v1/workflows/${encodeURIComponent(key)}`, { body: read.value });
       if (creating) { location.hash = `#/workflows/${encodeURIComponent(key)}`; return; }
       workflow = data;
       put(saved, h('div', { class: 'notice notice-good', 'data-testid': 'workflow-saved' },
@@ -79,7 +79,7 @@ export async function render(main, params, ctx) {
         const { data } = await api('GET', `/v1/workflows/${encodeURIComponent(workflow.key)}/versions/${n}`, { signal: ctx.signal });
         put(versionView, h('div', { class: 'stack' },
           h('div', { class: 'subhead' }, h('h3', {}, `Version ${data.version}`), h('span', { class: 'muted small' }, dateTime(data.createdAt)),
-            button('Load into the editor', () => { editor.value = json(data.definition); }, { kind: 'ghost', testid: 'workflow-version-load' })),
+            button('Load into the editor', () => { editor.value = json(data.definition); put(definition.problem); }, { kind: 'ghost', testid: 'workflow-version-load' })),
           code(json(data.definition), { testid: 'workflow-version-definition' })));
       },
     }, `v${n}`))));
@@ -89,7 +89,7 @@ export async function render(main, params, ctx) {
     h('div', { class: 'grid-2 wide-left' },
       card('Definition', h('div', { class: 'stack' },
         creating ? field('Key', keyInput, 'Letters, digits, _ - . : (it cannot change)') : null,
-        editor, problems, saved, h('div', { class: 'actions' }, save))),
+        editor, definition.problem, problems, saved, h('div', { class: 'actions' }, save))),
       h('div', { class: 'stack' },
         creating ? card('Steps', h('ul', { class: 'help' },
           ['wait {duration: "1h"}', 'waitUntil {time: "09:00", timezone: "subscriber"}', 'waitFor {event, timeout}',
@@ -118,34 +118,30 @@ function dryRunCard(current) {
   const sample = h('textarea', { class: 'input mono', rows: 3, spellcheck: 'false', 'data-testid': 'dry-run-sample', placeholder: '{"id": "sample", "attributes": {"plan": "pro"}, "timezone": "Europe/Berlin"}' });
   const eventData = h('textarea', { class: 'input mono', rows: 3, spellcheck: 'false', 'data-testid': 'dry-run-event', placeholder: '{"total": 42}' });
   const receipts = h('textarea', { class: 'input mono', rows: 2, spellcheck: 'false', 'data-testid': 'dry-run-receipts', placeholder: '{"nudge": {"delivered": true, "opened": false}}' });
-  const out = h('div');
-  const parse = (textarea, name) => {
-    const text = textarea.value.trim();
-    if (!text) return undefined;
-    try { return JSON.parse(text); } catch (error) { throw new Error(`${name} is not JSON: ${error.message}`); }
+  const checked = {
+    sample: jsonField(sample, { object: true, example: '{"id": "sample"}', testid: 'dry-run-json-error' }),
+    eventData: jsonField(eventData, { object: true, example: '{"total": 42}', testid: 'dry-run-json-error' }),
+    receipts: jsonField(receipts, { object: true, example: '{"nudge": {"opened": true}}', testid: 'dry-run-json-error' }),
   };
+  for (const [name, textarea] of [['sample', sample], ['eventData', eventData], ['receipts', receipts]]) {
+    textarea.addEventListener('input', () => checked[name].read());
+  }
+  const out = h('div');
   const run = button('Dry run', async () => {
     put(out);
-    let body;
-    try {
-      const data = parse(eventData, 'Event data');
-      const sampleValue = parse(sample, 'The sample subscriber');
-      body = {
-        subscriber: subscriber.value.trim() || sampleValue || { id: 'sample' },
-        event: { name: current().triggerEvent, ...(data ? { data } : {}) },
-      };
-      const receiptValue = parse(receipts, 'Receipts');
-      if (receiptValue) body.receipts = receiptValue;
-    } catch (error) {
-      put(out, errorBox({ code: 'invalid_json', message: error.message }));
-      return;
-    }
+    const read = { sample: checked.sample.read(), eventData: checked.eventData.read(), receipts: checked.receipts.read() };
+    if (!read.sample.ok || !read.eventData.ok || !read.receipts.ok) return;
+    const body = {
+      subscriber: subscriber.value.trim() || read.sample.value || { id: 'sample' },
+      event: { name: current().triggerEvent, ...(read.eventData.value ? { data: read.eventData.value } : {}) },
+    };
+    if (read.receipts.value) body.receipts = read.receipts.value;
     run.disabled = true;
     try {
       const { data } = await api('POST', `/v1/workflows/${encodeURIComponent(current().key)}/dry-run`, { body });
       put(out, h('div', { class: 'stack' },
         h('div', { class: 'chips' },
-          h('span', { 'data-testid': 'dry-run-status' }, badge(data.status, { completed: 'good', running: 'info', cancelled: 'warn', failed: 'bad' }[data.status])),
+          h('span', { 'data-testid': 'dry-run-status' }, statusBadge('workflowRunStatus', data.status)),
           badge(data.triggerMatches ? 'trigger matches' : 'trigger does not match', data.triggerMatches ? 'good' : 'warn'),
           h('span', { class: 'chip' }, `version ${data.version}`)),
         data.failure ? h('div', { class: 'notice notice-bad' }, `${data.failure.code}: ${data.failure.message}`) : null,
@@ -159,6 +155,7 @@ function dryRunCard(current) {
   }, { kind: 'primary', testid: 'dry-run' });
   return card('Dry run', h('div', { class: 'stack' },
     h('p', { class: 'muted small' }, 'Walks the workflow on a simulated clock for a subscriber and trigger event. Nothing is sent or stored.'),
-    field('Subscriber id', subscriber), field('…or a sample subscriber (JSON)', sample), field('Trigger event data (JSON)', eventData),
-    field('Receipts by send step (JSON)', receipts), h('div', { class: 'actions' }, run), out));
+    field('Subscriber id', subscriber), field('…or a sample subscriber (JSON)', sample), checked.sample.problem,
+    field('Trigger event data (JSON)', eventData), checked.eventData.problem,
+    field('Receipts by send step (JSON)', receipts), checked.receipts.problem, h('div', { class: 'actions' }, run), out));
 }
