@@ -2,8 +2,45 @@ import BuzzKitWire
 
 /// A few builders for JSON Schema (2020-12, as OpenAPI 3.1 uses it), so route definitions read
 /// like the shapes they describe.
+///
+/// No string of a request body, nor any object key, may hold U+0000 (PostgreSQL cannot store it;
+/// the gateway answers such a body 422 `validation_failed`). The builders state it where it
+/// applies: a string with no rule of its own gets `withoutNUL` as its pattern, and a free-form
+/// object (`anyObject`, `additional: true`) names its keys with it and holds `JSONValue`s.
 enum Schema {
     static func ref(_ name: String) -> JSONValue { ["$ref": .string("#/components/schemas/\(name)")] }
+
+    /// Any text without U+0000: the pattern `TextRule.length` states.
+    static let withoutNUL = #"^[^\x00]*$"#
+
+    /// The named schemas these builders refer to (`#/components/schemas/...`).
+    static var components: [String: JSONValue] {
+        [
+            "JSONValue": [
+                "description": """
+                Any JSON value in which no string and no object key holds U+0000. Free-form members \
+                (data, attributes, contentState) hold these
+                """,
+                "pattern": .string(withoutNUL), "propertyNames": ["pattern": .string(withoutNUL)],
+                "additionalProperties": ref("JSONValue"), "items": ref("JSONValue")
+            ],
+            "TimeZone": [
+                "type": "string", "format": "buzzkit-time-zone", "minLength": 1,
+                "maxLength": .int(Int64(FieldRules.timezoneRule.maxLength)),
+                "pattern": .string(timezoneShape),
+                "description": """
+                An IANA time zone name such as Europe/Berlin: one this server's time zone database knows \
+                (format buzzkit-time-zone), anything else is 422 validation_failed. A string, not an enum: \
+                the database grows with its releases, and a client need not follow it
+                """,
+                "example": "Europe/Berlin"
+            ]
+        ]
+    }
+
+    /// The shape every zone name has (`TimeZoneNames.all`; a test holds each to it): what a
+    /// client can check without the zone database.
+    static let timezoneShape = "^[A-Za-z][A-Za-z0-9_+-]*(?:/[A-Za-z0-9_+-]+)*$"
 
     static func object(
         _ properties: [String: JSONValue], required: [String] = [], additional: Bool = false,
@@ -12,8 +49,12 @@ enum Schema {
         var o: [String: JSONValue] = [
             "type": "object",
             "properties": .object(properties),
-            "additionalProperties": .bool(additional)
+            "additionalProperties": .bool(false)
         ]
+        if additional {
+            o["propertyNames"] = ["pattern": .string(withoutNUL)]
+            o["additionalProperties"] = ref("JSONValue")
+        }
         if !required.isEmpty { o["required"] = .array(required.sorted().map(JSONValue.string)) }
         if let description { o["description"] = .string(description) }
         return .object(o)
@@ -26,7 +67,11 @@ enum Schema {
         var o: [String: JSONValue] = ["type": "string"]
         if let description { o["description"] = .string(description) }
         if let maxLength { o["maxLength"] = .int(Int64(maxLength)); o["minLength"] = 1 }
-        if let pattern { o["pattern"] = .string(pattern) }
+        if let pattern {
+            o["pattern"] = .string(pattern)
+        } else if enumeration == nil && format == nil {
+            o["pattern"] = .string(withoutNUL)
+        }
         if let format { o["format"] = .string(format) }
         if let enumeration { o["enum"] = .array(enumeration.map(JSONValue.string)) }
         return .object(o)
@@ -49,24 +94,35 @@ enum Schema {
     }
 
     /// A string of one of BuzzKit's own formats (`buzzkit-cursor`, `buzzkit-audience-expression`,
-    /// `buzzkit-p8-private-key`): the format is the rule, stated in `description` (lengths included)
-    /// and shown by `example`. Nothing else is in the schema, so a generator that knows the format
-    /// draws from it alone.
-    static func custom(format: String, _ description: String, example: String? = nil) -> JSONValue {
+    /// `buzzkit-p8-private-key`, `buzzkit-time-zone`): the format is the rule, stated in
+    /// `description` and shown by `example`; what JSON Schema can say besides (lengths, no U+0000)
+    /// is in the schema too, so a generator that knows the format draws from it and stays inside.
+    static func custom(
+        format: String, _ description: String, example: String? = nil, length: ClosedRange<Int>? = nil
+    ) -> JSONValue {
         var schema: [String: JSONValue] = [
-            "type": "string", "format": .string(format), "description": .string(description)
+            "type": "string", "format": .string(format), "description": .string(description),
+            "pattern": .string(withoutNUL)
         ]
+        if let length {
+            schema["minLength"] = .int(Int64(length.lowerBound))
+            schema["maxLength"] = .int(Int64(length.upperBound))
+        }
         if let example { schema["example"] = .string(example) }
         return .object(schema)
     }
 
     static let uuid = string(TextRule.uuid)
-    /// An IANA time zone name: `components.schemas.TimeZone`, the names the validator knows.
+    /// An IANA time zone name: `components.schemas.TimeZone`, a string the validator checks
+    /// against the zone database.
     static let timezone = ref("TimeZone")
     static let timestamp = string(format: "date-time")
     static let boolean: JSONValue = ["type": "boolean"]
     static let integer: JSONValue = ["type": "integer"]
-    static let anyObject: JSONValue = ["type": "object", "additionalProperties": true]
+    /// A free-form object: any members, no U+0000 in a key or a string anywhere in it.
+    static let anyObject: JSONValue = [
+        "type": "object", "propertyNames": ["pattern": .string(withoutNUL)], "additionalProperties": ref("JSONValue")
+    ]
 
     static func array(_ items: JSONValue, minItems: Int? = nil, maxItems: Int? = nil) -> JSONValue {
         var o: [String: JSONValue] = ["type": "array", "items": items]
@@ -80,6 +136,16 @@ enum Schema {
         guard case .object(var object) = schema else { return schema }
         for (name, value) in members { object[name] = value }
         return .object(object)
+    }
+
+    /// Every member named is absent or null (a condition for `if`).
+    static func absent(_ members: [String]) -> JSONValue {
+        ["properties": .object(Dictionary(uniqueKeysWithValues: members.map { ($0, ["type": "null"]) }))]
+    }
+
+    /// The member is present and not null (a condition for `if`).
+    static func given(_ member: String) -> JSONValue {
+        ["required": [.string(member)], "properties": [member: ["not": ["type": "null"]]]]
     }
 
     /// The schema or JSON null.

@@ -39,7 +39,7 @@ enum EventRoutes {
                     switch field.type {
                     case .string:
                         field.allowedValues.isEmpty
-                            ? ["type": "string"] : Schema.string(enumeration: field.allowedValues)
+                            ? Schema.string() : Schema.string(enumeration: field.allowedValues)
                     case .number: ["type": "number"]
                     case .bool: ["type": "boolean"]
                     }
@@ -72,17 +72,13 @@ enum EventRoutes {
                 "anonymousId": Schema.nullable(Schema.string(identityRule)),
                 "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents)
             ], required: ["events"], additional: true)
+        // Exactly one identity, as conditionals (a generator still makes one type of the batch).
+        let identities = ["subscriberId", "anonymousId"]
         return Schema.adding(
             [
-                "oneOf": [
-                    [
-                        "required": ["subscriberId"],
-                        "properties": ["subscriberId": Schema.string(identityRule), "anonymousId": ["type": "null"]]
-                    ],
-                    [
-                        "required": ["anonymousId"],
-                        "properties": ["anonymousId": Schema.string(identityRule), "subscriberId": ["type": "null"]]
-                    ]
+                "allOf": [
+                    ["if": Schema.absent(identities), "then": false],
+                    ["if": Schema.given("subscriberId"), "then": Schema.absent(["anonymousId"])]
                 ]
             ], to: body)
     }
