@@ -138,6 +138,15 @@ enum Schema {
         return .object(object)
     }
 
+    /// An object used as a map: keys of the caller's choosing (no U+0000), each value `values`.
+    static func map(_ values: JSONValue, description: String? = nil) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "type": "object", "propertyNames": ["pattern": .string(withoutNUL)], "additionalProperties": values
+        ]
+        if let description { o["description"] = .string(description) }
+        return .object(o)
+    }
+
     /// Every member named is absent or null (a condition for `if`).
     static func absent(_ members: [String]) -> JSONValue {
         ["properties": .object(Dictionary(uniqueKeysWithValues: members.map { ($0, ["type": "null"]) }))]

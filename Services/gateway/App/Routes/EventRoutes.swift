@@ -22,10 +22,14 @@ enum EventRoutes {
         !name.hasPrefix("$") && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }.limited(toUTF8Bytes: EventBatch.maxNameBytes)
 
-    static let timestamp = Schema.string(
+    /// When an event happened: a window around the server's clock, which JSON Schema cannot
+    /// compare with, so the rule is a format of its own (the value is an RFC 3339 date-time).
+    static let timestamp = Schema.custom(
+        format: "buzzkit-event-time",
         """
-        When it happened, RFC 3339 with an offset; from 2000-01-01 to 24 hours ahead of the server's clock (else 422)
-        """, format: "date-time")
+        When it happened: an RFC 3339 date-time with an offset (2025-01-31T18:00:00Z) from 2000-01-01 to 24 hours \
+        ahead of the server's clock; any other moment is 422 validation_failed
+        """, example: "2025-01-31T18:00:00Z")
 
     /// An event the app defines (any name not starting with `$`), or one of the reserved `$` events
     /// with exactly the data fields `ReservedEvent` lists. Unknown members of the event are ignored.

@@ -40,7 +40,6 @@ enum MessageSchemas {
     /// (`x-rules`) and `MessageContent.validate` checks them (422 validation_failed).
     static let contentRules = [
         "button ids are unique within actions",
-        "expiresAt is not in the past",
         "the APNs payload built from the content is at most 4096 bytes",
         "collapseId, action.name and button ids are at most 64, 128 and 64 bytes of UTF-8 (x-max-utf8-bytes)"
     ]
@@ -106,11 +105,19 @@ enum MessageSchemas {
             "threadId": text,
             "interruptionLevel": Schema.nullable(Schema.ref("InterruptionLevel")),
             "priority": Schema.nullable(Schema.ref("PushPriority")),
-            "expiresAt": Schema.nullable(
-                Schema.string("Not in the past (RFC 3339 with an offset)", format: "date-time")),
+            "expiresAt": Schema.nullable(futureTime),
             "collapseId": Schema.nullable(Schema.string(MessageContent.collapseIdRule))
         ]
     }
+
+    /// `expiresAt`: a moment not yet passed. JSON Schema cannot compare with the server's clock, so
+    /// the rule is a format of its own (the value is an RFC 3339 date-time all the same).
+    static let futureTime = Schema.custom(
+        format: "buzzkit-future-date-time",
+        """
+        An RFC 3339 date-time with an offset (2030-01-31T18:00:00Z) not before the server's clock: once it \
+        passed, APNs stops trying. A moment already past is 422 validation_failed
+        """, example: "2030-01-31T18:00:00Z")
 
     /// `"high"`/`"normal"` or APNs's own `10`/`5`.
     static let priority: JSONValue = [
@@ -204,6 +211,7 @@ enum MessageSchemas {
                 properties[name] = choices[0]
             }
         }
+        properties["expiresAt"] = Schema.timestamp
         properties["liveActivity"] = Schema.adding(
             ["description": "kind live_activity: the send request"], to: Schema.anyObject)
         properties["local"] = Schema.adding(["description": "kind local_plan: the plan"], to: Schema.anyObject)
@@ -274,10 +282,7 @@ enum MessageSchemas {
     static var attempt: JSONValue {
         let properties: [String: JSONValue] = [
             "attempt": Schema.integer, "payload": Schema.string("The payload's JSON text as sent"),
-            "headers": [
-                "type": "object", "description": "The request headers as sent (the JWT redacted)",
-                "additionalProperties": Schema.string()
-            ],
+            "headers": Schema.map(Schema.string(), description: "The request headers as sent (the JWT redacted)"),
             "status": ["type": "integer", "description": "HTTP status; 0 when no answer came (see error)"],
             "reason": Schema.nullable(Schema.string()), "apnsId": Schema.nullable(Schema.string()),
             "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()),
@@ -303,10 +308,7 @@ enum MessageSchemas {
         [
             "payload": Schema.string("The payload's JSON text, byte for byte as it would be sent"),
             "size": Schema.integer, "maxSize": Schema.integer,
-            "headers": [
-                "type": "object", "description": "apns-* headers (the JWT is added when sending)",
-                "additionalProperties": Schema.string()
-            ],
+            "headers": Schema.map(Schema.string(), description: "apns-* headers (the JWT is added when sending)"),
             "messageId": Schema.uuid
         ], required: ["payload", "size", "maxSize", "headers", "messageId"])
 }

@@ -233,23 +233,21 @@ enum WorkflowSchemas {
                             "data": Schema.nullable(Schema.anyObject),
                             "occurredAt": Schema.nullable(dateTime(maxLength: 64))
                         ], description: "The trigger event (name defaults to the trigger's)"),
-                    "receipts": Schema.nullable([
-                        "type": "object", "description": "Receipts by send step name",
-                        "additionalProperties": Schema.object([
-                            "delivered": Schema.nullable(Schema.boolean),
-                            "opened": Schema.nullable(Schema.boolean)
-                        ])
-                    ]),
-                    "arrivals": Schema.nullable([
-                        "type": "object", "description": "Events that arrive during a waitFor, by its step name",
-                        "additionalProperties": Schema.object([
-                            "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
-                            "after": Schema.nullable(
-                                Schema.string(
-                                    WorkflowRules.durationRule,
-                                    "When after the wait begins, e.g. 2h (default at once)"))
-                        ])
-                    ]),
+                    "receipts": Schema.nullable(
+                        Schema.map(
+                            Schema.object([
+                                "delivered": Schema.nullable(Schema.boolean),
+                                "opened": Schema.nullable(Schema.boolean)
+                            ]), description: "Receipts by send step name")),
+                    "arrivals": Schema.nullable(
+                        Schema.map(
+                            Schema.object([
+                                "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
+                                "after": Schema.nullable(
+                                    Schema.string(
+                                        WorkflowRules.durationRule,
+                                        "When after the wait begins, e.g. 2h (default at once)"))
+                            ]), description: "Events that arrive during a waitFor, by its step name")),
                     "acknowledged": Schema.nullable(
                         Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
                     "start": Schema.nullable(dateTime()),
