@@ -66,11 +66,7 @@ enum WorkflowSchemas {
             "WorkflowWaitUntil": Schema.object(
                 [
                     "time": Schema.string(FieldRules.wallClockRule, "Local wall-clock time HH:MM"),
-                    "timezone": [
-                        "description":
-                            "\"subscriber\" (their zone, else the tenant's default, else UTC; the default) or an IANA zone",
-                        "anyOf": [["const": "subscriber"], Schema.timezone]
-                    ]
+                    "timezone": zoneChoice
                 ], required: ["time"]),
             "WorkflowWaitFor": Schema.object(
                 ["event": eventName, "where": expression, "timeout": duration], required: ["event", "timeout"]),
@@ -92,6 +88,19 @@ enum WorkflowSchemas {
                 "any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "One condition holds"),
             "WorkflowConditionNot": single("not", Schema.ref("WorkflowCondition"), "The condition does not hold")
         ]
+    }
+
+    /// `waitUntil.timezone`: `subscriber` or a zone name as one string, a format of its own (a union
+    /// of a constant and a string is what generators read worst).
+    static var zoneChoice: JSONValue {
+        guard case .object(var zone)? = Schema.components["TimeZone"] else { return Schema.timezone }
+        zone["format"] = "buzzkit-workflow-time-zone"
+        zone["description"] = """
+            "subscriber" (the subscriber's zone, else the tenant's default, else UTC; the default) or an IANA time \
+            zone name this server's zone database knows (format buzzkit-workflow-time-zone); anything else is 422
+            """
+        zone["example"] = "subscriber"
+        return .object(zone)
     }
 
     /// A named step with exactly one kind (two members: `name` and the kind).
