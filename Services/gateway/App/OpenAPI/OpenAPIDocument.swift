@@ -56,7 +56,7 @@ public enum OpenAPIDocument {
     static var namedSchemas: [[String: JSONValue]] {
         [
             Schema.components, MessageSchemas.components, WorkflowSchemas.components,
-            LiveActivitySendRoutes.components
+            LiveActivitySendRoutes.components, EventRoutes.components
         ]
     }
 

@@ -87,6 +87,9 @@ enum EventRoutes {
             ], to: body)
     }
 
+    /// The batch, named so a client generator makes a type of it.
+    static var components: [String: JSONValue] { ["EventBatch": batch] }
+
     static let storedEvent = Schema.object([
         "id": Schema.string(), "name": Schema.string(), "data": Schema.anyObject, "subscriberId": Schema.string(),
         "anonymousId": Schema.nullable(Schema.string()), "timestamp": Schema.timestamp, "receivedAt": Schema.timestamp
@@ -98,7 +101,7 @@ enum EventRoutes {
                 "POST", "/v1/events", id: "trackEvents",
                 "Track a batch of at most 100 events for one identity (deduplicated by event id)",
                 access: .tenant(.eventsWrite, clientKeys: true),
-                body: batch,
+                body: Schema.ref("EventBatch"),
                 response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
                 status: 202, errors: [.batchTooLarge, .ingestUnavailable],
                 handler: { g, c in try await g.trackEvents(c) }),
