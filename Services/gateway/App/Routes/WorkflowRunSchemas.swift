@@ -4,7 +4,7 @@ import BuzzKitWire
 /// and the trigger and cancel routes answer.
 enum WorkflowRunSchemas {
     static let triggerRules = [
-        "to is the id of one of the tenant's subscribers (else 422 validation_failed at path to)",
+        "to is the id of one of the tenant's subscribers (else 404 not_found, details at path to)",
         "the workflow is enabled (else 409 workflow_disabled)"
     ]
 
