@@ -22,8 +22,7 @@ enum SegmentRoutes {
         """
         An expression of the audience language (the README's grammar), 1 to \(AudienceLimits.default.maxLength) \
         characters; one that does not parse or breaks a limit is 422 validation_failed with its line and column
-        """, example: #"plan == "pro" and did("app.opened", within: "7d")"#,
-        length: 1...AudienceLimits.default.maxLength)
+        """, example: #"plan == "pro" and did("app.opened", within: "7d")"#)
     static let keyPath = TopicRoutes.keyPath
 
     static var routes: [GatewayRoute] {

@@ -20,7 +20,7 @@ enum TenantRoutes {
                 """
                 The .p8 file's PEM text (-----BEGIN PRIVATE KEY-----...), an EC P-256 private key of at most \
                 \(FieldRules.privateKeyRule.maxLength) characters; anything else is 422. Write-only
-                """, length: 1...FieldRules.privateKeyRule.maxLength),
+                """),
             "bundleId": Schema.string(FieldRules.bundleIDRule, "The app's bundle id (the APNs topic)"),
             "environment": Schema.nullable(
                 Schema.string("Default APNs environment", enumeration: ["sandbox", "production"]))

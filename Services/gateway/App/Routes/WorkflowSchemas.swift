@@ -15,7 +15,7 @@ enum WorkflowSchemas {
         """
         An expression of the audience language over rooted paths (event., trigger., subscriber., steps.: which \
         roots each place reads is in x-rules), 1 to 4096 characters
-        """, example: #"subscriber.attributes.plan == "pro""#, length: 1...4096)
+        """, example: #"subscriber.attributes.plan == "pro""#)
     static let eventName = Schema.string(
         TextRule.length(1, WorkflowLimits.maxEventNameBytes).limited(toUTF8Bytes: WorkflowLimits.maxEventNameBytes))
     static let stepName = Schema.string(
@@ -92,16 +92,12 @@ enum WorkflowSchemas {
 
     /// `waitUntil.timezone`: `subscriber` or a zone name as one string, a format of its own (a union
     /// of a constant and a string is what generators read worst).
-    static var zoneChoice: JSONValue {
-        guard case .object(var zone)? = Schema.components["TimeZone"] else { return Schema.timezone }
-        zone["format"] = "buzzkit-workflow-time-zone"
-        zone["description"] = """
-            "subscriber" (the subscriber's zone, else the tenant's default, else UTC; the default) or an IANA time \
-            zone name this server's zone database knows (format buzzkit-workflow-time-zone); anything else is 422
-            """
-        zone["example"] = "subscriber"
-        return .object(zone)
-    }
+    static let zoneChoice = Schema.custom(
+        format: "buzzkit-workflow-time-zone",
+        """
+        "subscriber" (the subscriber's zone, else the tenant's default, else UTC; the default) or an IANA time \
+        zone name this server's zone database knows (format buzzkit-workflow-time-zone); anything else is 422
+        """, example: "subscriber")
 
     /// A named step with exactly one kind (two members: `name` and the kind).
     static var step: JSONValue {
@@ -213,7 +209,7 @@ enum WorkflowSchemas {
         ], required: ["key", "version", "digest", "createdAt", "definition"])
 
     static let dryRunRules = [
-        "subscriber as a string is the id of one of the tenant's subscribers (else 422 validation_failed at path subscriber)",
+        "subscriber as a string is the id of one of the tenant's subscribers (else 404 not_found, details at path subscriber)",
         "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)"
     ]
 
