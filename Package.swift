@@ -233,7 +233,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
-                "BuzzKitRuntime", "GatewayApp", "IngestApp", "BuzzKitTestSupport"
+                "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "GatewayApp", "IngestApp", "BuzzKitTestSupport"
             ],
             path: "Tests/GatewayTests"),
         .testTarget(

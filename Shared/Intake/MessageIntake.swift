@@ -27,7 +27,7 @@ public struct MessageRequest: Sendable, Hashable {
 /// target and the content at once in `details` (`[{"path", "message"}]`), including a payload
 /// that would exceed 4096 bytes, and an expression that does not parse (with its line and column).
 /// A `segment` is resolved to its saved expression when the message is accepted; an unknown
-/// segment is `validation_failed` on `segment`.
+/// segment is `404 not_found` (details on `segment`).
 public struct MessageIntake: Sendable {
     public static let maxSubscribersPerMessage = 1000
     /// The content members (what `MessageContent.validate` reads).
@@ -80,8 +80,9 @@ public struct MessageIntake: Sendable {
                 "SELECT expression FROM segments WHERE tenant_id = $1::uuid AND key = $2",
                 [tenantId, segment])
             guard let expression = try rows.first?.decode(String.self, at: 0) else {
+                // A request naming something that does not exist, like a path naming nothing: 404.
                 throw APIError(
-                    .validationFailed, "the message is invalid: segment \(segment) does not exist",
+                    .notFound, "segment \(segment) was not found",
                     details: [["path": "segment", "message": .string("no segment with the key \(segment)")]])
             }
             request.target = .expression(expression, segment: segment)

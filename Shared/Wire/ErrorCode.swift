@@ -75,8 +75,9 @@ extension ErrorCode {
     /// that subscriber (404).
     public static let liveActivityNotFound = ErrorCode("live_activity_not_found", httpStatus: 404)
     /// `POST /v1/live-activities/send` start: the subscriber has no usable push-to-start token of
-    /// that attributes type (422).
-    public static let noPushToStartToken = ErrorCode("no_push_to_start_token", httpStatus: 422)
+    /// that attributes type (404: like `live_activity_not_found`, the request names something
+    /// that is not there, which no schema can state).
+    public static let noPushToStartToken = ErrorCode("no_push_to_start_token", httpStatus: 404)
 
     // MARK: - The server
 

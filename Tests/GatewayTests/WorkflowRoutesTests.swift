@@ -349,7 +349,7 @@ struct WorkflowRoutesTests {
                 "POST", "/v1/workflows/leg-day/dry-run", key: h.tenantKey,
                 body: ["subscriber": "nobody", "event": [:]])
             #expect(
-                unknown.status == 422 && unknown.envelope.error?.details?.arrayValue?.first?["path"] == "subscriber")
+                unknown.status == 404 && unknown.envelope.error?.details?.arrayValue?.first?["path"] == "subscriber")
             let invalid = try await h.send(
                 "POST", "/v1/workflows/leg-day/dry-run", key: h.tenantKey,
                 body: [

@@ -71,7 +71,7 @@ struct WorkflowRunRoutesTests {
         try await withGateway { h in
             try await setUp(h)
             let unknown = try await trigger(h, "nobody")
-            #expect(unknown.status == 422 && unknown.envelope.error?.details?.arrayValue?.first?["path"] == "to")
+            #expect(unknown.status == 404 && unknown.envelope.error?.details?.arrayValue?.first?["path"] == "to")
             let bad = try await h.send(
                 "POST", "/v1/workflows/reminder/trigger", key: h.tenantKey, body: ["data": 3, "extra": true])
             let paths = Set((bad.envelope.error?.details?.arrayValue ?? []).compactMap { $0["path"]?.stringValue })

@@ -42,8 +42,11 @@ struct LedgerWriter: Sendable {
     func record(_ chunk: ClaimedChunk, _ outcomes: [DeliveryOutcome], messages: [UUID: PreparedMessage]) async throws {
         var rows = Rows(capacity: outcomes.count)
         var requests = RequestRows()
+        // Each attempt's `t`: when its outcome is recorded, moments after it was sent (the
+        // attempt itself carries no clock time yet; without `t` the API answered `at: null`).
+        let recordedAt = EventTimestamp.format(Date())
         for outcome in outcomes {
-            var log = AttemptLog(deliveryId: outcome.device.deliveryId)
+            var log = AttemptLog(deliveryId: outcome.device.deliveryId, at: recordedAt)
             if let lostWith = chunk.lostWith {
                 let sent = outcome.attempts.first
                 let payload = sent?.payload ?? messages[outcome.device.messageId]?.template.payload ?? []
@@ -163,17 +166,20 @@ struct LedgerWriter: Sendable {
     }
 
     /// One delivery's attempts as the compact JSON array `deliveries.attempts` holds: `n` number,
-    /// `s` status, `l` latency (ms), and only when they say something: `r` reason, `e` error, `a`
+    /// `s` status, `l` latency (ms), `t` time (RFC 3339), and only when they say something: `r` reason, `e` error, `a`
     /// the apns-id APNs answered with when it differs from the delivery's (or null when none came),
     /// `p` the request when it differs from the delivery's first.
     struct AttemptLog {
         let deliveryId: String
+        /// The attempts' time, `t`.
+        let at: String
         var json = JSONWriter(capacity: 64)
         var count = 0
         var firstPayload: UUID?
 
-        init(deliveryId: String) {
+        init(deliveryId: String, at: String) {
             self.deliveryId = deliveryId
+            self.at = at
             json.raw("[")
         }
 
@@ -188,6 +194,8 @@ struct LedgerWriter: Sendable {
             json.int(status)
             json.raw(",\"l\":")
             json.int(latency)
+            json.raw(",\"t\":")
+            json.string(at)
             if let reason {
                 json.raw(",\"r\":")
                 json.string(reason)

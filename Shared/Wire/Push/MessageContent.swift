@@ -17,9 +17,10 @@ public struct MessageContent: Sendable, Hashable {
 
     // MARK: - Rules the API document states as they are (`validate` checks them)
 
-    /// `deepLink`: a URL with an RFC 3986 scheme (a letter, then letters, digits, `+ - .`), a colon and more.
+    /// `deepLink`: a URL with an RFC 3986 scheme (a letter, then letters, digits, `+ - .`), a colon and more
+    /// (no U+0000, which no request string may hold).
     public static let deepLinkRule = TextRule(
-        maxLength: Int.max, pattern: #"^[A-Za-z][A-Za-z0-9+.-]*:[\s\S]+$"#,
+        maxLength: Int.max, pattern: #"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00]+$"#,
         problem: "must be a URL with a scheme, such as myapp://orders/42",
         accepts: hasScheme)
     /// `image`: an `http` or `https` URL (scheme in any case) of RFC 3986 characters.
@@ -46,7 +47,7 @@ public struct MessageContent: Sendable, Hashable {
         let valid = scheme.allSatisfy {
             isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E
         }
-        return valid && text.utf8.index(after: colon) != text.utf8.endIndex
+        return valid && text.utf8.index(after: colon) != text.utf8.endIndex && !text.utf8.contains(0)
     }
 
     static func isImageURL(_ text: String) -> Bool {

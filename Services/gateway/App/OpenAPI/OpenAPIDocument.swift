@@ -25,11 +25,14 @@ public enum OpenAPIDocument {
                     BuzzKit-Tenant header. \
                     Client keys also send BuzzKit-Installation: <bk_inst_... token of POST /v1/installations>. \
                     No string of a request body, nor any object key, may hold U+0000 (422 validation_failed: \
-                    PostgreSQL cannot store it). \
-                    Formats of BuzzKit's own: buzzkit-cursor (opaque; only a metadata.cursor this list returned, or \
-                    empty), buzzkit-audience-expression (the audience language), buzzkit-p8-private-key (an APNs .p8 \
-                    key's PEM text); x-max-utf8-bytes limits UTF-8 bytes on top of maxLength; x-rules lists rules \
-                    across fields. \
+                    PostgreSQL cannot store it): each string's pattern says so, and free-form objects hold \
+                    components.schemas.JSONValue. Rules across members are JSON Schema conditionals (allOf of \
+                    if/then). \
+                    Formats of BuzzKit's own: buzzkit-cursor (opaque: only a metadata.cursor this list returned, or \
+                    empty; any other value is 422), buzzkit-time-zone (an IANA zone name the server's zone database \
+                    knows), buzzkit-audience-expression (the audience language), buzzkit-workflow-expression (the same \
+                    over rooted paths), buzzkit-p8-private-key (an APNs .p8 key's PEM text); x-max-utf8-bytes limits \
+                    UTF-8 bytes on top of maxLength; x-rules lists in words the rules JSON Schema cannot state. \
                     Error codes and their statuses: \
                     \(errorCodes(routes).map { "\($0.rawValue) \($0.httpStatus)" }.joined(separator: ", ")).
                     """)
@@ -47,12 +50,23 @@ public enum OpenAPIDocument {
         return (ErrorCode.all + routes.flatMap(\.errorCodes)).filter { seen.insert($0.rawValue).inserted }
     }
 
+    /// The named schemas of the routes' modules, each a list of its own (a name given twice is a
+    /// mistake `OpenAPITests` catches): request and answer shapes a client generator makes a type
+    /// of, and the schemas that nest (workflow steps and conditions).
+    static var namedSchemas: [[String: JSONValue]] {
+        [
+            Schema.components, MessageSchemas.components, WorkflowSchemas.components,
+            LiveActivitySendRoutes.components, EventRoutes.components
+        ]
+    }
+
     static func components(_ codes: [ErrorCode]) -> JSONValue {
         guard case .object(var members) = baseComponents(codes), case .object(var schemas)? = members["schemas"] else {
             return baseComponents(codes)
         }
-        // Schemas that nest (workflow steps and conditions) are named components.
-        for (name, schema) in WorkflowSchemas.components { schemas[name] = schema }
+        for named in namedSchemas {
+            for (name, schema) in named { schemas[name] = schema }
+        }
         members["schemas"] = .object(schemas)
         return .object(members)
     }
@@ -66,11 +80,6 @@ public enum OpenAPIDocument {
                 ]
             ],
             "schemas": [
-                "TimeZone": [
-                    "type": "string",
-                    "description": "An IANA time zone name, as this server's time zone database knows it",
-                    "enum": .array(FieldRules.timezoneNames.map(JSONValue.string))
-                ],
                 "ErrorCode": [
                     "type": "string",
                     "enum": .array(codes.map { .string($0.rawValue) }),

@@ -22,10 +22,14 @@ enum EventRoutes {
         !name.hasPrefix("$") && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
     }.limited(toUTF8Bytes: EventBatch.maxNameBytes)
 
-    static let timestamp = Schema.string(
+    /// When an event happened: a window around the server's clock, which JSON Schema cannot
+    /// compare with, so the rule is a format of its own (the value is an RFC 3339 date-time).
+    static let timestamp = Schema.custom(
+        format: "buzzkit-event-time",
         """
-        When it happened, RFC 3339 with an offset; from 2000-01-01 to 24 hours ahead of the server's clock (else 422)
-        """, format: "date-time")
+        When it happened: an RFC 3339 date-time with an offset (2025-01-31T18:00:00Z) from 2000-01-01 to 24 hours \
+        ahead of the server's clock; any other moment is 422 validation_failed
+        """, example: "2025-01-31T18:00:00Z")
 
     /// An event the app defines (any name not starting with `$`), or one of the reserved `$` events
     /// with exactly the data fields `ReservedEvent` lists. Unknown members of the event are ignored.
@@ -39,7 +43,7 @@ enum EventRoutes {
                     switch field.type {
                     case .string:
                         field.allowedValues.isEmpty
-                            ? ["type": "string"] : Schema.string(enumeration: field.allowedValues)
+                            ? Schema.string() : Schema.string(enumeration: field.allowedValues)
                     case .number: ["type": "number"]
                     case .bool: ["type": "boolean"]
                     }
@@ -72,20 +76,19 @@ enum EventRoutes {
                 "anonymousId": Schema.nullable(Schema.string(identityRule)),
                 "events": Schema.array(trackedEvent, minItems: 1, maxItems: EventBatch.maxEvents)
             ], required: ["events"], additional: true)
+        // Exactly one identity, as conditionals (a generator still makes one type of the batch).
+        let identities = ["subscriberId", "anonymousId"]
         return Schema.adding(
             [
-                "oneOf": [
-                    [
-                        "required": ["subscriberId"],
-                        "properties": ["subscriberId": Schema.string(identityRule), "anonymousId": ["type": "null"]]
-                    ],
-                    [
-                        "required": ["anonymousId"],
-                        "properties": ["anonymousId": Schema.string(identityRule), "subscriberId": ["type": "null"]]
-                    ]
+                "allOf": [
+                    ["if": Schema.absent(identities), "then": false],
+                    ["if": Schema.given("subscriberId"), "then": Schema.absent(["anonymousId"])]
                 ]
             ], to: body)
     }
+
+    /// The batch, named so a client generator makes a type of it.
+    static var components: [String: JSONValue] { ["EventBatch": batch] }
 
     static let storedEvent = Schema.object([
         "id": Schema.string(), "name": Schema.string(), "data": Schema.anyObject, "subscriberId": Schema.string(),
@@ -98,7 +101,7 @@ enum EventRoutes {
                 "POST", "/v1/events", id: "trackEvents",
                 "Track a batch of at most 100 events for one identity (deduplicated by event id)",
                 access: .tenant(.eventsWrite, clientKeys: true),
-                body: batch,
+                body: Schema.ref("EventBatch"),
                 response: Schema.object(["batchId": Schema.string(), "accepted": Schema.integer]),
                 status: 202, errors: [.batchTooLarge, .ingestUnavailable],
                 handler: { g, c in try await g.trackEvents(c) }),

@@ -6,8 +6,10 @@ import Foundation
 /// subscriber. Its devices and topic subscriptions move to the subscriber (created when missing;
 /// attributes the subscriber lacks are taken over), the anonymous subscriber is removed and an
 /// alias is kept so events sent later under the anonymous id land on the subscriber. Calling it
-/// again is harmless. Client (SDK) keys may call it for their own installation's anonymous id
-/// only; the installation records the subscriber id (identify again under another id moves it).
+/// again is harmless, and so is identifying an installation under its own anonymous id (nothing
+/// moves: that subscriber is no longer anonymous). Client (SDK) keys may call it for their own
+/// installation's anonymous id only; the installation records the subscriber id (identify again
+/// under another id moves it).
 enum IdentifyRoutes {
     static var routes: [GatewayRoute] {
         [
@@ -19,7 +21,7 @@ enum IdentifyRoutes {
                         "anonymousId": Schema.string(FieldRules.identifierRule),
                         "subscriberId": Schema.string(
                             FieldRules.identifierRule,
-                            "Must differ from anonymousId (else 422)")
+                            "The subscriber's id; the anonymous id itself keeps the installation's subscriber")
                     ],
                     required: ["anonymousId", "subscriberId"]),
                 response: Schema.object([
@@ -38,7 +40,6 @@ extension Gateway {
         var v = Validator(body, allowed: ["anonymousId", "subscriberId"])
         let anonymous = v.string("anonymousId", required: true, rule: FieldRules.identifierRule)
         let subscriber = v.string("subscriberId", required: true, rule: FieldRules.identifierRule)
-        if let anonymous, anonymous == subscriber { v.add("subscriberId", "must differ from anonymousId") }
         try v.check()
         guard let anonymous, let subscriber else { throw APIError.internalError }
         // A client key identifies its own installation only, and the installation remembers the
@@ -50,6 +51,15 @@ extension Gateway {
             installation = own
         }
         let moved = try await postgres.withTransaction { tx -> Int in
+            if anonymous == subscriber {
+                try await tx.execute(
+                    """
+                    INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2)
+                    ON CONFLICT (tenant_id, id) DO UPDATE SET anonymous = false, updated_at = now()
+                    """, [tenant, subscriber])
+                try await InstallationStore.setSubscriber(subscriber, tenantID: tenant, anonymousID: anonymous, on: tx)
+                return 0
+            }
             try await tx.execute(
                 """
                 INSERT INTO subscribers (tenant_id, id, attributes)

@@ -27,6 +27,23 @@ enum LiveActivitySendRoutes {
         "start needs attributesType and alert (Apple shows it) and takes no activityId"
     ]
 
+    /// The request and answer shapes, named so a client generator makes a type of each.
+    static var components: [String: JSONValue] {
+        [
+            "LiveActivitySendRequest": body, "LiveActivityAlert": alert,
+            "LiveActivitySendResult": result, "LiveActivitySendResponse": response
+        ]
+    }
+
+    static let alert = Schema.object(
+        [
+            "title": Schema.nullable(Schema.string(.length(1, 1000))),
+            "body": Schema.nullable(Schema.string(.length(1, 1000))),
+            "sound": Schema.nullable(Schema.string(.length(1, 256)))
+        ],
+        description: "A banner with the update; required on start")
+
+    /// The request; its rules across members (`rules`) are JSON Schema conditionals on `event`.
     static var body: JSONValue {
         let n = Schema.nullable
         let body = Schema.object(
@@ -40,13 +57,7 @@ enum LiveActivitySendRoutes {
                 "attributes": n(Schema.object([:], additional: true, description: "start: the static attributes")),
                 "contentState": Schema.object(
                     [:], additional: true, description: "the new content state (ContentState's keys)"),
-                "alert": n(
-                    Schema.object(
-                        [
-                            "title": n(Schema.string(.length(1, 1000))), "body": n(Schema.string(.length(1, 1000))),
-                            "sound": n(Schema.string(.length(1, 256)))
-                        ],
-                        description: "a banner with the update; required on start")),
+                "alert": n(Schema.ref("LiveActivityAlert")),
                 "staleDate": n(
                     Schema.string("when the content goes stale (RFC 3339 with an offset)", format: "date-time")),
                 "dismissalDate": n(
@@ -57,32 +68,47 @@ enum LiveActivitySendRoutes {
                     "description": "the update's time in epoch seconds; default now"
                 ])
             ], required: ["to", "event", "contentState"])
-        return Schema.adding(["x-rules": .array(rules.map(JSONValue.string))], to: body)
+        let given = Schema.given
+        let start: JSONValue = [
+            "if": ["properties": ["event": ["const": "start"]]],
+            "then": [
+                "allOf": [given("attributesType"), given("alert")],
+                "properties": ["activityId": ["type": "null"]]
+            ],
+            "else": [
+                "allOf": [given("activityId")],
+                "properties": ["attributesType": ["type": "null"], "attributes": ["type": "null"]]
+            ]
+        ]
+        return Schema.adding(["allOf": [start], "x-rules": .array(rules.map(JSONValue.string))], to: body)
     }
 
-    static let result = Schema.object([
-        "activityId": Schema.nullable(Schema.string(FieldRules.activityIDRule)),
-        "attributesType": Schema.nullable(Schema.string(FieldRules.attributesTypeRule)),
-        "token": Schema.string(FieldRules.liveActivityTokenRule),
-        "deliveryId": Schema.nullable(Schema.uuid),
-        "status": Schema.string(enumeration: resultStatuses),
-        "apnsStatus": Schema.nullable(Schema.integer),
-        "reason": Schema.nullable(Schema.string()),
-        "apnsId": Schema.nullable(Schema.string())
-    ])
+    static let result = Schema.object(
+        [
+            "activityId": Schema.nullable(Schema.string(FieldRules.activityIDRule)),
+            "attributesType": Schema.nullable(Schema.string(FieldRules.attributesTypeRule)),
+            "token": Schema.string(FieldRules.liveActivityTokenRule),
+            "deliveryId": Schema.nullable(Schema.uuid),
+            "status": Schema.string(enumeration: resultStatuses),
+            "apnsStatus": Schema.nullable(Schema.integer),
+            "reason": Schema.nullable(Schema.string()),
+            "apnsId": Schema.nullable(Schema.string())
+        ], description: "One token's APNs result")
 
-    static let response = Schema.object([
-        "messageId": Schema.nullable(Schema.uuid),
-        "event": Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue)),
-        "results": Schema.array(result)
-    ])
+    static let response = Schema.object(
+        [
+            "messageId": Schema.nullable(Schema.uuid),
+            "event": Schema.string(enumeration: LiveActivitySendRequest.Event.allCases.map(\.rawValue)),
+            "results": Schema.array(Schema.ref("LiveActivitySendResult"))
+        ], required: ["messageId", "event", "results"])
 
     static var routes: [GatewayRoute] {
         [
             GatewayRoute(
                 "POST", "/v1/live-activities/send", id: "sendLiveActivity",
                 "Start, update or end a Live Activity; one APNs result per token (504 upstream_timeout past the deadline, the send still completes)",
-                access: .tenant(.messagesSend, clientKeys: false), body: body, response: response,
+                access: .tenant(.messagesSend, clientKeys: false), body: Schema.ref("LiveActivitySendRequest"),
+                response: Schema.ref("LiveActivitySendResponse"),
                 errors: [.liveActivityNotFound, .noPushToStartToken, .upstreamTimeout],
                 handler: { g, c in try await g.sendLiveActivity(c) },
                 deferred: { g, c, done in g.sendLiveActivity(c, done) })

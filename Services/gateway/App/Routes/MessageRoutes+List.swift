@@ -9,15 +9,6 @@ import Foundation
 /// (`messages_tenant_recent`), each with its delivery counts by status and its receipts, so a
 /// list shows where every send stands without one call per message.
 extension MessageRoutes {
-    static let listItem = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
-        "kind": kind, "target": Schema.anyObject,
-        "content": Schema.anyObject,
-        "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
-        "counts": Schema.anyObject, "receipts": Schema.anyObject, "error": Schema.nullable(Schema.anyObject),
-        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
-    ])
-
     static let statusParameter = QueryParameter(
         "status", "Only messages in this status (empty: every status)",
         schema: ["enum": .array(([""] + messageStatuses).map(JSONValue.string))])
@@ -27,7 +18,7 @@ extension MessageRoutes {
             "GET", "/v1/messages", id: "listMessages",
             "List messages newest first, each with its delivery counts by status and receipts",
             access: .tenant(.messagesRead, clientKeys: false), query: [statusParameter],
-            response: listItem, paginated: true, handler: { g, c in try await g.listMessages(c) })
+            response: Schema.ref("MessageSummary"), paginated: true, handler: { g, c in try await g.listMessages(c) })
     }
 
     /// The cursor's key: the last row's `created_at` (ISO 8601 text as Postgres wrote it) and id.

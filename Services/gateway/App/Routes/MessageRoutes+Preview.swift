@@ -18,14 +18,8 @@ extension MessageRoutes {
         GatewayRoute(
             "POST", "/v1/messages/preview", id: "previewMessage",
             "The exact APNs payload and headers the sender would build for a message body; sends nothing",
-            access: .tenant(.messagesSend, clientKeys: false), body: MessageRoutes.messageBody(targetRequired: false),
-            response: Schema.object([
-                "payload": Schema.string("The payload's JSON text, byte for byte as it would be sent"),
-                "size": Schema.integer, "maxSize": Schema.integer,
-                "headers": Schema.object(
-                    [:], additional: true, description: "apns-* headers (the JWT is added when sending)"),
-                "messageId": Schema.uuid
-            ]),
+            access: .tenant(.messagesSend, clientKeys: false), body: Schema.ref("PreviewMessageRequest"),
+            response: Schema.ref("MessagePreview"),
             errors: [.validationFailed], handler: { g, c in try await g.previewMessage(c) })
     }
 }

@@ -12,149 +12,23 @@ import Foundation
 enum MessageRoutes {
     static let deliveryStatuses = DeliveryStatus.allCases.map(\.rawValue)
     static let messageStatuses = MessageStatus.allCases.map(\.rawValue)
-    /// `messages.kind`: what the message is and how its `content` reads.
-    static let kind = Schema.string(
-        "push (content: what POST /v1/messages took); live_activity (content {liveActivity}); a workflow's local "
-            + "window as a silent push: local_plan (content {local}: the plan under bk.local) or local_cancel "
-            + "(content {cancel: {runId}}: bk.cancel)",
-        enumeration: MessageKind.allCases.map(\.rawValue))
-
-    static let accepted = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
-        "audienceSize": Schema.nullable(Schema.integer)
-    ])
-    static let message = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "kind": kind,
-        "target": Schema.anyObject, "content": Schema.anyObject,
-        "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
-        "counts": Schema.anyObject, "receipts": Schema.anyObject,
-        "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
-        "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
-        "workflow": Schema.nullable(
-            Schema.object(
-                [
-                    "workflowKey": Schema.string(), "version": Schema.integer, "runId": Schema.uuid,
-                    "step": Schema.string()
-                ], required: ["workflowKey", "version", "runId", "step"],
-                description:
-                    "GET /v1/messages/{id}: the workflow run and send step that sent it (null: POST /v1/messages)"))
-    ])
-    static let delivery = Schema.object([
-        "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(), "deviceToken": Schema.string(),
-        "environment": Schema.string(), "status": Schema.string(enumeration: deliveryStatuses),
-        "attemptCount": Schema.integer,
-        "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
-        "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),
-        "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
-    ])
-    static let attempt = Schema.object([
-        "attempt": Schema.integer, "payload": Schema.string(), "headers": Schema.anyObject, "status": Schema.integer,
-        "reason": Schema.nullable(Schema.string()), "apnsId": Schema.nullable(Schema.string()),
-        "latencyMs": Schema.integer, "error": Schema.nullable(Schema.string()), "at": Schema.timestamp
-    ])
-
     static let idPath: [String: TextRule] = ["id": .uuid]
-
-    /// Rules of the content that JSON Schema cannot state; the document lists them in words
-    /// (`x-rules`) and `MessageContent.validate` checks them (422 validation_failed).
-    static let contentRules = [
-        "exactly one target: to, topic, segment or where (a null member counts as absent)",
-        "segment names a saved segment of the tenant",
-        "actions (buttons), image and interruptionLevel need a title or body",
-        "a silent push (no title, subtitle, body, sound or badge) has priority normal (or none) and says something: data, action or deepLink",
-        "button ids are unique within actions; placeholder only with input: true",
-        "expiresAt is not in the past",
-        "the APNs payload built from the content is at most 4096 bytes"
-    ]
-
-    /// `POST /v1/messages`: the target and the content (`MessageContent`).
-    static var sendBody: JSONValue { messageBody(targetRequired: true) }
-
-    /// A message body; `targetRequired: false` (the preview) also takes one with no target at all.
-    static func messageBody(targetRequired: Bool) -> JSONValue {
-        func nonEmpty(_ description: String? = nil) -> JSONValue {
-            Schema.nullable(Schema.string(.length(1, Int.max), description))
-        }
-        let subscriber = Schema.string(FieldRules.identifierRule)
-        let button = Schema.object(
-            [
-                "id": Schema.string(MessageContent.buttonIdRule), "title": Schema.string(.length(1, Int.max)),
-                "destructive": Schema.nullable(Schema.boolean), "foreground": Schema.nullable(Schema.boolean),
-                "input": Schema.nullable(Schema.boolean), "placeholder": Schema.nullable(["type": "string"])
-            ], required: ["id", "title"], additional: true)
-        let body = Schema.object([
-            "to": Schema.nullable([
-                "oneOf": [
-                    subscriber,
-                    Schema.array(
-                        subscriber, minItems: 1,
-                        maxItems: MessageIntake.maxSubscribersPerMessage)
-                ]
-            ]),
-            "topic": Schema.nullable(Schema.string(FieldRules.keyRule)),
-            "segment": Schema.nullable(Schema.string(FieldRules.keyRule, "A saved segment's key")),
-            "where": Schema.nullable(SegmentRoutes.whereSchema),
-            "environment": Schema.nullable(Schema.string(enumeration: ["sandbox", "production"])),
-            "title": nonEmpty(), "subtitle": nonEmpty(), "body": nonEmpty(),
-            "data": Schema.nullable(Schema.anyObject),
-            "deepLink": Schema.nullable(Schema.string(MessageContent.deepLinkRule)),
-            "action": Schema.nullable(
-                Schema.object(
-                    [
-                        "name": Schema.string(MessageContent.actionNameRule), "data": Schema.nullable(Schema.anyObject)
-                    ], required: ["name"], additional: true)),
-            "actions": Schema.nullable(Schema.array(button, maxItems: MessageContent.maxButtons)),
-            "category": nonEmpty(), "image": Schema.nullable(Schema.string(MessageContent.imageRule)),
-            "sound": nonEmpty(),
-            "badge": Schema.nullable(["type": "integer", "minimum": 0, "maximum": .int(Int64(Int32.max))]),
-            "threadId": nonEmpty(),
-            "interruptionLevel": Schema.nullable(
-                Schema.string(enumeration: InterruptionLevel.allCases.map(\.rawValue))),
-            "priority": Schema.nullable(["enum": ["high", "normal", 10, 5]]),
-            "expiresAt": Schema.nullable(
-                Schema.string("Not in the past (RFC 3339 with an offset)", format: "date-time")),
-            "collapseId": Schema.nullable(Schema.string(MessageContent.collapseIdRule))
-        ])
-        func only(_ target: String) -> JSONValue {
-            var properties: [String: JSONValue] = [:]
-            for other in ["to", "topic", "segment", "where"] where other != target {
-                properties[other] = ["type": "null"]
-            }
-            properties[target] = ["not": ["type": "null"]]
-            return ["required": [.string(target)], "properties": .object(properties)]
-        }
-        var targets = [only("to"), only("topic"), only("segment"), only("where")]
-        if !targetRequired {
-            targets.append([
-                "properties": [
-                    "to": ["type": "null"], "topic": ["type": "null"], "segment": ["type": "null"],
-                    "where": ["type": "null"]
-                ]
-            ])
-        }
-        var rules = contentRules
-        if !targetRequired {
-            rules = rules.map {
-                $0.hasPrefix("exactly one target") ? "at most one target: to, topic, segment or where" : $0
-            }
-        }
-        rules.removeAll { $0.hasPrefix("segment names") && !targetRequired }
-        return Schema.adding(["oneOf": .array(targets), "x-rules": .array(rules.map(JSONValue.string))], to: body)
-    }
 
     static var routes: [GatewayRoute] {
         [
             GatewayRoute(
                 "POST", "/v1/messages", id: "sendMessage",
                 "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
-                access: .tenant(.messagesSend, clientKeys: false), body: sendBody,
-                response: accepted, status: 202, handler: { g, c in try await g.sendMessage(c) }),
+                access: .tenant(.messagesSend, clientKeys: false), body: Schema.ref("SendMessageRequest"),
+                response: Schema.ref("MessageAccepted"), status: 202, errors: [.notFound],
+                handler: { g, c in try await g.sendMessage(c) }),
             listRoute,
             previewRoute,
             GatewayRoute(
                 "GET", "/v1/messages/{id}", id: "getMessage",
                 "A message with its audience size and delivery counts by status",
-                access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: message, errors: [.notFound],
+                access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: Schema.ref("Message"),
+                errors: [.notFound],
                 handler: { g, c in try await g.getMessage(c) }),
             GatewayRoute(
                 "GET", "/v1/messages/{id}/deliveries", id: "listMessageDeliveries",
@@ -165,16 +39,13 @@ enum MessageRoutes {
                         "status", "Only deliveries in this status (empty: every status)",
                         schema: ["enum": .array(([""] + deliveryStatuses).map(JSONValue.string))])
                 ],
-                response: delivery, paginated: true,
+                response: Schema.ref("Delivery"), paginated: true,
                 errors: [.notFound], handler: { g, c in try await g.listMessageDeliveries(c) }),
             GatewayRoute(
                 "GET", "/v1/deliveries/{id}", id: "getDelivery",
                 "One delivery with every APNs attempt (payload, headers, status, reason, apns-id, latency)",
                 access: .tenant(.messagesRead, clientKeys: false), path: idPath,
-                response: Schema.object([
-                    "delivery": delivery, "attempts": Schema.array(attempt),
-                    "receipts": Schema.anyObject
-                ]),
+                response: Schema.ref("DeliveryDetail"),
                 errors: [.notFound], handler: { g, c in try await g.getDelivery(c) })
         ]
     }

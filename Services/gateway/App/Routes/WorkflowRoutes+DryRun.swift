@@ -147,8 +147,9 @@ extension Gateway {
                 "SELECT attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = $2",
                 [tenant, subscriberId])
             guard let s = found.first else {
+                // A request naming a subscriber that is not there: 404, as a path naming nothing.
                 throw APIError(
-                    .validationFailed, "the request is invalid: subscriber \(subscriberId) does not exist",
+                    .notFound, "subscriber \(subscriberId) was not found",
                     details: [["path": "subscriber", "message": .string("no subscriber with the id \(subscriberId)")]])
             }
             subscriber = WorkflowSubscriber(

@@ -30,7 +30,8 @@ enum WorkflowRoutes {
             GatewayRoute(
                 "PUT", "/v1/workflows/{key}", id: "saveWorkflow",
                 "Create or change a workflow (201 when created): a changed definition makes a new version, the same one again changes nothing; every problem answers 422 with its JSON path",
-                access: write, path: keyPath, body: WorkflowSchemas.definitionInput, response: WorkflowSchemas.workflow,
+                access: write, path: keyPath, body: Schema.ref("WorkflowDefinition"),
+                response: WorkflowSchemas.workflow,
                 errors: [.validationFailed], handler: { g, c in try await g.saveWorkflow(c) }),
             GatewayRoute(
                 "GET", "/v1/workflows/{key}", id: "getWorkflow",

@@ -107,8 +107,9 @@ extension Gateway {
             return (start, version, true)
         }
         guard subscriberExists, let run else {
+            // A request naming a subscriber that is not there: 404, as a path naming nothing.
             throw APIError(
-                .validationFailed, "the request is invalid: subscriber \(to) does not exist",
+                .notFound, "subscriber \(to) was not found",
                 details: [["path": "to", "message": .string("no subscriber with the id \(to)")]])
         }
         return .json(

@@ -4,7 +4,7 @@ import BuzzKitWire
 /// and the trigger and cancel routes answer.
 enum WorkflowRunSchemas {
     static let triggerRules = [
-        "to is the id of one of the tenant's subscribers (else 422 validation_failed at path to)",
+        "to is the id of one of the tenant's subscribers (else 404 not_found, details at path to)",
         "the workflow is enabled (else 409 workflow_disabled)"
     ]
 
@@ -61,12 +61,10 @@ enum WorkflowRunSchemas {
             "event": event,
             "shiftedFrom": Schema.adding(
                 ["description": "A send moved out of quiet hours: when it was due before"], to: Schema.timestamp),
-            "receipts": [
-                "type": "object", "description": "The receipts a branch decided on, by message id",
-                "additionalProperties": Schema.object(
-                    ["delivered": Schema.boolean, "opened": Schema.boolean],
-                    required: ["delivered", "opened"])
-            ]
+            "receipts": Schema.map(
+                Schema.object(
+                    ["delivered": Schema.boolean, "opened": Schema.boolean], required: ["delivered", "opened"]),
+                description: "The receipts a branch decided on, by message id")
         ], required: ["step", "kind", "status", "startedAt", "messageIds"])
 
     static let run = Schema.object(

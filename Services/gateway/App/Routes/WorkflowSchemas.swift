@@ -1,50 +1,41 @@
 import BuzzKitWire
 import BuzzKitWorkflows
 
-/// JSON schemas of workflow definitions and their answers, for the OpenAPI document. They accept
-/// at least what `WorkflowDefinition.parse` accepts (the parser's rules are the stricter ones:
-/// a definition the schema allows may still be refused with 422 and every problem's path).
+/// JSON schemas of workflow definitions and their answers, for the OpenAPI document.
+///
+/// A definition's shape is stated as JSON Schema, as tightly as `WorkflowDefinition.parse` reads it
+/// (members never null, each step a name and exactly one kind, durations within 365 days, content
+/// rules as conditionals), with each step kind and condition form a named schema so a client
+/// generator makes a type of each. What JSON Schema cannot state (names unique across branches,
+/// conditions naming earlier steps, the expression language, templates) is `x-rules`; a definition
+/// breaking one is answered 422 `validation_failed` with every problem's JSON path.
 enum WorkflowSchemas {
-    static let durationPattern = "^[1-9][0-9]{0,10}[smhd]$"
-    static let timePattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
-    static let expression = Schema.string(
-        "An expression of the audience language over rooted paths (event., trigger., subscriber., steps.)",
-        maxLength: 4096)
-    static let eventName = Schema.string(maxLength: WorkflowLimits.maxEventNameBytes)
+    static let expression = Schema.custom(
+        format: "buzzkit-workflow-expression",
+        """
+        An expression of the audience language over rooted paths (event., trigger., subscriber., steps.: which \
+        roots each place reads is in x-rules), 1 to 4096 characters
+        """, example: #"subscriber.attributes.plan == "pro""#)
+    static let eventName = Schema.string(
+        TextRule.length(1, WorkflowLimits.maxEventNameBytes).limited(toUTF8Bytes: WorkflowLimits.maxEventNameBytes))
+    static let stepName = Schema.string(
+        TextRule.characters(
+            ASCIIClass(ASCIIClass.upper + ASCIIClass.lower + ASCIIClass.digits + ASCIIClass.chars("_-.")), 1,
+            WorkflowLimits.maxNameLength, problem: "must be 1 to 64 of letters, digits, _ - ."))
+    static let duration = Schema.string(WorkflowRules.durationRule, "30s, 90m, 36h, 7d (at most 365 days)")
 
     /// The rules a definition must follow that JSON Schema cannot state (`x-rules`); a definition
     /// breaking one is answered 422 `validation_failed` with the member's path.
     static let definitionRules = [
         "step names are unique in the whole workflow (branches included)",
         "at most \(WorkflowLimits.maxSteps) steps in all, branches nested at most \(WorkflowLimits.maxBranchDepth) deep, conditions at most \(WorkflowLimits.maxConditionDepth)",
-        "durations are at most 365 days",
-        "waitUntil.timezone is \"subscriber\" or an IANA zone name (Europe/Berlin)",
         "where and if expressions are the audience language over rooted paths: trigger.where reads event., trigger., subscriber.; cancelOn and waitFor where also steps.; branch if reads trigger., subscriber., steps. (event.name, event.data.x, trigger.data.x, subscriber.id|timezone|locale|attributes.y, steps.<name>.outcome, steps.<name>.event.data.x); two paths may be compared",
         "a condition names only steps before it: opened and delivered a send step, matched a waitFor step, steps.<name>.event a waitFor step",
         "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
-        "send content follows POST /v1/messages's rules (something to show or carry, buttons need a title or body, unique button ids, URLs with a scheme, at most 4096 bytes of payload) where no template decides it",
+        "send content follows POST /v1/messages's x-rules (unique button ids, at most 4096 bytes of payload) where no template decides it",
         "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
         "event names are at most 128 bytes of UTF-8"
     ]
-
-    /// What `PUT /v1/workflows/{key}` takes: any JSON object, read by `WorkflowDefinition.parse`.
-    /// JSON Schema cannot state a definition's rules (unique names, conditions naming earlier
-    /// steps, expressions, templates, content limits), so the document does not pretend to: the
-    /// shape is `WorkflowDefinition` and the rules are `x-rules`, and the gateway answers any
-    /// object that breaks one 422 `validation_failed` with every problem and its JSON path.
-    static var definitionInput: JSONValue {
-        withRules(
-            [
-                "type": "object", "additionalProperties": true,
-                "description": .string(
-                    """
-                    A workflow definition: any JSON object is read, and one that is not a definition is answered 422 \
-                    validation_failed listing every problem with its JSON path (steps[2].waitUntil.time). A definition has the \
-                    shape of components.schemas.WorkflowDefinition (unknown members refused, a member given is never null, each \
-                    step has a name and exactly one kind) and follows every rule of x-rules
-                    """)
-            ], definitionRules)
-    }
 
     static func withRules(_ schema: JSONValue, _ rules: [String]) -> JSONValue {
         guard case .object(var o) = schema else { return schema }
@@ -55,7 +46,9 @@ enum WorkflowSchemas {
     /// Named component schemas (`#/components/schemas/...`): steps and conditions nest.
     static var components: [String: JSONValue] {
         [
-            "WorkflowEventRule": Schema.object(["event": eventName, "where": expression], required: ["event"]),
+            "WorkflowEventRule": Schema.object(
+                ["event": eventName, "where": expression], required: ["event"],
+                description: "An event, and optionally what must hold of it"),
             "WorkflowDefinition": withRules(
                 Schema.object(
                     [
@@ -69,88 +62,121 @@ enum WorkflowSchemas {
                     description: "A workflow: what starts a run, what cancels it, its named steps"),
                 definitionRules),
             "WorkflowStep": step,
-            "WorkflowCondition": condition
+            "WorkflowWait": Schema.object(["duration": duration], required: ["duration"]),
+            "WorkflowWaitUntil": Schema.object(
+                [
+                    "time": Schema.string(FieldRules.wallClockRule, "Local wall-clock time HH:MM"),
+                    "timezone": zoneChoice
+                ], required: ["time"]),
+            "WorkflowWaitFor": Schema.object(
+                ["event": eventName, "where": expression, "timeout": duration], required: ["event", "timeout"]),
+            "WorkflowBranch": Schema.object(
+                [
+                    "if": Schema.ref("WorkflowCondition"),
+                    "then": Schema.array(Schema.ref("WorkflowStep")),
+                    "else": Schema.array(Schema.ref("WorkflowStep"))
+                ], required: ["if", "then"]),
+            "WorkflowSend": send,
+            "WorkflowExit": Schema.object([:], description: "Ends the run: an empty object"),
+            "WorkflowCondition": condition,
+            "WorkflowConditionOpened": single("opened", stepName, "A send step's notification was opened"),
+            "WorkflowConditionDelivered": single("delivered", stepName, "A send step's notification was delivered"),
+            "WorkflowConditionMatched": single("matched", stepName, "A waitFor step's event arrived"),
+            "WorkflowConditionAll": single(
+                "all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "Every condition holds"),
+            "WorkflowConditionAny": single(
+                "any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "One condition holds"),
+            "WorkflowConditionNot": single("not", Schema.ref("WorkflowCondition"), "The condition does not hold")
         ]
     }
 
+    /// `waitUntil.timezone`: `subscriber` or a zone name as one string, a format of its own (a union
+    /// of a constant and a string is what generators read worst).
+    static let zoneChoice = Schema.custom(
+        format: "buzzkit-workflow-time-zone",
+        """
+        "subscriber" (the subscriber's zone, else the tenant's default, else UTC; the default) or an IANA time \
+        zone name this server's zone database knows (format buzzkit-workflow-time-zone); anything else is 422
+        """, example: "subscriber")
+
+    /// A named step with exactly one kind (two members: `name` and the kind).
     static var step: JSONValue {
-        var o = Schema.object(
-            [
-                "name": Schema.string("Unique in the workflow", pattern: "^[A-Za-z0-9_.-]{1,64}$"),
-                "wait": Schema.object(
-                    ["duration": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)],
-                    required: ["duration"]),
-                "waitUntil": Schema.object(
-                    [
-                        "time": Schema.string("Local wall-clock time HH:MM", pattern: timePattern),
-                        "timezone": Schema.string(
-                            "\"subscriber\" (their zone, else the tenant's default, else UTC) or an IANA zone",
-                            maxLength: 64)
-                    ], required: ["time"]),
-                "waitFor": Schema.object(
-                    [
-                        "event": eventName, "where": expression,
-                        "timeout": Schema.string("30s, 90m, 36h, 7d (at most 365 d)", pattern: durationPattern)
-                    ], required: ["event", "timeout"]),
-                "branch": Schema.object(
-                    [
-                        "if": Schema.ref("WorkflowCondition"),
-                        "then": Schema.array(Schema.ref("WorkflowStep")),
-                        "else": Schema.array(Schema.ref("WorkflowStep"))
-                    ], required: ["if", "then"]),
-                "send": send,
-                "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false]
-            ], required: ["name"], description: "A named step with exactly one kind")
-        if case .object(var members) = o {
-            members["minProperties"] = 2
-            members["maxProperties"] = 2
-            o = .object(members)
-        }
-        return o
+        Schema.adding(
+            ["minProperties": 2, "maxProperties": 2],
+            to: Schema.object(
+                [
+                    "name": Schema.adding(["description": "Unique in the workflow"], to: stepName),
+                    "wait": Schema.ref("WorkflowWait"), "waitUntil": Schema.ref("WorkflowWaitUntil"),
+                    "waitFor": Schema.ref("WorkflowWaitFor"), "branch": Schema.ref("WorkflowBranch"),
+                    "send": Schema.ref("WorkflowSend"), "exit": Schema.ref("WorkflowExit")
+                ], required: ["name"], description: "A named step with exactly one kind"))
     }
 
+    /// A send step: content as `POST /v1/messages` takes it (members never null), strings may hold
+    /// `{{ path }}` templates (a member holding one is checked once rendered, per run).
     static var send: JSONValue {
         let text = Schema.string(
             "Text; {{ trigger.data.x }}, {{ subscriber.attributes.y }}, {{ subscriber.id }} are filled in per run",
             maxLength: 4096)
-        return Schema.object([
-            "deliver": Schema.string(
-                "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
-            "policy": Schema.string("Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
-            "title": text, "subtitle": text, "body": text, "deepLink": text, "image": text, "sound": text,
-            "category": text, "threadId": text,
-            "data": Schema.anyObject,
-            "action": Schema.object(
-                ["name": Schema.string(maxLength: 128), "data": Schema.anyObject], required: ["name"]),
-            "actions": Schema.array(
-                Schema.object(
-                    [
-                        "id": Schema.string(maxLength: 64), "title": Schema.string(maxLength: 4096),
-                        "destructive": Schema.boolean,
-                        "foreground": Schema.boolean, "input": Schema.boolean,
-                        "placeholder": Schema.string(maxLength: 4096)
-                    ], required: ["id", "title"]), maxItems: 4),
-            "badge": ["type": "integer", "minimum": 0, "maximum": 2_147_483_647],
-            "interruptionLevel": Schema.string(enumeration: ["passive", "active", "time-sensitive", "critical"]),
-            "priority": [
-                "oneOf": [Schema.string(enumeration: ["high", "normal"]), ["type": "integer", "enum": [10, 5]]]
+        /// A rule's pattern, or any text holding a template (checked when rendered).
+        func templated(_ rule: TextRule) -> JSONValue {
+            [
+                "anyOf": [
+                    Schema.string(rule), Schema.string("Holds a {{ template }}", pattern: #"^[^\x00]*\{\{[^\x00]*$"#)
+                ]
             ]
-        ])
+        }
+        let button = Schema.adding(
+            [
+                "allOf": [
+                    [
+                        "if": ["required": ["placeholder"]],
+                        "then": ["required": ["input"], "properties": ["input": ["const": true]]]
+                    ]
+                ]
+            ],
+            to: Schema.object(
+                [
+                    "id": Schema.string(MessageContent.buttonIdRule), "title": text,
+                    "destructive": Schema.boolean, "foreground": Schema.boolean, "input": Schema.boolean,
+                    "placeholder": Schema.string(maxLength: 4096)
+                ], required: ["id", "title"]))
+        return Schema.adding(
+            ["allOf": .array(MessageSchemas.contentConditions)],
+            to: Schema.object(
+                [
+                    "deliver": Schema.string(
+                        "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
+                    "policy": Schema.string(
+                        "Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
+                    "title": text, "subtitle": text, "body": text, "sound": text, "category": text, "threadId": text,
+                    "deepLink": templated(MessageContent.deepLinkRule), "image": templated(MessageContent.imageRule),
+                    "data": Schema.anyObject,
+                    "action": Schema.object(
+                        ["name": Schema.string(MessageContent.actionNameRule), "data": Schema.anyObject],
+                        required: ["name"]),
+                    "actions": Schema.array(button, maxItems: MessageContent.maxButtons),
+                    "badge": ["type": "integer", "minimum": 0, "maximum": 2_147_483_647],
+                    "interruptionLevel": Schema.ref("InterruptionLevel"),
+                    "priority": Schema.ref("PushPriority")
+                ], description: "Sends a push (or plans a local notification); members as POST /v1/messages"))
     }
 
+    /// An expression string or one of the condition objects (each a named schema).
     static var condition: JSONValue {
-        func single(_ key: String, _ value: JSONValue) -> JSONValue { Schema.object([key: value], required: [key]) }
-        let stepName = Schema.string(pattern: "^[A-Za-z0-9_.-]{1,64}$")
-        return [
+        [
             "description":
                 "An expression string, or {opened|delivered: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
             "oneOf": [
-                expression, single("opened", stepName), single("delivered", stepName), single("matched", stepName),
-                single("all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
-                single("any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1)),
-                single("not", Schema.ref("WorkflowCondition"))
+                expression, Schema.ref("WorkflowConditionOpened"), Schema.ref("WorkflowConditionDelivered"),
+                Schema.ref("WorkflowConditionMatched"), Schema.ref("WorkflowConditionAll"),
+                Schema.ref("WorkflowConditionAny"), Schema.ref("WorkflowConditionNot")
             ]
         ]
+    }
+
+    static func single(_ key: String, _ value: JSONValue, _ description: String) -> JSONValue {
+        Schema.object([key: value], required: [key], description: description)
     }
 
     /// A workflow as lists and enable/disable answer it.
@@ -183,7 +209,7 @@ enum WorkflowSchemas {
         ], required: ["key", "version", "digest", "createdAt", "definition"])
 
     static let dryRunRules = [
-        "subscriber as a string is the id of one of the tenant's subscribers (else 422 validation_failed at path subscriber)",
+        "subscriber as a string is the id of one of the tenant's subscribers (else 404 not_found, details at path subscriber)",
         "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)"
     ]
 
@@ -212,23 +238,21 @@ enum WorkflowSchemas {
                             "data": Schema.nullable(Schema.anyObject),
                             "occurredAt": Schema.nullable(dateTime(maxLength: 64))
                         ], description: "The trigger event (name defaults to the trigger's)"),
-                    "receipts": Schema.nullable([
-                        "type": "object", "description": "Receipts by send step name",
-                        "additionalProperties": Schema.object([
-                            "delivered": Schema.nullable(Schema.boolean),
-                            "opened": Schema.nullable(Schema.boolean)
-                        ])
-                    ]),
-                    "arrivals": Schema.nullable([
-                        "type": "object", "description": "Events that arrive during a waitFor, by its step name",
-                        "additionalProperties": Schema.object([
-                            "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
-                            "after": Schema.nullable(
-                                Schema.string(
-                                    WorkflowRules.durationRule,
-                                    "When after the wait begins, e.g. 2h (default at once)"))
-                        ])
-                    ]),
+                    "receipts": Schema.nullable(
+                        Schema.map(
+                            Schema.object([
+                                "delivered": Schema.nullable(Schema.boolean),
+                                "opened": Schema.nullable(Schema.boolean)
+                            ]), description: "Receipts by send step name")),
+                    "arrivals": Schema.nullable(
+                        Schema.map(
+                            Schema.object([
+                                "name": Schema.nullable(eventName), "data": Schema.nullable(Schema.anyObject),
+                                "after": Schema.nullable(
+                                    Schema.string(
+                                        WorkflowRules.durationRule,
+                                        "When after the wait begins, e.g. 2h (default at once)"))
+                            ]), description: "Events that arrive during a waitFor, by its step name")),
                     "acknowledged": Schema.nullable(
                         Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
                     "start": Schema.nullable(dateTime()),
