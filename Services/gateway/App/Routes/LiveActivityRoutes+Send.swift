@@ -62,7 +62,7 @@ enum LiveActivitySendRoutes {
         "attributesType": Schema.nullable(Schema.string(FieldRules.attributesTypeRule)),
         "token": Schema.string(FieldRules.liveActivityTokenRule),
         "deliveryId": Schema.nullable(Schema.uuid),
-        "status": Schema.string(enumeration: LiveActivityResult.statuses + ["sending"]),
+        "status": Schema.string(enumeration: LiveActivityResult.Status.allCases.map(\.rawValue)),
         "apnsStatus": Schema.nullable(Schema.integer),
         "reason": Schema.nullable(Schema.string()),
         "apnsId": Schema.nullable(Schema.string())
