@@ -23,11 +23,24 @@ enum MessageRoutes {
         "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
         "audienceSize": Schema.nullable(Schema.integer)
     ])
+    /// `status`, as the message and the list show it.
+    static let status = Schema.string(
+        "queued, fanning_out (the audience is being resolved), fanned_out (every delivery exists, some pending), "
+            + "completed (every delivery decided: final, see completedAt) or failed (final, see error)",
+        enumeration: messageStatuses)
+    /// When the message completed (null until then, and for a failed one).
+    static let completedAt = Schema.nullable(
+        Schema.string("when every delivery was decided (status completed)", format: "date-time"))
+    /// Deliveries still pending (queued or sending).
+    static let pending: JSONValue = [
+        "type": "integer", "minimum": 0,
+        "description": "deliveries not decided yet (counts.queued + counts.sending); 0 once completed"
+    ]
     static let message = Schema.object([
-        "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "kind": kind,
+        "id": Schema.uuid, "status": status, "kind": kind,
         "target": Schema.anyObject, "content": Schema.anyObject,
         "environment": Schema.nullable(Schema.string()), "audienceSize": Schema.nullable(Schema.integer),
-        "counts": Schema.anyObject, "receipts": Schema.anyObject,
+        "counts": Schema.anyObject, "pending": pending, "completedAt": completedAt, "receipts": Schema.anyObject,
         "openRate": Schema.nullable(["type": "number"]), "error": Schema.nullable(Schema.anyObject),
         "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
         "workflow": Schema.nullable(
@@ -153,7 +166,7 @@ enum MessageRoutes {
             previewRoute,
             GatewayRoute(
                 "GET", "/v1/messages/{id}", id: "getMessage",
-                "A message with its audience size and delivery counts by status",
+                "A message with its audience size, delivery counts by status, deliveries still pending and, once every delivery is decided, completedAt",
                 access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: message, errors: [.notFound],
                 handler: { g, c in try await g.getMessage(c) }),
             GatewayRoute(
@@ -252,7 +265,7 @@ extension Gateway {
         let rows = try await postgres.query(
             """
             SELECT id, status, kind, target, content, environment, audience_size, error_code, error_message,
-                   \(isoColumn("created_at")), \(isoColumn("updated_at")),
+                   \(isoColumn("created_at")), \(isoColumn("updated_at")), \(isoColumn("completed_at")),
                    \(MessageRoutes.countsSQL(message: "$1::uuid")) AS counts,
                    (SELECT count(DISTINCT subscriber_id) FROM deliveries
                       WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers,

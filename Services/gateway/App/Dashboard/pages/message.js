@@ -3,7 +3,7 @@ import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, number, percent, relative, shortToken, target } from '../lib/format.js';
 import { badge, card, code, empty, pageHeader, pager, segmented, stat, table } from '../lib/ui.js';
-import { messageTitle } from './messages.js';
+import { isFinal, messageTitle, statusTone } from './messages.js';
 
 const STATUSES = ['queued', 'sending', 'sent', 'failed', 'expired', 'invalid_token'];
 const PAGE = 100;
@@ -26,19 +26,20 @@ export async function render(main, params, ctx) {
       { label: 'Attempts', class: 'num', cell: (d) => number(d.attemptCount) },
       { label: 'Sent', cell: (d) => (d.sentAt ? relative(d.sentAt) : '—') },
     ], rows, { href: (d) => `#/deliveries/${d.id}`, rowTestid: 'delivery-row' })
-      : empty(filter ? `No ${filter} deliveries` : 'No deliveries yet', message.status === 'fanned_out' ? null : 'The audience is being resolved.')),
+      : empty(filter ? `No ${filter} deliveries` : 'No deliveries yet', message.status === 'queued' || message.status === 'fanning_out' ? 'The audience is being resolved.' : null)),
   });
 
   function draw() {
     const c = message.counts;
     const failed = c.failed + c.invalid_token + c.expired;
     const content = message.content || {};
-    put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}`,
-      h('span', { 'data-testid': 'message-status' }, badge(message.status))));
+    const done = message.completedAt ? ` · completed ${dateTime(message.completedAt)}` : '';
+    put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}${done}`,
+      h('span', { 'data-testid': 'message-status' }, badge(message.status, statusTone(message.status)))));
     put(stats,
       stat('Audience', message.audienceSize === null ? '…' : number(message.audienceSize), 'devices', 'stat-audience'),
       stat('Sent', number(c.sent), `devices · ${percent(c.sent, message.audienceSize)}`, 'stat-sent'),
-      stat('In flight', number(c.queued + c.sending), null, 'stat-pending'),
+      stat('In flight', number(message.pending), null, 'stat-pending'),
       stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
       stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
       stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? 'subscribers' : `subscribers · ${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
@@ -58,10 +59,9 @@ export async function render(main, params, ctx) {
   draw();
   await paging.go(0);
 
-  // While anything is in flight, counts and the shown page follow along.
+  // Until the message is final (completed or failed), counts and the shown page follow along.
   const timer = setInterval(async () => {
-    const c = message.counts;
-    if (message.status === 'failed' || (message.status === 'fanned_out' && c.queued + c.sending === 0)) return;
+    if (isFinal(message)) return;
     try {
       ({ data: message } = await api('GET', `/v1/messages/${message.id}`, { signal: ctx.signal }));
       draw();

@@ -13,7 +13,11 @@ export function messageTitle(m) {
   return c.title || c.body || (c.action?.name ? `action ${c.action.name}` : 'silent push');
 }
 
-const unsettled = (m) => m.status === 'queued' || m.status === 'fanning_out' || m.counts.queued + m.counts.sending > 0;
+/** Nothing more happens to it: every delivery decided (completed) or the send failed. */
+export const isFinal = (m) => m.status === 'completed' || m.status === 'failed';
+
+/** The badge tone of a message's status (completed is done and well). */
+export const statusTone = (status) => (status === 'completed' ? 'good' : undefined);
 
 export async function render(main, params, ctx) {
   const body = h('div', {}, loading());
@@ -36,7 +40,7 @@ export async function render(main, params, ctx) {
           m.content?.body && m.content?.title ? h('div', { class: 'muted small clip' }, m.content.body) : null) },
         { label: 'Audience', cell: (m) => h('div', {}, h('div', { class: 'clip' }, target(m.target)),
           h('div', { class: 'muted small' }, m.audienceSize === null ? 'resolving…' : `${number(m.audienceSize)} device${m.audienceSize === 1 ? '' : 's'}`)) },
-        { label: 'Status', cell: (m) => badge(m.status) },
+        { label: 'Status', cell: (m) => badge(m.status, statusTone(m.status)) },
         { label: unit('Sent', 'devices'), class: 'num', cell: (m) => number(m.counts.sent) },
         { label: unit('Failed', 'devices'), class: 'num', cell: (m) => number(m.counts.failed + m.counts.invalid_token + m.counts.expired) },
         { label: unit('Delivered', 'subscribers'), class: 'num', cell: (m) => number(m.receipts.delivered) },
@@ -48,11 +52,11 @@ export async function render(main, params, ctx) {
   main.append(pageHeader('Messages', 'Every push sent, newest first.',
     button('New message', () => { location.hash = '#/send'; }, { kind: 'primary', icon: icons.send })),
   card(null, h('div', {}, segmented([['', 'All'], ['queued', 'Queued'], ['fanning_out', 'Fanning out'], ['fanned_out', 'Fanned out'],
-    ['failed', 'Failed']], '', (value) => { status = value; paging.go(0); }, 'message-filter'), body, paging.bar), { class: 'flush' }));
+    ['completed', 'Completed'], ['failed', 'Failed']], '', (value) => { status = value; paging.go(0); }, 'message-filter'), body, paging.bar), { class: 'flush' }));
   await paging.go(0);
   // The first page follows the progress of sends still in flight (nothing is re-read once all settled).
   const timer = setInterval(() => {
-    if (paging.page === 0 && shown.some(unsettled)) paging.refresh().catch(() => {});
+    if (paging.page === 0 && shown.some((m) => !isFinal(m))) paging.refresh().catch(() => {});
   }, 3000);
   return () => clearInterval(timer);
 }
