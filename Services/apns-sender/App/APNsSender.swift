@@ -20,15 +20,17 @@ import Foundation
 /// Guarantees: a chunk of deliveries is claimed (`queued` -> `sending`) by exactly one replica in
 /// one statement and only the claimer sends it (or, once it died, the replica that took its claim
 /// over); each delivery is written once, with its outcome; a message completes once every
-/// delivery of it is decided. Every push of a delivery carries the same `apns-id` and `apns-collapse-id`, so a device
-/// shows it once even when it arrived twice (a retry after a timeout APNs had in fact taken, a
-/// re-send after a kill).
+/// delivery of it is decided. Every push of a delivery carries the same `apns-id` and
+/// `apns-collapse-id`, so a device shows it once even when it arrived twice (a retry after a
+/// timeout APNs had in fact taken, a re-send after a kill).
 /// SIGTERM: no new entries are read; chunks in flight are sent, recorded and acked; exact.
 /// SIGKILL: chunks the replica had not claimed are taken over by another replica after
 /// `claimIdle` and sent; deliveries it had claimed (`sending`) may or may not have reached
 /// APNs: another replica's sweeper sends them again after `staleSending`, under the same
 /// `apns-id` and `apns-collapse-id` (a device that had the first push shows one notification),
-/// and the ledger records the lost attempt as unknown before the re-send's.
+/// and the ledger records the lost attempt as unknown before the re-send's. A message whose last
+/// chunk it recorded but did not test for completion is completed by the sweeper. The sweeper
+/// also records as lost the Live Activity requests a stopped liveactivity replica had decided.
 public struct APNsSender: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: SenderConfiguration
