@@ -68,7 +68,9 @@ let package = Package(
         // and the tenants' credentials (apns-sender and liveactivity).
         .target(
             name: "BuzzKitPush",
-            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitAPNs"],
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitAPNs", "BuzzKitContracts"
+            ],
             path: "Shared/Push"),
         .target(
             name: "BuzzKitMigrations", dependencies: ["BuzzKitPostgres", "BuzzKitCore"],
@@ -91,7 +93,7 @@ let package = Package(
             name: "BuzzKitIntake",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
-                "BuzzKitContracts"
+                "BuzzKitContracts", "BuzzKitLedger"
             ],
             path: "Shared/Intake"),
         // Read queries over tables one service writes and another reads (events and receipts:
@@ -104,6 +106,18 @@ let package = Package(
             name: "BuzzKitWorkflowRuns",
             dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
             path: "Shared/WorkflowRuns"),
+
+        // The delivery ledger (messages, deliveries, delivery_chunks, delivery_payloads, the
+        // attempts, live_activities, live_activity_start_tokens): every statement that writes
+        // them, the one mapping from an APNs result to a delivery's outcome and the one attempt
+        // format. The intake, the workflow service, both senders and the gateway call it.
+        .target(
+            name: "BuzzKitLedger",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitAPNs",
+                "BuzzKitCrypto"
+            ],
+            path: "Shared/Ledger"),
 
         // MARK: - What every service process shares
         .target(
@@ -118,7 +132,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(
@@ -136,7 +150,7 @@ let package = Package(
             name: "WorkflowApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime"
+                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime", "BuzzKitLedger"
             ],
             path: "Services/workflow/App"),
         .executableTarget(
@@ -144,9 +158,8 @@ let package = Package(
         .target(
             name: "APNsSenderApp",
             dependencies: [
-                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitRuntime", "BuzzKitPush", "BuzzKitCrypto"
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitContracts",
+                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(
@@ -155,8 +168,8 @@ let package = Package(
         .target(
             name: "LiveActivityApp",
             dependencies: [
-                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitPush",
-                "BuzzKitContracts", "BuzzKitRuntime"
+                "BuzzKitCore", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitPush", "BuzzKitContracts", "BuzzKitRuntime",
+                "BuzzKitLedger"
             ],
             path: "Services/liveactivity/App"),
         .executableTarget(
@@ -248,16 +261,23 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
-                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs"
+                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger"
             ],
             path: "Tests/SenderTests"),
         .testTarget(
             name: "LiveActivityTests",
             dependencies: [
-                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts", "LiveActivityApp",
+                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts", "BuzzKitLedger", "LiveActivityApp",
                 "BuzzKitTestSupport"
             ],
             path: "Tests/LiveActivityTests"),
+        .testTarget(
+            name: "LedgerTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitAPNs", "BuzzKitHTTPClient",
+                "BuzzKitLedger", "BuzzKitMigrations", "BuzzKitTestSupport"
+            ],
+            path: "Tests/LedgerTests"),
         .testTarget(
             name: "SDKTests",
             dependencies: [
@@ -276,7 +296,7 @@ let package = Package(
             name: "WorkflowTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts",
-                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp", "BuzzKitTestSupport"
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger", "WorkflowApp", "BuzzKitTestSupport"
             ],
             path: "Tests/WorkflowTests"),
         .testTarget(

@@ -65,7 +65,9 @@ SQL
 # first seconds keep plans made for empty tables (sequential scans of messages and deliveries,
 # each slower as the run fills them) until autovacuum's first ANALYZE, up to a minute later.
 # Attempt rows are delivery_attempt_rows since migration 0016 (delivery_attempts is a view over them
-# and the deliveries' own arrays); older builds (BK_LA_BIN) have the table itself.
+# and the deliveries' own arrays); older builds (BK_LA_BIN) have the table itself. The history is
+# written there; the run's own attempts are read through `delivery_attempts`, which shows both
+# (since migration 0018 a Live Activity send's attempts are inline, as a push's).
 ATTEMPT_ROWS="$("${PSQL[@]}" -c "SELECT coalesce(to_regclass('delivery_attempt_rows')::text, 'delivery_attempts')")"
 "${PSQL[@]}" <<SQL
 INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size, created_at, updated_at)
@@ -206,15 +208,15 @@ la_batches() {
 }
 
 # BK_LA_PROFILE: where measurement 1's time went. Each update's stages from the ledger's own
-# clocks (the deciding transaction's now() is the delivery's created_at, the recording
-# statement's is the attempt's `at`) and the simulator's receivedAt (ms), against the load
+# clocks (the deciding statement's now() is the message's created_at, the recording statement's
+# the delivery's updated_at: inserted then since migration 0018, updated then before) and the simulator's receivedAt (ms), against the load
 # generator's POST and answer times; then CPU per update by process, and Postgres's statements.
 la_profile() {
   curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
   "${PSQL[@]}" -F ' ' >"$WORK/ledger.txt" <<SQL
-SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FROM d.created_at),
-       extract(epoch FROM a.at)
-FROM messages m JOIN deliveries d ON d.message_id = m.id JOIN $ATTEMPT_ROWS a ON a.delivery_id = d.id
+SELECT (m.content->'liveActivity'->'contentState'->>'n')::int, extract(epoch FROM m.created_at),
+       extract(epoch FROM d.updated_at)
+FROM messages m JOIN deliveries d ON d.message_id = m.id
 WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
   python3 - "$WORK/rate.json" "$WORK/pushes.json" "$WORK/ledger.txt" >&2 <<'PY'
@@ -307,7 +309,7 @@ xs = sorted(r[2] for r in json.load(open(sys.argv[1]))["results"]); print("%.1f"
 "${PSQL[@]}" >&2 <<SQL
 SELECT 'live activity APNs latency ms p50 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.99, 1])
   WITHIN GROUP (ORDER BY a.latency_ms), ' / ')
-  FROM $ATTEMPT_ROWS a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
+  FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id JOIN messages m ON m.id = d.message_id
   WHERE m.kind = 'live_activity' AND m.created_at > now() - interval '1 hour';
 SQL
 

@@ -32,6 +32,7 @@ extension APNsClient {
                     body: request.payload))
             ledgerHeaders.append(redacted)
         }
+        let sentAt = Date()
         let start = ContinuousClock.now
         let results = await http.execute(batch: httpRequests)
         var responses: [APNsResponse] = []
@@ -41,6 +42,7 @@ extension APNsClient {
             switch item.result {
             case .success(let response):
                 var result = Self.parse(response, latency: latency)
+                result.sentAt = sentAt
                 result.requestHeaders = ledgerHeaders[index]
                 result.payload = requests[index].payload
                 result.tokenIssuedAt = token.issuedAt
@@ -49,7 +51,7 @@ extension APNsClient {
                 logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
                 responses.append(
                     APNsResponse(
-                        status: 0, latency: latency, requestHeaders: ledgerHeaders[index],
+                        status: 0, sentAt: sentAt, latency: latency, requestHeaders: ledgerHeaders[index],
                         payload: requests[index].payload, transportError: error,
                         tokenIssuedAt: token.issuedAt))
             }

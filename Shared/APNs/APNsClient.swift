@@ -112,10 +112,12 @@ public final class APNsClient: Sendable {
         let httpRequest = HTTPClientRequest(
             method: .POST, url: configuration.baseURL + request.path, headers: sent,
             body: request.payload)
+        let sentAt = Date()
         let start = ContinuousClock.now
         do {
             let response = try await http.execute(httpRequest)
             var result = Self.parse(response, latency: ContinuousClock.now - start)
+            result.sentAt = sentAt
             result.requestHeaders = redacted
             result.payload = request.payload
             result.tokenIssuedAt = token.issuedAt
@@ -123,12 +125,12 @@ public final class APNsClient: Sendable {
         } catch let error as HTTPClientError {
             logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
             return APNsResponse(
-                status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
+                status: 0, sentAt: sentAt, latency: ContinuousClock.now - start, requestHeaders: redacted,
                 payload: request.payload, transportError: error, tokenIssuedAt: token.issuedAt)
         } catch {
             // Task cancellation: report it as a non-retryable failure of this attempt.
             return APNsResponse(
-                status: 0, latency: ContinuousClock.now - start, requestHeaders: redacted,
+                status: 0, sentAt: sentAt, latency: ContinuousClock.now - start, requestHeaders: redacted,
                 payload: request.payload,
                 transportError: HTTPClientError(code: .cancelled, message: "the send was cancelled"),
                 tokenIssuedAt: token.issuedAt)

@@ -16,6 +16,8 @@ public struct APNsResponse: Sendable {
     public var uniqueId: String?
     /// For 410: when APNs learned the token stopped being valid (milliseconds since 1970).
     public var timestamp: Date?
+    /// When the attempt went out (wall clock, just before sending): the ledger's attempt time.
+    public var sentAt: Date
     /// From just before sending to the answer.
     public var latency: Duration
     /// The request headers exactly as sent, `authorization` redacted (`bearer <redacted kid=K iat=S>`),
@@ -32,7 +34,7 @@ public struct APNsResponse: Sendable {
 
     public init(
         status: Int, reason: APNsReason? = nil, apnsId: String? = nil, uniqueId: String? = nil,
-        timestamp: Date? = nil, latency: Duration = .zero, requestHeaders: HTTPHeaders = [:],
+        timestamp: Date? = nil, sentAt: Date = Date(), latency: Duration = .zero, requestHeaders: HTTPHeaders = [:],
         payload: [UInt8] = [], transportError: HTTPClientError? = nil, tokenIssuedAt: Date? = nil,
         openedConnection: Bool = false
     ) {
@@ -41,6 +43,7 @@ public struct APNsResponse: Sendable {
         self.apnsId = apnsId
         self.uniqueId = uniqueId
         self.timestamp = timestamp
+        self.sentAt = sentAt
         self.latency = latency
         self.requestHeaders = requestHeaders
         self.payload = payload

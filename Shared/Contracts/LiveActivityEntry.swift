@@ -182,24 +182,48 @@ public enum LiveActivityReply: Sendable, Hashable {
 }
 
 /// What happened for one token of a Live Activity send.
-///
-/// `status`: `sent` (APNs accepted it), `failed` (APNs refused it or could not be reached:
-/// `reason`), `invalid_token` (APNs said the token is dead: marked invalid, never used again
-/// unless registered again), or not sent at all: `activity_ended` (the activity ended: nothing
-/// pushes to it), `stale_timestamp` (older than the last update sent to it; iOS would drop it),
-/// `token_invalid` (APNs refused this token before).
 public struct LiveActivityResult: Sendable, Hashable {
+    /// The token's outcome, one vocabulary for the answer, the ledger's replay and the API.
+    ///
+    /// Sent or tried: `sent` (APNs accepted it), `failed` (APNs refused it or could not be
+    /// reached: `reason`; or the replica sending it stopped before recording it), `invalidToken`
+    /// (APNs said the token is dead: marked invalid, never used again unless registered again),
+    /// `sending` (a replay while the replica that decided it has not recorded it yet). Not sent
+    /// at all: `activityEnded` (the activity ended: nothing pushes to it), `staleTimestamp` (older
+    /// than the last update sent to it; iOS would drop it), `tokenInvalid` (APNs refused this
+    /// token before).
+    public enum Status: String, Sendable, Hashable, CaseIterable {
+        case sent
+        case failed
+        case invalidToken = "invalid_token"
+        case sending
+        case activityEnded = "activity_ended"
+        case staleTimestamp = "stale_timestamp"
+        case tokenInvalid = "token_invalid"
+
+        /// A delivery's status as a token's result (`queued` cannot occur: a Live Activity's
+        /// chunk is claimed when it is written; read as `sending`; `expired` as `failed`).
+        public init(_ delivery: DeliveryStatus) {
+            switch delivery {
+            case .sent: self = .sent
+            case .invalidToken: self = .invalidToken
+            case .queued, .sending: self = .sending
+            case .failed, .expired: self = .failed
+            }
+        }
+    }
+
     public var activityId: String?
     public var attributesType: String?
     public var token: String
     public var deliveryId: UUID?
-    public var status: String
+    public var status: Status
     public var apnsStatus: Int?
     public var reason: String?
     public var apnsId: String?
 
     public init(
-        activityId: String?, attributesType: String?, token: String, deliveryId: UUID?, status: String,
+        activityId: String?, attributesType: String?, token: String, deliveryId: UUID?, status: Status,
         apnsStatus: Int? = nil, reason: String? = nil, apnsId: String? = nil
     ) {
         self.activityId = activityId
@@ -212,22 +236,20 @@ public struct LiveActivityResult: Sendable, Hashable {
         self.apnsId = apnsId
     }
 
-    public static let statuses = [
-        "sent", "failed", "invalid_token", "activity_ended", "stale_timestamp", "token_invalid"
-    ]
-
     public var json: JSONValue {
         [
             "activityId": activityId.map(JSONValue.string) ?? .null,
             "attributesType": attributesType.map(JSONValue.string) ?? .null,
             "token": .string(token), "deliveryId": deliveryId.map { .string($0.lowercasedText) } ?? .null,
-            "status": .string(status), "apnsStatus": apnsStatus.map { .int(Int64($0)) } ?? .null,
+            "status": .string(status.rawValue), "apnsStatus": apnsStatus.map { .int(Int64($0)) } ?? .null,
             "reason": reason.map(JSONValue.string) ?? .null, "apnsId": apnsId.map(JSONValue.string) ?? .null
         ]
     }
 
     public init?(json: JSONValue) {
-        guard let token = json["token"]?.stringValue, let status = json["status"]?.stringValue else { return nil }
+        guard let token = json["token"]?.stringValue,
+            let status = json["status"]?.stringValue.flatMap(Status.init(rawValue:))
+        else { return nil }
         self.init(
             activityId: json["activityId"]?.stringValue, attributesType: json["attributesType"]?.stringValue,
             token: token, deliveryId: json["deliveryId"]?.stringValue.flatMap(UUID.init(uuidText:)), status: status,

@@ -2,6 +2,7 @@ import BuzzKitAudience
 import Foundation
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire
@@ -130,40 +131,14 @@ public struct MessageIntake: Sendable {
         return results
     }
 
+    /// The rows, through the ledger (`Ledger.insertMessages`: one statement for the batch).
     private func insert(_ messages: [Prepared]) async throws {
-        if messages.count == 1, let message = messages.first {
-            try await postgres.execute(
-                """
-                INSERT INTO messages (id, tenant_id, target, content, environment)
-                VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
-                """,
-                [
-                    message.id, message.tenantId, message.request.target.jsonValue, message.request.contentJSON,
-                    message.request.environment
-                ])
-            return
-        }
-        // The arrays are written straight into bytes (`PostgresArrayText`): ids and JSON documents
-        // without a `String` per element, on the gateway's busiest path.
-        var ids = PostgresArrayText(capacity: 2 + messages.count * 37)
-        var tenants = PostgresArrayText(capacity: 2 + messages.count * 37)
-        var targets = PostgresArrayText(capacity: 2 + messages.count * 32)
-        var contents = PostgresArrayText(capacity: 2 + messages.count * 128)
-        var environments = PostgresArrayText(capacity: 2 + messages.count * 8)
-        for message in messages {
-            ids.append(message.id)
-            tenants.append(message.tenantId)
-            targets.append(utf8: message.request.target.jsonValue.jsonBytes)
-            contents.append(utf8: message.request.contentJSON.jsonBytes)
-            environments.append(message.request.environment)
-        }
-        try await postgres.execute(
-            """
-            INSERT INTO messages (id, tenant_id, target, content, environment)
-            SELECT id, tenant, target::jsonb, content::jsonb, environment
-            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])
-                AS t(id, tenant, target, content, environment)
-            """, [ids.value, tenants.value, targets.value, contents.value, environments.value])
+        try await Ledger(postgres: postgres, logger: logger).insertMessages(
+            messages.map {
+                NewMessage(
+                    id: $0.id, tenantId: $0.tenantId, target: $0.request.target, content: $0.request.contentJSON,
+                    environment: $0.request.environment)
+            })
     }
 
     /// The validation alone (no I/O): every problem of target and content at once.

@@ -1,4 +1,5 @@
 import BuzzKitAPNs
+import BuzzKitContracts
 import BuzzKitCrypto
 import BuzzKitPostgres
 import BuzzKitWire
@@ -10,8 +11,9 @@ import Synchronization
 public struct TenantAPNs: Sendable {
     public var credentials: APNsCredentials?
     public var bundleId: String?
-    /// Set when the tenant cannot send: `apns_credentials_missing` or `apns_credentials_invalid`.
-    public var problem: (code: String, message: String)?
+    /// Set when the tenant cannot send: `apnsCredentialsMissing` or `apnsCredentialsInvalid`
+    /// (each of its deliveries ends `failed` with that code; a fan-out's message too).
+    public var problem: (code: DeliveryErrorCode, message: String)?
 }
 
 /// Loads tenants' APNs credentials and opens the sealed .p8 (AES-256-GCM, associated data the
@@ -43,7 +45,7 @@ public final class TenantCredentialStore: Sendable {
                 tenant: tenant, teamId: try row.decode(String?.self, at: 0), keyId: try row.decode(String?.self, at: 1),
                 sealed: try row.decode(Data?.self, at: 2), bundleId: try row.decode(String?.self, at: 3))
         } else {
-            value = TenantAPNs(problem: ("apns_credentials_missing", "the tenant does not exist"))
+            value = TenantAPNs(problem: (.apnsCredentialsMissing, "the tenant does not exist"))
         }
         cache.withLock { $0[tenant] = (value, now + ttl) }
         return value
@@ -57,7 +59,7 @@ public final class TenantCredentialStore: Sendable {
             return TenantAPNs(
                 bundleId: bundleId,
                 problem: (
-                    "apns_credentials_missing",
+                    .apnsCredentialsMissing,
                     "the tenant has no complete APNs credentials (teamId, keyId, privateKey, bundleId)"
                 ))
         }
@@ -70,7 +72,7 @@ public final class TenantCredentialStore: Sendable {
             return TenantAPNs(
                 bundleId: bundleId,
                 problem: (
-                    "apns_credentials_invalid",
+                    .apnsCredentialsInvalid,
                     "the tenant's APNs key cannot be opened or is not a P-256 key (was BUZZKIT_SECRET_KEY changed?)"
                 ))
         }

@@ -57,39 +57,10 @@ public struct WorkflowRunInsert: Sendable {
     }
 }
 
-/// A workflow's message row: what it is (`kind`: a push, or a local window's plan or cancel as a
-/// silent push), to whom, its content, and where it came from (the workflow columns).
-public struct WorkflowMessageInsert: Sendable {
-    public var id: UUID
-    public var tenantId: UUID
-    public var subscriberId: String
-    public var kind: MessageKind
-    /// `push`: the rendered content; `local_plan`: `{"local": plan}`; `local_cancel`: `{"cancel": {"runId"}}`.
-    public var content: JSONValue
-    public var workflowKey: String
-    public var version: Int
-    public var runId: UUID
-    public var step: String
-
-    public init(
-        id: UUID, tenantId: UUID, subscriberId: String, kind: MessageKind = .push, content: JSONValue,
-        workflowKey: String, version: Int, runId: UUID, step: String
-    ) {
-        self.id = id
-        self.tenantId = tenantId
-        self.subscriberId = subscriberId
-        self.kind = kind
-        self.content = content
-        self.workflowKey = workflowKey
-        self.version = version
-        self.runId = runId
-        self.step = step
-    }
-}
-
 /// The workflow service's side of the store. Every function takes the connection of the
 /// caller's transaction: a run's state, its timer, its consumed inbox entries and its sends'
-/// message rows are committed together or not at all.
+/// message rows (`Ledger.insertWorkflowMessages`, on the same connection) are committed together
+/// or not at all.
 extension WorkflowRunStore {
     /// Up to `limit` runs due at `now` (`wake_at <= now`: timer due, inbox not empty, pending),
     /// locked `FOR UPDATE SKIP LOCKED` (another replica's claim is skipped, never waited on), with
@@ -204,37 +175,6 @@ extension WorkflowRunStore {
                 starts, ends
             ])
         return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
-    }
-
-    /// Workflow messages' rows (`queued`, each of its kind, to its run's subscriber, naming
-    /// workflow, version, run and step), in one statement. Answers the ids inserted: an id that
-    /// exists already (a step that ran before, redone after a crash) is not written again and
-    /// must not be published again.
-    public static func insertMessages(on tx: PostgresConnection, _ messages: [WorkflowMessageInsert]) async throws
-        -> Set<UUID>
-    {
-        guard !messages.isEmpty else { return [] }
-        let rows = try await tx.query(
-            """
-            INSERT INTO messages (id, tenant_id, target, content, kind, workflow_key, workflow_version, workflow_run_id,
-                                  workflow_step)
-            SELECT id, tenant, target::jsonb, content::jsonb, kind, key, version, run, step
-            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::uuid[],
-                        $9::text[]) AS t(id, tenant, target, content, kind, key, version, run, step)
-            ON CONFLICT (id) DO NOTHING RETURNING id
-            """,
-            [
-                messages.map(\.id), messages.map(\.tenantId),
-                messages.map { MessageTarget.subscribers([$0.subscriberId]).jsonValue.jsonString },
-                messages.map(\.content.jsonString), messages.map(\.kind.rawValue), messages.map(\.workflowKey),
-                messages.map(\.version), messages.map(\.runId), messages.map(\.step)
-            ])
-        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
-    }
-
-    /// One message's row (`insertMessages` of one). Answers false when the id exists already.
-    public static func insertMessage(on tx: PostgresConnection, _ message: WorkflowMessageInsert) async throws -> Bool {
-        try await !insertMessages(on: tx, [message]).isEmpty
     }
 
     /// Puts `event` in the inbox of every live run of its subscriber that reacts to its name

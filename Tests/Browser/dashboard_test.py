@@ -201,7 +201,9 @@ def send_to_segment(page):
     page.get_by_test_id("send-submit").dblclick()
     page.wait_for_url("**/dashboard#/messages/*", timeout=TIMEOUT)
     message_id = page.url.rsplit("/", 1)[1]
-    expect(page.get_by_test_id("message-status")).to_have_text("fanned_out", timeout=TIMEOUT)
+    # Every delivery decided: the message says it is done, and when.
+    expect(page.get_by_test_id("message-status")).to_have_text("completed", timeout=TIMEOUT)
+    expect(page.locator(".page-header .subtitle")).to_contain_text("completed", timeout=TIMEOUT)
     rows = page.get_by_test_id("delivery-row")
     expect(rows).to_have_count(4, timeout=TIMEOUT)  # 3 pro subscribers, one of them with two devices
     for i in range(4):

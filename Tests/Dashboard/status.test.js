@@ -81,13 +81,13 @@ test('delivery counts by group', () => {
   assert.equal(failedDeliveries(undefined), 0);
 });
 
-test('a message settles once it failed, or was fanned out and nothing is pending', () => {
+test('a message settles once it completed or failed', () => {
   const counts = (pending) => ({ queued: pending, sending: 0, sent: 3, failed: 0, expired: 0, invalid_token: 0 });
   assert.equal(messageSettled({ status: 'queued', counts: counts(0) }), false);
   assert.equal(messageSettled({ status: 'fanning_out', counts: counts(0) }), false);
   assert.equal(messageSettled({ status: 'fanned_out', counts: counts(2) }), false);
-  assert.equal(messageSettled({ status: 'fanned_out', counts: { ...counts(0), sending: 1 } }), false);
-  assert.equal(messageSettled({ status: 'fanned_out', counts: counts(0) }), true);
+  assert.equal(messageSettled({ status: 'fanned_out', counts: counts(0) }), false);
+  assert.equal(messageSettled({ status: 'completed', counts: counts(0) }), true);
   assert.equal(messageSettled({ status: 'failed', counts: counts(5) }), true);
   assert.equal(messageSettled(null), false);
 });

@@ -28,7 +28,7 @@ struct DashboardVocabularyTests {
         #expect(strings("messageStatus") == MessageStatus.allCases.map(\.rawValue))
         #expect(strings("messageKind") == MessageKind.allCases.map(\.rawValue))
         #expect(strings("liveActivityEvent") == LiveActivitySendRequest.Event.allCases.map(\.rawValue))
-        #expect(strings("liveActivityResultStatus") == LiveActivityResult.statuses + ["sending"])
+        #expect(strings("liveActivityResultStatus") == LiveActivityResult.Status.allCases.map(\.rawValue))
         #expect(strings("interruptionLevel") == InterruptionLevel.allCases.map(\.rawValue))
         #expect(strings("workflowStepDecision")?.contains("scheduled_on_device") == true)
         #expect(strings("dryRunEntryKind")?.contains("acknowledgement") == true)

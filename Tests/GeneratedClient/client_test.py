@@ -164,14 +164,14 @@ def main():
 
     def settled():
         message = call("get_message", 200, id=accepted.id)
-        open_deliveries = message.counts.queued + message.counts.sending
-        return message if message.status.value == "fanned_out" and open_deliveries == 0 else None
+        return message if message.status.value == "completed" else None
 
     message = until("the message to settle", settled)
     check(message.target.to == [subscriber], f"target: {message.target}")
     check(message.content.title == "Hello" and message.content.body == "From a generated client", f"{message.content}")
     check(message.content.data.to_dict() == {"orderId": 42, "tags": ["a", "b"]}, f"data: {message.content.data}")
     check(message.counts.sent == 1 and message.audience_size == 1, f"counts: {message.counts}")
+    check(message.pending == 0 and message.completed_at is not None, f"completion: {message}")
     check(message.workflow is None and message.kind.value == "push", f"message: {message}")
     print("ok: read the message (target, content and counts typed)")
 

@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import Foundation
@@ -10,13 +11,13 @@ import Foundation
 final class LiveActivityLedgerFixture: Sendable {
     let schema: MigratedSchema
     let tenantId: UUID
-    let ledger: LiveActivityLedger
+    let ledger: Ledger
     var postgres: PostgresClient { schema.postgres }
 
     private init(schema: MigratedSchema, tenantId: UUID) {
         self.schema = schema
         self.tenantId = tenantId
-        ledger = LiveActivityLedger(postgres: schema.postgres, logger: .silent())
+        ledger = Ledger(postgres: schema.postgres, logger: .silent())
     }
 
     static func start() async throws -> LiveActivityLedgerFixture {
@@ -75,7 +76,9 @@ final class LiveActivityLedgerFixture: Sendable {
     func decide(_ entries: [LiveActivityEntry]) async throws -> [LiveActivityPlan] {
         var plans: [LiveActivityPlan?] = Array(repeating: nil, count: entries.count)
         for round in LiveActivityRounds.split(entries) {
-            for (index, plan) in zip(round, try await ledger.decide(round.map { entries[$0] }, instance: "test")) {
+            for (index, plan) in zip(
+                round, try await ledger.decideLiveActivities(round.map { entries[$0] }, instance: "test"))
+            {
                 plans[index] = plan
             }
         }
@@ -93,8 +96,9 @@ extension LiveActivityPlan {
         switch self {
         case .replay: ["replay"]
         case .error(let code, _): [code.rawValue]
-        case .send(let targets, let skipped):
-            targets.map { "send:" + $0.token } + skipped.map { $0.status + ":" + $0.token }
+        case .send(_, let targets, let skipped):
+            targets.map { "send:" + $0.token } + skipped.map { $0.status.rawValue + ":" + $0.token }
+        case .skipped(let skipped): skipped.map { $0.status.rawValue + ":" + $0.token }
         }
     }
 }

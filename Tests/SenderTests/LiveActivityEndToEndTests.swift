@@ -142,6 +142,12 @@ struct LiveActivityEndToEndTests {
                     && delivery.data?["delivery"]?["deviceToken"] == .string(activityToken))
             let attempt = delivery.data?["attempts"]?.arrayValue?.first
             #expect(attempt?["status"] == 200)
+            // Every attempt carries when it went out, a Live Activity update's as a push's.
+            let at = try #require(attempt?["at"]?.stringValue.flatMap(PushEndToEndTests.date), "\(attempt ?? .null)")
+            #expect(abs(at.timeIntervalSinceNow) < 120, "\(at)")
+            // Written once, with its outcome: the message is done.
+            #expect(message.data?["status"] == "completed" && message.data?["pending"] == 0, "\(message.envelope)")
+            #expect(message.data?["completedAt"]?.stringValue != nil)
             #expect(attempt?["headers"]?["apns-push-type"] == "liveactivity")
             #expect(attempt?["headers"]?["apns-topic"] == .string(PushStack.bundleId + ".push-type.liveactivity"))
             let sentPayload = try JSONValue.parse(Array((attempt?["payload"]?.stringValue ?? "").utf8))
@@ -356,9 +362,10 @@ struct LiveActivityEndToEndTests {
             async let reply = stack.sendLiveActivity([
                 "to": "killed", "event": "update", "activityId": "act", "contentState": [:]
             ])
+            // Decided: its chunk is claimed; no delivery row until its outcome is known.
             let sending = try await RedisTestSupport.eventually(limit: .seconds(10)) {
                 let rows = try await stack.postgres.query(
-                    "SELECT count(*)::int FROM deliveries WHERE status = 'sending'")
+                    "SELECT count(*)::int FROM delivery_chunks WHERE kind = 'live_activity' AND sending_by IS NOT NULL")
                 return try rows.first?.decode(Int.self, at: 0) == 1
             }
             #expect(sending)
@@ -376,7 +383,24 @@ struct LiveActivityEndToEndTests {
             // the killed replica recorded nothing; nobody re-sent
             #expect(try attempts.first?.decode(Int.self, at: 0) == 0)
             let deliveries = try await stack.postgres.query("SELECT count(*)::int FROM deliveries")
-            #expect(try deliveries.first?.decode(Int.self, at: 0) == 1)
+            #expect(try deliveries.first?.decode(Int.self, at: 0) == 0)
+
+            // Once stale, apns-sender's sweeper records it as lost (never sent again) and the
+            // message completes.
+            _ = try await stack.startSender(
+                TestEnvironment.uniqueName("sender"),
+                settings: ["BUZZKIT_SENDER_STALE_SENDING": "1s", "BUZZKIT_OUTBOX_SWEEP_INTERVAL": "500ms"])
+            let lost = try await RedisTestSupport.eventually(limit: .seconds(30)) {
+                let rows = try await stack.postgres.query(
+                    """
+                    SELECT count(*)::int FROM deliveries d JOIN messages m ON m.id = d.message_id
+                    WHERE d.status = 'failed' AND d.error_code = 'sender_lost' AND m.status = 'completed'
+                    """)
+                return try rows.first?.decode(Int.self, at: 0) == 1
+            }
+            #expect(lost)
+            #expect(try await stack.postgres.query("SELECT 1 FROM delivery_chunks").isEmpty)
+            #expect(try await stack.simulator.pushes(token: token).count <= 1)
         }
     }
 }

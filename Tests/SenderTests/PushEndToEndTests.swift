@@ -16,11 +16,13 @@ struct PushEndToEndTests {
             let tokens = [PushStack.token(), PushStack.token()]
             try await stack.addSubscriber("alice", tokens: tokens)
             try await stack.addSubscriber("bob", tokens: [PushStack.token()])
+            let before = Date()
             let id = try await stack.send([
                 "to": "alice", "title": "Hello", "body": "Your order shipped",
                 "data": ["orderId": 42, "tags": ["a", "b"]], "collapseId": "order-42"
             ])
             let message = try await stack.waitSettled(id)
+            #expect(message["status"] == "completed" && message["pending"] == 0)
             #expect(message["audienceSize"]?.intValue == 2)
             #expect(message["counts"]?["sent"]?.intValue == 2)
             let deliveries = try await stack.deliveries(id)
@@ -48,6 +50,10 @@ struct PushEndToEndTests {
                 let attempts = detail.data?["attempts"]?.arrayValue ?? []
                 try #require(attempts.count == 1)
                 #expect(attempts[0]["status"]?.intValue == 200)
+                // When it went out: between the POST and the message's completion.
+                let at = try #require(attempts[0]["at"]?.stringValue.flatMap(Self.date), "\(attempts[0])")
+                let completedAt = try #require(message["completedAt"]?.stringValue.flatMap(Self.date))
+                #expect(at >= before.addingTimeInterval(-1) && at <= completedAt, "\(at) \(before) \(completedAt)")
                 #expect(attempts[0]["payload"]?.stringValue == push["payload"]?.stringValue)  // the exact bytes
                 let headers = attempts[0]["headers"]
                 #expect(headers?["apns-topic"]?.stringValue == PushStack.bundleId)
@@ -287,5 +293,14 @@ struct PushEndToEndTests {
             #expect(message["counts"]?["sent"]?.intValue == 1)
             #expect(try await stack.simulator.pushes(token: token).count == 1)
         }
+    }
+
+    /// An RFC 3339 time as the API writes it (Postgres's JSON: fractional seconds, an offset).
+    static func date(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
     }
 }

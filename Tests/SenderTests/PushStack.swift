@@ -200,18 +200,25 @@ final class PushStack: Sendable {
         return id
     }
 
-    /// Waits until the message fanned out (or failed) and no delivery is queued or sending.
+    /// Waits until the message reached a final state: `completed` (every delivery decided) or
+    /// `failed`. A completed message must say so consistently: nothing queued or sending,
+    /// `pending` 0 and a `completedAt`.
     func waitSettled(_ id: String, limit: Duration = .seconds(60)) async throws -> JSONValue {
         var last: JSONValue = .null
         let settled = try await RedisTestSupport.eventually(limit: limit) {
             let reply = try await api("GET", "/v1/messages/\(id)")
             last = reply.data ?? .null
             let status = last["status"]?.stringValue
-            let counts = last["counts"]
-            let open = (counts?["queued"]?.intValue ?? 0) + (counts?["sending"]?.intValue ?? 0)
-            return status == "failed" || (status == "fanned_out" && open == 0)
+            return status == "failed" || status == "completed"
         }
         guard settled else { throw StackError(description: "message \(id) did not settle: \(last)") }
+        if last["status"] == "completed" {
+            let counts = last["counts"]
+            let open = (counts?["queued"]?.intValue ?? 0) + (counts?["sending"]?.intValue ?? 0)
+            guard open == 0, last["pending"] == 0, last["completedAt"]?.stringValue != nil else {
+                throw StackError(description: "message \(id) completed with deliveries pending: \(last)")
+            }
+        }
         return last
     }
 

@@ -1,6 +1,7 @@
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitCrypto
+import BuzzKitLedger
 import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitPush
@@ -42,15 +43,16 @@ struct StaleClaimSweepTests {
                     'live-replica', now())
             """, [tenant, message, lostToken, freshToken])
         let configuration = SenderConfiguration(secretKey: SecureRandom.bytes(32), staleSending: .seconds(60))
+        let ledger = Ledger(postgres: postgres, logger: .silent())
         let sender = DeliverySender(
-            postgres: postgres,
+            ledger: ledger,
             credentials: try TenantCredentialStore(
                 postgres: postgres, secretKey: configuration.secretKey, ttl: .seconds(60)),
             messages: PreparedMessageCache(postgres: postgres),
             clients: APNsClientPool(settings: configuration.clientSettings, logger: .silent()),
             configuration: configuration, instance: "sweeping-replica", logger: .silent())
         let sweeper = OutboxSweeper(
-            postgres: postgres, redis: redis, messages: StreamName(rawValue: schema),
+            ledger: ledger, redis: redis, messages: StreamName(rawValue: schema),
             interval: .seconds(10), requeueAfter: .seconds(30),
             takeOver: { try await sender.takeOverStaleClaims() }, logger: .silent(), metrics: MetricsRegistry())
         try await sweeper.sweep()
@@ -77,10 +79,15 @@ struct StaleClaimSweepTests {
         #expect(lost.id == expectedID)
         #expect(lost.apnsID == expectedID)
         let attempts = try await postgres.query(
-            "SELECT attempt, status, apns_id, error FROM delivery_attempts WHERE delivery_id = $1::uuid ORDER BY attempt",
-            [UUID(uuidString: lost.id)!])
+            """
+            SELECT attempt, status, apns_id, error, extract(epoch FROM now() - at)::float8 FROM delivery_attempts
+            WHERE delivery_id = $1::uuid ORDER BY attempt
+            """, [UUID(uuidString: lost.id)!])
         try #require(attempts.count == 1)
         let (number, status, apnsID, error) = try attempts[0].decode((Int, Int, String?, String?).self)
+        // The lost attempt is dated when the dead replica claimed the chunk (an hour ago).
+        let age = try attempts[0].decode(Double.self, at: 4)
+        #expect(age > 3590 && age < 3700, "the lost attempt's time: \(age) s ago")
         #expect(number == 1)
         #expect(status == 0)
         #expect(apnsID == expectedID)
@@ -124,10 +131,10 @@ struct StaleClaimSweepTests {
                         $4, CASE WHEN $4::text IS NULL THEN NULL ELSE now() END, \(enqueued))
                 """, [id, tenant, message, by])
         }
-        let chunks = ChunkStore(postgres: postgres, instance: "sweeping-replica")
+        let ledger = Ledger(postgres: postgres, logger: .silent())
         // No consumer group yet (Redis lost everything): every chunk older than 30 s is an orphan.
         let first = try await APNsSender.requeueOrphans(
-            chunks: chunks, redis: redis, stream: stream, olderThan: .seconds(30))
+            ledger: ledger, redis: redis, stream: stream, olderThan: .seconds(30))
         #expect(first == 1)
         let entries = try await redis.xrange(stream.rawValue)
         #expect(entries.count == 1)
@@ -135,7 +142,7 @@ struct StaleClaimSweepTests {
         #expect(entry.chunkId == orphan && entry.tenantId == tenant)
         // Put on the stream just now: not again until requeueAfter has passed.
         let second = try await APNsSender.requeueOrphans(
-            chunks: chunks, redis: redis, stream: stream, olderThan: .seconds(30))
+            ledger: ledger, redis: redis, stream: stream, olderThan: .seconds(30))
         #expect(second == 0)
         #expect(try await redis.xlen(stream.rawValue) == 1)
 

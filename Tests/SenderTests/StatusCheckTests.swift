@@ -1,19 +1,52 @@
+import BuzzKitAPNs
 import BuzzKitContracts
+import BuzzKitLedger
 import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import Testing
 
-/// `MessageStatus`, `MessageKind` and `DeliveryStatus` are the SQL `CHECK` lists of
-/// `messages.status`, `messages.kind` and `deliveries.status`, as the migrated database holds them
-/// (read from `pg_constraint`, so a later migration that changes a list must change the enum too,
-/// and the other way round).
+/// Every vocabulary the ledger's tables store is an enum, and each enum is its column's SQL
+/// `CHECK` list as the migrated database holds it (read from `pg_constraint`, so a later
+/// migration that changes a list must change the enum too, and the other way round). And every
+/// `CHECK` on those tables is accounted for: a column's list here, or one of the few rules that
+/// are not vocabularies (a token's hex pattern, a chunk's arrays in step), so a new one cannot be
+/// added without its enum.
 @Suite("Statuses: the enums are the CHECK lists", .requiresTestStack)
 struct StatusCheckTests {
-    @Test func messageStatusesKindsAndDeliveryStatusesEqualTheirCheckConstraints() async throws {
+    /// (table, column, the enum's raw values).
+    static let vocabularies: [(String, String, Set<String>)] = [
+        ("messages", "status", Set(MessageStatus.allCases.map(\.rawValue))),
+        ("messages", "kind", Set(MessageKind.allCases.map(\.rawValue))),
+        ("messages", "environment", Set(APNsEnvironment.allCases.map(\.rawValue))),
+        ("deliveries", "status", Set(DeliveryStatus.allCases.map(\.rawValue))),
+        ("delivery_chunks", "kind", Set(ChunkKind.allCases.map(\.rawValue))),
+        ("live_activities", "environment", Set(APNsEnvironment.allCases.map(\.rawValue))),
+        ("live_activities", "state", Set(LiveActivityVocabulary.State.allCases.map(\.rawValue))),
+        ("live_activities", "ended_by", Set(LiveActivityVocabulary.EndedBy.allCases.map(\.rawValue))),
+        ("live_activities", "token_status", Set(LiveActivityVocabulary.TokenStatus.allCases.map(\.rawValue))),
+        ("live_activity_start_tokens", "environment", Set(APNsEnvironment.allCases.map(\.rawValue))),
+        (
+            "live_activity_start_tokens", "token_status",
+            Set(LiveActivityVocabulary.TokenStatus.allCases.map(\.rawValue))
+        )
+    ]
+
+    /// The `CHECK`s of the ledger's tables that are not a vocabulary: (table, its columns).
+    static let rules: Set<String> = [
+        "live_activities(token)", "live_activity_start_tokens(token)",
+        "delivery_chunks(environments,message_ids,subscriber_ids,tokens)"
+    ]
+
+    static let tables = [
+        "messages", "deliveries", "delivery_chunks", "delivery_payloads", "delivery_attempt_rows",
+        "live_activities", "live_activity_start_tokens"
+    ]
+
+    @Test func everyVocabularyOfTheLedgerIsItsColumnsCheckList() async throws {
         let schema = TestEnvironment.uniqueName("statuses")
         let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 1)
-        let outcome: Result<(messages: Set<String>, kinds: Set<String>, deliveries: Set<String>), any Error>
+        let outcome: Result<(lists: [String: Set<String>], checks: Set<String>), any Error>
         do {
             // Parallel tests race on the baseline's database-wide `CREATE EXTENSION IF NOT EXISTS
             // pgcrypto`; a file that fails leaves nothing behind, so trying again is safe.
@@ -25,12 +58,12 @@ struct StatusCheckTests {
                     try await Task.sleep(for: .milliseconds(100 * attempt))
                 }
             }
-            outcome = .success(
-                (
-                    try await Self.checkList(postgres, schema: schema, table: "messages", column: "status"),
-                    try await Self.checkList(postgres, schema: schema, table: "messages", column: "kind"),
-                    try await Self.checkList(postgres, schema: schema, table: "deliveries", column: "status")
-                ))
+            var lists: [String: Set<String>] = [:]
+            for (table, column, _) in Self.vocabularies {
+                lists["\(table).\(column)"] = try await Self.checkList(
+                    postgres, schema: schema, table: table, column: column)
+            }
+            outcome = .success((lists, try await Self.checks(postgres, schema: schema)))
         } catch {
             outcome = .failure(error)
         }
@@ -38,10 +71,12 @@ struct StatusCheckTests {
         let admin = try PostgresClient(url: TestEnvironment.postgresURL, logger: .silent())
         _ = try? await admin.execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
         await admin.shutdown()
-        let lists = try outcome.get()
-        #expect(lists.messages == Set(MessageStatus.allCases.map(\.rawValue)))
-        #expect(lists.kinds == Set(MessageKind.allCases.map(\.rawValue)))
-        #expect(lists.deliveries == Set(DeliveryStatus.allCases.map(\.rawValue)))
+        let found = try outcome.get()
+        for (table, column, values) in Self.vocabularies {
+            #expect(found.lists["\(table).\(column)"] == values, "\(table).\(column)")
+        }
+        let accounted = Set(Self.vocabularies.map { "\($0.0)(\($0.1))" }).union(Self.rules)
+        #expect(found.checks == accounted, "a CHECK on the ledger's tables without its enum here")
     }
 
     /// The values of the one `CHECK (column IN (...))` constraint on `table.column`: Postgres keeps
@@ -70,5 +105,20 @@ struct StatusCheckTests {
         }
         #expect(!values.isEmpty, "no values in \(definition)")
         return values
+    }
+
+    /// Every `CHECK` constraint on the ledger's tables, as `table(column,...)`.
+    static func checks(_ postgres: PostgresClient, schema: String) async throws -> Set<String> {
+        let rows = try await postgres.query(
+            """
+            SELECT t.relname || '(' || string_agg(a.attname, ',' ORDER BY a.attname) || ')'
+            FROM pg_constraint c
+            JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(c.conkey)
+            WHERE n.nspname = $1 AND t.relname = ANY($2::text[]) AND c.contype = 'c'
+            GROUP BY c.oid, t.relname
+            """, [schema, tables])
+        return Set(try rows.map { try $0.decode(String.self, at: 0) })
     }
 }

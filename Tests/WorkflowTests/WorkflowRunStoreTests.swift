@@ -1,3 +1,4 @@
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import BuzzKitWire
@@ -261,8 +262,12 @@ struct WorkflowRunStoreTests {
             let message = WorkflowMessageInsert(
                 id: messageId, tenantId: f.tenantId, subscriberId: "alice", content: ["body": "hi"],
                 workflowKey: "nudge", version: version, runId: id1, step: "nudge")
-            #expect(try await f.postgres.withTransaction { try await WorkflowRunStore.insertMessage(on: $0, message) })
-            #expect(try await !f.postgres.withTransaction { try await WorkflowRunStore.insertMessage(on: $0, message) })
+            #expect(
+                try await f.postgres.withTransaction { try await Ledger.insertWorkflowMessages(on: $0, [message]) }
+                    == [messageId])
+            #expect(
+                try await f.postgres.withTransaction { try await Ledger.insertWorkflowMessages(on: $0, [message]) }
+                    .isEmpty)
             let origin = try #require(try await store.messageOrigin(tenantId: f.tenantId, messageId: messageId))
             #expect(
                 origin

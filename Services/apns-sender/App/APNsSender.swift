@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPush
 import BuzzKitRedis
 import BuzzKitRuntime
@@ -16,17 +17,22 @@ import Foundation
 ///     try APNsSender(runtime: runtime, configuration: configuration).services
 /// }
 /// ```
-/// Guarantees: a delivery is claimed (`queued` -> `sending`) by exactly one replica in one
-/// statement and only the claimer sends it (or, once it died, the replica that took its claim
-/// over). Every push of a delivery carries the same `apns-id` and `apns-collapse-id`, so a device
-/// shows it once even when it arrived twice (a retry after a timeout APNs had in fact taken, a
-/// re-send after a kill).
+/// Every statement it runs on the ledger's tables is `BuzzKitLedger`'s (`Ledger`).
+///
+/// Guarantees: a chunk of deliveries is claimed (`queued` -> `sending`) by exactly one replica in
+/// one statement and only the claimer sends it (or, once it died, the replica that took its claim
+/// over); each delivery is written once, with its outcome; a message completes once every
+/// delivery of it is decided. Every push of a delivery carries the same `apns-id` and
+/// `apns-collapse-id`, so a device shows it once even when it arrived twice (a retry after a
+/// timeout APNs had in fact taken, a re-send after a kill).
 /// SIGTERM: no new entries are read; chunks in flight are sent, recorded and acked; exact.
 /// SIGKILL: chunks the replica had not claimed are taken over by another replica after
 /// `claimIdle` and sent; deliveries it had claimed (`sending`) may or may not have reached
 /// APNs: another replica's sweeper sends them again after `staleSending`, under the same
 /// `apns-id` and `apns-collapse-id` (a device that had the first push shows one notification),
-/// and the ledger records the lost attempt as unknown before the re-send's.
+/// and the ledger records the lost attempt as unknown before the re-send's. A message whose last
+/// chunk it recorded but did not test for completion is completed by the sweeper. The sweeper
+/// also records as lost the Live Activity requests a stopped liveactivity replica had decided.
 public struct APNsSender: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: SenderConfiguration
@@ -34,6 +40,7 @@ public struct APNsSender: Sendable {
     let direct: DirectMessages
     let sender: DeliverySender
     let clients: APNsClientPool
+    let ledger: Ledger
 
     public init(
         runtime: ServiceRuntime, configuration: SenderConfiguration,
@@ -49,16 +56,18 @@ public struct APNsSender: Sendable {
             ttl: configuration.credentialsTTL)
         clients = APNsClientPool(settings: configuration.clientSettings, logger: logger.with(["component": "apns"]))
         let metrics = SenderMetrics(registry: runtime.metrics)
+        let ledger = Ledger(postgres: runtime.postgres, logger: logger)
+        self.ledger = ledger
         fanOut = FanOut(
-            postgres: runtime.postgres, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
+            ledger: ledger, redis: runtime.redis, credentials: credentials, deliveries: deliveries,
             pageSize: configuration.pageSize, chunkSize: configuration.chunkSize, logger: logger, metrics: metrics)
         sender = DeliverySender(
-            postgres: runtime.postgres, credentials: credentials,
+            ledger: ledger, credentials: credentials,
             messages: PreparedMessageCache(postgres: runtime.postgres), clients: clients,
             configuration: configuration, instance: runtime.settings.instanceID, logger: logger,
             metrics: metrics)
         direct = DirectMessages(
-            postgres: runtime.postgres, credentials: credentials, sender: sender,
+            ledger: ledger, credentials: credentials, sender: sender,
             instance: runtime.settings.instanceID, logger: logger, metrics: metrics)
     }
 
@@ -118,12 +127,12 @@ public struct APNsSender: Sendable {
                     }))
         }
         let sweeper = OutboxSweeper(
-            postgres: runtime.postgres, redis: runtime.redis, messages: messagesStream,
+            ledger: ledger, redis: runtime.redis, messages: messagesStream,
             interval: configuration.sweepInterval, requeueAfter: configuration.requeueAfter,
             takeOver: { try await sender.takeOverStaleClaims() },
-            orphans: { [deliveriesStream] in
+            orphans: { [deliveriesStream, ledger] in
                 try await Self.requeueOrphans(
-                    chunks: sender.chunks, redis: runtime.redis, stream: deliveriesStream,
+                    ledger: ledger, redis: runtime.redis, stream: deliveriesStream,
                     olderThan: configuration.requeueAfter)
             },
             trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger,
@@ -135,11 +144,11 @@ public struct APNsSender: Sendable {
     /// ago and before what the sending group has read and acknowledged (so a chunk still waiting in
     /// a backlog is not added twice; with no group, after Redis lost its data, every old one).
     static func requeueOrphans(
-        chunks: ChunkStore, redis: RedisClient, stream: StreamName, olderThan: Duration
+        ledger: Ledger, redis: RedisClient, stream: StreamName, olderThan: Duration
     ) async throws -> Int {
         let boundary = try await redis.acknowledgedBoundary(stream.rawValue)
         let before = boundary.map { Date(timeIntervalSince1970: Double($0.milliseconds) / 1000 - 1) } ?? Date()
-        let orphans = try await chunks.orphans(olderThan: olderThan, before: before)
+        let orphans = try await ledger.orphans(olderThan: olderThan, before: before)
         if !orphans.isEmpty { try await redis.xaddBatch(stream.rawValue, entries: orphans.map(\.fields)) }
         return orphans.count
     }

@@ -1,15 +1,14 @@
 import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitCore
-import BuzzKitPostgres
+import BuzzKitLedger
 import BuzzKitPush
-import BuzzKitWire
 import Foundation
 
 /// Sends chunks of deliveries (`bk:deliveries` entries, and the direct batches `DirectMessages`
-/// claims itself) and records them.
+/// claims itself) and records them in the ledger (`BuzzKitLedger`).
 ///
-/// 1. Claim: ONE small update makes this replica the chunk's holder (`ChunkStore.claim`); a chunk
+/// 1. Claim: ONE small update makes this replica the chunk's holder (`Ledger.claim`); a chunk
 ///    another replica holds or that was recorded already is skipped, so a redelivered or duplicated
 ///    entry never sends a device twice.
 /// 2. A device whose message expired ends `expired` without a push; a tenant without usable
@@ -19,13 +18,20 @@ import Foundation
 ///    attempts as ONE batch (`APNsClient.sendWithRetries(batch:)`), then `RetryPolicy` retries. Each
 ///    push carries the delivery's id as `apns-id` and the message's collapse id. A device named by
 ///    several messages of the chunk (a direct batch) gets them in turn, in the order they were made.
-/// 4. Record: ONE statement writes every delivery once with its outcome and attempts and deletes
-///    the chunk (`LedgerWriter`).
+///    Each result becomes the device's outcome through the ledger's one mapping
+///    (`DeliveryOutcome(device:result:)`).
+/// 4. Record: ONE statement writes every delivery once with its outcome and attempts, deletes the
+///    chunk and completes the messages nothing is pending for any more (`Ledger.record`). A fan-out
+///    chunk's message that statement could not complete is tested again after the commit
+///    (`Ledger.completeIfDone`: another replica may have recorded its other last chunk at the
+///    same moment).
 ///
 /// A replica that stops between 1 and 4 leaves its chunk claimed; another replica's sweeper takes
 /// it over after `staleSending` (`takeOverStaleClaims`) and sends it again under the same apns-ids.
+/// One that stops between 4 and the completion test leaves the message `fanned_out`: the outbox
+/// sweeper completes it (`Ledger.completeStragglers`).
 struct DeliverySender: Sendable {
-    let postgres: PostgresClient
+    let ledger: Ledger
     let credentials: TenantCredentialStore
     let messages: PreparedMessageCache
     let clients: APNsClientPool
@@ -34,12 +40,11 @@ struct DeliverySender: Sendable {
     let logger: Logger
     var metrics: SenderMetrics = .unregistered()
 
-    var chunks: ChunkStore { ChunkStore(postgres: postgres, instance: instance) }
-    var ledger: LedgerWriter { LedgerWriter(postgres: postgres, instance: instance, logger: logger) }
-
     func handle(_ entry: DeliveryChunk) async throws {
         let started = ContinuousClock.now
-        guard let chunk = try await chunks.claim(entry.chunkId, tenant: entry.tenantId) else { return }
+        guard let chunk = try await ledger.claim(entry.chunkId, tenant: entry.tenantId, instance: instance) else {
+            return
+        }
         metrics.claim.observe(ContinuousClock.now - started)
         try await send(chunk, started: started)
     }
@@ -91,12 +96,28 @@ struct DeliverySender: Sendable {
         }
         if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
         let recording = ContinuousClock.now
-        try await ledger.record(chunk, outcomes, messages: prepared.compactMapValues(\.message))
+        let completed = try await ledger.record(
+            [ChunkRecord(chunk: chunk, outcomes: outcomes)], instance: instance,
+            templates: prepared.compactMapValues(\.message?.template))
+        if let message = chunk.messageId, !completed.contains(message) {
+            await completeIfDone(message)
+        }
         let done = ContinuousClock.now
         metrics.record.observe(done - recording)
         metrics.total.observe(done - started)
         metrics.deliveries.increment(by: outcomes.count)
         metrics.requests.increment(by: outcomes.reduce(0) { $0 + $1.attempts.count })
+    }
+
+    /// The completion test after a fan-out chunk's commit. The chunk is recorded whatever happens
+    /// here: a failure is left to the outbox sweeper (`Ledger.completeStragglers`).
+    private func completeIfDone(_ message: UUID) async {
+        do {
+            try await ledger.completeIfDone([message])
+        } catch {
+            logger.warning(
+                "message completion test failed", metadata: ["message.id": message.lowercasedText, "error": "\(error)"])
+        }
     }
 
     private func prepare(_ tenant: TenantAPNs, message id: UUID, tenantId: UUID) async throws -> Prepared {
@@ -116,17 +137,16 @@ struct DeliverySender: Sendable {
     static func endedUnsent(_ device: ChunkDevice, _ prepared: Prepared, now: Date) -> DeliveryOutcome? {
         if let problem = prepared.tenant.problem {
             return DeliveryOutcome(
-                device: device, status: .failed, lastReason: problem.message, errorCode: problem.code, attempts: [])
+                device: device, status: .failed, lastReason: problem.message, errorCode: problem.code)
         }
         if let unsendable = prepared.unsendable {
-            return DeliveryOutcome(
-                device: device, status: .failed, lastReason: unsendable, errorCode: "message_invalid", attempts: [])
+            return DeliveryOutcome(device: device, status: .failed, lastReason: unsendable, errorCode: .messageInvalid)
         }
         if let message = prepared.message, message.isExpired(now: now) {
-            return DeliveryOutcome(device: device, status: .expired, errorCode: "message_expired", attempts: [])
+            return DeliveryOutcome(device: device, status: .expired, errorCode: .messageExpired)
         }
         if prepared.message == nil || prepared.tenant.credentials == nil {
-            return DeliveryOutcome(device: device, status: .failed, errorCode: "apns_credentials_missing", attempts: [])
+            return DeliveryOutcome(device: device, status: .failed, errorCode: .apnsCredentialsMissing)
         }
         return nil
     }
@@ -149,8 +169,7 @@ struct DeliverySender: Sendable {
                 logger.error("apns client could not be made", metadata: ["error": "\(error)"])
                 outcomes += batch.map {
                     DeliveryOutcome(
-                        device: $0.0, status: .failed, lastReason: "\(error)", errorCode: "apns_client_unavailable",
-                        attempts: [])
+                        device: $0.0, status: .failed, lastReason: "\(error)", errorCode: .apnsClientUnavailable)
                 }
                 continue
             }
@@ -162,46 +181,30 @@ struct DeliverySender: Sendable {
             }
             let results = await client.sendWithRetries(
                 batch: requests, credentials: credentials, policy: configuration.retryPolicy)
-            for ((device, _), result) in zip(batch, results) { outcomes.append(Self.outcome(device, result)) }
+            for ((device, _), result) in zip(batch, results) {
+                outcomes.append(DeliveryOutcome(device: device, result: result))
+            }
         }
         return outcomes
     }
 
-    static func outcome(_ device: ChunkDevice, _ result: APNsDeliveryResult) -> DeliveryOutcome {
-        let last = result.attempts.last
-        var outcome = DeliveryOutcome(
-            device: device, status: .failed, lastStatus: last.map(\.status), lastReason: last?.reason?.rawValue,
-            attempts: result.attempts)
-        switch result.outcome {
-        case .delivered:
-            outcome.status = .sent
-        case .invalidToken(let reason, let timestamp):
-            outcome.status = .invalidToken
-            outcome.lastReason = reason.rawValue
-            outcome.invalidation = (timestamp ?? Date(), reason.rawValue)
-        case .failed(let reason):
-            if let reason {
-                outcome.errorCode = reason.isCredentialProblem ? "apns_credentials_invalid" : "apns_rejected"
-            } else if let error = last?.transportError {
-                outcome.errorCode = error.code == .invalidRequest ? "apns_credentials_invalid" : "apns_unreachable"
-                outcome.lastReason = error.description
-            } else {
-                outcome.errorCode = "apns_unreachable"
-            }
-        case .retry, .renewTokenAndRetry:
-            outcome.errorCode = "apns_unreachable"  // not returned by sendWithRetries; kept total
-        }
-        return outcome
-    }
-
     // MARK: - Take-over of a stopped replica's chunks
 
-    /// Takes over up to `limit` chunks claimed longer than `staleSending` ago (their replica stopped
-    /// before recording them) and sends them again under the same apns-ids, the lost attempts
-    /// recorded first as unknown. Answers how many deliveries were sent again.
+    /// Takes over up to `limit` push chunks claimed longer than `staleSending` ago (their replica
+    /// stopped before recording them) and sends them again under the same apns-ids, the lost
+    /// attempts recorded first as unknown; and records the stale Live Activity requests as lost
+    /// (`Ledger.recordLostLiveActivities`: never sent again). Answers how many deliveries were
+    /// sent again.
     @discardableResult
     func takeOverStaleClaims(limit: Int = 50) async throws -> Int {
-        let taken = try await chunks.takeOverStale(staleAfter: configuration.staleSending, limit: limit)
+        let lost = try await ledger.recordLostLiveActivities(staleAfter: configuration.staleSending, instance: instance)
+        if lost > 0 {
+            logger.warning(
+                "recorded Live Activity requests a stopped replica had decided as lost",
+                metadata: ["count": String(lost)])
+        }
+        let taken = try await ledger.takeOverStale(
+            staleAfter: configuration.staleSending, limit: limit, instance: instance)
         guard !taken.isEmpty else { return 0 }
         let total = taken.reduce(0) { $0 + $1.devices.count }
         logger.warning(

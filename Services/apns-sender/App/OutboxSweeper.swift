@@ -1,17 +1,21 @@
 import BuzzKitContracts
 import BuzzKitCore
-import BuzzKitPostgres
+import BuzzKitLedger
 import BuzzKitRedis
-import BuzzKitWire
 import Foundation
 
 /// The durability half of the outbox rule: the gateway inserts a message, then adds it to
 /// `bk:messages`; when that XADD fails (or its entry is lost with Redis's last second, or
 /// dead-lettered), the message would sit in `queued` forever. Every `interval` this sweeper takes
 /// messages untouched for `requeueAfter` in `queued` or `fanning_out` (created in the last 24
-/// hours), touches them in the same statement (`FOR UPDATE SKIP LOCKED`, so concurrent replicas
-/// never pick the same one) and adds them to `bk:messages` (or its direct sibling) again. A fan-out is idempotent, so an
-/// extra entry costs a little work, never a double send.
+/// hours), touches them in the same statement (`Ledger.touchUnfinished`: `FOR UPDATE SKIP LOCKED`,
+/// so concurrent replicas never pick the same one) and adds them to `bk:messages` (or its direct
+/// sibling) again. A fan-out is idempotent, so an extra entry costs a little work, never a double
+/// send.
+///
+/// It completes the messages a replica left `fanned_out` with nothing pending (it stopped between
+/// recording a message's last chunk and the completion test that follows), `fanned_out` for longer
+/// than `requeueAfter`: at most 500 a pass, oldest first (`Ledger.completeStragglers`).
 ///
 /// It also runs `takeOver` (`DeliverySender.takeOverStaleClaims`): chunks a replica claimed and
 /// never recorded (it died mid-send), claimed longer than `BUZZKIT_SENDER_STALE_SENDING`, are sent
@@ -24,7 +28,7 @@ import Foundation
 /// Postgres, so Redis keeps only work not yet done.
 struct OutboxSweeper: Service {
     let name = "outbox-sweeper"
-    let postgres: PostgresClient
+    let ledger: Ledger
     let redis: RedisClient
     let messages: StreamName
     let interval: Duration
@@ -36,11 +40,11 @@ struct OutboxSweeper: Service {
     private let loop: BackgroundLoop
 
     init(
-        postgres: PostgresClient, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
+        ledger: Ledger, redis: RedisClient, messages: StreamName, interval: Duration, requeueAfter: Duration,
         takeOver: (@Sendable () async throws -> Int)? = nil, orphans: (@Sendable () async throws -> Int)? = nil,
         trimmedStreams: [StreamName] = [], logger: Logger, metrics: MetricsRegistry
     ) {
-        self.postgres = postgres
+        self.ledger = ledger
         self.redis = redis
         self.messages = messages
         self.interval = interval
@@ -79,30 +83,19 @@ struct OutboxSweeper: Service {
     /// One pass; returns how many messages were re-enqueued.
     @discardableResult
     func sweep() async throws -> Int {
-        let rows = try await postgres.query(
-            """
-            UPDATE messages m SET updated_at = now()
-            FROM (SELECT id FROM messages
-                  WHERE status IN ('queued', 'fanning_out') AND updated_at < now() - make_interval(secs => $1)
-                    AND created_at > now() - interval '24 hours'
-                  ORDER BY updated_at LIMIT 500 FOR UPDATE SKIP LOCKED) stale
-            WHERE m.id = stale.id
-            RETURNING m.id, m.tenant_id, m.target, m.status
-            """, [requeueAfter.seconds])
-        if !rows.isEmpty {
+        let stale = try await ledger.touchUnfinished(olderThan: requeueAfter)
+        if !stale.isEmpty {
             // Where the producer put it: a direct message on the direct stream, unless a fan-out of
             // it had begun (only the page-by-page fan-out leaves a message `fanning_out`).
             var byStream: [StreamName: [[(String, [UInt8])]]] = [:]
-            for row in rows {
-                let entry = MessageEntry(
-                    tenantId: try row.decode(UUID.self, at: 1), messageId: try row.decode(UUID.self, at: 0))
-                let target = MessageTarget(json: try row.decode(JSONValue.self, at: 2))
-                let fanningOut = try row.decode(String.self, at: 3) == MessageStatus.fanningOut.rawValue
-                let stream = (target.map { $0.isDirect } ?? false) && !fanningOut ? messages.direct : messages
+            for message in stale {
+                let entry = MessageEntry(tenantId: message.tenantId, messageId: message.id)
+                let fanningOut = message.status == .fanningOut
+                let stream = (message.target.map { $0.isDirect } ?? false) && !fanningOut ? messages.direct : messages
                 byStream[stream, default: []].append(entry.fields)
             }
             for (stream, entries) in byStream { try await redis.xaddBatch(stream.rawValue, entries: entries) }
-            logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(rows.count)])
+            logger.notice("outbox sweeper re-enqueued messages", metadata: ["count": String(stale.count)])
         }
         if let takeOver {
             do {
@@ -119,6 +112,14 @@ struct OutboxSweeper: Service {
                 logger.warning("re-enqueueing orphan chunks failed", metadata: ["error": "\(error)"])
             }
         }
-        return rows.count
+        do {
+            let completed = try await ledger.completeStragglers(olderThan: requeueAfter)
+            if completed > 0 {
+                logger.notice("outbox sweeper completed messages", metadata: ["count": String(completed)])
+            }
+        } catch {
+            logger.warning("completing stragglers failed", metadata: ["error": "\(error)"])
+        }
+        return stale.count
     }
 }

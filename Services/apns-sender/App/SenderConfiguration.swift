@@ -23,9 +23,9 @@ import Foundation
 /// | `BUZZKIT_DIRECT_CONSUMERS` | `2` | direct batches in flight at once per replica |
 /// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
 /// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
-/// | `BUZZKIT_SENDER_STALE_SENDING` | `120s` | a chunk claimed this long and not recorded (its replica died) is sent again by another replica (same `apns-id` and collapse id); longer than a chunk's slowest send (5 attempts of 10 s with backoff: about 60 s) |
+/// | `BUZZKIT_SENDER_STALE_SENDING` | `120s` | a chunk claimed this long and not recorded (its replica died) is sent again by another replica (same `apns-id` and collapse id), and a Live Activity request's chunk is recorded `failed` / `sender_lost` (never sent again); longer than a chunk's slowest send (5 attempts of 10 s with backoff: about 60 s) |
 /// | `BUZZKIT_OUTBOX_SWEEP_INTERVAL` | `10s` | how often the outbox sweeper runs |
-/// | `BUZZKIT_OUTBOX_REQUEUE_AFTER` | `30s` | a message untouched this long in `queued`/`fanning_out` is put on `bk:messages` again |
+/// | `BUZZKIT_OUTBOX_REQUEUE_AFTER` | `30s` | a message untouched this long in `queued`/`fanning_out` is put on `bk:messages` again; one `fanned_out` this long with nothing pending is completed (a replica stopped before its completion test) |
 /// | `BUZZKIT_CREDENTIALS_TTL` | `60s` | how long a tenant's APNs credentials stay cached |
 public struct SenderConfiguration: Sendable {
     public var secretKey: [UInt8]
@@ -114,13 +114,5 @@ public struct SenderConfiguration: Sendable {
         APNsClientPool.Settings(
             sandboxURL: sandboxURL, productionURL: productionURL, caFile: caFile,
             requestTimeout: requestTimeout, tcpNoDelay: tcpNoDelay)
-    }
-}
-
-extension Duration {
-    /// Whole and fractional seconds, for SQL intervals.
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
     }
 }

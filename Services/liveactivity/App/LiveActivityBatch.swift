@@ -1,25 +1,36 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPush
 import BuzzKitRedis
-import BuzzKitWire
 import Foundation
 
 /// Handles one batch of `bk:la` entries (what one lane read at once), in five steps whatever
-/// the batch's size: the tenants' credentials (cached), the decision (`LiveActivityLedger.decide`,
-/// one statement per round of `LiveActivityRounds`), the pushes (`LiveActivitySender`, one
-/// HTTP/2 batch per APNs client), the ledger (`LiveActivityLedger.record`, one statement) and the
-/// answers (one pipelined Redis round trip: an `LPUSH` and an `EXPIRE` per reply list).
+/// the batch's size: the tenants' credentials (cached), the decision
+/// (`Ledger.decideLiveActivities`, one statement per round of `LiveActivityRounds`), the pushes
+/// (`LiveActivitySender`, one HTTP/2 batch per APNs client), the ledger (`Ledger.record`, one
+/// statement) and the answers (one pipelined Redis round trip: an `LPUSH` and an `EXPIRE` per
+/// reply list).
 ///
 /// An entry whose handling failed is returned with its error and stays pending (retried, then
-/// dead-lettered, by the consumer); the others are acked. What a failure leaves:
+/// dead-lettered, by the consumer; replicas share the stream, so the retry may run on another
+/// one); the others are acked. What a failure, or a kill, leaves:
 /// - before deciding (credentials, a round's statement): nothing; the entry is decided afresh
 ///   when retried (rounds after a failed one are not decided either, so order holds);
-/// - after deciding: its deliveries are `sending`; its pushes go out with the batch all the
-///   same (never twice: a retry finds its message and answers from the ledger), and a failed
-///   ledger write or answer leaves it to the retry, which answers what the ledger shows.
+/// - after deciding: its message (`fanned_out`) and ONE chunk of kind `live_activity` holding its
+///   tokens, claimed by this replica; no delivery row yet. Its pushes go out with the batch all the
+///   same. A retry finds its message and is answered from the ledger, never sent again (`sending`
+///   while the chunk is pending);
+/// - after recording: each token's delivery written ONCE, with its outcome and attempts in the
+///   format pushes use, the chunk gone and the message `completed`; a failed answer leaves the
+///   entry to the retry, which answers what the ledger shows.
+/// A kill between deciding and recording can lose those pushes, never double them: the chunk
+/// stays claimed, and once it is older than apns-sender's `BUZZKIT_SENDER_STALE_SENDING` its
+/// sweeper records its deliveries `failed` / `sender_lost` (whether APNs had them is unknown)
+/// and completes the message (`Ledger.recordLostLiveActivities`). A replica merely slower than
+/// that keeps the sweeper's record: its own write finds the deliveries there.
 struct LiveActivityBatch: Sendable {
-    let ledger: LiveActivityLedger
+    let ledger: Ledger
     let sender: LiveActivitySender
     let credentials: TenantCredentialStore
     let redis: RedisClient
@@ -63,7 +74,7 @@ struct LiveActivityBatch: Sendable {
             guard decideError == nil else { break }
             let clock = ContinuousClock.now
             do {
-                let decided = try await ledger.decide(round.map { entries[$0] }, instance: instance)
+                let decided = try await ledger.decideLiveActivities(round.map { entries[$0] }, instance: instance)
                 for (index, plan) in zip(round, decided) { plans[index] = plan }
             } catch {
                 decideError = error
@@ -74,21 +85,24 @@ struct LiveActivityBatch: Sendable {
         for index in decidable where plans[index] == nil { failures[ids[index]] = decideError }
 
         // 3. Send what was decided.
-        var jobs: [LiveActivitySender.Job] = [], jobOf: [Int: Int] = [:]
+        var jobs: [LiveActivitySender.Job] = [], chunks: [ClaimedChunk] = [], jobOf: [Int: Int] = [:]
         for (index, plan) in plans.enumerated() {
-            guard case .send(let targets, _) = plan, !targets.isEmpty, let tenant = tenants[entries[index].tenantId]
+            guard case .send(let chunk, let targets, _) = plan, let tenant = tenants[entries[index].tenantId]
             else { continue }
             jobOf[index] = jobs.count
             jobs.append(LiveActivitySender.Job(entry: entries[index], targets: targets, tenant: tenant))
+            chunks.append(chunk)
         }
         var clock = ContinuousClock.now
         let outcomes = await sender.send(jobs)
         metrics.send.observe(ContinuousClock.now - clock)
 
-        // 4. Record every attempt; then the answers of requests decided before.
+        // 4. Record every delivery once, with its attempts; then the answers of requests decided before.
         clock = ContinuousClock.now
         do {
-            try await ledger.record(outcomes.flatMap { $0 })
+            try await ledger.record(
+                zip(chunks, outcomes).map { ChunkRecord(chunk: $0, outcomes: $1) }, instance: instance,
+                registry: .liveActivities)
         } catch {
             for index in jobOf.keys { failures[ids[index]] = error }
         }
@@ -96,7 +110,9 @@ struct LiveActivityBatch: Sendable {
         let replayed = plans.indices.filter { if case .replay = plans[$0] { true } else { false } }
         var replays: [Int: LiveActivityReply] = [:]
         do {
-            for (index, reply) in zip(replayed, try await ledger.replay(replayed.map { entries[$0] })) {
+            for (index, reply) in zip(
+                replayed, try await ledger.replayLiveActivities(replayed.map { entries[$0] }))
+            {
                 replays[index] = reply
             }
         } catch {
@@ -117,9 +133,11 @@ struct LiveActivityBatch: Sendable {
                 reply = replayed
             case .error(let code, let message):
                 reply = .error(code: code.rawValue, message: message)
-            case .send(let targets, let skipped):
+            case .skipped(let skipped):
+                reply = .results(messageId: nil, skipped)
+            case .send(_, _, let skipped):
                 let sent = jobOf[index].map { outcomes[$0].map { $0.result(for: entry.request) } } ?? []
-                reply = .results(messageId: targets.isEmpty ? nil : entry.messageId, skipped + sent)
+                reply = .results(messageId: entry.messageId, skipped + sent)
             }
             answered.append(index)
             answers.append((entry, reply))
@@ -155,5 +173,17 @@ struct LiveActivityBatch: Sendable {
         for reply in try await redis.pipeline(commands) {
             if let message = reply.errorMessage { throw RedisError(.server, message) }
         }
+    }
+}
+
+extension DeliveryOutcome {
+    /// The answer's result for this token.
+    func result(for request: LiveActivitySendRequest) -> LiveActivityResult {
+        LiveActivityResult(
+            activityId: request.event == .start ? nil : request.activityId,
+            attributesType: request.event == .start ? request.attributesType : nil,
+            token: device.token, deliveryId: UUID(uuidString: device.deliveryId),
+            status: LiveActivityResult.Status(status), apnsStatus: attempts.last?.status, reason: lastReason,
+            apnsId: attempts.last?.apnsId ?? device.deliveryId)
     }
 }

@@ -1,7 +1,7 @@
 import BuzzKitAPNs
 import BuzzKitContracts
+import BuzzKitLedger
 import BuzzKitPush
-import BuzzKitWire
 import Foundation
 
 /// Sends the pushes of a batch of decided Live Activity requests through the APNs client pool it
@@ -10,8 +10,10 @@ import Foundation
 ///
 /// Every push of the batch that goes through one client goes out as one `sendWithRetries(batch:)`
 /// (one submission to the HTTP/2 client and one suspension, not one per push); the clients of a
-/// batch are driven at once. Never throws: a push that cannot go out (no bundle id for the
-/// topic, no client) is a `failed` outcome with its code, like one APNs refused.
+/// batch are driven at once. Each result becomes the token's outcome through the ledger's one
+/// mapping (`DeliveryOutcome(device:result:)`, the same as pushes). Never throws: a push that
+/// cannot go out (no bundle id for the topic, no client) is a `failed` outcome with its code,
+/// like one APNs refused.
 struct LiveActivitySender: Sendable {
     let clients: APNsClientPool
     let retryPolicy: RetryPolicy
@@ -25,25 +27,24 @@ struct LiveActivitySender: Sendable {
     }
 
     /// One outcome per target of each job, in the jobs' and targets' order.
-    func send(_ jobs: [Job]) async -> [[LiveActivityOutcome]] {
-        var outcomes: [[LiveActivityOutcome?]] = jobs.map { Array(repeating: nil, count: $0.targets.count) }
+    func send(_ jobs: [Job]) async -> [[DeliveryOutcome]] {
+        var outcomes: [[DeliveryOutcome?]] = jobs.map { Array(repeating: nil, count: $0.targets.count) }
         /// Pushes by client: (job, target) positions and their requests.
         var groups: [String: (client: APNsClient, credentials: APNsCredentials, items: [(Int, Int, APNsRequest)])] = [:]
         for (j, job) in jobs.enumerated() {
-            let tenantId = job.entry.tenantId
-            func fail(_ t: Int, _ reason: String, _ code: String) {
-                outcomes[j][t] = LiveActivityOutcome(
-                    tenantId: tenantId, target: job.targets[t], status: "failed", reason: reason, errorCode: code)
+            func fail(_ t: Int, _ reason: String, _ code: DeliveryErrorCode) {
+                outcomes[j][t] = DeliveryOutcome(
+                    device: job.targets[t].device, status: .failed, lastReason: reason, errorCode: code)
             }
             guard let credentials = job.tenant.credentials else {
-                let problem = job.tenant.problem ?? (code: "apns_credentials_missing", message: "no APNs credentials")
+                let problem = job.tenant.problem ?? (code: .apnsCredentialsMissing, message: "no APNs credentials")
                 for t in job.targets.indices { fail(t, problem.message, problem.code) }
                 continue
             }
             let push = Self.push(job.entry.request)
             for (t, target) in job.targets.enumerated() {
                 guard let bundleId = target.bundleId ?? job.tenant.bundleId else {
-                    fail(t, "no bundle id for the topic", "apns_credentials_missing")
+                    fail(t, "no bundle id for the topic", .apnsCredentialsMissing)
                     continue
                 }
                 let key = credentials.teamId + "|" + target.environment.rawValue
@@ -52,12 +53,12 @@ struct LiveActivitySender: Sendable {
                         let client = try clients.client(team: credentials.teamId, environment: target.environment)
                         groups[key] = (client, credentials, [])
                     } catch {
-                        fail(t, "\(error)", "apns_client_unavailable")
+                        fail(t, "\(error)", .apnsClientUnavailable)
                         continue
                     }
                 }
                 let request = push.request(
-                    deviceToken: target.token, bundleId: bundleId, apnsId: target.apnsId.uuidString.lowercased())
+                    deviceToken: target.token, bundleId: bundleId, apnsId: target.device.deliveryId)
                 groups[key]?.items.append((j, t, request))
             }
         }
@@ -75,14 +76,14 @@ struct LiveActivitySender: Sendable {
             return all
         }
         for (j, t, result) in sent {
-            outcomes[j][t] = LiveActivityOutcome(tenantId: jobs[j].entry.tenantId, jobs[j].targets[t], result)
+            outcomes[j][t] = DeliveryOutcome(device: jobs[j].targets[t].device, result: result)
         }
         return outcomes.enumerated().map { j, row in
             row.enumerated().map { t, outcome in
                 outcome
-                    ?? LiveActivityOutcome(
-                        tenantId: jobs[j].entry.tenantId, target: jobs[j].targets[t], status: "failed",
-                        reason: "not sent", errorCode: "apns_unreachable")
+                    ?? DeliveryOutcome(
+                        device: jobs[j].targets[t].device, status: .failed, lastReason: "not sent",
+                        errorCode: .apnsUnreachable)
             }
         }
     }

@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPush
 import BuzzKitRedis
 import BuzzKitRuntime
@@ -20,7 +21,8 @@ import Foundation
 /// SIGTERM: no new requests are read; those in flight are sent, recorded, answered and acked.
 /// SIGKILL: a request the replica had read but not yet decided is claimed by another replica
 /// after `claimIdle` and handled there; one it had decided (its message row exists) is
-/// answered from the ledger by the replica that claims it, never sent again.
+/// answered from the ledger by the replica that claims it, never sent again, and its pending
+/// chunk is recorded as lost by apns-sender's sweeper (see `LiveActivityBatch`).
 public struct LiveActivityService: Sendable {
     public let runtime: ServiceRuntime
     public let configuration: LiveActivityConfiguration
@@ -39,7 +41,7 @@ public struct LiveActivityService: Sendable {
             ttl: configuration.credentialsTTL)
         clients = APNsClientPool(settings: configuration.clients, logger: runtime.logger.with(["component": "apns"]))
         batch = LiveActivityBatch(
-            ledger: LiveActivityLedger(postgres: runtime.postgres, logger: runtime.logger),
+            ledger: Ledger(postgres: runtime.postgres, logger: runtime.logger),
             sender: LiveActivitySender(clients: clients, retryPolicy: configuration.retryPolicy),
             credentials: credentials, redis: runtime.redis, instance: runtime.settings.instanceID,
             metrics: LiveActivityMetrics(registry: runtime.metrics), logger: runtime.logger)

@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire

@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCrypto
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitWire
 import BuzzKitWorkflowRuns

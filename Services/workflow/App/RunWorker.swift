@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire
@@ -69,7 +70,7 @@ final class RunWorker: Service {
                 outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, 0))
             }
             // The claim's messages in one statement; only the new ones are published.
-            let inserted = try await WorkflowRunStore.insertMessages(on: tx, sends.flatMap { $0 })
+            let inserted = try await Ledger.insertWorkflowMessages(on: tx, sends.flatMap { $0 })
             for (i, runSends) in sends.enumerated() {
                 let written = runSends.filter { inserted.contains($0.id) }
                 messages += written
@@ -211,7 +212,7 @@ final class RunWorker: Service {
     static func write(_ messages: [WorkflowMessageInsert], on tx: PostgresConnection) async throws
         -> [WorkflowMessageInsert]
     {
-        let inserted = try await WorkflowRunStore.insertMessages(on: tx, messages)
+        let inserted = try await Ledger.insertWorkflowMessages(on: tx, messages)
         return messages.filter { inserted.contains($0.id) }
     }
 

@@ -20,7 +20,7 @@ enum LiveActivitySendRoutes {
     static let priorities = ["high", "normal"]
     /// A result's `status`: a decided outcome, or `sending` when a replica that took a dead one's
     /// request over finds its deliveries still claimed.
-    static let resultStatuses = LiveActivityResult.statuses + ["sending"]
+    static let resultStatuses = LiveActivityResult.Status.allCases.map(\.rawValue)
 
     static let rules = [
         "update and end need activityId and take neither attributesType nor attributes",

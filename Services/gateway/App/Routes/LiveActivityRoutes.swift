@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitHTTPServer
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitWire
 import Foundation
@@ -10,15 +11,16 @@ import Foundation
 /// installation's identities only. Registration is an idempotent upsert; an activity that ended
 /// stays ended (nothing pushes to it again), and a token APNs refused is used again only once it
 /// is registered again. None of them answers 404 for an unknown activity: the SDK reads a 404
-/// `not_found` from these routes as "this server has no Live Activities".
+/// `not_found` from these routes as "this server has no Live Activities". The registry's
+/// statements are the ledger's (`LiveActivityRegistry`).
 enum LiveActivityRoutes {
     static let environments = ["sandbox", "production"]
     /// `live_activities.state` (the migration's CHECK list): an ended activity is never pushed to again.
-    static let states = ["active", "ended"]
+    static let states = LiveActivityVocabulary.State.allCases.map(\.rawValue)
     /// `live_activities.ended_by`: ended on the device (`DELETE`) or by an `end` send.
-    static let endedBy = ["device", "send"]
+    static let endedBy = LiveActivityVocabulary.EndedBy.allCases.map(\.rawValue)
     /// `token_status` of activities and push-to-start tokens: a token APNs refused is `invalid`.
-    static let tokenStatuses = ["active", "invalid"]
+    static let tokenStatuses = LiveActivityVocabulary.TokenStatus.allCases.map(\.rawValue)
 
     static let activity = Schema.object([
         "activityId": Schema.string(FieldRules.activityIDRule),
@@ -110,42 +112,6 @@ enum LiveActivityRoutes {
                 response: startToken, handler: { g, c in try await g.registerLiveActivityStartToken(c) })
         ]
     }
-
-    static let activityColumns = """
-        activity_id, subscriber_id, attributes_type, token, environment, bundle_id, state, ended_by, \(isoColumn("ended_at")),
-        token_status, token_invalid_reason, \(isoColumn("token_invalidated_at")), last_event, last_timestamp,
-        \(isoColumn("last_sent_at")), \(isoColumn("registered_at")), \(isoColumn("updated_at"))
-        """
-
-    static func activityJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
-        [
-            "activityId": try row.text("activity_id"), "subscriberId": try row.text("subscriber_id"),
-            "attributesType": try row.text("attributes_type"), "token": try row.text("token"),
-            "environment": try row.text("environment"), "bundleId": try row.text("bundle_id"),
-            "state": try row.text("state"), "endedBy": try row.text("ended_by"), "endedAt": try row.text("ended_at"),
-            "tokenStatus": try row.text("token_status"), "tokenInvalidReason": try row.text("token_invalid_reason"),
-            "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastEvent": try row.text("last_event"),
-            "lastTimestamp": try row.decode(Int64?.self, named: "last_timestamp").map { .int($0) } ?? .null,
-            "lastUpdateAt": try row.text("last_sent_at"), "registeredAt": try row.text("registered_at"),
-            "updatedAt": try row.text("updated_at")
-        ]
-    }
-
-    static let startTokenColumns = """
-        attributes_type, subscriber_id, token, environment, bundle_id, token_status, token_invalid_reason,
-        \(isoColumn("token_invalidated_at")), \(isoColumn("last_sent_at")), \(isoColumn("registered_at")), \(isoColumn("updated_at"))
-        """
-
-    static func startTokenJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
-        [
-            "attributesType": try row.text("attributes_type"), "subscriberId": try row.text("subscriber_id"),
-            "token": try row.text("token"), "environment": try row.text("environment"),
-            "bundleId": try row.text("bundle_id"),
-            "tokenStatus": try row.text("token_status"), "tokenInvalidReason": try row.text("token_invalid_reason"),
-            "tokenInvalidatedAt": try row.text("token_invalidated_at"), "lastSentAt": try row.text("last_sent_at"),
-            "registeredAt": try row.text("registered_at"), "updatedAt": try row.text("updated_at")
-        ]
-    }
 }
 
 extension FieldRules {
@@ -193,38 +159,26 @@ extension Gateway {
         try Validator.throwIfAny(issues + v.issues)
         let (subscriber, activity) = path
         try await authorizeInstallation(context, subscriber: subscriber)
-        let row = try await postgres.withTransaction { tx -> PostgresRow in
+        let (record, inserted) = try await postgres.withTransaction { tx in
             try await tx.execute(
                 "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING",
                 [tenant, subscriber])
-            // A rotation replaces the token; registering a token again makes it usable again. An
-            // ended activity stays ended.
-            let rows = try await tx.query(
-                """
-                INSERT INTO live_activities AS a (tenant_id, activity_id, subscriber_id, attributes_type, token, environment, bundle_id)
-                VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
-                ON CONFLICT (tenant_id, activity_id) DO UPDATE SET
-                    subscriber_id = EXCLUDED.subscriber_id, attributes_type = EXCLUDED.attributes_type,
-                    token = EXCLUDED.token, environment = EXCLUDED.environment, bundle_id = EXCLUDED.bundle_id,
-                    token_status = 'active', token_invalid_reason = NULL, token_invalidated_at = NULL, updated_at = now()
-                RETURNING \(LiveActivityRoutes.activityColumns), (xmax = 0) AS inserted
-                """, [tenant, activity, subscriber, type, token, environment, bundle])
-            guard let row = rows.first else { throw APIError.internalError }
-            return row
+            guard
+                let registered = try await LiveActivityRegistry.registerActivity(
+                    on: tx, tenant: tenant, activity: activity, subscriber: subscriber, attributesType: type ?? "",
+                    token: token ?? "", environment: environment ?? "", bundleId: bundle)
+            else { throw APIError.internalError }
+            return registered
         }
-        let inserted = try row.decode(Bool.self, named: "inserted")
-        return .json(.object(try LiveActivityRoutes.activityJSON(row)), status: inserted ? 201 : 200)
+        return .json(.object(record.json), status: inserted ? 201 : 200)
     }
 
     func endLiveActivity(_ context: RequestContext) async throws -> Response {
         let (subscriber, activity) = try liveActivityPath(context, "activityId", FieldRules.activityIDRule)
         try await authorizeInstallation(context, subscriber: subscriber)
-        let ended = try await postgres.execute(
-            """
-            UPDATE live_activities SET state = 'ended', ended_by = 'device', ended_at = now(), updated_at = now()
-            WHERE tenant_id = $1::uuid AND activity_id = $2 AND subscriber_id = $3 AND state = 'active'
-            """, [try context.tenant, activity, subscriber])
-        return .json(["activityId": .string(activity), "ended": .bool(ended > 0)])
+        let ended = try await LiveActivityRegistry.endActivity(
+            postgres, tenant: try context.tenant, activity: activity, subscriber: subscriber)
+        return .json(["activityId": .string(activity), "ended": .bool(ended)])
     }
 
     func registerLiveActivityStartToken(_ context: RequestContext) async throws -> Response {
@@ -245,31 +199,18 @@ extension Gateway {
         // The device: the installation a client key names; a server key names none, so there the
         // token itself stands for the device.
         let deviceKey = context.installation.map { "inst:" + $0.id.uuidString.lowercased() } ?? "token:" + (token ?? "")
-        let row = try await postgres.withTransaction { tx -> PostgresRow in
+        let (record, inserted) = try await postgres.withTransaction { tx in
             try await tx.execute(
                 "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING",
                 [tenant, subscriber])
-            // The same token under another subscriber or device key is this device, moved (identify).
-            try await tx.execute(
-                """
-                DELETE FROM live_activity_start_tokens
-                WHERE tenant_id = $1::uuid AND attributes_type = $2 AND token = $3 AND (subscriber_id <> $4 OR device_key <> $5)
-                """, [tenant, type, token, subscriber, deviceKey])
-            let rows = try await tx.query(
-                """
-                INSERT INTO live_activity_start_tokens AS t (tenant_id, subscriber_id, attributes_type, device_key, token,
-                                                             environment, bundle_id)
-                VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)
-                ON CONFLICT (tenant_id, subscriber_id, attributes_type, device_key) DO UPDATE SET
-                    token = EXCLUDED.token, environment = EXCLUDED.environment, bundle_id = EXCLUDED.bundle_id,
-                    token_status = 'active', token_invalid_reason = NULL, token_invalidated_at = NULL, updated_at = now()
-                RETURNING \(LiveActivityRoutes.startTokenColumns), (xmax = 0) AS inserted
-                """, [tenant, subscriber, type, deviceKey, token, environment, bundle])
-            guard let row = rows.first else { throw APIError.internalError }
-            return row
+            guard
+                let registered = try await LiveActivityRegistry.registerStartToken(
+                    on: tx, tenant: tenant, subscriber: subscriber, attributesType: type, deviceKey: deviceKey,
+                    token: token ?? "", environment: environment ?? "", bundleId: bundle)
+            else { throw APIError.internalError }
+            return registered
         }
-        let inserted = try row.decode(Bool.self, named: "inserted")
-        return .json(.object(try LiveActivityRoutes.startTokenJSON(row)), status: inserted ? 201 : 200)
+        return .json(.object(record.json), status: inserted ? 201 : 200)
     }
 
     func listLiveActivities(_ context: RequestContext) async throws -> Response {
@@ -277,13 +218,9 @@ extension Gateway {
         let subscriber = try SubscriberRoutes.subscriberID(context)
         let page = try Page(context.request)
         try await requireSubscriber(tenant, subscriber)
-        let rows = try await postgres.query(
-            """
-            SELECT \(LiveActivityRoutes.activityColumns) FROM live_activities
-            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR activity_id > $3)
-            ORDER BY activity_id LIMIT $4
-            """, [tenant, subscriber, page.after, page.limit + 1])
-        return page.response(try rows.map(LiveActivityRoutes.activityJSON)) { $0["activityId"]?.stringValue ?? "" }
+        let records = try await LiveActivityRegistry.activities(
+            postgres, tenant: tenant, subscriber: subscriber, after: page.after, limit: page.limit + 1)
+        return page.response(records.map(\.json)) { $0["activityId"]?.stringValue ?? "" }
     }
 
     func listLiveActivityStartTokens(_ context: RequestContext) async throws -> Response {
@@ -298,13 +235,10 @@ extension Gateway {
             afterType = parts.first
             afterToken = parts.count > 1 ? parts[1] : ""
         }
-        let rows = try await postgres.query(
-            """
-            SELECT \(LiveActivityRoutes.startTokenColumns) FROM live_activity_start_tokens
-            WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND ($3::text IS NULL OR (attributes_type, token) > ($3, $4))
-            ORDER BY attributes_type, token LIMIT $5
-            """, [tenant, subscriber, afterType, afterToken ?? "", page.limit + 1])
-        return page.response(try rows.map(LiveActivityRoutes.startTokenJSON)) {
+        let records = try await LiveActivityRegistry.startTokens(
+            postgres, tenant: tenant, subscriber: subscriber, after: afterType.map { ($0, afterToken ?? "") },
+            limit: page.limit + 1)
+        return page.response(records.map(\.json)) {
             ($0["attributesType"]?.stringValue ?? "") + "\u{0}" + ($0["token"]?.stringValue ?? "")
         }
     }

@@ -1,5 +1,6 @@
 import BuzzKitContracts
 import BuzzKitHTTPServer
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitQueries
 import BuzzKitWire
@@ -16,7 +17,7 @@ extension MessageRoutes {
     static var listRoute: GatewayRoute {
         GatewayRoute(
             "GET", "/v1/messages", id: "listMessages",
-            "List messages newest first, each with its delivery counts by status and receipts",
+            "List messages newest first, each with its delivery counts by status, deliveries still pending, completedAt and receipts",
             access: .tenant(.messagesRead, clientKeys: false), query: [statusParameter],
             response: Schema.ref("MessageSummary"), paginated: true, handler: { g, c in try await g.listMessages(c) })
     }
@@ -77,7 +78,8 @@ extension Gateway {
             """
             SELECT m.id, m.status, m.kind, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
                    \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
-                   \(MessageRoutes.countsSQL(message: "m.id")) AS counts,
+                   \(isoColumn("m.completed_at", as: "completed_at")),
+                   \(LedgerReads.countsSQL(message: "m.id")) AS counts,
                    coalesce(r.delivered, 0) AS delivered, coalesce(r.opened, 0) AS opened, coalesce(r.dismissed, 0) AS dismissed
             FROM messages m
             LEFT JOIN message_receipt_counts r ON r.tenant_id = m.tenant_id AND r.message_id = m.id::text
@@ -102,18 +104,22 @@ extension Gateway {
 }
 
 extension MessageRoutes {
-    /// The members a message and a list item share; `counts` has every delivery status (0 when none).
+    /// The members a message and a list item share; `counts` has every delivery status (0 when
+    /// none), `pending` the deliveries not decided yet.
     static func messageJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
         var counts: [String: JSONValue] = [:]
         let found = try row.json("counts")
         for status in deliveryStatuses { counts[status] = found[status] ?? .int(0) }
+        let pending = DeliveryStatus.allCases.filter { !$0.isDecided }.reduce(Int64(0)) {
+            $0 + (counts[$1.rawValue]?.intValue ?? 0)
+        }
         let errorCode = try row.text("error_code")
         return [
             "id": try row.uuid("id"), "status": try row.text("status"), "kind": try row.text("kind"),
             "target": try row.json("target"),
             "content": try row.json("content"), "environment": try row.text("environment"),
             "audienceSize": (try row.decode(Int?.self, named: "audience_size")).map { .int(Int64($0)) } ?? .null,
-            "counts": .object(counts),
+            "counts": .object(counts), "pending": .int(pending), "completedAt": try row.text("completed_at"),
             "error": errorCode.isNull ? .null : ["code": errorCode, "message": try row.text("error_message")],
             "createdAt": try row.text("created_at"), "updatedAt": try row.text("updated_at")
         ]

@@ -1,6 +1,7 @@
 import BuzzKitContracts
 import BuzzKitHTTPServer
 import BuzzKitIntake
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitQueries
 import BuzzKitWire
@@ -26,7 +27,7 @@ enum MessageRoutes {
             previewRoute,
             GatewayRoute(
                 "GET", "/v1/messages/{id}", id: "getMessage",
-                "A message with its audience size and delivery counts by status",
+                "A message with its audience size, delivery counts by status, deliveries still pending and, once every delivery is decided, completedAt",
                 access: .tenant(.messagesRead, clientKeys: false), path: idPath, response: Schema.ref("Message"),
                 errors: [.notFound],
                 handler: { g, c in try await g.getMessage(c) }),
@@ -55,42 +56,6 @@ enum MessageRoutes {
         coalesce(apns_id, id) AS apns_id, last_status, last_reason, error_code, \(isoColumn("sent_at")),
         \(isoColumn("created_at")), \(isoColumn("updated_at"))
         """
-
-    /// A message's deliveries, recorded and pending: `deliveries` rows (each written once, with its
-    /// outcome) and the devices of the chunks still to send (`delivery_chunks`, migration 0016:
-    /// `queued`, or `sending` once a replica claimed the chunk), with the same columns. `$1` the
-    /// message, `$2` its tenant. A message's own chunks come by `delivery_chunks_message`; the few
-    /// direct batches (several messages each) by `delivery_chunks_direct`.
-    static let allDeliveriesSQL = """
-        SELECT id, message_id, subscriber_id, device_token, environment, status, attempt_count, apns_id, last_status,
-               last_reason, error_code, sent_at, created_at, updated_at
-        FROM deliveries WHERE message_id = $1::uuid AND tenant_id = $2::uuid
-        UNION ALL
-        SELECT bk_delivery_id(u.m, u.t), u.m, u.s, u.t, u.e,
-               CASE WHEN k.sending_by IS NULL THEN 'queued' ELSE 'sending' END, 0, bk_delivery_id(u.m, u.t),
-               NULL::int, NULL::text, NULL::text, NULL::timestamptz, k.created_at, coalesce(k.claimed_at, k.created_at)
-        FROM delivery_chunks k
-        CROSS JOIN LATERAL unnest(k.message_ids, k.tokens, k.subscriber_ids, k.environments) AS u(m, t, s, e)
-        WHERE (k.message_id = $1::uuid OR (k.message_id IS NULL AND k.tenant_id = $2::uuid)) AND u.m = $1::uuid
-        """
-
-    /// A message's delivery counts by status as a JSON object, recorded and pending (see
-    /// `allDeliveriesSQL`), for the message whose id is the SQL expression `message`.
-    static func countsSQL(message: String) -> String {
-        """
-        (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb) FROM (
-            SELECT status, sum(n)::bigint AS n FROM (
-                SELECT d.status, count(*) AS n FROM deliveries d WHERE d.message_id = \(message) GROUP BY d.status
-                UNION ALL
-                SELECT CASE WHEN k.sending_by IS NULL THEN 'queued' ELSE 'sending' END, sum(cardinality(k.tokens))
-                FROM delivery_chunks k WHERE k.message_id = \(message) GROUP BY 1
-                UNION ALL
-                SELECT CASE WHEN k.sending_by IS NULL THEN 'queued' ELSE 'sending' END, count(*)
-                FROM delivery_chunks k CROSS JOIN LATERAL unnest(k.message_ids) AS u(id)
-                WHERE k.message_id IS NULL AND u.id = \(message) GROUP BY 1
-            ) parts GROUP BY status) c)
-        """
-    }
 
     static func deliveryJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
         [
@@ -123,8 +88,8 @@ extension Gateway {
         let rows = try await postgres.query(
             """
             SELECT id, status, kind, target, content, environment, audience_size, error_code, error_message,
-                   \(isoColumn("created_at")), \(isoColumn("updated_at")),
-                   \(MessageRoutes.countsSQL(message: "$1::uuid")) AS counts,
+                   \(isoColumn("created_at")), \(isoColumn("updated_at")), \(isoColumn("completed_at")),
+                   \(LedgerReads.countsSQL(message: "$1::uuid")) AS counts,
                    (SELECT count(DISTINCT subscriber_id) FROM deliveries
                       WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers,
                    workflow_key, workflow_version, workflow_run_id, workflow_step
@@ -181,7 +146,7 @@ extension Gateway {
         guard !message.isEmpty else { throw APIError.notFound("message") }
         let rows = try await postgres.query(
             """
-            SELECT \(MessageRoutes.deliveryColumns) FROM (\(MessageRoutes.allDeliveriesSQL)) d
+            SELECT \(MessageRoutes.deliveryColumns) FROM (\(LedgerReads.deliveriesSQL)) d
             WHERE ($3::text IS NULL OR status = $3) AND ($4::uuid IS NULL OR id > $4::uuid)
             ORDER BY id LIMIT $5
             """, [id, tenant, status?.rawValue, after, page.limit + 1])
@@ -199,16 +164,7 @@ extension Gateway {
             // Not sent yet: a device of a pending chunk (its id is bk_delivery_id of message and token).
             rows = try await postgres.query(
                 """
-                SELECT \(MessageRoutes.deliveryColumns) FROM (
-                    SELECT bk_delivery_id(u.m, u.t) AS id, u.m AS message_id, u.s AS subscriber_id, u.t AS device_token,
-                           u.e AS environment, CASE WHEN k.sending_by IS NULL THEN 'queued' ELSE 'sending' END AS status,
-                           0 AS attempt_count, bk_delivery_id(u.m, u.t) AS apns_id, NULL::int AS last_status,
-                           NULL::text AS last_reason, NULL::text AS error_code, NULL::timestamptz AS sent_at,
-                           k.created_at, coalesce(k.claimed_at, k.created_at) AS updated_at
-                    FROM delivery_chunks k
-                    CROSS JOIN LATERAL unnest(k.message_ids, k.tokens, k.subscriber_ids, k.environments) AS u(m, t, s, e)
-                    WHERE k.tenant_id = $2::uuid
-                ) d WHERE id = $1::uuid LIMIT 1
+                SELECT \(MessageRoutes.deliveryColumns) FROM (\(LedgerReads.pendingDeliverySQL)) d
                 """, [id, tenant])
         }
         guard let row = rows.first else { throw APIError.notFound("delivery") }

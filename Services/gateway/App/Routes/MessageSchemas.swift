@@ -184,6 +184,20 @@ enum MessageSchemas {
             "audienceSize": Schema.nullable(Schema.integer)
         ], required: ["id", "status", "audienceSize"])
 
+    /// `status`, as the message and the list show it.
+    static let status = Schema.string(
+        "queued, fanning_out (the audience is being resolved), fanned_out (every delivery exists, some pending), "
+            + "completed (every delivery decided: final, see completedAt) or failed (final, see error)",
+        enumeration: messageStatuses)
+    /// When the message completed (null until then, and for a failed one).
+    static let completedAt = Schema.nullable(
+        Schema.string("when every delivery was decided (status completed)", format: "date-time"))
+    /// Deliveries still pending (queued or sending).
+    static let pending: JSONValue = [
+        "type": "integer", "minimum": 0,
+        "description": "deliveries not decided yet (counts.queued + counts.sending); 0 once completed"
+    ]
+
     /// `messages.kind`: what the message is and how its `content` reads.
     static let kind = Schema.string(
         "push (content: what POST /v1/messages took); live_activity (content {liveActivity}); a workflow's local "
@@ -242,12 +256,12 @@ enum MessageSchemas {
     /// The members a message and a list item share.
     static var summaryProperties: [String: JSONValue] {
         [
-            "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses), "kind": kind,
+            "id": Schema.uuid, "status": status, "kind": kind,
             "target": Schema.ref("MessageTarget"), "content": Schema.ref("MessageContent"),
             "environment": Schema.nullable(Schema.ref("APNsEnvironment")),
             "audienceSize": Schema.nullable(Schema.integer),
-            "counts": Schema.ref("DeliveryCounts"), "receipts": Schema.ref("ReceiptCounts"),
-            "error": Schema.nullable(Schema.ref("MessageError")),
+            "counts": Schema.ref("DeliveryCounts"), "pending": pending, "completedAt": completedAt,
+            "receipts": Schema.ref("ReceiptCounts"), "error": Schema.nullable(Schema.ref("MessageError")),
             "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
         ]
     }

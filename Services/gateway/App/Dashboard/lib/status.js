@@ -7,7 +7,7 @@ import { vocabulary } from './vocabulary.js';
 /** The badge tone of every value of each vocabulary drawn as a badge (good, info, warn, bad, muted). */
 export const TONES = {
   deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad' },
-  messageStatus: { queued: 'muted', fanning_out: 'info', fanned_out: 'good', failed: 'bad' },
+  messageStatus: { queued: 'muted', fanning_out: 'info', fanned_out: 'info', completed: 'good', failed: 'bad' },
   workflowRunStatus: { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad' },
   workflowStepStatus: { running: 'info', done: 'good', interrupted: 'bad' },
   workflowStepDecision: {
@@ -61,10 +61,14 @@ export const DELIVERY = {
   failed: ['failed', 'expired', 'invalid_token'],
 };
 
-/** Message statuses by whether the message is still being worked on. */
+/**
+ * Message statuses by where the message stands: its audience still being resolved, every
+ * delivery made but some still pending, or final (completed: every delivery decided; failed).
+ */
 export const MESSAGE = {
-  moving: ['queued', 'fanning_out'],
-  ended: ['fanned_out', 'failed'],
+  resolving: ['queued', 'fanning_out'],
+  sending: ['fanned_out'],
+  ended: ['completed', 'failed'],
 };
 
 /** Workflow run statuses by whether the run may still do something. */
@@ -82,10 +86,9 @@ export const failedDeliveries = (counts) => sum(counts, DELIVERY.failed);
 /** Every delivery, from counts by status. */
 export const allDeliveries = (counts) => sum(counts, vocabulary.deliveryStatus);
 
-/** A message nothing more happens to: it failed, or it was fanned out and every delivery ended. */
+/** A message nothing more happens to: it completed (every delivery decided) or failed. */
 export function messageSettled(message) {
-  if (!message || MESSAGE.moving.includes(message.status)) return false;
-  return message.status === 'failed' || pendingDeliveries(message.counts) === 0;
+  return Boolean(message) && MESSAGE.ended.includes(message.status);
 }
 
 /** A run that ended (completed, cancelled or failed). */

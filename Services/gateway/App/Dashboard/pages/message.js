@@ -28,19 +28,20 @@ export async function render(main, params, ctx) {
       { label: 'Attempts', class: 'num', cell: (d) => number(d.attemptCount) },
       { label: 'Sent', cell: (d) => (d.sentAt ? relative(d.sentAt) : '—') },
     ], rows, { href: (d) => `#/deliveries/${d.id}`, rowTestid: 'delivery-row' })
-      : empty(filter ? `No ${label(filter).toLowerCase()} deliveries` : 'No deliveries yet', MESSAGE.moving.includes(message.status) ? 'The audience is being resolved.' : null)),
+      : empty(filter ? `No ${label(filter).toLowerCase()} deliveries` : 'No deliveries yet', MESSAGE.resolving.includes(message.status) ? 'The audience is being resolved.' : null)),
   });
 
   function draw() {
     const c = message.counts;
     const failed = failedDeliveries(c);
     const content = message.content || {};
-    put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}`,
+    const done = message.completedAt ? ` · completed ${dateTime(message.completedAt)}` : '';
+    put(header, pageHeader(messageTitle(message), `${target(message.target)} · created ${dateTime(message.createdAt)}${done}`,
       h('span', { 'data-testid': 'message-status' }, statusBadge('messageStatus', message.status))));
     put(stats,
       stat('Audience', message.audienceSize === null ? '…' : number(message.audienceSize), 'devices', 'stat-audience'),
       stat('Sent', number(c.sent), `devices · ${percent(c.sent, message.audienceSize)}`, 'stat-sent'),
-      stat('In flight', number(pendingDeliveries(c)), null, 'stat-pending'),
+      stat('In flight', number(message.pending ?? pendingDeliveries(c)), null, 'stat-pending'),
       stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
       stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
       stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? 'subscribers' : `subscribers · ${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
@@ -60,7 +61,7 @@ export async function render(main, params, ctx) {
   draw();
   await paging.go(0);
 
-  // While anything is in flight, counts and the shown page follow along.
+  // Until the message is final (completed or failed), counts and the shown page follow along.
   pollUntilSettled({
     settled: () => messageSettled(message),
     refresh: async () => {

@@ -1,8 +1,7 @@
 import BuzzKitCore
 import Testing
-import BuzzKitHTTPClient
 import BuzzKitWire
-@testable import APNsSenderApp
+@testable import BuzzKitLedger
 
 /// The ledger's `headers` template, written straight to bytes, is valid JSON with every header
 /// intact, however its value is spelled, but the apns-id, written as the placeholder the

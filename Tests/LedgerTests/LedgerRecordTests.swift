@@ -1,20 +1,20 @@
 import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitCore
-import BuzzKitHTTPClient
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
 import Testing
 
-@testable import APNsSenderApp
+@testable import BuzzKitLedger
 
-/// The ledger written once (migration 0016), read back through the `delivery_attempts` view: each
-/// attempt shows the exact payload and the headers it was sent with (the delivery's apns-id put
-/// back), also when an attempt's request differed from the first one (a provider token renewed
-/// between two attempts), and the request is stored once however many deliveries share it.
-@Suite("ledger writer", .requiresPostgres)
-struct LedgerWriterTests {
+/// The ledger written once (migrations 0016, 0018), read back through the `delivery_attempts`
+/// view: each attempt shows the exact payload and the headers it was sent with (the delivery's
+/// apns-id put back), also when an attempt's request differed from the first one (a provider token
+/// renewed between two attempts), the time it went out, and the request is stored once however
+/// many deliveries share it.
+@Suite("ledger record", .requiresPostgres)
+struct LedgerRecordTests {
     @Test func attemptsReadBackExactlyAsSent() async throws {
         let schema = try await MigratedSchema.start("ledger")
         let tenant = UUID(), message = UUID()
@@ -28,43 +28,56 @@ struct LedgerWriterTests {
         let devices = ["aa01", "aa02"].map {
             ChunkDevice(messageId: message, token: $0, subscriberId: "s", environment: "sandbox")
         }
-        let chunk = ClaimedChunk(id: UUID(), tenantId: tenant, devices: devices, lostWith: nil)
+        let chunk = ClaimedChunk(id: UUID(), tenantId: tenant, messageId: message, devices: devices)
+        let sentAt = [Date(timeIntervalSince1970: 1_700_000_000.123), Date(timeIntervalSince1970: 1_700_000_001.5)]
         let outcomes = [
             // The first device: a 500, then the token renewed (another iat), then 200.
             DeliveryOutcome(
-                device: devices[0], status: .sent, lastStatus: 200,
-                attempts: [
-                    APNsResponse(
-                        status: 500, reason: .internalServerError, apnsId: devices[0].deliveryId,
-                        latency: .milliseconds(7), requestHeaders: headers(iat: 1, apnsId: devices[0].deliveryId),
-                        payload: payload),
-                    APNsResponse(
-                        status: 200, apnsId: devices[0].deliveryId, latency: .milliseconds(3),
-                        requestHeaders: headers(iat: 2, apnsId: devices[0].deliveryId), payload: payload)
-                ]),
+                device: devices[0],
+                result: APNsDeliveryResult(
+                    attempts: [
+                        APNsResponse(
+                            status: 500, reason: .internalServerError, apnsId: devices[0].deliveryId, sentAt: sentAt[0],
+                            latency: .milliseconds(7), requestHeaders: headers(iat: 1, apnsId: devices[0].deliveryId),
+                            payload: payload),
+                        APNsResponse(
+                            status: 200, apnsId: devices[0].deliveryId, sentAt: sentAt[1], latency: .milliseconds(3),
+                            requestHeaders: headers(iat: 2, apnsId: devices[0].deliveryId), payload: payload)
+                    ], outcome: .delivered(apnsId: devices[0].deliveryId))),
             DeliveryOutcome(
-                device: devices[1], status: .sent, lastStatus: 200,
-                attempts: [
-                    APNsResponse(
-                        status: 200, apnsId: devices[1].deliveryId, latency: .milliseconds(2),
-                        requestHeaders: headers(iat: 1, apnsId: devices[1].deliveryId), payload: payload)
-                ])
+                device: devices[1],
+                result: APNsDeliveryResult(
+                    attempts: [
+                        APNsResponse(
+                            status: 200, apnsId: devices[1].deliveryId, sentAt: sentAt[0], latency: .milliseconds(2),
+                            requestHeaders: headers(iat: 1, apnsId: devices[1].deliveryId), payload: payload)
+                    ], outcome: .delivered(apnsId: devices[1].deliveryId)))
         ]
-        try await LedgerWriter(postgres: schema.postgres, instance: "r1", logger: .silent())
-            .record(chunk, outcomes, messages: [:])
+        try await Ledger(postgres: schema.postgres, logger: .silent())
+            .record([ChunkRecord(chunk: chunk, outcomes: outcomes)], instance: "r1")
 
         let rows = try await schema.postgres.query(
             """
-            SELECT delivery_id::text, attempt, payload, headers::text, status, reason, apns_id, latency_ms
+            SELECT delivery_id::text, attempt, payload, headers::text, status, reason, apns_id, latency_ms,
+                   extract(epoch FROM at)::float8
             FROM delivery_attempts ORDER BY delivery_id, attempt
             """)
         var byDelivery: [String: [(Int, String, JSONValue, Int, String?, String?, Int)]] = [:]
+        var times: [String: [Double]] = [:]
         for row in rows {
             let (id, n, text, json, status, reason, apnsId, latency) = try row.decode(
                 (String, Int, String, String, Int, String?, String?, Int).self)
             byDelivery[id, default: []].append(
                 (n, text, try JSONValue.parse(Array(json.utf8)), status, reason, apnsId, latency))
+            times[id, default: []].append(try row.decode(Double.self, at: 8))
         }
+        // Each attempt at the time it went out (to the millisecond).
+        func near(_ got: [Double]?, _ expected: [Date]) -> Bool {
+            guard let got, got.count == expected.count else { return false }
+            return zip(got, expected).allSatisfy { abs($0 - $1.timeIntervalSince1970) < 0.0006 }
+        }
+        #expect(near(times[devices[0].deliveryId], sentAt))
+        #expect(near(times[devices[1].deliveryId], [sentAt[0]]))
         let first = try #require(byDelivery[devices[0].deliveryId])
         #expect(first.map(\.0) == [1, 2])
         #expect(first.map(\.3) == [500, 200])

@@ -1,5 +1,4 @@
 import BuzzKitCore
-import BuzzKitHTTPClient
 import BuzzKitWire
 
 /// Writes an attempt's request headers as a request template for `delivery_payloads.headers`: a

@@ -3,7 +3,7 @@ import BuzzKitTestSupport
 import Foundation
 import Testing
 
-@testable import APNsSenderApp
+@testable import BuzzKitLedger
 
 /// A delivery's id is name-based on (message, device token): the sender computes it in Swift
 /// (`DeliveryID.make`, the apns-id it sends) and the API in SQL (`bk_delivery_id`, for devices of

@@ -1,0 +1,41 @@
+import BuzzKitPostgres
+import Foundation
+
+/// Completing messages outside the statements that record chunks (see `MessageCompletion`).
+extension Ledger {
+    /// Completes those of `messages` that are `fanned_out` with no pending chunk, after the
+    /// caller's own write committed: a fan-out chunk's record that could not complete its message
+    /// in its statement, a fan-out's end, a direct batch's messages without any device. Answers
+    /// the messages it completed. Messages of direct batches still pending are not for this: their
+    /// chunks do not carry their id (their record completes them).
+    @discardableResult
+    public func completeIfDone(_ messages: [UUID]) async throws -> Set<UUID> {
+        guard !messages.isEmpty else { return [] }
+        return try Self.completed(
+            try await postgres.query(
+                "WITH \(MessageCompletion.cte(match: "m.id = ANY($1::uuid[])", recorded: "'{}'::uuid[]")) SELECT id FROM completed",
+                [messages]))
+    }
+
+    /// The stragglers: up to `limit` messages `fanned_out` for longer than `olderThan` with
+    /// nothing pending (in their own chunks or in a direct batch's), oldest first, completed. They
+    /// are left by a replica that stopped between a commit and `completeIfDone`. Read through
+    /// `messages_fanned_out`. Answers how many it completed.
+    @discardableResult
+    public func completeStragglers(olderThan: Duration, limit: Int = 500) async throws -> Int {
+        let candidates = """
+            m.id IN (SELECT s.id FROM messages s
+                     WHERE s.status = 'fanned_out' AND s.updated_at < now() - make_interval(secs => $1)
+                       AND NOT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = s.id)
+                       AND NOT EXISTS (SELECT 1 FROM delivery_chunks b
+                                       WHERE b.message_id IS NULL AND b.tenant_id = s.tenant_id AND s.id = ANY(b.message_ids))
+                     ORDER BY s.updated_at LIMIT $2)
+            """
+        let rows = try await postgres.query(
+            """
+            WITH \(MessageCompletion.cte(match: candidates, recorded: "'{}'::uuid[]", directBatches: true))
+            SELECT count(*)::int FROM completed
+            """, [olderThan.sqlSeconds, limit])
+        return try rows.first?.decode(Int.self, at: 0) ?? 0
+    }
+}

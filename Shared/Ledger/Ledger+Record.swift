@@ -1,0 +1,273 @@
+import BuzzKitAPNs
+import BuzzKitContracts
+import BuzzKitCore
+import BuzzKitPostgres
+import Foundation
+
+/// One claimed chunk and how each of its devices ended, to record.
+public struct ChunkRecord: Sendable {
+    public var chunk: ClaimedChunk
+    public var outcomes: [DeliveryOutcome]
+
+    public init(chunk: ClaimedChunk, outcomes: [DeliveryOutcome]) {
+        self.chunk = chunk
+        self.outcomes = outcomes
+    }
+}
+
+/// Where a token APNs called invalid is deactivated, in the transaction that records it.
+public enum TokenRegistry: Sendable {
+    /// Push devices (`devices.active = false`), unless the device registered again after APNs's
+    /// timestamp.
+    case devices
+    /// Live Activity tokens (`token_status = 'invalid'` on the activity or the push-to-start
+    /// token), unless registered again after APNs's timestamp.
+    case liveActivities
+}
+
+extension Ledger {
+    /// Records chunks a replica holds: ONE statement inserts each device's delivery once, with its
+    /// outcome and every attempt in the one attempt format (`AttemptLog`; `apns_id` NULL: the
+    /// delivery's id is its apns-id), stores each distinct request once (`delivery_payloads`: the
+    /// payload bytes and the headers, apns-id as `{apns-id}`), deletes the chunks, and completes
+    /// the messages that no pending chunk holds any more (`MessageCompletion`). Tokens APNs called
+    /// invalid are deactivated in the same transaction (`registry`). Answers the messages it
+    /// completed.
+    ///
+    /// A chunk taken over from a stopped replica (`lost`) gets, before each device's own attempts,
+    /// that replica's attempt: status 0, the same request (from the re-send's first attempt, or
+    /// `templates[message]` when the re-send made none), sent when that replica claimed the
+    /// chunk, with an error saying its answer was lost.
+    ///
+    /// Safe to repeat: the insert is plain (no speculative insertion); only if a delivery exists
+    /// already (another replica recorded the same taken-over chunk first, or the sweeper recorded a
+    /// stale Live Activity request as lost) is it redone with `ON CONFLICT DO NOTHING`, keeping
+    /// what was recorded first. Retried on a blip, since the sends already happened.
+    ///
+    /// The seam for what must happen when a delivery is recorded (webhooks' `delivery.sent` /
+    /// `delivery.failed`): the statement's `recorded` CTE inserts the rows; a `RETURNING` there and
+    /// a CTE reading it run in the same statement.
+    @discardableResult
+    public func record(
+        _ records: [ChunkRecord], instance: String, registry: TokenRegistry = .devices,
+        templates: [UUID: APNsRequest] = [:]
+    ) async throws -> Set<UUID> {
+        guard !records.isEmpty else { return [] }
+        let write = Self.recordWrite(records, instance: instance, templates: templates)
+        return try await retryingLedgerWrite(logger: logger) {
+            guard !write.invalid.isEmpty else {
+                do {
+                    return try Self.completed(
+                        try await postgres.query(Self.recordSQL(tolerant: false), write.parameters))
+                } catch let error as PostgresError where error.code == .uniqueViolation {
+                    return try Self.completed(
+                        try await postgres.query(Self.recordSQL(tolerant: true), write.parameters))
+                }
+            }
+            return try await postgres.withTransaction { tx in
+                try await Self.record(write, registry: registry, inTransaction: tx)
+            }
+        }
+    }
+
+    /// `record` inside a transaction of the caller's (a test holding it open to record two
+    /// chunks at once): the tolerant statement, then the invalidations, no retry.
+    @discardableResult
+    public static func record(
+        _ records: [ChunkRecord], instance: String, registry: TokenRegistry = .devices,
+        templates: [UUID: APNsRequest] = [:], inTransaction tx: PostgresConnection
+    ) async throws -> Set<UUID> {
+        guard !records.isEmpty else { return [] }
+        return try await record(
+            recordWrite(records, instance: instance, templates: templates), registry: registry, inTransaction: tx)
+    }
+
+    /// The statement's parameters and the tokens to deactivate.
+    struct RecordWrite: Sendable {
+        var parameters: [any PostgresEncodable]
+        var invalid: [Invalidation]
+    }
+
+    struct Invalidation: Sendable {
+        var tenant: UUID
+        var token: String
+        var at: Date
+        var reason: String
+    }
+
+    static func completed(_ rows: PostgresRows) throws -> Set<UUID> {
+        Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    private static func record(_ write: RecordWrite, registry: TokenRegistry, inTransaction tx: PostgresConnection)
+        async throws -> Set<UUID>
+    {
+        let done = try completed(try await tx.query(recordSQL(tolerant: true), write.parameters))
+        guard !write.invalid.isEmpty else { return done }
+        let parameters: [any PostgresEncodable] = [
+            write.invalid.map(\.tenant), write.invalid.map(\.token), write.invalid.map(\.at),
+            write.invalid.map(\.reason)
+        ]
+        switch registry {
+        case .devices:
+            // Not when the device registered again after APNs's timestamp (updated_at moves then).
+            try await tx.execute(
+                """
+                UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
+                FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[]) AS u(tenant_id, token, at, reason)
+                WHERE d.tenant_id = u.tenant_id AND d.token = u.token AND d.updated_at <= u.at
+                """, parameters)
+        case .liveActivities:
+            for table in ["live_activities", "live_activity_start_tokens"] {
+                try await tx.execute(
+                    """
+                    UPDATE \(table) t SET token_status = 'invalid', token_invalidated_at = u.at, token_invalid_reason = u.reason
+                    FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[]) AS u(tenant_id, token, at, reason)
+                    WHERE t.tenant_id = u.tenant_id AND t.token = u.token AND t.updated_at <= u.at
+                    """, parameters)
+            }
+        }
+        return done
+    }
+
+    static func recordSQL(tolerant: Bool) -> String {
+        tolerant ? recordTolerant : recordPlain
+    }
+
+    private static let recordPlain = recordSQL(onConflict: "")
+    private static let recordTolerant = recordSQL(onConflict: "ON CONFLICT (id) DO NOTHING")
+
+    /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunks, $6 their
+    /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
+    /// from 1, message, token, subscriber, environment, status, attempt count, last status, last
+    /// reason, error code, first request, attempts), $21 the messages of the deliveries. Answers
+    /// the messages completed.
+    static func recordSQL(onConflict: String) -> String {
+        """
+        WITH requests AS (
+            INSERT INTO delivery_payloads (id, message_id, payload, headers)
+            SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[])
+            ON CONFLICT (id) DO NOTHING
+        ), chunks AS (
+            DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
+        ), recorded AS (
+            INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
+                                    attempt_count, apns_id, last_status, last_reason, error_code, sending_by, sent_at,
+                                    payload_id, attempts)
+            SELECT u.id, ($6::uuid[])[u.chunk], u.message, u.token, u.subscriber, u.environment, u.status, u.attempts,
+                   NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
+                   u.payload, u.log
+            FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
+                        $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[])
+                AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
+                     error_code, payload, log)
+            \(onConflict)
+        ), \(MessageCompletion.cte(match: "m.id = ANY($21::uuid[])", recorded: "$5::uuid[]"))
+        SELECT id FROM completed
+        """
+    }
+
+    // MARK: - Building the parameters
+
+    static func recordWrite(_ records: [ChunkRecord], instance: String, templates: [UUID: APNsRequest])
+        -> RecordWrite
+    {
+        let count = records.reduce(0) { $0 + $1.outcomes.count }
+        var rows = DeliveryRows(capacity: count)
+        var requests = RequestRows()
+        var chunkIds = PostgresArrayText(), tenants = PostgresArrayText()
+        var messages: [UUID] = []
+        var seen = Set<UUID>()
+        var invalid: [Invalidation] = []
+        for (position, record) in records.enumerated() {
+            chunkIds.append(record.chunk.id)
+            tenants.append(record.chunk.tenantId)
+            for outcome in record.outcomes {
+                let device = outcome.device
+                if seen.insert(device.messageId).inserted { messages.append(device.messageId) }
+                var log = AttemptLog(deliveryId: device.deliveryId)
+                if let lost = record.chunk.lost {
+                    let sent = outcome.attempts.first
+                    let payload = sent?.payload ?? templates[device.messageId]?.payload ?? []
+                    let headers =
+                        sent?.requestHeaders
+                        ?? lostHeaders(templates[device.messageId], apnsId: device.deliveryId)
+                    log.append(
+                        payload: requests.id(message: device.messageId, payload: payload, headers: headers),
+                        sentAt: lost.claimedAt, status: 0, reason: nil, apnsId: device.deliveryId, latency: 0,
+                        error:
+                            "unknown: the answer was lost with replica \(lost.replica), which stopped mid-send; sent again with the same apns-id and apns-collapse-id"
+                    )
+                }
+                for attempt in outcome.attempts {
+                    log.append(
+                        payload: requests.id(
+                            message: device.messageId, payload: attempt.payload, headers: attempt.requestHeaders),
+                        sentAt: attempt.sentAt, status: attempt.status, reason: attempt.reason?.rawValue,
+                        apnsId: attempt.apnsId, latency: attempt.latencyMilliseconds,
+                        error: attempt.transportError?.description)
+                }
+                rows.append(outcome, chunk: position + 1, log: log)
+                if let invalidation = outcome.invalidation {
+                    invalid.append(
+                        Invalidation(
+                            tenant: record.chunk.tenantId, token: device.token, at: invalidation.at,
+                            reason: invalidation.reason))
+                }
+            }
+        }
+        var messageIds = PostgresArrayText(capacity: 2 + messages.count * 37)
+        for message in messages { messageIds.append(message) }
+        let parameters: [any PostgresEncodable] =
+            [
+                requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
+                chunkIds.value, tenants.value, instance
+            ] + rows.parameters + [messageIds.value]
+        return RecordWrite(parameters: parameters, invalid: invalid)
+    }
+
+    /// The headers of a lost attempt when the re-send made none: the message's request as built,
+    /// the token redacted.
+    static func lostHeaders(_ template: APNsRequest?, apnsId: String) -> HTTPHeaders {
+        guard var request = template else { return HTTPHeaders() }
+        request.apnsId = apnsId
+        return request.headers(authorization: "bearer <redacted>")
+    }
+
+    /// The per-delivery arrays ($8-$20).
+    struct DeliveryRows {
+        var id = PostgresArrayText(), chunk = PostgresArrayText(), message = PostgresArrayText()
+        var token = PostgresArrayText(), subscriber = PostgresArrayText(), environment = PostgresArrayText()
+        var status = PostgresArrayText(), attempts = PostgresArrayText(), lastStatus = PostgresArrayText()
+        var lastReason = PostgresArrayText(), errorCode = PostgresArrayText(), payload = PostgresArrayText()
+        var log = PostgresArrayText()
+
+        init(capacity: Int) {
+            token = PostgresArrayText(capacity: 2 + capacity * 68)
+            log = PostgresArrayText(capacity: 2 + capacity * 56)
+        }
+
+        mutating func append(_ outcome: DeliveryOutcome, chunk position: Int, log attemptLog: AttemptLog) {
+            id.append(outcome.device.deliveryId)
+            chunk.append(position)
+            message.append(outcome.device.messageId)
+            token.append(outcome.device.token)
+            subscriber.append(outcome.device.subscriberId)
+            environment.append(outcome.device.environment)
+            status.append(outcome.status.rawValue)
+            attempts.append(attemptLog.count)
+            lastStatus.append(outcome.lastStatus)
+            lastReason.append(outcome.lastReason)
+            errorCode.append(outcome.errorCode?.rawValue)
+            if let first = attemptLog.firstPayload { payload.append(first) } else { payload.appendNull() }
+            log.append(utf8: attemptLog.bytes)
+        }
+
+        var parameters: [any PostgresEncodable] {
+            [
+                id.value, chunk.value, message.value, token.value, subscriber.value, environment.value, status.value,
+                attempts.value, lastStatus.value, lastReason.value, errorCode.value, payload.value, log.value
+            ]
+        }
+    }
+}
