@@ -22,8 +22,8 @@ extension WorkflowRunStore {
                 SELECT name, payload, key, n FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS e(name, payload, key, n)),
             i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT r.id, 'event', e.payload::jsonb, e.key FROM e JOIN workflow_runs r
-                    ON r.tenant_id = $1::uuid AND r.subscriber_id = $2 AND r.status IN ('pending', 'running')
+                SELECT r.id, \(WorkflowRunInputKind.event.sql), e.payload::jsonb, e.key FROM e JOIN workflow_runs r
+                    ON r.tenant_id = $1::uuid AND r.subscriber_id = $2 AND r.status IN (\(WorkflowRunStatus.liveSQL))
                    AND e.name = ANY (r.reacts_to) AND r.trigger_key <> ALL ($6::text[])
                 ORDER BY e.n, r.id
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
@@ -49,7 +49,7 @@ extension WorkflowRunStore {
             """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT run, 'event', payload::jsonb, key
+                SELECT run, \(WorkflowRunInputKind.event.sql), payload::jsonb, key
                 FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS p(run, payload, key, n)
                 ORDER BY n
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING

@@ -17,7 +17,7 @@ extension WorkflowRunStore {
             let live = state.status == .running
             ids.append(save.id)
             statuses.append(state.status.rawValue)
-            failures.append(save.failureCode ?? state.failure?.code)
+            failures.append((save.failureCode ?? state.failure?.code)?.rawValue)
             states.append(state.jsonText)
             tokens.append(live ? state.timer?.token : nil)
             dues.append(live ? state.timer?.dueAt : nil)

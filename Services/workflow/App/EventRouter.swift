@@ -78,7 +78,7 @@ final class EventRouter: Sendable {
 
     struct Counts {
         var started = 0
-        var ended: [String] = []
+        var ended: [WorkflowRunStatus] = []
         var skipped = 0
         var routed = 0
     }
@@ -146,7 +146,7 @@ final class EventRouter: Sendable {
             for run in started where inserted.contains(run.insert.id) {
                 counts.started += 1
                 let status = run.insert.state.status
-                if status != .running { counts.ended.append(status.rawValue) }
+                if status != .running { counts.ended.append(status) }
                 sends += run.messages
                 guard status == .running, !run.insert.reactsTo.isEmpty else { continue }
                 for event in events[(run.index + 1)...] where run.insert.reactsTo.contains(event.name) {

@@ -35,8 +35,8 @@ struct RunAdvancer {
     /// The message id of a step's send: a name-based UUID of run id, step and purpose, so a step
     /// executed again (after a crash before its commit) names the same message and the unique
     /// key on `messages.id` refuses the second.
-    static func messageId(runId: String, step: String, purpose: String) -> String {
-        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose)").lowercasedText
+    static func messageId(runId: String, step: String, purpose: WorkflowMessagePurpose) -> String {
+        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose.rawValue)").lowercasedText
     }
 
     /// Applies `advance` (from start or an input) and everything it leads to.
@@ -107,7 +107,9 @@ struct RunAdvancer {
     }
 
     /// `state` ended as failed with `code` (its running step interrupted, its timer and wait dropped).
-    static func failed(_ state: WorkflowRunState, code: String, message: String, at now: Date) -> WorkflowRunState {
+    static func failed(
+        _ state: WorkflowRunState, code: WorkflowRunFailure.Code, message: String, at now: Date
+    ) -> WorkflowRunState {
         var state = state
         guard state.status == .running else { return state }
         state.status = .failed
@@ -119,7 +121,7 @@ struct RunAdvancer {
         for i in state.outcomes.indices where state.outcomes[i].status == .running {
             state.outcomes[i].status = .interrupted
             state.outcomes[i].endedAt = now
-            state.outcomes[i].decision = "failed"
+            state.outcomes[i].decision = .failed
         }
         return state
     }

@@ -73,7 +73,7 @@ final class RunWorker: Service {
     func tick() async throws -> Int {
         let now = configuration.clock.now()
         var messages: [WorkflowMessageInsert] = []
-        var outcomes: [(started: Bool, ended: String?, timers: Int, lateness: [Double], sends: Int)] = []
+        var outcomes: [(started: Bool, ended: WorkflowRunStatus?, timers: Int, lateness: [Double], sends: Int)] = []
         let claimedCount = try await postgres.withTransaction { tx -> Int in
             let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
             var settings: [UUID: WorkflowCatalog.Settings] = [:]
@@ -113,7 +113,7 @@ final class RunWorker: Service {
     struct Outcome {
         var messages: [WorkflowMessageInsert] = []
         var started = false
-        var ended: String?
+        var ended: WorkflowRunStatus?
         var timers = 0
         var lateness: [Double] = []
         /// The run's new state, written with the claim's others in one statement.
@@ -135,14 +135,14 @@ final class RunWorker: Service {
         else {
             if let state = record.state {
                 let failed = RunAdvancer.failed(
-                    state, code: "definition_missing",
+                    state, code: .definitionMissing,
                     message: "version \(record.version) of \(record.workflowKey) cannot be read", at: now)
                 try await WorkflowRunStore.save(
                     on: tx, WorkflowRunSave(id: record.id, state: failed, lastInputId: lastInput))
             } else {
-                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "definition_missing", now: now)
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: .definitionMissing, now: now)
             }
-            outcome.ended = "failed"
+            outcome.ended = .failed
             return outcome
         }
         let environment = WorkflowEnvironment(
@@ -162,9 +162,9 @@ final class RunWorker: Service {
                 let subscriber = try await catalog.subscriber(
                     on: tx, tenantId: record.tenantId, id: record.subscriberId)
             else {
-                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "subscriber_unknown", now: now)
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: .subscriberUnknown, now: now)
                 metrics.triggersSkipped.increment()
-                outcome.ended = "failed"
+                outcome.ended = .failed
                 return outcome
             }
             let start = WorkflowEngine.start(
@@ -201,7 +201,7 @@ final class RunWorker: Service {
         // A timer that became due while inputs were applied (e.g. a quiet-hours end in the past)
         // is picked up by the next claim: the row is due at once.
         outcome.save = WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput)
-        if result.state.status != .running { outcome.ended = result.state.status.rawValue }
+        if result.state.status != .running { outcome.ended = result.state.status }
         outcome.messages = result.messages
         return outcome
     }

@@ -1,4 +1,5 @@
 import BuzzKitCore
+import BuzzKitWorkflows
 
 /// The workflow service's series on `/metrics`.
 public struct WorkflowMetrics: Sendable {
@@ -35,12 +36,12 @@ public struct WorkflowMetrics: Sendable {
             help: "Events put in a running run's inbox (cancelOn, waitFor)")
     }
 
-    func finished(_ status: String) {
+    func finished(_ status: WorkflowRunStatus) {
         switch status {
-        case "completed": runsCompleted.increment()
-        case "cancelled": runsCancelled.increment()
-        case "failed": runsFailed.increment()
-        default: break
+        case .completed: runsCompleted.increment()
+        case .cancelled: runsCancelled.increment()
+        case .failed: runsFailed.increment()
+        case .pending, .running: break
         }
     }
 }

@@ -51,7 +51,7 @@ extension WorkflowEventRule {
 
 extension WorkflowStep {
     public var jsonValue: JSONValue {
-        .object(["name": .string(name), kind.name: kind.bodyJSON])
+        .object(["name": .string(name), kind.name.rawValue: kind.bodyJSON])
     }
 }
 

@@ -194,21 +194,23 @@ struct DefinitionReader {
 
     private mutating func steps(_ items: [JSONValue], _ path: String, depth: Int) -> [WorkflowStep] {
         var steps: [WorkflowStep] = []
-        var previousKind: String?
+        var previousKind: WorkflowStepKind.Name?
         for (i, item) in items.enumerated() {
             stepCount += 1
             let stepPath = "\(path)[\(i)]"
             if let s = step(item, stepPath, depth: depth) { steps.append(s) } else { droppedSteps = true }
             // A local send ends a local window: the step before it (in the same list) is a waitUntil.
             if case .object(let o) = item, case .object(let send)? = o["send"], send["deliver"] == "local",
-                previousKind != "waitUntil"
+                previousKind != .waitUntil
             {
                 add(
                     stepPath + ".send.deliver",
                     "a local send must come directly after a waitUntil step "
                         + "(the wait is the local window: the plan goes to the device when it begins)")
             }
-            previousKind = item.objectValue.flatMap { o in WorkflowStepKind.names.first { o[$0] != nil } }
+            previousKind = item.objectValue.flatMap { o in
+                WorkflowStepKind.Name.allCases.first { o[$0.rawValue] != nil }
+            }
         }
         return steps
     }
@@ -240,7 +242,8 @@ struct DefinitionReader {
                 "is not a known step kind or field (a step has a name and one of "
                     + WorkflowStepKind.names.joined(separator: ", ") + ")")
         }
-        guard kinds.count == 1, let kindName = kinds.first else {
+        guard kinds.count == 1, let kindName = kinds.first, let kindType = WorkflowStepKind.Name(rawValue: kindName)
+        else {
             if kinds.isEmpty {
                 add(path, "needs one kind: " + WorkflowStepKind.names.joined(separator: ", "))
             } else {
@@ -251,13 +254,13 @@ struct DefinitionReader {
         let kindPath = join(path, kindName)
         let body = o[kindName] ?? .null
         let kind: WorkflowStepKind?
-        switch kindName {
-        case "wait": kind = wait(body, kindPath)
-        case "waitUntil": kind = waitUntil(body, kindPath)
-        case "waitFor": kind = waitFor(body, kindPath)
-        case "branch": kind = branch(body, kindPath, depth: depth)
-        case "send": kind = send(body, kindPath)
-        default: kind = exit(body, kindPath)
+        switch kindType {
+        case .wait: kind = wait(body, kindPath)
+        case .waitUntil: kind = waitUntil(body, kindPath)
+        case .waitFor: kind = waitFor(body, kindPath)
+        case .branch: kind = branch(body, kindPath, depth: depth)
+        case .send: kind = send(body, kindPath)
+        case .exit: kind = exit(body, kindPath)
         }
         guard let name, let kind else { return nil }
         return WorkflowStep(name: name, kind: kind)

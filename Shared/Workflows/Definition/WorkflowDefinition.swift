@@ -81,19 +81,24 @@ public indirect enum WorkflowStepKind: Sendable, Hashable {
     /// `exit`: the run ends (completed).
     case exit
 
-    /// The member name in JSON: `wait`, `waitUntil`, `waitFor`, `branch`, `send`, `exit`.
-    public var name: String {
+    /// The kinds by name: the member name in JSON, and a step outcome's `kind`.
+    public enum Name: String, Sendable, Hashable, CaseIterable {
+        case wait, waitUntil, waitFor, branch, send, exit
+    }
+
+    public var name: Name {
         switch self {
-        case .wait: "wait"
-        case .waitUntil: "waitUntil"
-        case .waitFor: "waitFor"
-        case .branch: "branch"
-        case .send: "send"
-        case .exit: "exit"
+        case .wait: .wait
+        case .waitUntil: .waitUntil
+        case .waitFor: .waitFor
+        case .branch: .branch
+        case .send: .send
+        case .exit: .exit
         }
     }
 
-    public static let names = ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]
+    /// Every kind's member name, in document order.
+    public static let names = Name.allCases.map(\.rawValue)
 }
 
 /// `waitUntil.timezone`: the subscriber's own zone (else the tenant's default, else UTC), or a

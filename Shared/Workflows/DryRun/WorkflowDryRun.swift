@@ -23,12 +23,33 @@ public enum WorkflowDryRun {
     }
 
     public struct Entry: Sendable, Hashable {
+        /// What an entry of the timeline is.
+        public enum Kind: String, Sendable, Hashable, CaseIterable {
+            /// A step's outcome.
+            case step
+            /// What would be sent.
+            case send
+            /// A local window's plan.
+            case plan
+            /// A local send asked whether a device acknowledged its plan.
+            case acknowledgement
+            /// `bk.cancel` for a local plan.
+            case cancel
+            case timer
+            /// A `waitFor` began waiting.
+            case `await`
+            /// A branch asked for receipts.
+            case receipts
+            /// An event was delivered to a `waitFor`.
+            case event
+            /// The run ended.
+            case end
+        }
+
         /// The simulated moment.
         public var at: Date
         public var step: String?
-        /// `step` (a step's outcome), `send` (what would be sent), `plan` (a local window's plan),
-        /// `acknowledgement`, `cancel`, `timer`, `await`, `receipts`, `event`, `end`.
-        public var kind: String
+        public var kind: Kind
         public var detail: JSONValue
     }
 
@@ -44,14 +65,15 @@ public enum WorkflowDryRun {
             [
                 "triggerMatches": .bool(triggerMatches),
                 "status": .string(state.status.rawValue),
-                "failure": state.failure.map { ["code": .string($0.code), "message": .string($0.message)] } ?? .null,
+                "failure": state.failure.map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
+                    ?? .null,
                 "startedAt": .string(WorkflowTime.text(state.startedAt)),
                 "endedAt": state.endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
                 "timeline": .array(
                     entries.map { e in
                         [
                             "at": .string(WorkflowTime.text(e.at)), "step": e.step.map(JSONValue.string) ?? .null,
-                            "kind": .string(e.kind), "detail": e.detail
+                            "kind": .string(e.kind.rawValue), "detail": e.detail
                         ]
                     }),
                 "steps": .array(state.outcomes.map(\.jsonValue))
@@ -71,7 +93,9 @@ public enum WorkflowDryRun {
         func environment(_ now: Date) -> WorkflowEnvironment {
             WorkflowEnvironment(
                 now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
-                messageId: { _, step, purpose in purpose == "send" ? "dry-run:\(step)" : "dry-run:\(step):\(purpose)" })
+                messageId: { _, step, purpose in
+                    purpose == .send ? "dry-run:\(step)" : "dry-run:\(step):\(purpose.rawValue)"
+                })
         }
         var entries: [Entry] = []
         func record(_ advance: WorkflowAdvance, at now: Date, previous: WorkflowRunState?) {
@@ -79,7 +103,7 @@ public enum WorkflowDryRun {
             for outcome in advance.state.outcomes
             where !before.contains(outcome.jsonValue) && outcome.status != .running {
                 entries.append(
-                    Entry(at: outcome.endedAt ?? now, step: outcome.step, kind: "step", detail: outcome.jsonValue))
+                    Entry(at: outcome.endedAt ?? now, step: outcome.step, kind: .step, detail: outcome.jsonValue))
             }
             for action in advance.actions {
                 switch action {
@@ -89,30 +113,30 @@ public enum WorkflowDryRun {
                         "idempotencyKey": .string(send.idempotencyKey)
                     ]
                     if !send.missing.isEmpty { detail["missing"] = .array(send.missing.map(JSONValue.string)) }
-                    entries.append(Entry(at: now, step: send.step, kind: "send", detail: .object(detail)))
+                    entries.append(Entry(at: now, step: send.step, kind: .send, detail: .object(detail)))
                 case .scheduleTimer(let timer):
                     entries.append(
                         Entry(
-                            at: now, step: advance.state.current, kind: "timer",
+                            at: now, step: advance.state.current, kind: .timer,
                             detail: ["token": .string(timer.token), "dueAt": .string(WorkflowTime.text(timer.dueAt))]))
                 case .awaitEvent(let wait):
                     entries.append(
                         Entry(
-                            at: now, step: wait.step, kind: "await",
+                            at: now, step: wait.step, kind: .await,
                             detail: [
                                 "event": .string(wait.event), "timeoutAt": .string(WorkflowTime.text(wait.timeoutAt))
                             ]))
                 case .askReceipts(let step, let ids):
                     entries.append(
                         Entry(
-                            at: now, step: step, kind: "receipts",
+                            at: now, step: step, kind: .receipts,
                             detail: ["messageIds": .array(ids.map(JSONValue.string))]))
                 case .finished(let status):
                     var detail: [String: JSONValue] = ["status": .string(status.rawValue)]
                     if let failure = advance.state.failure {
-                        detail["failure"] = .string("\(failure.code): \(failure.message)")
+                        detail["failure"] = .string("\(failure.code.rawValue): \(failure.message)")
                     }
-                    entries.append(Entry(at: now, step: nil, kind: "end", detail: .object(detail)))
+                    entries.append(Entry(at: now, step: nil, kind: .end, detail: .object(detail)))
                 case .sendLocalPlan(let plan):
                     let f = plan.plan.fireAt
                     let wall =
@@ -127,17 +151,17 @@ public enum WorkflowDryRun {
                     if let body = plan.plan.body { detail["body"] = .string(body) }
                     if let link = plan.plan.deepLink { detail["deepLink"] = .string(link) }
                     if !plan.missing.isEmpty { detail["missing"] = .array(plan.missing.map(JSONValue.string)) }
-                    entries.append(Entry(at: now, step: plan.step, kind: "plan", detail: .object(detail)))
+                    entries.append(Entry(at: now, step: plan.step, kind: .plan, detail: .object(detail)))
                 case .askAcknowledgement(let step, let localId):
                     entries.append(
                         Entry(
-                            at: now, step: step, kind: "acknowledgement",
+                            at: now, step: step, kind: .acknowledgement,
                             detail: [
                                 "localId": .string(localId),
                                 "acknowledged": .bool(acknowledged.contains(step))
                             ]))
                 case .sendCancelPlan(let cancel):
-                    entries.append(Entry(at: now, step: nil, kind: "cancel", detail: ["runId": .string(cancel.runId)]))
+                    entries.append(Entry(at: now, step: nil, kind: .cancel, detail: ["runId": .string(cancel.runId)]))
                 case .clearTimer, .stopAwaitingEvent:
                     break
                 }
@@ -171,7 +195,7 @@ public enum WorkflowDryRun {
                 now = max(now, WorkflowTime.quantized(wait.since.addingTimeInterval(max(0, arrival.after))))
                 var event = arrival.event
                 if event.id == state.trigger.id { event.id += ":arrival" }
-                entries.append(Entry(at: now, step: wait.step, kind: "event", detail: event.jsonValue))
+                entries.append(Entry(at: now, step: wait.step, kind: .event, detail: event.jsonValue))
                 delivered.insert(wait.step)
                 input = .event(event)
             } else if let timer = state.timer {

@@ -115,9 +115,9 @@ struct RunMachine {
         var budget = definition.index.names.count + 1
         while let stepName = next {
             budget -= 1
-            guard budget >= 0 else { return fail("loop_limit", "more steps than the definition has in one advance") }
+            guard budget >= 0 else { return fail(.loopLimit, "more steps than the definition has in one advance") }
             guard let entry = definition.index[stepName] else {
-                return fail("definition_mismatch", "the definition has no step '\(stepName)'")
+                return fail(.definitionMismatch, "the definition has no step '\(stepName)'")
             }
             state.current = stepName
             var outcome = WorkflowStepOutcome(step: stepName, kind: entry.step.kind.name, startedAt: now)
@@ -127,7 +127,7 @@ struct RunMachine {
                 outcome.dueAt = WorkflowTime.quantized(due)
                 outcome.reason = "waits \(duration.text)"
                 state.outcomes.append(outcome)
-                state.timer = WorkflowTimer(token: "\(stepName):wait", dueAt: due)
+                state.timer = WorkflowTimer(step: stepName, .wait, dueAt: due)
                 return
             case .waitUntil(let time, let choice):
                 let (zone, zoneName, source) = self.zone(choice)
@@ -156,7 +156,7 @@ struct RunMachine {
                 if let i = state.outcomes.lastIndex(where: { $0.step == stepName }) {
                     state.outcomes[i].dueAt = WorkflowTime.quantized(due)
                 }
-                state.timer = WorkflowTimer(token: "\(stepName):until", dueAt: due)
+                state.timer = WorkflowTimer(step: stepName, .until, dueAt: due)
                 return
             case .waitFor(let waitFor):
                 let timeout = now.addingTimeInterval(Double(waitFor.timeout.seconds))
@@ -164,7 +164,7 @@ struct RunMachine {
                 outcome.reason = "waits for \(waitFor.event) up to \(waitFor.timeout.text)"
                 state.outcomes.append(outcome)
                 state.awaiting = WorkflowEventWait(step: stepName, event: waitFor.event, since: now, timeoutAt: timeout)
-                state.timer = WorkflowTimer(token: "\(stepName):timeout", dueAt: timeout)
+                state.timer = WorkflowTimer(step: stepName, .timeout, dueAt: timeout)
                 return
             case .branch(let branch):
                 state.outcomes.append(outcome)
@@ -198,7 +198,7 @@ struct RunMachine {
                         outcome.reason =
                             "quiet hours \(quiet) in \(zoneName): moved from \(WorkflowTime.text(now)) to \(WorkflowTime.text(end))"
                         state.outcomes.append(outcome)
-                        state.timer = WorkflowTimer(token: "\(stepName):quiet", dueAt: end)
+                        state.timer = WorkflowTimer(step: stepName, .quiet, dueAt: end)
                         return
                     }
                 }
@@ -208,7 +208,7 @@ struct RunMachine {
             case .exit:
                 outcome.status = .done
                 outcome.endedAt = now
-                outcome.decision = "exited"
+                outcome.decision = .exited
                 state.outcomes.append(outcome)
                 return end(.completed)
             }
@@ -239,7 +239,7 @@ struct RunMachine {
 
     /// Marks the current step's outcome.
     private mutating func endCurrent(
-        _ decision: String, reason: String? = nil, status: WorkflowStepOutcome.Status = .done
+        _ decision: WorkflowStepDecision, reason: String? = nil, status: WorkflowStepOutcome.Status = .done
     ) {
         guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
         state.outcomes[i].status = status
@@ -259,8 +259,8 @@ struct RunMachine {
         state.acknowledgementFor = nil
     }
 
-    private mutating func fail(_ code: String, _ message: String) {
-        if state.current != nil { endCurrent("failed", reason: message, status: .interrupted) }
+    private mutating func fail(_ code: WorkflowRunFailure.Code, _ message: String) {
+        if state.current != nil { endCurrent(.failed, reason: message, status: .interrupted) }
         state.failure = WorkflowRunFailure(code: code, message: message)
         end(.failed)
     }
@@ -270,21 +270,21 @@ struct RunMachine {
     mutating func timerFired(_ token: String) {
         state.timer = nil
         guard let step = state.current, let entry = definition.index[step] else {
-            return fail("definition_mismatch", "the run's timer names no current step")
+            return fail(.definitionMismatch, "the run's timer names no current step")
         }
         switch entry.step.kind {
         case .wait, .waitUntil:
-            endCurrent("waited")
+            endCurrent(.waited)
             run(from: entry.successor)
         case .waitFor:
             state.awaiting = nil
-            endCurrent("timed_out")
+            endCurrent(.timedOut)
             run(from: entry.successor)
         case .send(let send):
             guard perform(send, step: step) else { return }
             run(from: entry.successor)
         default:
-            fail("definition_mismatch", "a timer fired in step '\(step)', which has none")
+            fail(.definitionMismatch, "a timer fired in step '\(step)', which has none")
         }
     }
 
@@ -321,7 +321,7 @@ struct RunMachine {
         state.awaiting = nil
         state.timer = nil
         if let i = state.outcomes.lastIndex(where: { $0.step == wait.step }) { state.outcomes[i].event = event }
-        endCurrent("matched", reason: "\(event.name) arrived (event \(event.id))")
+        endCurrent(.matched, reason: "\(event.name) arrived (event \(event.id))")
         run(from: entry.successor)
         return true
     }
@@ -330,7 +330,7 @@ struct RunMachine {
         state.receiptsFor = nil
         guard let step = state.current, let entry = definition.index[step], case .branch(let branch) = entry.step.kind
         else {
-            return fail("definition_mismatch", "receipts arrived while the run is in no branch")
+            return fail(.definitionMismatch, "receipts arrived while the run is in no branch")
         }
         run(from: decide(step, branch, receipts: receipts))
     }
@@ -343,10 +343,10 @@ struct RunMachine {
                 .sendCancelPlan(
                     WorkflowCancelPlanAction(
                         runId: state.runId, step: plan.step,
-                        messageId: environment.messageId(state.runId, plan.step, "cancel"),
+                        messageId: environment.messageId(state.runId, plan.step, .cancel),
                         idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
         }
-        if state.current != nil { endCurrent("cancelled", reason: reason, status: .interrupted) }
+        if state.current != nil { endCurrent(.cancelled, reason: reason, status: .interrupted) }
         state.cancelReason = reason
         end(.cancelled)
     }
@@ -371,13 +371,13 @@ struct RunMachine {
         guard case .success(let content) = MessageContent.validate(rendered) else {
             if case .failure(let rejection) = MessageContent.validate(rendered) {
                 fail(
-                    "content_invalid",
+                    .contentInvalid,
                     "the rendered content is invalid: " + rejection.issues.map(\.description).joined(separator: "; "))
             }
             return false
         }
         let localId = "\(state.runId):\(step)"
-        let messageId = environment.messageId(state.runId, step, "plan")
+        let messageId = environment.messageId(state.runId, step, .plan)
         let zone = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone)
             .zone
         let c = WorkflowZones.components(fireAt, in: zone)
@@ -404,7 +404,7 @@ struct RunMachine {
     /// as an ordinary push (the fallback). False when the run failed.
     private mutating func endLocal(acknowledged: Bool) -> Bool {
         guard let plan = state.localPlan, let i = state.outcomes.lastIndex(where: { $0.step == plan.step }) else {
-            fail("definition_mismatch", "a local send ended without its plan")
+            fail(.definitionMismatch, "a local send ended without its plan")
             return false
         }
         state.localPlan = nil
@@ -412,15 +412,15 @@ struct RunMachine {
         state.outcomes[i].messageIds = [plan.messageId]
         if acknowledged {
             endCurrent(
-                "scheduled_on_device",
+                .scheduledOnDevice,
                 reason: "a device acknowledged the plan \(plan.localId): nothing sent at the moment")
             return true
         }
         guard case .success(let content) = MessageContent.validate(plan.content) else {
-            fail("content_invalid", "the plan's content is invalid")
+            fail(.contentInvalid, "the plan's content is invalid")
             return false
         }
-        let messageId = environment.messageId(state.runId, plan.step, "fallback")
+        let messageId = environment.messageId(state.runId, plan.step, .fallback)
         actions.append(
             .send(
                 WorkflowSendAction(
@@ -428,7 +428,7 @@ struct RunMachine {
                     subscriberId: state.subscriber.id, delivery: .push, contentJSON: plan.content, content: content,
                     missing: plan.missing)))
         state.outcomes[i].messageIds.append(messageId)
-        endCurrent("fallback_sent", reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
+        endCurrent(.fallbackSent, reason: "no device confirmed the schedule of \(plan.localId): sent as a push")
         return true
     }
 
@@ -445,7 +445,7 @@ struct RunMachine {
         {
             state.outcomes[i].receipts = receipts
         }
-        endCurrent(value ? "then" : "else", reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
+        endCurrent(value ? .then : .otherwise, reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
         return definition.index.entry(of: step, then: value)
     }
 
@@ -456,7 +456,7 @@ struct RunMachine {
         case .expression(let e): return e.expression.matches(document: document)
         case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
         case .delivered(let step): return messages(of: step).contains { receipts[$0]?.delivered == true }
-        case .matched(let step): return state.outcome(step)?.decision == "matched"
+        case .matched(let step): return state.outcome(step)?.decision == .matched
         case .all(let items): return items.allSatisfy { evaluate($0, document, receipts) }
         case .any(let items): return items.contains { evaluate($0, document, receipts) }
         case .not(let inner): return !evaluate(inner, document, receipts)
@@ -491,12 +491,12 @@ struct RunMachine {
         case .failure(let rejection):
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].missing = missing }
             fail(
-                "content_invalid",
+                .contentInvalid,
                 "the rendered content is invalid: "
                     + rejection.issues.map(\.description).joined(separator: "; "))
             return false
         case .success(let content):
-            let messageId = environment.messageId(state.runId, step, "send")
+            let messageId = environment.messageId(state.runId, step, .send)
             actions.append(
                 .send(
                     WorkflowSendAction(
@@ -509,7 +509,7 @@ struct RunMachine {
                 state.outcomes[i].messageIds.append(messageId)
                 state.outcomes[i].missing = missing
             }
-            endCurrent("sent", reason: reason)
+            endCurrent(.sent, reason: reason)
             return true
         }
     }
@@ -520,7 +520,7 @@ struct RunMachine {
         var steps: [String: JSONValue] = [:]
         for outcome in state.outcomes {
             var o: [String: JSONValue] = [:]
-            if let decision = outcome.decision { o["outcome"] = .string(decision) }
+            if let decision = outcome.decision { o["outcome"] = .string(decision.rawValue) }
             if let event = outcome.event { o["event"] = event.documentJSON }
             steps[outcome.step] = .object(o)
         }

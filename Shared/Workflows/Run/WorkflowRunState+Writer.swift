@@ -47,7 +47,7 @@ extension WorkflowRunState {
             var f = true
             w.raw("{")
             w.key("code", first: &f)
-            w.string(failure.code)
+            w.string(failure.code.rawValue)
             w.key("message", first: &f)
             w.string(failure.message)
             w.raw("}")
@@ -127,7 +127,7 @@ extension WorkflowStepOutcome {
         w.key("step", first: &first)
         w.string(step)
         w.key("kind", first: &first)
-        w.string(kind)
+        w.string(kind.rawValue)
         w.key("status", first: &first)
         w.string(status.rawValue)
         w.key("startedAt", first: &first)
@@ -144,7 +144,7 @@ extension WorkflowStepOutcome {
         }
         if let decision {
             w.key("decision", first: &first)
-            w.string(decision)
+            w.string(decision.rawValue)
         }
         if let reason {
             w.key("reason", first: &first)

@@ -64,33 +64,57 @@ public struct WorkflowRunState: Sendable, Hashable {
     public var messageIds: [String] { outcomes.flatMap(\.messageIds) }
 }
 
-public enum WorkflowRunStatus: String, Sendable, Hashable, CaseIterable {
-    case running, completed, cancelled, failed
-}
-
 /// Why a run failed: a stable code and a message.
 public struct WorkflowRunFailure: Sendable, Hashable {
-    /// `content_invalid` (a rendered send broke the content rules), `definition_mismatch` (the
-    /// state names a step the definition lacks), `loop_limit` (more steps in one advance than
-    /// the definition has: a bug).
-    public var code: String
+    /// The failure codes: one list, the run state's and the runs table's `failure_code`.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// A rendered send broke the content rules.
+        case contentInvalid = "content_invalid"
+        /// The state names a step the definition lacks (or a step in the wrong kind).
+        case definitionMismatch = "definition_mismatch"
+        /// More steps in one advance than the definition has: a bug.
+        case loopLimit = "loop_limit"
+        /// The run's definition version cannot be read (the runtime's, not the engine's).
+        case definitionMissing = "definition_missing"
+        /// A pending run's subscriber does not exist (the runtime's; such a run has no state).
+        case subscriberUnknown = "subscriber_unknown"
+    }
+
+    public var code: Code
     public var message: String
 
-    public init(code: String, message: String) {
+    public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
 }
 
-/// The run's one timer. `token` (`<step>:<purpose>`, purposes `wait`, `until`, `timeout`, `quiet`)
-/// comes back in `.timerFired`; a stale token is ignored, which makes a timer firing twice harmless.
+/// The run's one timer. `token` (`<step>:<purpose>`) comes back in `.timerFired`; a stale token is
+/// ignored, which makes a timer firing twice harmless.
 public struct WorkflowTimer: Sendable, Hashable {
+    /// What a timer is for: the second half of its token.
+    public enum Purpose: String, Sendable, Hashable, CaseIterable {
+        /// A `wait`'s end.
+        case wait
+        /// A `waitUntil`'s moment.
+        case until
+        /// A `waitFor`'s timeout.
+        case timeout
+        /// A send moved out of quiet hours.
+        case quiet
+    }
+
     public var token: String
     public var dueAt: Date
 
     public init(token: String, dueAt: Date) {
         self.token = token
         self.dueAt = WorkflowTime.quantized(dueAt)
+    }
+
+    /// The timer of `step` for `purpose` (token `<step>:<purpose>`).
+    public init(step: String, _ purpose: Purpose, dueAt: Date) {
+        self.init(token: "\(step):\(purpose.rawValue)", dueAt: dueAt)
     }
 }
 
@@ -145,7 +169,7 @@ public struct WorkflowLocalPlanState: Sendable, Hashable {
 
 /// What happened in one step: times, the decision and why, the messages it sent.
 public struct WorkflowStepOutcome: Sendable, Hashable {
-    public enum Status: String, Sendable, Hashable {
+    public enum Status: String, Sendable, Hashable, CaseIterable {
         /// Begun and not yet over (waiting).
         case running
         case done
@@ -154,16 +178,14 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     }
 
     public var step: String
-    /// `wait`, `waitUntil`, `waitFor`, `branch`, `send`, `exit`.
-    public var kind: String
+    public var kind: WorkflowStepKind.Name
     public var status: Status
     public var startedAt: Date
     /// When the step is due to go on (a wait's end, a waitFor's timeout, a send moved out of quiet hours).
     public var dueAt: Date?
     public var endedAt: Date?
-    /// `waited`; `matched` / `timed_out`; `then` / `else`; `sent`; `scheduled_on_device` /
-    /// `fallback_sent` (a local send); `exited`; `cancelled`; `failed`.
-    public var decision: String?
+    /// What the step decided (`WorkflowStepDecision`); nil while it runs.
+    public var decision: WorkflowStepDecision?
     /// Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift.
     public var reason: String?
     /// The messages the step sent.
@@ -177,7 +199,7 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     /// The receipts a branch decided on, by message id.
     public var receipts: [String: WorkflowReceipts]?
 
-    public init(step: String, kind: String, startedAt: Date) {
+    public init(step: String, kind: WorkflowStepKind.Name, startedAt: Date) {
         self.step = step
         self.kind = kind
         status = .running

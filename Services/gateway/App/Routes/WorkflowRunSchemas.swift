@@ -1,4 +1,6 @@
 import BuzzKitWire
+import BuzzKitWorkflowRuns
+import BuzzKitWorkflows
 
 /// JSON schemas of the run routes, for the OpenAPI document: what `WorkflowRunRecord.jsonValue`
 /// and the trigger and cancel routes answer.
@@ -39,10 +41,10 @@ enum WorkflowRunSchemas {
     static let stepOutcome = Schema.object(
         [
             "step": Schema.string(),
-            "kind": Schema.string(enumeration: ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]),
+            "kind": Schema.string(enumeration: WorkflowStepKind.names),
             "status": Schema.string(
                 "running: begun, not over; done; interrupted: ended by the run's cancellation or failure",
-                enumeration: ["running", "done", "interrupted"]),
+                enumeration: WorkflowStepOutcome.Status.allCases.map(\.rawValue)),
             "startedAt": Schema.timestamp,
             "dueAt": Schema.adding(
                 [
@@ -52,8 +54,8 @@ enum WorkflowRunSchemas {
                 to: Schema.timestamp),
             "endedAt": Schema.timestamp,
             "decision": Schema.string(
-                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed"
-            ),
+                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed",
+                enumeration: WorkflowStepDecision.allCases.map(\.rawValue)),
             "reason": Schema.string(
                 "Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
             "messageIds": Schema.array(Schema.string("A message the step sent (GET /v1/messages/{id})")),
@@ -77,7 +79,11 @@ enum WorkflowRunSchemas {
                 "running (started, or accepted and about to start), completed, cancelled, failed",
                 enumeration: WorkflowRunRoutes.runStatuses),
             "failure": Schema.nullable(
-                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+                Schema.object(
+                    [
+                        "code": Schema.string(enumeration: WorkflowRunFailure.Code.allCases.map(\.rawValue)),
+                        "message": Schema.string()
+                    ], required: ["code", "message"])),
             "cancelReason": Schema.nullable(Schema.string()),
             "trigger": Schema.nullable(event),
             "current": Schema.nullable(Schema.string("The step the run is at")),
@@ -97,6 +103,6 @@ enum WorkflowRunSchemas {
             "run": run,
             "cancel": Schema.string(
                 "requested: a workflow replica cancels the run shortly; already_ended: it had ended, nothing changed",
-                enumeration: ["requested", "already_ended"])
+                enumeration: WorkflowRunStore.CancelRequest.answered.map(\.rawValue))
         ], required: ["run", "cancel"])
 }

@@ -249,18 +249,19 @@ enum WorkflowSchemas {
     static let dryRunResponse = Schema.object(
         [
             "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
-            "status": Schema.string(enumeration: ["running", "completed", "cancelled", "failed"]),
+            "status": Schema.string(enumeration: WorkflowRunStatus.shown.map(\.rawValue)),
             "failure": Schema.nullable(
-                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+                Schema.object(
+                    [
+                        "code": Schema.string(enumeration: WorkflowRunFailure.Code.allCases.map(\.rawValue)),
+                        "message": Schema.string()
+                    ], required: ["code", "message"])),
             "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
             "timeline": Schema.array(
                 Schema.object(
                     [
                         "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
-                        "kind": Schema.string(enumeration: [
-                            "step", "send", "plan", "acknowledgement", "cancel", "timer", "await", "receipts",
-                            "event", "end"
-                        ]),
+                        "kind": Schema.string(enumeration: WorkflowDryRun.Entry.Kind.allCases.map(\.rawValue)),
                         "detail": Schema.anyObject
                     ], required: ["at", "step", "kind", "detail"])),
             "steps": Schema.array(Schema.anyObject)
