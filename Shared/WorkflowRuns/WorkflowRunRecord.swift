@@ -26,9 +26,13 @@ public struct WorkflowRunRecord: Sendable, Hashable {
     public var updatedAt: Date
     public var startedAt: Date?
     public var endedAt: Date?
+    /// A digest run's collected events (ids and times, in order of arrival) and how many, when
+    /// read with the run (`WorkflowRunStore.run`; lists leave them out).
+    public var digestEvents: WorkflowDigestEvents?
 
     /// The API view: id, workflowKey, version, subscriberId, status, failure (code, message),
-    /// cancelReason, trigger, createdAt, startedAt, endedAt, current step, dueAt, and `steps`
+    /// cancelReason, throttleReason, digest (a digest run's key, window and what it collected),
+    /// trigger, createdAt, startedAt, endedAt, current step, dueAt, and `steps`
     /// (each step's outcome: step, kind, status, startedAt, dueAt, endedAt, decision, reason,
     /// messageIds, missing, event, shiftedFrom, receipts).
     public var jsonValue: JSONValue {
@@ -39,7 +43,8 @@ public struct WorkflowRunRecord: Sendable, Hashable {
             "startedAt": startedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
             "endedAt": endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
             "dueAt": dueAt.map { .string(WorkflowTime.text($0)) } ?? .null,
-            "failure": .null, "cancelReason": .null, "current": .null, "steps": []
+            "failure": .null, "cancelReason": .null, "throttleReason": .null, "digest": .null, "current": .null,
+            "steps": []
         ]
         if let state {
             o["trigger"] = state.trigger.jsonValue
@@ -47,6 +52,8 @@ public struct WorkflowRunRecord: Sendable, Hashable {
                 o["failure"] = ["code": .string(failure.code.rawValue), "message": .string(failure.message)]
             }
             if let reason = state.cancelReason { o["cancelReason"] = .string(reason) }
+            if let reason = state.throttleReason { o["throttleReason"] = .string(reason) }
+            if let digest = state.digest { o["digest"] = digestJSON(digest) }
             if let current = state.current { o["current"] = .string(current) }
             o["steps"] = .array(state.outcomes.map(\.jsonValue))
         } else {
@@ -55,6 +62,24 @@ public struct WorkflowRunRecord: Sendable, Hashable {
                 o["failure"] = ["code": .string(failureCode.rawValue), "message": .string(failureCode.rawValue)]
             }
         }
+        return .object(o)
+    }
+
+    /// `{step, key, closesAt, closed, count, list, first, last, events?}`: `count` is what the
+    /// window collected once closed, else the events so far (when they were read with the run).
+    private func digestJSON(_ digest: WorkflowDigestState) -> JSONValue {
+        var o: [String: JSONValue] = [
+            "step": .string(digest.step), "key": .string(digest.key),
+            "closesAt": .string(WorkflowTime.text(digest.closesAt)), "closed": .bool(digest.summary != nil),
+            "count": .null, "list": .null
+        ]
+        if let summary = digest.summary {
+            o["count"] = .int(Int64(summary.count))
+            o["list"] = summary.listText.map(JSONValue.string) ?? .null
+        } else if let digestEvents {
+            o["count"] = .int(Int64(digestEvents.count))
+        }
+        if let digestEvents { o["events"] = .array(digestEvents.events.map(\.jsonValue)) }
         return .object(o)
     }
 

@@ -158,6 +158,7 @@ extension WorkflowRunStore {
             try await tx.execute(
                 "DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid AND id <= $2", [save.id, last])
         }
+        try await dropWindowsOfEnded(on: tx, [state])
     }
 
     /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state.

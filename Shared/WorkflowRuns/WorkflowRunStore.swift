@@ -176,12 +176,15 @@ public struct WorkflowRunStore: Sendable {
         return WorkflowRunPage(runs: runs, next: next)
     }
 
-    /// `GET /v1/workflow-runs/{id}`; nil when the tenant has no such run.
+    /// `GET /v1/workflow-runs/{id}`; nil when the tenant has no such run. A digest run comes with
+    /// the events it collected.
     public func run(tenantId: UUID, id: UUID) async throws -> WorkflowRunRecord? {
         let rows = try await postgres.query(
             "SELECT \(WorkflowRunRecord.columns) FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid",
             [tenantId, id])
-        return try rows.first.map(WorkflowRunRecord.decode)
+        guard var record = try rows.first.map(WorkflowRunRecord.decode) else { return nil }
+        if record.state?.digest != nil { record.digestEvents = try await digestEvents(runId: id) }
+        return record
     }
 
     /// Where a workflow's message came from (for `GET /v1/messages/{id}`): nil for a message not

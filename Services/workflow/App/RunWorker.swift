@@ -80,11 +80,13 @@ final class RunWorker: Service {
             var saves: [WorkflowRunSave] = []
             var sends: [[WorkflowMessageInsert]] = []
             let acknowledgements = try await Self.acknowledgements(of: claimed, now: now, on: tx)
+            let digests = try await WorkflowRunStore.closeDigests(on: tx, Self.digestCloses(of: claimed, now: now))
             for run in claimed {
                 let tenant = run.record.tenantId
                 if settings[tenant] == nil { settings[tenant] = try await catalog.settings(on: tx, tenantId: tenant) }
                 let outcome = try await advance(
-                    run, on: tx, now: now, settings: settings[tenant]!, acknowledgements: acknowledgements)
+                    run, on: tx, now: now, settings: settings[tenant]!, acknowledgements: acknowledgements,
+                    digestEvents: digests[run.record.id])
                 sends.append(outcome.messages)
                 if let save = outcome.save { saves.append(save) }
                 outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, 0))
@@ -123,7 +125,7 @@ final class RunWorker: Service {
     /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
     private func advance(
         _ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
-        settings: WorkflowCatalog.Settings, acknowledgements: [String: Bool]
+        settings: WorkflowCatalog.Settings, acknowledgements: [String: Bool], digestEvents: [WorkflowEvent]?
     ) async throws -> Outcome {
         let record = run.record
         var outcome = Outcome()
@@ -154,6 +156,7 @@ final class RunWorker: Service {
         if let localId = record.state?.localPlan?.localId, let known = acknowledgements[localId] {
             advancer.acknowledgements[localId] = known
         }
+        advancer.digestEvents = digestEvents
         var result: RunAdvancer.Result
         if let state = record.state {
             result = RunAdvancer.Result(state: state)
@@ -166,6 +169,32 @@ final class RunWorker: Service {
                 metrics.triggersSkipped.increment()
                 outcome.ended = .failed
                 return outcome
+            }
+            // A digest (issue 28): the run opens its key's window, or its trigger joins the one open.
+            if let window = WorkflowEngine.digestWindow(definition, trigger: trigger, now: now) {
+                let run = try await WorkflowRunStore.openOrJoinDigests(
+                    on: tx,
+                    [
+                        WorkflowDigestWindowRequest(
+                            tenantId: record.tenantId, workflowKey: record.workflowKey, subscriberId: subscriber.id,
+                            key: window.key, candidateRunId: record.id, closesAt: window.closesAt)
+                    ], now: now)[0]
+                _ = try await WorkflowRunStore.collectDigestEvents(
+                    on: tx,
+                    [
+                        WorkflowDigestEventInsert(
+                            tenantId: record.tenantId, workflowKey: record.workflowKey, runId: run, event: trigger)
+                    ], joinedAt: now)
+                if run != record.id {
+                    let state = WorkflowEngine.joinedDigest(
+                        runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
+                        definition: definition, trigger: trigger, subscriber: subscriber,
+                        digestRunId: run.lowercasedText, environment: environment)
+                    outcome.started = true
+                    outcome.ended = state.status
+                    outcome.save = WorkflowRunSave(id: record.id, state: state, lastInputId: lastInput)
+                    return outcome
+                }
             }
             let start = WorkflowEngine.start(
                 runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
@@ -225,6 +254,20 @@ final class RunWorker: Service {
             for plan in asked { known[plan.localId] = acknowledged.contains(plan.localId) }
         }
         return known
+    }
+
+    /// The claimed runs whose digest window closes now (issue 28): closed together, in two
+    /// statements instead of two per run.
+    static func digestCloses(of claimed: [ClaimedWorkflowRun], now: Date) -> [WorkflowDigestClose] {
+        claimed.compactMap { run in
+            guard let state = run.record.state, let digest = state.digest, !digest.collecting, digest.summary == nil,
+                let timer = state.timer, run.timerToken == timer.token,
+                timer.token == WorkflowTimer(step: digest.step, .window, dueAt: timer.dueAt).token, timer.dueAt <= now
+            else { return nil }
+            return WorkflowDigestClose(
+                runId: run.record.id, tenantId: run.record.tenantId, workflowKey: state.workflowKey,
+                subscriberId: state.subscriber.id, key: digest.key)
+        }
     }
 
     /// Writes the message rows in one statement; answers those that were new, in order (a

@@ -80,10 +80,14 @@ public indirect enum WorkflowStepKind: Sendable, Hashable {
     case send(WorkflowSend)
     /// `exit`: the run ends (completed).
     case exit
+    /// `digest {window, key?, list?}`: the first step only; the trigger events of a key join one run.
+    case digest(WorkflowDigest)
+    /// `throttle {limit, window, key?}`: at most `limit` runs pass within a rolling window.
+    case throttle(WorkflowThrottle)
 
     /// The kinds by name: the member name in JSON, and a step outcome's `kind`.
     public enum Name: String, Sendable, Hashable, CaseIterable {
-        case wait, waitUntil, waitFor, branch, send, exit
+        case wait, waitUntil, waitFor, branch, send, exit, digest, throttle
     }
 
     public var name: Name {
@@ -94,6 +98,8 @@ public indirect enum WorkflowStepKind: Sendable, Hashable {
         case .branch: .branch
         case .send: .send
         case .exit: .exit
+        case .digest: .digest
+        case .throttle: .throttle
         }
     }
 

@@ -35,6 +35,18 @@ public enum WorkflowEngine {
         return condition.expression.matches(document: document)
     }
 
+    /// The digest window a trigger event of `definition` belongs to, when the workflow digests:
+    /// its step, its key (rendered from the event) and when a window opened by it at `now` closes.
+    /// The runtime opens the window with this; `start` gives the run the same.
+    public static func digestWindow(_ definition: WorkflowDefinition, trigger: WorkflowEvent, now: Date)
+        -> WorkflowDigestState?
+    {
+        guard let (step, digest) = definition.digest else { return nil }
+        return WorkflowDigestState(
+            step: step, key: digest.key?.render(trigger) ?? "",
+            closesAt: WorkflowTime.quantized(now).addingTimeInterval(Double(digest.window.seconds)))
+    }
+
     /// A new run, walked to its first wait (or its end).
     public static func start(
         runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
@@ -47,6 +59,31 @@ public enum WorkflowEngine {
         var machine = RunMachine(state: state, definition: definition, environment: environment)
         machine.run(from: definition.index.first)
         return machine.finish(from: nil)
+    }
+
+    /// A run whose trigger joined the open digest of `digestRunId` instead of opening one (a run
+    /// the trigger route made): it ends at once, completed, its digest step saying where its
+    /// event went.
+    public static func joinedDigest(
+        runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
+        trigger: WorkflowEvent, subscriber: WorkflowSubscriber, digestRunId: String, environment: WorkflowEnvironment
+    ) -> WorkflowRunState {
+        var state = WorkflowRunState(
+            runId: runId, workflowKey: workflowKey, version: version, trigger: trigger,
+            subscriber: subscriber, startedAt: environment.now)
+        let window = digestWindow(definition, trigger: trigger, now: environment.now)
+        var outcome = WorkflowStepOutcome(
+            step: window?.step ?? definition.index.first ?? "digest", kind: .digest, startedAt: environment.now)
+        outcome.status = .done
+        outcome.endedAt = environment.now
+        outcome.decision = .joined
+        outcome.reason =
+            "joined the open digest of run \(digestRunId)"
+            + (window.map { $0.key.isEmpty ? "" : " (key '\($0.key)')" } ?? "")
+        state.outcomes = [outcome]
+        state.status = .completed
+        state.endedAt = environment.now
+        return state
     }
 
     /// Applies one input to a run. `definition` is the run's own version.
@@ -71,6 +108,14 @@ public enum WorkflowEngine {
             guard machine.acknowledgement(localId, acknowledged) else {
                 return WorkflowAdvance(state: state, actions: [], changed: false)
             }
+        case .digestCollected(let summary):
+            guard state.digest?.collecting == true else {
+                return WorkflowAdvance(state: state, actions: [], changed: false)
+            }
+            machine.digestCollected(summary)
+        case .throttle(let answer):
+            guard state.throttleFor != nil else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+            machine.throttle(answer)
         }
         return machine.finish(from: state)
     }
@@ -211,6 +256,30 @@ struct RunMachine {
                 outcome.decision = .exited
                 state.outcomes.append(outcome)
                 return end(.completed)
+            case .digest(let digest):
+                // The run's first step (validation): its window opened with the run, at `now`.
+                guard var window = WorkflowEngine.digestWindow(definition, trigger: state.trigger, now: now),
+                    window.step == stepName
+                else { return fail(.definitionMismatch, "a digest that is not the workflow's first step") }
+                if let open = state.digest, open.step == stepName { window = open }
+                outcome.dueAt = window.closesAt
+                outcome.reason =
+                    "collects \(state.trigger.name) events "
+                    + (digest.key == nil ? "of the subscriber" : "with the key '\(window.key)'")
+                    + " for \(digest.window.text)"
+                state.outcomes.append(outcome)
+                state.digest = window
+                state.timer = WorkflowTimer(step: stepName, .window, dueAt: window.closesAt)
+                return
+            case .throttle(let throttle):
+                state.outcomes.append(outcome)
+                state.throttleFor = stepName
+                actions.append(
+                    .askThrottle(
+                        WorkflowThrottleCheck(
+                            step: stepName, key: throttle.key?.render(state.trigger) ?? "", limit: throttle.limit,
+                            window: throttle.window, passKey: state.trigger.id)))
+                return
             }
         }
         end(.completed)
@@ -257,6 +326,8 @@ struct RunMachine {
         state.receiptsFor = nil
         state.localPlan = nil
         state.acknowledgementFor = nil
+        state.throttleFor = nil
+        if state.digest?.collecting == true { state.digest?.collecting = false }
     }
 
     private mutating func fail(_ code: WorkflowRunFailure.Code, _ message: String) {
@@ -283,8 +354,51 @@ struct RunMachine {
         case .send(let send):
             guard perform(send, step: step) else { return }
             run(from: entry.successor)
+        case .digest:
+            guard state.digest?.step == step else {
+                return fail(.definitionMismatch, "the digest's window closed without its state")
+            }
+            state.digest?.collecting = true
+            actions.append(.collectDigest(WorkflowDigestCollect(step: step, key: state.digest?.key ?? "")))
         default:
             fail(.definitionMismatch, "a timer fired in step '\(step)', which has none")
+        }
+    }
+
+    // MARK: - Digest and throttle (issue 28)
+
+    mutating func digestCollected(_ summary: WorkflowDigestSummary) {
+        guard let step = state.current, let entry = definition.index[step], case .digest = entry.step.kind else {
+            return fail(.definitionMismatch, "a digest's events arrived while the run is in no digest")
+        }
+        state.digest?.collecting = false
+        state.digest?.summary = summary
+        let key = state.digest.map { $0.key.isEmpty ? "" : " with the key '\($0.key)'" } ?? ""
+        endCurrent(.collected, reason: "collected \(summary.count) \(summary.count == 1 ? "event" : "events")\(key)")
+        run(from: entry.successor)
+    }
+
+    mutating func throttle(_ answer: WorkflowThrottleAnswer) {
+        state.throttleFor = nil
+        guard let step = state.current, let entry = definition.index[step],
+            case .throttle(let throttle) = entry.step.kind
+        else { return fail(.definitionMismatch, "a throttle's answer arrived while the run is in no throttle") }
+        var key = ""
+        if let template = throttle.key { key = " and key '\(template.render(state.trigger))'" }
+        if answer.passed {
+            endCurrent(
+                .passed,
+                reason:
+                    "run \(answer.recent) of at most \(throttle.limit) for this subscriber\(key) within \(throttle.window.text)"
+            )
+            run(from: entry.successor)
+        } else {
+            let reason =
+                "\(throttle.limit) \(throttle.limit == 1 ? "run" : "runs") of this workflow passed '\(step)' for this "
+                + "subscriber\(key) within \(throttle.window.text) (the limit)"
+            endCurrent(.throttled, reason: reason)
+            state.throttleReason = reason
+            end(.throttled)
         }
     }
 
@@ -527,6 +641,7 @@ struct RunMachine {
         var document: [String: JSONValue] = [
             "trigger": state.trigger.documentJSON, "subscriber": state.subscriber.documentJSON, "steps": .object(steps)
         ]
+        if let summary = state.digest?.summary { document["digest"] = summary.documentJSON }
         if let event { document["event"] = event.documentJSON }
         return .object(document)
     }

@@ -64,6 +64,22 @@ public enum WorkflowInput: Sendable, Hashable {
     /// The answer to `askAcknowledgement`: whether any device of the subscriber tracked
     /// `$local.scheduled` with that `localId`.
     case acknowledgement(localId: String, acknowledged: Bool)
+    /// The answer to `collectDigest`: what the window collected.
+    case digestCollected(WorkflowDigestSummary)
+    /// The answer to `askThrottle`.
+    case throttle(WorkflowThrottleAnswer)
+}
+
+/// Whether a throttle let the run pass, and how many runs passed it within the window (this one
+/// included when it passed).
+public struct WorkflowThrottleAnswer: Sendable, Hashable {
+    public var passed: Bool
+    public var recent: Int
+
+    public init(passed: Bool, recent: Int) {
+        self.passed = passed
+        self.recent = recent
+    }
 }
 
 /// The tenant's settings and the clock, given to every `advance` (read fresh: a quiet-hours

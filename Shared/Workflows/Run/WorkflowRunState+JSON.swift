@@ -53,6 +53,9 @@ extension WorkflowRunState {
                 acknowledged: pr.optional("acknowledged")?.boolValue ?? false)
         }
         acknowledgementFor = try r.optionalString("acknowledgementFor")
+        if let d = r.optional("digest") { digest = try WorkflowDigestState(json: d) }
+        throttleFor = try r.optionalString("throttleFor")
+        throttleReason = try r.optionalString("throttleReason")
         guard case .array(let items) = try r.value("outcomes") else {
             throw WorkflowStateError("state.outcomes: not an array")
         }
@@ -92,6 +95,23 @@ extension WorkflowStepOutcome {
                 WorkflowReceipts(
                     delivered: $0["delivered"]?.boolValue ?? false, opened: $0["opened"]?.boolValue ?? false)
             }
+        }
+    }
+}
+
+extension WorkflowDigestState {
+    init(json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "state.digest")
+        self.init(
+            step: try r.string("step"), key: try r.string("key"), closesAt: try r.date("closesAt"),
+            collecting: r.optional("collecting")?.boolValue ?? false)
+        if let s = r.optional("summary") {
+            let sr = StateReader(s, "state.digest.summary")
+            summary = WorkflowDigestSummary(
+                count: Int(try sr.int("count")), first: try WorkflowEvent(stateJSON: try sr.value("first")),
+                last: try WorkflowEvent(stateJSON: try sr.value("last")),
+                values: sr.optional("values")?.arrayValue?.compactMap(\.stringValue) ?? [],
+                distinctValues: Int(try sr.int("distinctValues")))
         }
     }
 }

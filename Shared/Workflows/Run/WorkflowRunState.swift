@@ -39,6 +39,12 @@ public struct WorkflowRunState: Sendable, Hashable {
     public var localPlan: WorkflowLocalPlanState?
     /// The plan id whose acknowledgement the local send asked for and waits on.
     public var acknowledgementFor: String?
+    /// The digest the run started with (issue 28): its key and window, then what it collected.
+    public var digest: WorkflowDigestState?
+    /// The throttle step that asked whether the run may pass and waits on the answer.
+    public var throttleFor: String?
+    /// Why a throttle stopped the run (status `throttled`).
+    public var throttleReason: String?
 
     public init(
         runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
@@ -102,6 +108,8 @@ public struct WorkflowTimer: Sendable, Hashable {
         case timeout
         /// A send moved out of quiet hours.
         case quiet
+        /// A digest's window closes.
+        case window
     }
 
     public var token: String
@@ -164,6 +172,30 @@ public struct WorkflowLocalPlanState: Sendable, Hashable {
         self.content = content
         self.missing = missing
         self.acknowledged = acknowledged
+    }
+}
+
+/// A digest run's window: the key its trigger events share, when the window closes, and once it
+/// closed, what it collected.
+public struct WorkflowDigestState: Sendable, Hashable {
+    /// The digest step (the workflow's first).
+    public var step: String
+    /// The rendered key (`""` without one: the subscriber alone).
+    public var key: String
+    public var closesAt: Date
+    /// The window closed and the run waits for the collected events (`collectDigest`).
+    public var collecting: Bool
+    /// What the window collected; nil until it closed.
+    public var summary: WorkflowDigestSummary?
+
+    public init(
+        step: String, key: String, closesAt: Date, collecting: Bool = false, summary: WorkflowDigestSummary? = nil
+    ) {
+        self.step = step
+        self.key = key
+        self.closesAt = WorkflowTime.quantized(closesAt)
+        self.collecting = collecting
+        self.summary = summary
     }
 }
 

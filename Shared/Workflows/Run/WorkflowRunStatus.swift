@@ -8,6 +8,9 @@ public enum WorkflowRunStatus: String, Sendable, Hashable, CaseIterable {
     case completed
     case cancelled
     case failed
+    /// Stopped at a `throttle` step: the subscriber's runs had passed it `limit` times within its
+    /// window (the state's `throttleReason` says so).
+    case throttled
 
     /// The statuses of a run that may still change (a replica advances it, events reach it).
     public static let live: [WorkflowRunStatus] = [.pending, .running]

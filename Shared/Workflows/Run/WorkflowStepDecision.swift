@@ -21,4 +21,13 @@ public enum WorkflowStepDecision: String, Sendable, Hashable, CaseIterable {
     case cancelled
     /// Ended by the run's failure.
     case failed
+    /// A digest's window closed: the run goes on with what it collected.
+    case collected
+    /// The run's trigger joined another run's open digest instead (a run started through the
+    /// trigger route): it ends there, completed.
+    case joined
+    /// A throttle let the run through.
+    case passed
+    /// A throttle stopped the run (its status is `throttled`).
+    case throttled
 }

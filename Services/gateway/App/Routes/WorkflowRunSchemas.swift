@@ -54,7 +54,7 @@ enum WorkflowRunSchemas {
                 to: Schema.timestamp),
             "endedAt": Schema.timestamp,
             "decision": Schema.string(
-                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed",
+                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; collected / joined (digest); passed / throttled (throttle); cancelled; failed",
                 enumeration: WorkflowStepDecision.allCases.map(\.rawValue)),
             "reason": Schema.string(
                 "Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
@@ -71,12 +71,36 @@ enum WorkflowRunSchemas {
             ]
         ], required: ["step", "kind", "status", "startedAt", "messageIds"])
 
+    /// A digest run's window and what it collected (issue 28).
+    static let digest = Schema.object(
+        [
+            "step": Schema.string(), "key": Schema.string("The rendered key (empty: the subscriber alone)"),
+            "closesAt": Schema.timestamp,
+            "closed": Schema.boolean,
+            "count": Schema.nullable(
+                Schema.adding(
+                    [
+                        "description":
+                            "Events collected, the trigger included (so far while open, when read with GET /v1/workflow-runs/{id})"
+                    ], to: Schema.integer)),
+            "list": Schema.nullable(Schema.string("{{ digest.list }} as rendered: Ana, Ben and 3 others")),
+            "events": Schema.adding(
+                [
+                    "description":
+                        "The events it collected, in order of arrival (the first 1000; GET /v1/workflow-runs/{id} only)"
+                ],
+                to: Schema.array(
+                    Schema.object(
+                        ["id": Schema.string(), "occurredAt": Schema.timestamp, "joinedAt": Schema.timestamp],
+                        required: ["id", "occurredAt", "joinedAt"])))
+        ], required: ["step", "key", "closesAt", "closed", "count", "list"])
+
     static let run = Schema.object(
         [
             "id": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer,
             "subscriberId": Schema.string(),
             "status": Schema.string(
-                "running (started, or accepted and about to start), completed, cancelled, failed",
+                "running (started, or accepted and about to start), completed, cancelled, failed, throttled",
                 enumeration: WorkflowRunRoutes.runStatuses),
             "failure": Schema.nullable(
                 Schema.object(
@@ -85,6 +109,8 @@ enum WorkflowRunSchemas {
                         "message": Schema.string()
                     ], required: ["code", "message"])),
             "cancelReason": Schema.nullable(Schema.string()),
+            "throttleReason": Schema.nullable(Schema.string("Why a throttle stopped the run (status throttled)")),
+            "digest": Schema.nullable(digest),
             "trigger": Schema.nullable(event),
             "current": Schema.nullable(Schema.string("The step the run is at")),
             "createdAt": Schema.timestamp, "startedAt": Schema.nullable(Schema.timestamp),
@@ -94,7 +120,8 @@ enum WorkflowRunSchemas {
             "steps": Schema.array(stepOutcome)
         ],
         required: [
-            "id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "trigger", "current",
+            "id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "throttleReason",
+            "digest", "trigger", "current",
             "createdAt", "startedAt", "endedAt", "dueAt", "steps"
         ])
 

@@ -24,6 +24,8 @@ enum WorkflowSchemas {
         "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
         "send content follows POST /v1/messages's rules (something to show or carry, buttons need a title or body, unique button ids, URLs with a scheme, at most 4096 bytes of payload) where no template decides it",
         "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
+        "a digest is the workflow's first step (at most one); digest and throttle windows are at most 30 days; their key is a {{ trigger.* }} template that parses; a digest's list is a path inside the trigger's data (data.<field>); a throttle's limit is 1 to \(WorkflowLimits.maxThrottleLimit)",
+        "digest.count, digest.list, digest.first.data.x, digest.last.data.x are read (in send templates and branch if) only in a workflow with a digest step, digest.list only when it has a list",
         "event names are at most 128 bytes of UTF-8"
     ]
 
@@ -99,7 +101,36 @@ enum WorkflowSchemas {
                         "else": Schema.array(Schema.ref("WorkflowStep"))
                     ], required: ["if", "then"]),
                 "send": send,
-                "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false]
+                "exit": ["type": "object", "maxProperties": 0, "additionalProperties": false],
+                "digest": Schema.object(
+                    [
+                        "window": Schema.string(
+                            "How long the first trigger event of a key waits for more (at most 30 d): 10m, 1h",
+                            pattern: durationPattern),
+                        "key": Schema.string(
+                            "Template over the trigger event ({{ trigger.data.postId }}); without it, the subscriber is the key",
+                            maxLength: WorkflowKeyTemplate.maxLength),
+                        "list": Schema.string(
+                            "data.<field> of the trigger events whose distinct values {{ digest.list }} writes (Ana, Ben and 3 others)",
+                            pattern: "^data(\\.[A-Za-z0-9_-]{1,64}){1,8}$")
+                    ], required: ["window"],
+                    description:
+                        "Many trigger events, one run: the first of a (workflow, subscriber, key) starts it and waits window; later ones join it until the window closes"
+                ),
+                "throttle": Schema.object(
+                    [
+                        "limit": [
+                            "type": "integer", "minimum": 1, "maximum": .int(Int64(WorkflowLimits.maxThrottleLimit)),
+                            "description": "Runs that may pass within the window"
+                        ],
+                        "window": Schema.string("Rolling window (at most 30 d): 1h, 1d", pattern: durationPattern),
+                        "key": Schema.string(
+                            "Template over the trigger event; without it, per subscriber",
+                            maxLength: WorkflowKeyTemplate.maxLength)
+                    ], required: ["limit", "window"],
+                    description:
+                        "At most limit runs of this workflow per subscriber (and key) pass within a rolling window; the others end throttled"
+                )
             ], required: ["name"], description: "A named step with exactly one kind")
         if case .object(var members) = o {
             members["minProperties"] = 2
@@ -184,7 +215,7 @@ enum WorkflowSchemas {
 
     static let dryRunRules = [
         "subscriber as a string is the id of one of the tenant's subscribers (else 422 validation_failed at path subscriber)",
-        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)"
+        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps, throttled throttle steps (others are ignored)"
     ]
 
     /// The dry run's body. Like every Validator-read body, a JSON null counts as an absent member,
@@ -231,6 +262,25 @@ enum WorkflowSchemas {
                     ]),
                     "acknowledged": Schema.nullable(
                         Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
+                    "throttled": Schema.nullable(
+                        Schema.adding(
+                            ["description": "Throttle steps whose limit the sample has reached (others let it pass)"],
+                            to: Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100))),
+                    "events": Schema.nullable(
+                        Schema.adding(
+                            [
+                                "description":
+                                    "Further trigger events after event, in order: a digest collects those of its key that arrive before its window closes"
+                            ],
+                            to: Schema.array(
+                                Schema.object([
+                                    "id": Schema.nullable(identifier), "name": Schema.nullable(eventName),
+                                    "data": Schema.nullable(Schema.anyObject),
+                                    "after": Schema.nullable(
+                                        Schema.string(
+                                            WorkflowRules.durationRule,
+                                            "When after the start it arrives, e.g. 2m (default at the start)"))
+                                ]), maxItems: WorkflowDryRunRules.maxEvents))),
                     "start": Schema.nullable(dateTime()),
                     "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647])
                 ], required: ["subscriber", "event"]), dryRunRules)
