@@ -1,14 +1,16 @@
 // One workflow run: its status, and each step's outcome with times, the decision and why, and
-// the messages it sent (linked to their pages); running runs can be cancelled.
+// the messages it sent (linked to their pages); running runs can be cancelled. A digest run shows
+// its key, window and the events it collected; a throttled run why it stopped.
 import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, relative } from '../lib/format.js';
-import { badge, card, code, confirmButton, empty, pageHeader, stat } from '../lib/ui.js';
+import { badge, card, code, confirmButton, empty, pageHeader, stat, table } from '../lib/ui.js';
 
-const RUN_TONE = { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad' };
+const RUN_TONE = { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad', throttled: 'warn' };
 const STEP_TONE = { running: 'info', done: 'good', interrupted: 'bad' };
 const DECISION_TONE = { sent: 'good', then: 'good', matched: 'good', scheduled_on_device: 'good', else: 'warn', timed_out: 'warn',
-  fallback_sent: 'warn', waited: 'info', exited: 'muted', cancelled: 'bad', failed: 'bad' };
+  fallback_sent: 'warn', waited: 'info', exited: 'muted', cancelled: 'bad', failed: 'bad', collected: 'good', joined: 'muted',
+  passed: 'good', throttled: 'warn' };
 
 export const runBadge = (status) => badge(status, RUN_TONE[status]);
 export const shortId = (id) => (id && id.length > 8 ? `${id.slice(0, 8)}…` : id);
@@ -39,6 +41,23 @@ function outcomeItem(outcome) {
       outcome.event ? h('div', { class: 'muted small' }, `matched ${outcome.event.name} (${outcome.event.id}) at ${dateTime(outcome.event.occurredAt)}`) : null));
 }
 
+/** A digest run's window and what it collected: key, close, count, the list as sent, each event. */
+function digestCard(digest) {
+  const facts = h('div', { class: 'stats' },
+    stat('Collected', digest.count === null ? '—' : String(digest.count), digest.closed ? 'window closed' : 'so far', 'run-digest-count'),
+    stat('Key', digest.key === '' ? 'the subscriber' : digest.key, null, 'run-digest-key'),
+    stat(digest.closed ? 'Closed' : 'Closes', relative(digest.closesAt), dateTime(digest.closesAt), 'run-digest-closes'));
+  const events = digest.events ?? [];
+  return h('div', { class: 'stack', 'data-testid': 'run-digest' }, facts,
+    digest.list ? h('div', { class: 'small', 'data-testid': 'run-digest-list' }, 'list: ', h('span', { class: 'strong' }, digest.list)) : null,
+    events.length ? table([
+      { label: 'Event', class: 'wide', cell: (e) => h('code', {}, e.id) },
+      { label: 'Occurred', cell: (e) => dateTime(e.occurredAt) },
+      { label: 'Joined', cell: (e) => dateTime(e.joinedAt) },
+    ], events, { rowTestid: 'run-digest-event' }) : null,
+    digest.count > events.length && events.length ? h('div', { class: 'muted small' }, `the first ${events.length} of ${digest.count}`) : null);
+}
+
 export async function render(main, params, ctx) {
   let run = null;
   const header = h('div');
@@ -46,6 +65,7 @@ export async function render(main, params, ctx) {
   const stats = h('div', { class: 'stats' });
   const steps = h('div');
   const trigger = h('div');
+  const digest = h('div');
   const load = async () => { ({ data: run } = await api('GET', `/v1/workflow-runs/${encodeURIComponent(params.id)}`, { signal: ctx.signal })); };
   const draw = () => {
     const cancel = run.status === 'running' ? confirmButton('Cancel run', 'Click again to cancel', async () => {
@@ -62,6 +82,8 @@ export async function render(main, params, ctx) {
       h('span', { 'data-testid': 'run-state' }, runBadge(run.status)), cancel));
     if (run.failure) header.append(h('div', { class: 'notice notice-bad', 'data-testid': 'run-failure' }, `${run.failure.code}: ${run.failure.message}`));
     if (run.cancelReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-cancel-reason' }, `Cancelled: ${run.cancelReason}`));
+    if (run.throttleReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-throttle-reason' }, `Throttled: ${run.throttleReason}`));
+    put(digest, run.digest ? card('Digest', digestCard(run.digest)) : null);
     if (run.status !== 'running') put(notice); // the request's notice is answered by the run's end
     put(stats,
       stat('Started', run.startedAt ? relative(run.startedAt) : 'about to start', dateTime(run.startedAt || run.createdAt), 'run-started'),
@@ -79,7 +101,7 @@ export async function render(main, params, ctx) {
     header, notice, stats,
     h('div', { class: 'grid-2 wide-left' },
       card('Steps', steps),
-      h('div', { class: 'stack' }, card('Trigger event', trigger))));
+      h('div', { class: 'stack' }, digest, card('Trigger event', trigger))));
   draw();
   // A running run follows along until it ends.
   const timer = setInterval(async () => {

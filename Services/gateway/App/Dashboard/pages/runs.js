@@ -34,7 +34,8 @@ export async function render(main, params, ctx) {
   const apply = () => { subscriberId = subscriber.value.trim(); paging.go(0); };
   subscriber.addEventListener('keydown', (event) => { if (event.key === 'Enter') apply(); });
   const filters = h('div', { class: 'toolbar' },
-    segmented([['', 'All'], ['running', 'Running'], ['completed', 'Completed'], ['cancelled', 'Cancelled'], ['failed', 'Failed']],
+    segmented([['', 'All'], ['running', 'Running'], ['completed', 'Completed'], ['cancelled', 'Cancelled'], ['failed', 'Failed'],
+      ['throttled', 'Throttled']],
       '', (value) => { status = value; paging.go(0); }, 'runs-filter'),
     h('div', { class: 'actions' }, subscriber, button('Filter', apply, { kind: 'ghost', testid: 'runs-subscriber-apply' })));
   main.append(h('a', { href: `#/workflows/${encodeURIComponent(key)}`, class: 'back' }, workflow.key),

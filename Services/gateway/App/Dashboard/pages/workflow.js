@@ -145,7 +145,7 @@ function dryRunCard(current) {
       const { data } = await api('POST', `/v1/workflows/${encodeURIComponent(current().key)}/dry-run`, { body });
       put(out, h('div', { class: 'stack' },
         h('div', { class: 'chips' },
-          h('span', { 'data-testid': 'dry-run-status' }, badge(data.status, { completed: 'good', running: 'info', cancelled: 'warn', failed: 'bad' }[data.status])),
+          h('span', { 'data-testid': 'dry-run-status' }, badge(data.status, { completed: 'good', running: 'info', cancelled: 'warn', failed: 'bad', throttled: 'warn' }[data.status])),
           badge(data.triggerMatches ? 'trigger matches' : 'trigger does not match', data.triggerMatches ? 'good' : 'warn'),
           h('span', { class: 'chip' }, `version ${data.version}`)),
         data.failure ? h('div', { class: 'notice notice-bad' }, `${data.failure.code}: ${data.failure.message}`) : null,
