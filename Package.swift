@@ -173,7 +173,7 @@ let package = Package(
             name: "BuzzKitBench",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitHTTPServer", "BuzzKitHTTPClient"
+                "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitContracts"
             ],
             path: "Tools/bench"),
 
