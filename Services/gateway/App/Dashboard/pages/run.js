@@ -51,8 +51,7 @@ function digestCard(digest) {
   return h('div', { class: 'stack', 'data-testid': 'run-digest' }, facts,
     digest.list ? h('div', { class: 'small', 'data-testid': 'run-digest-list' }, 'list: ', h('span', { class: 'strong' }, digest.list)) : null,
     events.length ? table([
-      { label: 'Event', class: 'wide', cell: (e) => h('code', {}, e.id) },
-      { label: 'Occurred', cell: (e) => dateTime(e.occurredAt) },
+      { label: 'Event', class: 'wide', cell: (e) => h('code', { title: `occurred ${dateTime(e.occurredAt)}` }, e.id) },
       { label: 'Joined', cell: (e) => dateTime(e.joinedAt) },
     ], events, { rowTestid: 'run-digest-event' }) : null,
     digest.count > events.length && events.length ? h('div', { class: 'muted small' }, `the first ${events.length} of ${digest.count}`) : null);
@@ -65,17 +64,20 @@ export async function render(main, params, ctx) {
   const stats = h('div', { class: 'stats' });
   const steps = h('div');
   const trigger = h('div');
-  const digest = h('div');
+  const side = h('div', { class: 'stack' });
+  // One cancel button for the page: a redraw while it is armed (every 2 s) must not disarm it.
+  let cancelButton = null;
   const load = async () => { ({ data: run } = await api('GET', `/v1/workflow-runs/${encodeURIComponent(params.id)}`, { signal: ctx.signal })); };
   const draw = () => {
-    const cancel = run.status === 'running' ? confirmButton('Cancel run', 'Click again to cancel', async () => {
+    if (run.status === 'running' && !cancelButton) cancelButton = confirmButton('Cancel run', 'Click again to cancel', async () => {
       const { data } = await api('POST', `/v1/workflow-runs/${run.id}/cancel`);
       run = data.run;
       draw();
       put(notice, h('div', { class: 'notice notice-warn', 'data-testid': 'run-cancel-notice' },
         data.cancel === 'requested' ? 'Cancel requested: a workflow replica stops the run within moments; no later step runs.'
           : 'The run had already ended.'));
-    }, { testid: 'run-cancel' }) : null;
+    }, { testid: 'run-cancel' });
+    const cancel = run.status === 'running' ? cancelButton : null;
     put(header, pageHeader(`Run ${shortId(run.id)}`,
       h('span', {}, 'of ', h('a', { href: `#/workflows/${encodeURIComponent(run.workflowKey)}` }, run.workflowKey), ` v${run.version} for `,
         h('a', { href: `#/subscribers/${encodeURIComponent(run.subscriberId)}`, 'data-testid': 'run-subscriber' }, run.subscriberId)),
@@ -83,7 +85,7 @@ export async function render(main, params, ctx) {
     if (run.failure) header.append(h('div', { class: 'notice notice-bad', 'data-testid': 'run-failure' }, `${run.failure.code}: ${run.failure.message}`));
     if (run.cancelReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-cancel-reason' }, `Cancelled: ${run.cancelReason}`));
     if (run.throttleReason) header.append(h('div', { class: 'notice notice-warn', 'data-testid': 'run-throttle-reason' }, `Throttled: ${run.throttleReason}`));
-    put(digest, run.digest ? card('Digest', digestCard(run.digest)) : null);
+
     if (run.status !== 'running') put(notice); // the request's notice is answered by the run's end
     put(stats,
       stat('Started', run.startedAt ? relative(run.startedAt) : 'about to start', dateTime(run.startedAt || run.createdAt), 'run-started'),
@@ -95,13 +97,14 @@ export async function render(main, params, ctx) {
     put(trigger, run.trigger ? h('div', { class: 'stack' },
       h('div', { class: 'small' }, h('code', {}, run.trigger.name), ` at ${dateTime(run.trigger.occurredAt)}`),
       code(json(run.trigger.data ?? {}))) : empty('No trigger recorded'));
+    put(side, run.digest ? card('Digest', digestCard(run.digest)) : null, card('Trigger event', trigger));
   };
   await load();
   main.append(h('a', { href: `#/workflows/${encodeURIComponent(run.workflowKey)}/runs`, class: 'back' }, `Runs of ${run.workflowKey}`),
     header, notice, stats,
     h('div', { class: 'grid-2 wide-left' },
       card('Steps', steps),
-      h('div', { class: 'stack' }, digest, card('Trigger event', trigger))));
+      side));
   draw();
   // A running run follows along until it ends.
   const timer = setInterval(async () => {
