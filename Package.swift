@@ -261,7 +261,8 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
-                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger"
+                "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger",
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

@@ -9,6 +9,8 @@
 #        each sending through the send path to its subscriber's one device (workflow_sends below).
 #        bench/workflows.sh local [windows, default 100000]: (4) WINDOWS local windows reaching
 #        their moment in the same second, half acknowledged (workflow_local below).
+#        bench/workflows.sh digest [subscribers, default 100000] [events each, default 10]: (5)
+#        trigger events joining digests, then every digest sent (workflow_digest below).
 # Release binaries go to $BUZZKIT_BENCH_SCRATCH (default .build-release-bench).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
@@ -22,7 +24,7 @@ cd "$BK_ROOT"
 # replicas (BK_WORKFLOW_ENV: extra VAR=value words for them; BK_WORKFLOW_BIN: that workflow
 # binary instead of the stack's, for a before/after of the workflow service alone).
 wf_stack_up() {
-  local replicas="${BK_WORKFLOW_REPLICAS:-2}" r i port
+  local replicas="${BK_WORKFLOW_REPLICAS:-2}"
   source bench/sender_stack.sh
   WORK="$(mktemp -d /tmp/bk-workflow-sends.XXXXXX)"
   PIDS=()
@@ -35,6 +37,13 @@ wf_stack_up() {
     bench_release_build .build-release-push workflow >/dev/null
   fi
   stack_up
+  wf_start_replicas "$replicas"
+}
+
+# wf_start_replicas N: starts N workflow replicas (BK_WORKFLOW_ENV, BK_WORKFLOW_BIN as above) and
+# waits until each is ready.
+wf_start_replicas() {
+  local replicas="$1" r i port
   local workflow="${BK_WORKFLOW_BIN:-$BIN/workflow}"
   for r in $(seq 1 "$replicas"); do
     port="$(bk_free_port)"
@@ -66,11 +75,13 @@ print("CPU per %s (us): %s; whole machine %.0f (other processes %.0f)" % (label,
 PY
 }
 
-# wf_completed: runs the workflow replicas have completed so far (their metrics).
-wf_completed() {
+# wf_completed: runs the workflow replicas have completed so far (their metrics); wf_metric NAME:
+# the sum of one counter over the replicas.
+wf_completed() { wf_metric buzzkit_workflow_runs_completed_total; }
+wf_metric() {
   local port total=0 n
   for port in "${WF_PORTS[@]}"; do
-    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk '$1 == "buzzkit_workflow_runs_completed_total" { print $2 }')"
+    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk -v name="$1" '$1 == name { print $2 }')"
     total=$(( total + ${n:-0} ))
   done
   echo "$total"
@@ -278,6 +289,116 @@ PY
   wf_cpu_report "$cpu0" "$cpu2" "$runs" "window (from the due second to the last fallback accepted)" || true
 }
 
+# (5) Digests (issue 28): SUBSCRIBERS subscribers (one device each) x ROUNDS trigger events each,
+# all within one digest window, two workflow replicas: SUBSCRIBERS messages, each with count ROUNDS.
+# The events go on bk:events as ingest publishes them (buzzkit-bench trigger-events: round by round,
+# BK_DIGEST_PER_ENTRY events of one subscriber an entry, default 1: every like its own arrival)
+# before the replicas start, after the baseline's: SUBSCRIBERS trigger events of a plain workflow
+# ("wait 1d, exit": a run started per event) in the same shape, so both are measured on the same
+# stack in one sitting, phase after phase, from the replicas' counters. Then the replicas' clock
+# (BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE) moves past every window's close at once, and the time runs
+# from there to the last delivery ended in the ledger. Prints events/s absorbed, the seconds from
+# the close to the last delivery, machine CPU per event absorbed, per run started (the baseline)
+# and per digest sent, with each process's share and the machine's load. Goal: an event joining a
+# digest costs at most half what a run started costs. BK_WF_STATEMENTS=1 (with
+# BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements") prints Postgres's statements by
+# time for each phase.
+workflow_digest() {
+  local subs="${1:-100000}" rounds="${2:-10}" per_entry="${BK_DIGEST_PER_ENTRY:-1}" clock
+  clock="$(mktemp /tmp/bk-digest-clock.XXXXXX)"
+  echo 0 >"$clock"
+  BK_WORKFLOW_REPLICAS=0 wf_stack_up
+  bk_log "inserting $subs one-device subscribers"
+  stack_devices d "$subs"
+  local put
+  put() {
+    curl -sf -X PUT "$GW_URL/v1/workflows/$1" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+      -H 'Content-Type: application/json' -d "$2" >/dev/null || bk_die "PUT /v1/workflows/$1 failed"
+  }
+  put bench-start '{"trigger": {"event": "bench.start"}, "steps": [{"name": "w", "wait": {"duration": "1d"}}, {"name": "done", "exit": {}}]}'
+  put bench-digest '{"trigger": {"event": "photo.liked"}, "steps": [
+    {"name": "collect", "digest": {"window": "1h", "key": "{{ trigger.data.postId }}", "list": "data.actor"}},
+    {"name": "tell", "send": {"title": "{{ digest.list }} liked your photo", "body": "{{ digest.count }} likes", "policy": "ignore"}}]}'
+  bk_log "publishing $subs baseline trigger events, then $((subs * rounds)) digest events ($per_entry per entry) on bk:events"
+  "$CLIENT" trigger-events --redis "$BUZZKIT_REDIS_URL" --tenant "$BUZZKIT_TENANT" --prefix d --subscribers "$subs" \
+    --rounds 1 --name bench.start --id base >/dev/null
+  "$CLIENT" trigger-events --redis "$BUZZKIT_REDIS_URL" --tenant "$BUZZKIT_TENANT" --prefix d --subscribers "$subs" \
+    --rounds "$rounds" --per-entry "$per_entry" --name photo.liked --id like >/dev/null
+  local load0 load1 load2
+  load0="$(cut -d' ' -f1-3 /proc/loadavg)"
+  local stmt=""
+  [ -n "${BK_WF_STATEMENTS:-}" ] && stmt=1
+  [ -n "$stmt" ] && "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+  BK_WORKFLOW_ENV="${BK_WORKFLOW_ENV:-} BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE=$clock" wf_start_replicas 2
+  local cpu0 cpu1 cpu2 cpu3 cpu4 t0 t1 t2 i started opened joins total=$((subs * rounds))
+  cpu0="$(wf_cpu)"; t0="$(date +%s.%N)"
+  # Phase 1, the baseline: every bench.start event has started its run.
+  for i in $(seq 1 18000); do
+    started="$(wf_metric buzzkit_workflow_runs_started_total)"; opened="$(wf_metric buzzkit_workflow_digests_opened_total)"
+    [ $(( started - opened )) -ge "$subs" ] && break
+    sleep 0.1
+  done
+  cpu1="$(wf_cpu)"; t1="$(date +%s.%N)"
+  [ -n "$stmt" ] && { bk_log "statements, baseline phase:"; wf_statements; "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null; }
+  # Phase 2: every like has joined (or opened) its digest.
+  for i in $(seq 1 36000); do
+    joins="$(wf_metric buzzkit_workflow_digest_joins_total)"; opened="$(wf_metric buzzkit_workflow_digests_opened_total)"
+    [ $(( joins + opened )) -ge "$total" ] && break
+    sleep 0.1
+  done
+  cpu2="$(wf_cpu)"; t2="$(date +%s.%N)"
+  load1="$(cut -d' ' -f1-3 /proc/loadavg)"
+  [ -n "$stmt" ] && { bk_log "statements, digest phase:"; wf_statements; "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null; }
+  local collected runs_open
+  read -r collected runs_open < <("${PSQL[@]}" -F' ' -c "SELECT (SELECT count(*) FROM workflow_digest_events WHERE workflow_key = 'bench-digest'),
+    (SELECT count(*) FROM workflow_runs WHERE workflow_key = 'bench-digest' AND status = 'running')")
+  [ "$collected" -eq "$total" ] || bk_die "the digests collected $collected of $total events"
+  [ "$runs_open" -eq "$subs" ] || bk_die "$runs_open digests open, expected $subs"
+  # The close: every window at once, by moving the replicas' clock past the last one's close.
+  local offset before close
+  offset="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(closes_at) - now()) + 1 FROM workflow_digest_windows")"
+  before="$(stack_sim_accepted)"
+  cpu3="$(wf_cpu)"
+  close="$(date +%s.%N)"
+  echo "$offset" >"$clock"
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'd%'" "$subs" 3600 "$before"
+  cpu4="$(wf_cpu)"
+  load2="$(cut -d' ' -f1-3 /proc/loadavg)"
+  wf_statements
+  local last sent tens
+  read -r last sent < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
+    FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'd%'")
+  tens="$("${PSQL[@]}" -c "SELECT count(*) FROM messages WHERE workflow_key = 'bench-digest' AND content->>'body' = '$rounds likes'")"
+  python3 - "$subs" "$rounds" "$per_entry" "$t0" "$t1" "$t2" "$close" "$last" "$sent" "$tens" <<'PY'
+import sys
+subs, rounds, per_entry = (int(x) for x in sys.argv[1:4])
+t0, t1, t2, close, last = (float(x) for x in sys.argv[4:9])
+sent, tens = int(sys.argv[9]), int(sys.argv[10])
+events = subs * rounds
+print(f"digest, {subs:,} subscribers x {rounds} trigger events ({per_entry} per bk:events entry), 2 workflow replicas: "
+      f"{events:,} events absorbed in {t2 - t1:.1f} s ({events / (t2 - t1):,.0f} events/s) into {subs:,} digests; "
+      f"{tens:,} messages with count {rounds}, {sent:,} deliveries sent")
+print(f"baseline, same stack and shape: {subs:,} trigger events of a plain workflow started their runs in {t1 - t0:.1f} s "
+      f"({subs / (t1 - t0):,.0f} runs/s)")
+print(f"close to last delivery: {last - close:.1f} s ({subs / (last - close):,.0f} digests/s)")
+PY
+  wf_cpu_report "$cpu0" "$cpu1" "$subs" "run started (baseline)" | tee "$WORK/cpu-run"
+  wf_cpu_report "$cpu1" "$cpu2" "$total" "event absorbed into a digest" | tee "$WORK/cpu-event"
+  wf_cpu_report "$cpu3" "$cpu4" "$subs" "digest sent (close to last delivery)" || true
+  python3 - "$WORK/cpu-run" "$WORK/cpu-event" <<'PY'
+import re, sys
+run, event = (float(re.search(r"whole machine (\d+)", open(p).read()).group(1)) for p in sys.argv[1:3])
+print(f"ratio: an event joining a digest costs {event / run:.2f} of a run started ({event:.0f} vs {run:.0f} us of machine CPU; "
+      f"today's figure for a run started: 120 us); goal <= 0.5: {'met' if event <= 0.5 * run else 'NOT met'}")
+PY
+  echo "load average (1, 5, 15 min): before $load0; after absorbing $load1; after the sends $load2"
+  rm -f "$clock"
+}
+
+if [ "${1:-}" = "digest" ]; then
+  workflow_digest "${2:-100000}" "${3:-10}"
+  exit 0
+fi
 if [ "${1:-}" = "sends" ]; then
   workflow_sends "${2:-100000}"
   exit 0

@@ -29,7 +29,7 @@ public struct WorkflowRunSave: Sendable {
     public var id: UUID
     public var state: WorkflowRunState
     /// Set when the run failed before the engine could start it (no state to show): `subscriber_unknown`.
-    public var failureCode: String?
+    public var failureCode: WorkflowRunFailure.Code?
     /// The inbox entries applied (up to and including this id are deleted).
     public var lastInputId: Int64?
 
@@ -90,11 +90,13 @@ extension WorkflowRunStore {
             let id = try row.decode(Int64.self, at: 1)
             let payload = try row.decode(JSONValue.self, at: 3)
             let kind: WorkflowRunInboxItem.Kind
-            if try row.decode(String.self, at: 2) == "cancel" {
+            switch WorkflowRunInputKind(rawValue: try row.decode(String.self, at: 2)) {
+            case .cancel?:
                 kind = .cancel(reason: payload["reason"]?.stringValue ?? "cancelled")
-            } else if let event = try? WorkflowEvent(stateJSON: payload) {
+            case .event?:
+                guard let event = try? WorkflowEvent(stateJSON: payload) else { continue }
                 kind = .event(event)
-            } else {
+            case nil:
                 continue  // unreadable: dropped with the others applied
             }
             byRun[runId, default: []].append(
@@ -118,7 +120,7 @@ extension WorkflowRunStore {
             WHERE id = $1::uuid
             """,
             [
-                save.id, status, save.failureCode ?? state.failure?.code, state.jsonText,
+                save.id, status, (save.failureCode ?? state.failure?.code)?.rawValue, state.jsonText,
                 live ? state.timer?.token : nil,
                 live ? state.timer?.dueAt : nil, live ? state.timer?.dueAt : nil, state.startedAt,
                 live ? nil : (state.endedAt ?? state.startedAt)
@@ -127,15 +129,18 @@ extension WorkflowRunStore {
             try await tx.execute(
                 "DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid AND id <= $2", [save.id, last])
         }
+        try await dropWindowsOfEnded(on: tx, [state])
     }
 
     /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state.
-    public static func failPending(on tx: PostgresConnection, id: UUID, code: String, now: Date) async throws {
+    public static func failPending(
+        on tx: PostgresConnection, id: UUID, code: WorkflowRunFailure.Code, now: Date
+    ) async throws {
         try await tx.execute(
             """
-            UPDATE workflow_runs SET status = 'failed', failure_code = $2, wake_at = NULL, updated_at = now(),
+            UPDATE workflow_runs SET status = \(WorkflowRunStatus.failed.sql), failure_code = $2, wake_at = NULL, updated_at = now(),
                 ended_at = $3::timestamptz WHERE id = $1::uuid
-            """, [id, code, now])
+            """, [id, code.rawValue, now])
         try await tx.execute("DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid", [id])
     }
 
@@ -152,7 +157,7 @@ extension WorkflowRunStore {
             let live = s.status == .running
             ids.append(run.id); tenants.append(run.tenantId); keys.append(s.workflowKey); versions.append(s.version)
             subscribers.append(s.subscriber.id); triggers.append(run.triggerKey); statuses.append(s.status.rawValue)
-            failures.append(s.failure?.code); states.append(s.jsonText)
+            failures.append(s.failure?.code.rawValue); states.append(s.jsonText)
             // text[] per row cannot go through unnest: one array literal per row, split in SQL.
             reacts.append(run.reactsTo.joined(separator: "\u{1F}"))
             tokens.append(live ? s.timer?.token : nil); dues.append(live ? s.timer?.dueAt : nil)
@@ -188,8 +193,8 @@ extension WorkflowRunStore {
             """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT id, 'event', $4::jsonb, $5 FROM workflow_runs
-                WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND status IN ('pending', 'running') AND $3 = ANY (reacts_to)
+                SELECT id, \(WorkflowRunInputKind.event.sql), $4::jsonb, $5 FROM workflow_runs
+                WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND status IN (\(WorkflowRunStatus.liveSQL)) AND $3 = ANY (reacts_to)
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id
@@ -220,9 +225,9 @@ extension WorkflowRunStore {
             """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT r.id, 'cancel', '{"reason": "workflow deleted"}'::jsonb, 'cancel-all' FROM workflow_runs r
+                SELECT r.id, \(WorkflowRunInputKind.cancel.sql), '{"reason": "workflow deleted"}'::jsonb, 'cancel-all' FROM workflow_runs r
                 JOIN workflows w ON w.tenant_id = r.tenant_id AND w.key = r.workflow_key
-                WHERE r.status IN ('pending', 'running') AND w.deleted_at IS NOT NULL
+                WHERE r.status IN (\(WorkflowRunStatus.liveSQL)) AND w.deleted_at IS NOT NULL
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity' WHERE id IN (SELECT run_id FROM i) RETURNING id

@@ -17,7 +17,7 @@ extension WorkflowRunStore {
             let live = state.status == .running
             ids.append(save.id)
             statuses.append(state.status.rawValue)
-            failures.append(save.failureCode ?? state.failure?.code)
+            failures.append((save.failureCode ?? state.failure?.code)?.rawValue)
             states.append(state.jsonText)
             tokens.append(live ? state.timer?.token : nil)
             dues.append(live ? state.timer?.dueAt : nil)
@@ -33,6 +33,7 @@ extension WorkflowRunStore {
                         $7::timestamptz[], $8::timestamptz[]) AS t(id, status, failure, state, token, due, started, ended)
             WHERE r.id = t.id
             """, [ids, statuses, failures, states, tokens, dues, starts, ends])
+        try await dropWindowsOfEnded(on: tx, saves.map(\.state))
         let applied = saves.compactMap { save in save.lastInputId.map { (save.id, $0) } }
         guard !applied.isEmpty else { return }
         try await tx.execute(

@@ -58,7 +58,7 @@ public struct WorkflowRunStore: Sendable {
             """
             INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
                                        start_input, reacts_to, wake_at)
-            VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, 'pending', $7::jsonb, $8::text[], '-infinity')
+            VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, \(WorkflowRunStatus.pending.sql), $7::jsonb, $8::text[], '-infinity')
             ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
             """,
             [
@@ -80,12 +80,15 @@ public struct WorkflowRunStore: Sendable {
     // MARK: - (b) Cancel
 
     /// What a cancel request found.
-    public enum CancelRequest: String, Sendable, Hashable {
+    public enum CancelRequest: String, Sendable, Hashable, CaseIterable {
         /// The run was running (or pending): a `cancel` input is in its inbox and it is due now.
         case requested
         /// The run had already ended (completed, cancelled, failed): nothing changed.
-        case alreadyEnded
-        case notFound
+        case alreadyEnded = "already_ended"
+        case notFound = "not_found"
+
+        /// What the cancel route answers (`cancel`): a run it found.
+        public static let answered: [CancelRequest] = [.requested, .alreadyEnded]
     }
 
     /// `POST /v1/workflow-runs/{id}/cancel`: puts `.cancel(reason:)` in the run's inbox and makes it
@@ -105,8 +108,8 @@ public struct WorkflowRunStore: Sendable {
             """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload)
-                SELECT id, 'cancel', $3::jsonb FROM workflow_runs
-                WHERE tenant_id = $1::uuid AND id = $2::uuid AND status IN ('pending', 'running')
+                SELECT id, \(WorkflowRunInputKind.cancel.sql), $3::jsonb FROM workflow_runs
+                WHERE tenant_id = $1::uuid AND id = $2::uuid AND status IN (\(WorkflowRunStatus.liveSQL))
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
             """, [tenantId, runId, JSONValue.object(["reason": .string(reason)])])
@@ -136,8 +139,8 @@ public struct WorkflowRunStore: Sendable {
             """
             WITH i AS (
                 INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT id, 'cancel', $3::jsonb, 'cancel-all' FROM workflow_runs
-                WHERE tenant_id = $1::uuid AND workflow_key = $2 AND status IN ('pending', 'running')
+                SELECT id, \(WorkflowRunInputKind.cancel.sql), $3::jsonb, 'cancel-all' FROM workflow_runs
+                WHERE tenant_id = $1::uuid AND workflow_key = $2 AND status IN (\(WorkflowRunStatus.liveSQL))
                 ON CONFLICT (run_id, dedupe_key) DO NOTHING
                 RETURNING run_id)
             UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
@@ -148,12 +151,12 @@ public struct WorkflowRunStore: Sendable {
     // MARK: - (c) List, (d) read
 
     /// `GET /v1/workflows/{key}/runs`: newest first, `limit` (1...1000) per page, optionally one
-    /// subscriber's and/or one status's (`running` includes pending runs).
+    /// subscriber's and/or one status's as the API shows it (`running` includes pending runs).
     public func list(
-        tenantId: UUID, workflowKey: String, subscriberId: String? = nil, status: String? = nil,
+        tenantId: UUID, workflowKey: String, subscriberId: String? = nil, status: WorkflowRunStatus? = nil,
         after cursor: WorkflowRunCursor? = nil, limit: Int = 50
     ) async throws -> WorkflowRunPage {
-        let statuses: [String]? = status.map { $0 == "running" ? ["pending", "running"] : [$0] }
+        let statuses = status.map { shown in WorkflowRunStatus.allCases.filter { $0.shown == shown }.map(\.rawValue) }
         let limit = max(1, min(limit, 1000))
         let rows = try await postgres.query(
             """
@@ -173,12 +176,15 @@ public struct WorkflowRunStore: Sendable {
         return WorkflowRunPage(runs: runs, next: next)
     }
 
-    /// `GET /v1/workflow-runs/{id}`; nil when the tenant has no such run.
+    /// `GET /v1/workflow-runs/{id}`; nil when the tenant has no such run. A digest run comes with
+    /// the events it collected.
     public func run(tenantId: UUID, id: UUID) async throws -> WorkflowRunRecord? {
         let rows = try await postgres.query(
             "SELECT \(WorkflowRunRecord.columns) FROM workflow_runs WHERE tenant_id = $1::uuid AND id = $2::uuid",
             [tenantId, id])
-        return try rows.first.map(WorkflowRunRecord.decode)
+        guard var record = try rows.first.map(WorkflowRunRecord.decode) else { return nil }
+        if record.state?.digest != nil { record.digestEvents = try await digestEvents(runId: id) }
+        return record
     }
 
     /// Where a workflow's message came from (for `GET /v1/messages/{id}`): nil for a message not

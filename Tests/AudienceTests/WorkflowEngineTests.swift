@@ -38,7 +38,7 @@ struct RunDriver {
     static func environment(_ now: Date, _ quiet: QuietHours?, _ zone: String?) -> WorkflowEnvironment {
         WorkflowEnvironment(
             now: now, quietHours: quiet, defaultTimeZone: zone,
-            messageId: { run, step, purpose in "\(run)/\(step)/\(purpose)" })
+            messageId: { run, step, purpose in "\(run)/\(step)/\(purpose.rawValue)" })
     }
 
     mutating func apply(_ input: WorkflowInput, at time: String) {
@@ -59,7 +59,7 @@ struct RunDriver {
 
     var sends: [WorkflowSendAction] { actions.compactMap { if case .send(let s) = $0 { s } else { nil } } }
     var due: String? { state.timer.map { EventTimestamp.format($0.dueAt) } }
-    func decision(_ step: String) -> String? { state.outcome(step)?.decision }
+    func decision(_ step: String) -> WorkflowStepDecision? { state.outcome(step)?.decision }
 }
 
 func steps(_ steps: String, trigger: String = #"{"event": "go"}"#, cancelOn: String = "[]") -> String {
@@ -82,7 +82,7 @@ struct WorkflowEngineTests {
         #expect(send.idempotencyKey == "run-1:s" && send.messageId == "run-1/s/send" && send.subscriberId == "alice")
         #expect(send.content.title == "Hi Alice" && send.missing.isEmpty)
         #expect(run.state.status == .completed && run.actions.last == .finished(.completed))
-        #expect(run.decision("w") == "waited" && run.decision("s") == "sent")
+        #expect(run.decision("w") == .waited && run.decision("s") == .sent)
         #expect(run.state.outcome("s")?.messageIds == ["run-1/s/send"])
         #expect(run.state.outcome("w")?.endedAt == utc("2024-06-01T11:30:00Z"))
     }
@@ -156,12 +156,12 @@ struct WorkflowEngineTests {
                 WorkflowEvent(
                     id: "e3", name: "review.written", data: ["orderId": "o-7", "stars": 5],
                     occurredAt: utc("2024-06-02T11:00:00Z"))), at: "2024-06-02T11:00:00Z")
-        #expect(run.decision("r") == "matched" && run.decision("b") == "then")
+        #expect(run.decision("r") == .matched && run.decision("b") == .then)
         #expect(run.actions.contains(.stopAwaitingEvent(step: "r")) && run.actions.contains(.clearTimer))
         #expect(run.state.status == .completed)
 
         timedOut.fire()
-        #expect(timedOut.decision("r") == "timed_out" && timedOut.decision("b") == "else")
+        #expect(timedOut.decision("r") == .timedOut && timedOut.decision("b") == .otherwise)
         #expect(timedOut.sends.first?.content.title == "Please review")
     }
 
@@ -170,12 +170,12 @@ struct WorkflowEngineTests {
             #"{"name": "b", "branch": {"if": "trigger.data.total > 40 and subscriber.attributes.plan == \"pro\"", "then": [{"name": "big", "send": {"title": "Big"}}], "else": [{"name": "small", "send": {"title": "Small"}}]}}, {"name": "after", "send": {"title": "After"}}"#
         )
         let run = RunDriver(text, at: "2024-06-01T10:00:00Z")
-        #expect(run.decision("b") == "then" && run.sends.map(\.step) == ["big", "after"])
+        #expect(run.decision("b") == .then && run.sends.map(\.step) == ["big", "after"])
         let small = RunDriver(
             text,
             trigger: WorkflowEvent(id: "x", name: "go", data: ["total": 10], occurredAt: utc("2024-06-01T10:00:00Z")),
             at: "2024-06-01T10:00:00Z")
-        #expect(small.decision("b") == "else" && small.sends.map(\.step) == ["small", "after"])
+        #expect(small.decision("b") == .otherwise && small.sends.map(\.step) == ["small", "after"])
         #expect(small.state.outcome("b")?.reason?.contains("false") == true)
     }
 
@@ -202,7 +202,7 @@ struct WorkflowEngineTests {
         #expect(run.actions.contains(.askReceipts(step: "b", messageIds: ["run-1/s/send"])))
         #expect(run.state.receiptsFor == ["run-1/s/send"] && run.state.current == "b")
         run.apply(.receipts(["run-1/s/send": receipts]), at: "2024-06-02T10:00:01Z")
-        #expect(run.decision("b") == expected)
+        #expect(run.decision("b")?.rawValue == expected)
         #expect(run.state.outcome("b")?.receipts == ["run-1/s/send": receipts])
         #expect(run.state.status == .completed)
     }
@@ -213,7 +213,8 @@ struct WorkflowEngineTests {
         )
         let run = RunDriver(text, at: "2024-06-01T10:00:00Z")
         #expect(
-            run.decision("b") == "else" && !run.actions.contains { if case .askReceipts = $0 { true } else { false } })
+            run.decision("b") == .otherwise
+                && !run.actions.contains { if case .askReceipts = $0 { true } else { false } })
     }
 
     @Test func exitEndsTheRun() {
@@ -221,7 +222,7 @@ struct WorkflowEngineTests {
             steps(#"{"name": "x", "exit": {}}, {"name": "never", "send": {"title": "Hi"}}"#), at: "2024-06-01T10:00:00Z"
         )
         #expect(
-            run.state.status == .completed && run.sends.isEmpty && run.decision("x") == "exited"
+            run.state.status == .completed && run.sends.isEmpty && run.decision("x") == .exited
                 && run.state.outcome("never") == nil)
     }
 
@@ -243,7 +244,7 @@ struct WorkflowEngineTests {
                     occurredAt: utc("2024-06-01T13:00:00Z"))), at: "2024-06-01T13:00:00Z")
         #expect(run.state.status == .cancelled && run.actions == [.clearTimer, .finished(.cancelled)])
         #expect(run.state.cancelReason?.hasPrefix("cancelOn[0]: workout.completed") == true)
-        #expect(run.state.outcome("w")?.status == .interrupted && run.decision("w") == "cancelled")
+        #expect(run.state.outcome("w")?.status == .interrupted && run.decision("w") == .cancelled)
         // After the end nothing changes it.
         run.apply(.timerFired(token: "w:wait"), at: "2024-06-02T10:00:00Z")
         #expect(!run.changed && run.sends.isEmpty)
@@ -302,7 +303,7 @@ struct WorkflowEngineTests {
         let run = RunDriver(
             steps(#"{"name": "s", "send": {"title": "Hi", "deepLink": "{{ trigger.data.link }}"}}"#),
             at: "2024-06-01T10:00:00Z")
-        #expect(run.state.status == .failed && run.state.failure?.code == "content_invalid" && run.sends.isEmpty)
+        #expect(run.state.status == .failed && run.state.failure?.code == .contentInvalid && run.sends.isEmpty)
         #expect(run.actions.last == .finished(.failed))
     }
 
@@ -334,7 +335,7 @@ struct WorkflowEngineTests {
         var run = RunDriver(steps(#"{"name": "w", "wait": {"duration": "1h"}}"#), at: "2024-06-01T10:00:00Z")
         run.state.current = "gone"
         run.fire()
-        #expect(run.state.status == .failed && run.state.failure?.code == "definition_mismatch")
+        #expect(run.state.status == .failed && run.state.failure?.code == .definitionMismatch)
     }
 
     @Test func stateJSONIsReadBackEqual() throws {
@@ -367,7 +368,7 @@ struct WorkflowDryRunTests {
         #expect(timeline.state.status == .completed)
         let kinds = timeline.entries.map { "\($0.step ?? "-"):\($0.kind.rawValue)" }
         #expect(kinds.contains("thanks:send") && kinds.contains("remind:send") && !kinds.contains("done:step"))
-        let decisions = timeline.state.outcomes.map { "\($0.step)=\($0.decision ?? "")" }
+        let decisions = timeline.state.outcomes.map { "\($0.step)=\($0.decision?.rawValue ?? "")" }
         #expect(
             decisions == [
                 "pause=waited", "thanks=sent", "review=timed_out", "check=else", "morning=waited", "remind=sent"
@@ -391,21 +392,21 @@ struct WorkflowDryRunTests {
             d, subscriber: subscriber, event: event,
             receipts: ["thanks": WorkflowReceipts(delivered: true, opened: true)],
             start: utc("2024-06-01T10:00:00Z"))
-        #expect(opened.state.outcome("check")?.decision == "then" && opened.state.outcome("done")?.decision == "exited")
+        #expect(opened.state.outcome("check")?.decision == .then && opened.state.outcome("done")?.decision == .exited)
         #expect(opened.state.outcome("thanks")?.missing == ["subscriber.attributes.name"])
         let review = WorkflowEvent(
             id: "r1", name: "review.written", data: ["orderId": "o-1"], occurredAt: utc("2024-06-01T10:00:00Z"))
         let matched = WorkflowDryRun.walk(
             d, subscriber: subscriber, event: event, arrivals: ["review": .init(event: review, after: 3600)],
             start: utc("2024-06-01T10:00:00Z"))
-        #expect(matched.state.outcome("review")?.decision == "matched")
+        #expect(matched.state.outcome("review")?.decision == .matched)
         #expect(matched.state.outcome("review")?.endedAt == utc("2024-06-01T12:30:00Z"))
         let wrongOrder = WorkflowEvent(
             id: "r2", name: "review.written", data: ["orderId": "o-2"], occurredAt: utc("2024-06-01T10:00:00Z"))
         let refused = WorkflowDryRun.walk(
             d, subscriber: subscriber, event: event, arrivals: ["review": .init(event: wrongOrder)],
             start: utc("2024-06-01T10:00:00Z"))
-        #expect(refused.state.outcome("review")?.decision == "timed_out")
+        #expect(refused.state.outcome("review")?.decision == .timedOut)
     }
 
     @Test func aTriggerWhereThatFailsIsShown() {
@@ -455,7 +456,7 @@ struct WorkflowLocalWindowTests {
         #expect(fallback.idempotencyKey == "run-1:nudge:fallback" && fallback.messageId == "run-1/nudge/fallback")
         #expect(fallback.content.title == "Leg day" && fallback.content.deepLink == "gym://workouts/legs")
         #expect(
-            run.decision("nudge") == "fallback_sent"
+            run.decision("nudge") == .fallbackSent
                 && run.state.outcome("nudge")?.reason?.contains("no device confirmed") == true)
         #expect(run.state.outcome("nudge")?.messageIds == ["run-1/nudge/plan", "run-1/nudge/fallback"])
         #expect(run.state.status == .completed)
@@ -469,7 +470,7 @@ struct WorkflowLocalWindowTests {
         asked.fire()
         asked.apply(.acknowledgement(localId: "run-1:nudge", acknowledged: true), at: "2024-06-02T05:00:01Z")
         #expect(
-            asked.sends.isEmpty && asked.decision("nudge") == "scheduled_on_device" && asked.state.status == .completed)
+            asked.sends.isEmpty && asked.decision("nudge") == .scheduledOnDevice && asked.state.status == .completed)
 
         // The acknowledgement event during the window: at the moment nothing is asked or sent.
         var early = RunDriver(seedLocalExample, subscriber: Self.maya, at: "2024-06-01T12:00:00Z")
@@ -489,7 +490,7 @@ struct WorkflowLocalWindowTests {
         #expect(early.changed && early.state.localPlan?.acknowledged == true && early.actions.isEmpty)
         early.fire()
         #expect(
-            early.sends.isEmpty && early.decision("nudge") == "scheduled_on_device" && early.state.status == .completed)
+            early.sends.isEmpty && early.decision("nudge") == .scheduledOnDevice && early.state.status == .completed)
         #expect(!early.actions.contains { if case .askAcknowledgement = $0 { true } else { false } })
     }
 
@@ -563,11 +564,11 @@ struct WorkflowLocalWindowTests {
         let fallback = WorkflowDryRun.walk(d, subscriber: Self.maya, event: event, start: utc("2024-06-01T12:00:00Z"))
         #expect(
             fallback.entries.map(\.kind).contains(.plan)
-                && fallback.state.outcome("nudge")?.decision == "fallback_sent")
+                && fallback.state.outcome("nudge")?.decision == .fallbackSent)
         #expect(fallback.entries.first { $0.kind == .plan }?.detail["wallClock"] == "2024-06-02T07:00")
         let acknowledged = WorkflowDryRun.walk(
             d, subscriber: Self.maya, event: event, acknowledged: ["nudge"], start: utc("2024-06-01T12:00:00Z"))
-        #expect(acknowledged.state.outcome("nudge")?.decision == "scheduled_on_device")
+        #expect(acknowledged.state.outcome("nudge")?.decision == .scheduledOnDevice)
         #expect(!acknowledged.entries.contains { $0.kind == .send })
     }
 }

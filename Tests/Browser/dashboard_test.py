@@ -579,6 +579,61 @@ def keys(browser, page):
     step("a key's secret is shown once; revoking it signs out the page that used it")
 
 
+def digest_and_throttle(page):
+    """Issue 28: a digest run's page shows its key, count, list and the events it collected; a
+    throttled run's page why it stopped, and the runs list filters on throttled."""
+    liked = {"trigger": {"event": "photo.liked"}, "steps": [
+        {"name": "collect", "digest": {"window": "3s", "key": "{{ trigger.data.postId }}", "list": "data.actor"}},
+        {"name": "tell", "send": {"title": "{{ digest.list }} liked your photo", "body": "{{ digest.count }} likes",
+                                  "policy": "ignore"}}]}
+    status, answer = api("PUT", "/v1/workflows/liked", liked)
+    check(status == 201, f"liked: {status} {answer}")
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    events = [{"id": f"like-{i}", "name": "photo.liked", "timestamp": now, "data": {"postId": "p1", "actor": actor}}
+              for i, actor in enumerate(["Ana", "Ben", "Cid", "Ana"])]
+    status, answer = api("POST", "/v1/events", {"subscriberId": "pro-1", "events": events})
+    check(status == 202, f"events: {status} {answer}")
+    run_id = None
+    for _ in range(120):
+        status, listed = api("GET", "/v1/workflows/liked/runs")
+        if status == 200 and listed["data"]:
+            run_id = listed["data"][0]["id"]
+            break
+        time.sleep(0.25)
+    check(run_id is not None, "the digest run never started")
+    page.goto(f"{URL}/dashboard#/workflow-runs/{run_id}")
+    expect(page.get_by_test_id("run-state")).to_have_text("completed", timeout=TIMEOUT)
+    status, run = api("GET", f"/v1/workflow-runs/{run_id}")
+    check(status == 200 and run["data"]["digest"]["count"] == 4, f"digest run: {status} {run}")
+    expect(page.get_by_test_id("run-digest-count")).to_contain_text("4", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-digest-key")).to_contain_text("p1", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-digest-list")).to_contain_text("Ana, Ben and Cid", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-digest-event")).to_have_count(4, timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-step-decision").first).to_contain_text("collected 4 events", timeout=TIMEOUT)
+    shot(page, "workflow-run-digest")
+
+    capped = {"trigger": {"event": "order.shipped"}, "steps": [
+        {"name": "cap", "throttle": {"limit": 1, "window": "1d"}},
+        {"name": "tell", "send": {"title": "Shipped", "policy": "ignore"}}]}
+    status, answer = api("PUT", "/v1/workflows/capped", capped)
+    check(status == 201, f"capped: {status} {answer}")
+    runs = []
+    for n in range(2):
+        status, answer = api("POST", "/v1/workflows/capped/trigger", {"to": "pro-2"})
+        check(status == 202, f"trigger capped: {status} {answer}")
+        runs.append(answer["data"]["runId"])
+    page.goto(f"{URL}/dashboard#/workflows/capped/runs")
+    page.get_by_test_id("runs-filter").locator("[data-value=throttled]").click()
+    expect(page.get_by_test_id("run-row")).to_have_count(1, timeout=TIMEOUT)
+    page.get_by_test_id("run-row").first.click()
+    expect(page.get_by_test_id("run-state")).to_have_text("throttled", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-throttle-reason")).to_contain_text("1 run of this workflow passed 'cap'", timeout=TIMEOUT)
+    expect(page.get_by_test_id("run-step-decision")).to_contain_text("throttled", timeout=TIMEOUT)
+    shot(page, "workflow-run-throttled")
+    no_xss(page, "workflow-run-throttled")
+    step("a digest run shows its key, count, list and the events it collected; a throttled run why it stopped")
+
+
 def main():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -598,6 +653,7 @@ def main():
             subscribers(page)
             workflows(page)
             workflow_runs(page)
+            digest_and_throttle(page)
             live_activities(page)
             overview(page)
             keys(browser, page)

@@ -47,6 +47,7 @@ struct DashboardBrowserTests {
                 "signin", "tenant-picker", "overview", "send", "messages", "message", "delivery", "subscribers",
                 "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
                 "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled",
+                "workflow-run-digest", "workflow-run-throttled",
                 "live-activities", "live-activity", "live-activity-error", "live-activity-narrow", "overview-narrow"
             ] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")

@@ -4,6 +4,8 @@ import BuzzKitLedger
 import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitTestSupport
+import BuzzKitWorkflowRuns
+import BuzzKitWorkflows
 import Testing
 
 /// Every vocabulary the ledger's tables store is an enum, and each enum is its column's SQL
@@ -77,6 +79,58 @@ struct StatusCheckTests {
         }
         let accounted = Set(Self.vocabularies.map { "\($0.0)(\($0.1))" }).union(Self.rules)
         #expect(found.checks == accounted, "a CHECK on the ledger's tables without its enum here")
+    }
+
+    // MARK: - Workflow runs (issue 24 item 3)
+
+    /// The vocabularies of the workflow run tables, each the CHECK list of its column.
+    static let workflowVocabularies: [(table: String, column: String, values: Set<String>)] = [
+        ("workflow_runs", "status", Set(WorkflowRunStatus.allCases.map(\.rawValue))),
+        ("workflow_run_inputs", "kind", Set(WorkflowRunInputKind.allCases.map(\.rawValue)))
+    ]
+
+    @Test func workflowRunVocabulariesEqualTheirCheckConstraints() async throws {
+        let schema = try await MigratedSchema.start("wfstatuses", poolSize: 1)
+        let outcome: Result<(lists: [Set<String>], listColumns: Set<String>), any Error>
+        do {
+            var lists: [Set<String>] = []
+            for v in Self.workflowVocabularies {
+                lists.append(
+                    try await Self.checkList(schema.postgres, schema: schema.name, table: v.table, column: v.column))
+            }
+            outcome = .success(
+                (
+                    lists,
+                    try await Self.listCheckColumns(
+                        schema.postgres, schema: schema.name, tables: Set(Self.workflowVocabularies.map(\.table)))
+                ))
+        } catch {
+            outcome = .failure(error)
+        }
+        await schema.stop()
+        let found = try outcome.get()
+        for (v, list) in zip(Self.workflowVocabularies, found.lists) {
+            #expect(list == v.values, "\(v.table).\(v.column)")
+        }
+        // Every column of these tables with an IN-list CHECK has its enum above.
+        #expect(found.listColumns == Set(Self.workflowVocabularies.map { "\($0.table).\($0.column)" }))
+    }
+
+    /// `table.column` of every single-column CHECK of `tables` that is a list of values (`= ANY (ARRAY[...])`).
+    static func listCheckColumns(_ postgres: PostgresClient, schema: String, tables: Set<String>) async throws
+        -> Set<String>
+    {
+        let rows = try await postgres.query(
+            """
+            SELECT t.relname || '.' || a.attname
+            FROM pg_constraint c
+            JOIN pg_class t ON t.oid = c.conrelid
+            JOIN pg_namespace n ON n.oid = t.relnamespace
+            JOIN pg_attribute a ON a.attrelid = t.oid AND c.conkey = ARRAY[a.attnum]
+            WHERE n.nspname = $1 AND t.relname = ANY ($2::text[]) AND c.contype = 'c'
+              AND pg_get_constraintdef(c.oid) LIKE '%ANY (ARRAY[%'
+            """, [schema, tables.sorted()])
+        return Set(try rows.map { try $0.decode(String.self, at: 0) })
     }
 
     /// The values of the one `CHECK (column IN (...))` constraint on `table.column`: Postgres keeps

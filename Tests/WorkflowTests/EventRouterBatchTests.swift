@@ -1,5 +1,6 @@
 import BuzzKitTestSupport
 import BuzzKitWire
+import BuzzKitWorkflows
 import Foundation
 import Testing
 
@@ -16,7 +17,7 @@ struct EventRouterBatchTests {
             try await h.store.save("nudge", nudgeDefinition)
             try await h.store.subscriber("alice")
             try await h.publish("alice", [("e0", "workout.scheduled", ["workoutId": "w0"])])
-            try await h.waitRuns("nudge", count: 1) { $0.status == "running" && $0.dueAt != nil }
+            try await h.waitRuns("nudge", count: 1) { $0.status == .running && $0.dueAt != nil }
             // One entry: two starts, a cancel of the older run and of one started just before it,
             // another start; a cancel of w9 before its trigger does not reach the run that follows.
             let entry: [(id: String, name: String, data: JSONValue)] = [
@@ -25,22 +26,22 @@ struct EventRouterBatchTests {
                 ("c9", "workout.completed", ["workoutId": "w9"]), ("e9", "workout.scheduled", ["workoutId": "w9"])
             ]
             try await h.publish("alice", entry)
-            let runs = try await h.waitRuns("nudge", count: 2) { $0.status == "cancelled" }
-            func status(_ workout: String) -> String? {
+            let runs = try await h.waitRuns("nudge", count: 2) { $0.status == .cancelled }
+            func status(_ workout: String) -> WorkflowRunStatus? {
                 runs.first { $0.state?.trigger.data["workoutId"]?.stringValue == workout }?.status
             }
             #expect(runs.count == 4)
-            #expect(status("w0") == "cancelled" && status("w1") == "cancelled")
-            #expect(status("w2") == "running" && status("w9") == "running")
+            #expect(status("w0") == .cancelled && status("w1") == .cancelled)
+            #expect(status("w2") == .running && status("w9") == .running)
             // The same entry again (a redelivery): no run starts twice, the two left keep running
             // (c9 does not reach w9, which its entry started after it).
             try await h.publish("alice", entry)
             try await Task.sleep(for: .milliseconds(500))
             let after = try await h.runs("nudge")
             #expect(after.count == 4)
-            #expect(after.filter { $0.status == "running" }.count == 2)
+            #expect(after.filter { $0.status == .running }.count == 2)
             h.clock.advance(3601)
-            try await h.waitRuns("nudge", count: 2) { $0.status == "completed" }
+            try await h.waitRuns("nudge", count: 2) { $0.status == .completed }
             #expect(try await h.messages("nudge").compactMap(\.body).sorted() == ["Workout w2", "Workout w9"])
         } finally: {
             await h.stop()
@@ -63,15 +64,15 @@ struct EventRouterBatchTests {
                     }
                 }
             }
-            try await h.waitRuns("nudge", count: 12) { $0.status == "cancelled" }
-            let runs = try await h.waitRuns("nudge", count: 12) { $0.status == "running" && $0.dueAt != nil }
+            try await h.waitRuns("nudge", count: 12) { $0.status == .cancelled }
+            let runs = try await h.waitRuns("nudge", count: 12) { $0.status == .running && $0.dueAt != nil }
             #expect(runs.count == 24)
             for s in subscribers {
                 let mine = runs.filter { $0.subscriberId == s }
                 #expect(
-                    mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w1" }?.status == "cancelled",
+                    mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w1" }?.status == .cancelled,
                     "\(s)")
-                #expect(mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w2" }?.status == "running")
+                #expect(mine.first { $0.state?.trigger.data["workoutId"]?.stringValue == "w2" }?.status == .running)
             }
         } finally: {
             await h.stop()

@@ -34,7 +34,7 @@ struct LocalWindowServiceTests {
             try await h.store.save("local", Self.definition)
             try await h.store.subscriber("alice", timezone: "Europe/Berlin")
             try await h.publish("alice", [("e1", "workout.scheduled", ["workoutId": "w1"])])
-            let runs = try await h.waitRuns("local", count: 1) { $0.status == "running" && $0.dueAt != nil }
+            let runs = try await h.waitRuns("local", count: 1) { $0.status == .running && $0.dueAt != nil }
             try await body(h, runs[0])
         } finally: {
             await h.stop()
@@ -68,9 +68,9 @@ struct LocalWindowServiceTests {
             try await h.publish("alice", [("ack1", "$local.scheduled", ["localId": .string(localId)])])
             try await h.waitRuns("local", count: 1) { $0.state?.localPlan?.acknowledged == true }
             h.clock.set(Self.moment.addingTimeInterval(1))
-            let done = try await h.waitRuns("local", count: 1) { $0.status == "completed" }
+            let done = try await h.waitRuns("local", count: 1) { $0.status == .completed }
             let nudge = done[0].state?.outcome("nudge")
-            #expect(nudge?.decision == "scheduled_on_device")
+            #expect(nudge?.decision == .scheduledOnDevice)
             #expect(try await h.messageRows("local").map(\.kind) == ["local_plan"])
         }
     }
@@ -88,8 +88,8 @@ struct LocalWindowServiceTests {
                     """, [h.store.tenantId, id, ["localId": .string(local)] as JSONValue])
             }
             h.clock.set(Self.moment.addingTimeInterval(1))
-            let done = try await h.waitRuns("local", count: 1) { $0.status == "completed" }
-            #expect(done[0].state?.outcome("nudge")?.decision == "scheduled_on_device")
+            let done = try await h.waitRuns("local", count: 1) { $0.status == .completed }
+            #expect(done[0].state?.outcome("nudge")?.decision == .scheduledOnDevice)
             #expect(try await h.messageRows("local").count == 1)
         }
     }
@@ -101,9 +101,9 @@ struct LocalWindowServiceTests {
             try await h.publish(
                 "bob", [("ack-bob", "$local.scheduled", ["localId": .string("\(run.id.lowercasedText):nudge")])])
             h.clock.set(Self.moment.addingTimeInterval(1))
-            let done = try await h.waitRuns("local", count: 1) { $0.status == "completed" }
+            let done = try await h.waitRuns("local", count: 1) { $0.status == .completed }
             let nudge = try #require(done[0].state?.outcome("nudge"))
-            #expect(nudge.decision == "fallback_sent")
+            #expect(nudge.decision == .fallbackSent)
             #expect(nudge.reason?.contains("no device confirmed") == true)
             let rows = try await h.messageRows("local")
             #expect(rows.map(\.kind) == ["local_plan", "push"])
@@ -127,7 +127,7 @@ struct LocalWindowServiceTests {
             #expect(
                 try await store.requestCancel(tenantId: h.store.tenantId, runId: run.id, reason: "by the API")
                     == .requested)
-            try await h.waitRuns("local", count: 1) { $0.status == "cancelled" }
+            try await h.waitRuns("local", count: 1) { $0.status == .cancelled }
             // A cancelOn with a where (decided on the server) after the run ended: nothing more.
             try await h.publish("alice", [("m1", "workout.moved", ["workoutId": "w1"])])
             h.clock.set(Self.moment.addingTimeInterval(1))
@@ -143,14 +143,14 @@ struct LocalWindowServiceTests {
     func cancelOnWithAndWithoutWhere() async throws {
         try await withWindow { h, _ in
             try await h.publish("alice", [("e2", "workout.scheduled", ["workoutId": "w2"])])
-            try await h.waitRuns("local", count: 2) { $0.status == "running" && $0.dueAt != nil }
+            try await h.waitRuns("local", count: 2) { $0.status == .running && $0.dueAt != nil }
             try await h.publish("alice", [("m1", "workout.moved", ["workoutId": "w1"])])
-            let moved = try await h.waitRuns("local", count: 1) { $0.status == "cancelled" }
+            let moved = try await h.waitRuns("local", count: 1) { $0.status == .cancelled }
             let w1 = try #require(moved.first { $0.state?.trigger.id == "e1" })
-            #expect(w1.status == "cancelled")
+            #expect(w1.status == .cancelled)
             // workout.completed has no where: it cancels the other run too, decided on the device.
             try await h.publish("alice", [("c1", "workout.completed", [:])])
-            try await h.waitRuns("local", count: 2) { $0.status == "cancelled" }
+            try await h.waitRuns("local", count: 2) { $0.status == .cancelled }
             h.clock.set(Self.moment.addingTimeInterval(1))
             try await Task.sleep(for: .milliseconds(300))
             let rows = try await h.messageRows("local")

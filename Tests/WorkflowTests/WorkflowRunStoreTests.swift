@@ -38,8 +38,8 @@ struct WorkflowRunStoreTests {
             #expect(!again.created)
             #expect(again.runId == first.runId)
             let run = try #require(try await store.run(tenantId: f.tenantId, id: first.runId))
-            #expect(run.status == "pending")
-            #expect(run.apiStatus == "running")
+            #expect(run.status == .pending)
+            #expect(run.status.shown == .running)
             #expect(run.version == version)
             #expect(run.pendingTrigger?.id == "api-1")
             #expect(run.jsonValue["trigger"]?["data"]?["workoutId"] == "w1")
@@ -89,7 +89,7 @@ struct WorkflowRunStoreTests {
             #expect(
                 try await store.requestCancel(tenantId: f.tenantId, runId: b.runId, reason: "late") == .alreadyEnded)
             let ended = try #require(try await store.run(tenantId: f.tenantId, id: b.runId))
-            #expect(ended.status == "completed")
+            #expect(ended.status == .completed)
             #expect(ended.endedAt != nil)
 
             // Cancel all: only the live one, once however often it is asked.
@@ -118,7 +118,7 @@ struct WorkflowRunStoreTests {
             }
             // One failed run (alice's e0).
             try await f.postgres.withTransaction {
-                try await WorkflowRunStore.failPending(on: $0, id: ids[0], code: "subscriber_unknown", now: Date())
+                try await WorkflowRunStore.failPending(on: $0, id: ids[0], code: .subscriberUnknown, now: Date())
             }
 
             var seen: [UUID] = []
@@ -137,9 +137,9 @@ struct WorkflowRunStoreTests {
             #expect(alice.runs.count == 4)
             #expect(alice.runs.allSatisfy { $0.subscriberId == "alice" })
             let running = try await store.list(
-                tenantId: f.tenantId, workflowKey: "nudge", subscriberId: "alice", status: "running")
+                tenantId: f.tenantId, workflowKey: "nudge", subscriberId: "alice", status: .running)
             #expect(Set(running.runs.map(\.id)) == Set([ids[2], ids[4], ids[6]]))
-            let failed = try await store.list(tenantId: f.tenantId, workflowKey: "nudge", status: "failed")
+            let failed = try await store.list(tenantId: f.tenantId, workflowKey: "nudge", status: .failed)
             #expect(failed.runs.map(\.id) == [ids[0]])
             #expect(failed.runs[0].jsonValue["failure"]?["code"] == "subscriber_unknown")
             #expect(WorkflowRunCursor(text: "nope") == nil)
@@ -172,7 +172,7 @@ struct WorkflowRunStoreTests {
                         definition: definition,
                         trigger: try #require(run.record.pendingTrigger),
                         subscriber: WorkflowSubscriber(id: run.record.subscriberId),
-                        environment: WorkflowEnvironment(now: now, messageId: { r, s, p in "\(r)/\(s)/\(p)" }))
+                        environment: WorkflowEnvironment(now: now, messageId: { r, s, p in "\(r)/\(s)/\(p.rawValue)" }))
                     try await WorkflowRunStore.save(
                         on: tx1, WorkflowRunSave(id: run.record.id, state: advance.state, lastInputId: nil))
                 }
@@ -214,7 +214,7 @@ struct WorkflowRunStoreTests {
                 let advance = WorkflowEngine.start(
                     runId: id.lowercasedText, workflowKey: "nudge", version: version, definition: definition,
                     trigger: trigger, subscriber: WorkflowSubscriber(id: "alice"),
-                    environment: WorkflowEnvironment(now: now, messageId: { r, s, p in "\(r)/\(s)/\(p)" }))
+                    environment: WorkflowEnvironment(now: now, messageId: { r, s, p in "\(r)/\(s)/\(p.rawValue)" }))
                 let run = WorkflowRunInsert(
                     id: id, tenantId: f.tenantId, triggerKey: trigger.id,
                     reactsTo: definition.reactsToEvents.sorted(), state: advance.state)

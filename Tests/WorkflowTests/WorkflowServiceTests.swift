@@ -144,12 +144,12 @@ struct WorkflowServiceTests {
             try await h.publish(
                 "alice",
                 [("e1", "workout.scheduled", ["workoutId": "w1"]), ("e2", "workout.scheduled", ["workoutId": "w2"])])
-            try await h.waitRuns("nudge", count: 2) { $0.status == "running" && $0.dueAt != nil }
+            try await h.waitRuns("nudge", count: 2) { $0.status == .running && $0.dueAt != nil }
             try await h.publish("alice", [("c1", "workout.completed", ["workoutId": "w1"])])
-            let runs = try await h.waitRuns("nudge", count: 1) { $0.status == "cancelled" }
-            #expect(runs.first { $0.status == "cancelled" }?.state?.trigger.id == "e1")
+            let runs = try await h.waitRuns("nudge", count: 1) { $0.status == .cancelled }
+            #expect(runs.first { $0.status == .cancelled }?.state?.trigger.id == "e1")
             h.clock.advance(3601)
-            try await h.waitRuns("nudge", count: 1) { $0.status == "completed" }
+            try await h.waitRuns("nudge", count: 1) { $0.status == .completed }
             let messages = try await h.messages("nudge")
             #expect(messages.map(\.body) == ["Workout w2"])
             // The same entry again (a redelivery) starts nothing.
@@ -175,13 +175,13 @@ struct WorkflowServiceTests {
             let ghost = try await store.requestStart(
                 tenantId: h.store.tenantId, workflowKey: "nudge", version: version, definition: definition,
                 subscriberId: "ghost", trigger: trigger, triggerKey: "api:k2")
-            try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "running" && $0.state != nil }
-            let failed = try await h.waitRuns("nudge", count: 1) { $0.id == ghost.runId && $0.status == "failed" }
-            #expect(failed.first { $0.id == ghost.runId }?.failureCode == "subscriber_unknown")
+            try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == .running && $0.state != nil }
+            let failed = try await h.waitRuns("nudge", count: 1) { $0.id == ghost.runId && $0.status == .failed }
+            #expect(failed.first { $0.id == ghost.runId }?.failureCode == .subscriberUnknown)
             #expect(
                 try await store.requestCancel(tenantId: h.store.tenantId, runId: a.runId, reason: "by the API")
                     == .requested)
-            let cancelled = try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == "cancelled" }
+            let cancelled = try await h.waitRuns("nudge", count: 1) { $0.id == a.runId && $0.status == .cancelled }
             #expect(cancelled.first { $0.id == a.runId }?.state?.cancelReason == "by the API")
             h.clock.advance(3601)
             try await Task.sleep(for: .milliseconds(300))

@@ -6,7 +6,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
     FileHandle.standardError.write(
         Data(
-            "usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages|events-ingest|workflows> [options]\n"
+            "usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages|trigger-events|events-ingest|workflows> [options]\n"
                 .utf8))
     exit(2)
 }
@@ -17,6 +17,7 @@ do {
     case "redis-streams": try await RedisStreamsBench.run(arguments: rest)
     case "postgres-bulk": try await PostgresBulkBench.run(arguments: rest)
     case "post-messages": try await PostMessagesBench.run(arguments: rest)
+    case "trigger-events": try await TriggerEventsBench.run(arguments: rest)
     // The services' own measurements: their parts run in this process (their App modules are
     // libraries), so no service executable carries benchmark code.
     case "events-ingest": printLines(try await EventsIngestBench.run(arguments: rest))

@@ -21,6 +21,9 @@ struct RunAdvancer {
     /// Acknowledgements already looked up for this run's plan (by local id), for the whole claim
     /// in one statement: `askAcknowledgement` reads them instead of asking again.
     var acknowledgements: [String: Bool] = [:]
+    /// The events of this run's digest, when the claim already closed its window with others'
+    /// (`collectDigest` reads them instead of closing it alone).
+    var digestEvents: [WorkflowEvent]?
 
     /// What one run's advances produced.
     struct Result {
@@ -36,8 +39,8 @@ struct RunAdvancer {
     /// The message id of a step's send: a name-based UUID of run id, step and purpose, so a step
     /// executed again (after a crash before its commit) names the same message and the unique
     /// key on `messages.id` refuses the second.
-    static func messageId(runId: String, step: String, purpose: String) -> String {
-        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose)").lowercasedText
+    static func messageId(runId: String, step: String, purpose: WorkflowMessagePurpose) -> String {
+        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose.rawValue)").lowercasedText
     }
 
     /// Applies `advance` (from start or an input) and everything it leads to.
@@ -82,6 +85,26 @@ struct RunAdvancer {
                         id: id, subscriberId: cancel.subscriberId, kind: .localCancel,
                         content: ["cancel": ["runId": .string(cancel.runId)]], step: cancel.step,
                         state: result.state))
+            case .collectDigest(let collect):
+                var events = digestEvents
+                if events == nil {
+                    let close = WorkflowDigestClose(
+                        runId: runId, tenantId: tenantId, workflowKey: result.state.workflowKey,
+                        subscriberId: result.state.subscriber.id, key: collect.key)
+                    events = try await WorkflowRunStore.closeDigests(on: connection, [close])[runId]
+                }
+                var collector = WorkflowDigestCollector(list: definition.digest?.digest.list)
+                for event in events ?? [] { collector.add(event) }
+                // The trigger is always among them (written with the run); alone if they were lost.
+                let summary =
+                    collector.summary
+                    ?? WorkflowDigestSummary(count: 1, first: result.state.trigger, last: result.state.trigger)
+                followUps.append(.digestCollected(summary))
+            case .askThrottle(let check):
+                let answer = try await WorkflowRunStore.throttle(
+                    on: connection, tenantId: tenantId, workflowKey: result.state.workflowKey,
+                    subscriberId: result.state.subscriber.id, check: check, now: environment.now)
+                followUps.append(.throttle(answer))
             case .askAcknowledgement(_, let localId):
                 var acknowledged = acknowledgements[localId]
                 if acknowledged == nil {
@@ -108,7 +131,9 @@ struct RunAdvancer {
     }
 
     /// `state` ended as failed with `code` (its running step interrupted, its timer and wait dropped).
-    static func failed(_ state: WorkflowRunState, code: String, message: String, at now: Date) -> WorkflowRunState {
+    static func failed(
+        _ state: WorkflowRunState, code: WorkflowRunFailure.Code, message: String, at now: Date
+    ) -> WorkflowRunState {
         var state = state
         guard state.status == .running else { return state }
         state.status = .failed
@@ -117,10 +142,11 @@ struct RunAdvancer {
         state.timer = nil
         state.awaiting = nil
         state.receiptsFor = nil
+        state.throttleFor = nil
         for i in state.outcomes.indices where state.outcomes[i].status == .running {
             state.outcomes[i].status = .interrupted
             state.outcomes[i].endedAt = now
-            state.outcomes[i].decision = "failed"
+            state.outcomes[i].decision = .failed
         }
         return state
     }

@@ -53,18 +53,20 @@ final class RunWorker: Service {
     func tick() async throws -> Int {
         let now = configuration.clock.now()
         var messages: [WorkflowMessageInsert] = []
-        var outcomes: [(started: Bool, ended: String?, timers: Int, lateness: [Double], sends: Int)] = []
+        var outcomes: [(started: Bool, ended: WorkflowRunStatus?, timers: Int, lateness: [Double], sends: Int)] = []
         let claimedCount = try await postgres.withTransaction { tx -> Int in
             let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
             var settings: [UUID: WorkflowCatalog.Settings] = [:]
             var saves: [WorkflowRunSave] = []
             var sends: [[WorkflowMessageInsert]] = []
             let acknowledgements = try await Self.acknowledgements(of: claimed, now: now, on: tx)
+            let digests = try await WorkflowRunStore.closeDigests(on: tx, Self.digestCloses(of: claimed, now: now))
             for run in claimed {
                 let tenant = run.record.tenantId
                 if settings[tenant] == nil { settings[tenant] = try await catalog.settings(on: tx, tenantId: tenant) }
                 let outcome = try await advance(
-                    run, on: tx, now: now, settings: settings[tenant]!, acknowledgements: acknowledgements)
+                    run, on: tx, now: now, settings: settings[tenant]!, acknowledgements: acknowledgements,
+                    digestEvents: digests[run.record.id])
                 sends.append(outcome.messages)
                 if let save = outcome.save { saves.append(save) }
                 outcomes.append((outcome.started, outcome.ended, outcome.timers, outcome.lateness, 0))
@@ -93,7 +95,7 @@ final class RunWorker: Service {
     struct Outcome {
         var messages: [WorkflowMessageInsert] = []
         var started = false
-        var ended: String?
+        var ended: WorkflowRunStatus?
         var timers = 0
         var lateness: [Double] = []
         /// The run's new state, written with the claim's others in one statement.
@@ -103,7 +105,7 @@ final class RunWorker: Service {
     /// One claimed run: start it if pending, then its inputs and due timer in arrival order.
     private func advance(
         _ run: ClaimedWorkflowRun, on tx: PostgresConnection, now: Date,
-        settings: WorkflowCatalog.Settings, acknowledgements: [String: Bool]
+        settings: WorkflowCatalog.Settings, acknowledgements: [String: Bool], digestEvents: [WorkflowEvent]?
     ) async throws -> Outcome {
         let record = run.record
         var outcome = Outcome()
@@ -115,14 +117,14 @@ final class RunWorker: Service {
         else {
             if let state = record.state {
                 let failed = RunAdvancer.failed(
-                    state, code: "definition_missing",
+                    state, code: .definitionMissing,
                     message: "version \(record.version) of \(record.workflowKey) cannot be read", at: now)
                 try await WorkflowRunStore.save(
                     on: tx, WorkflowRunSave(id: record.id, state: failed, lastInputId: lastInput))
             } else {
-                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "definition_missing", now: now)
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: .definitionMissing, now: now)
             }
-            outcome.ended = "failed"
+            outcome.ended = .failed
             return outcome
         }
         let environment = WorkflowEnvironment(
@@ -134,6 +136,7 @@ final class RunWorker: Service {
         if let localId = record.state?.localPlan?.localId, let known = acknowledgements[localId] {
             advancer.acknowledgements[localId] = known
         }
+        advancer.digestEvents = digestEvents
         var result: RunAdvancer.Result
         if let state = record.state {
             result = RunAdvancer.Result(state: state)
@@ -142,10 +145,36 @@ final class RunWorker: Service {
                 let subscriber = try await catalog.subscriber(
                     on: tx, tenantId: record.tenantId, id: record.subscriberId)
             else {
-                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: "subscriber_unknown", now: now)
+                try await WorkflowRunStore.failPending(on: tx, id: record.id, code: .subscriberUnknown, now: now)
                 metrics.triggersSkipped.increment()
-                outcome.ended = "failed"
+                outcome.ended = .failed
                 return outcome
+            }
+            // A digest (issue 28): the run opens its key's window, or its trigger joins the one open.
+            if let window = WorkflowEngine.digestWindow(definition, trigger: trigger, now: now) {
+                let run = try await WorkflowRunStore.openOrJoinDigests(
+                    on: tx,
+                    [
+                        WorkflowDigestWindowRequest(
+                            tenantId: record.tenantId, workflowKey: record.workflowKey, subscriberId: subscriber.id,
+                            key: window.key, candidateRunId: record.id, closesAt: window.closesAt)
+                    ], now: now)[0]
+                _ = try await WorkflowRunStore.collectDigestEvents(
+                    on: tx,
+                    [
+                        WorkflowDigestEventInsert(
+                            tenantId: record.tenantId, workflowKey: record.workflowKey, runId: run, event: trigger)
+                    ], joinedAt: now)
+                if run != record.id {
+                    let state = WorkflowEngine.joinedDigest(
+                        runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
+                        definition: definition, trigger: trigger, subscriber: subscriber,
+                        digestRunId: run.lowercasedText, environment: environment)
+                    outcome.started = true
+                    outcome.ended = state.status
+                    outcome.save = WorkflowRunSave(id: record.id, state: state, lastInputId: lastInput)
+                    return outcome
+                }
             }
             let start = WorkflowEngine.start(
                 runId: record.id.lowercasedText, workflowKey: record.workflowKey, version: record.version,
@@ -181,7 +210,7 @@ final class RunWorker: Service {
         // A timer that became due while inputs were applied (e.g. a quiet-hours end in the past)
         // is picked up by the next claim: the row is due at once.
         outcome.save = WorkflowRunSave(id: record.id, state: result.state, lastInputId: lastInput)
-        if result.state.status != .running { outcome.ended = result.state.status.rawValue }
+        if result.state.status != .running { outcome.ended = result.state.status }
         outcome.messages = result.messages
         return outcome
     }
@@ -205,6 +234,20 @@ final class RunWorker: Service {
             for plan in asked { known[plan.localId] = acknowledged.contains(plan.localId) }
         }
         return known
+    }
+
+    /// The claimed runs whose digest window closes now (issue 28): closed together, in two
+    /// statements instead of two per run.
+    static func digestCloses(of claimed: [ClaimedWorkflowRun], now: Date) -> [WorkflowDigestClose] {
+        claimed.compactMap { run in
+            guard let state = run.record.state, let digest = state.digest, !digest.collecting, digest.summary == nil,
+                let timer = state.timer, run.timerToken == timer.token,
+                timer.token == WorkflowTimer(step: digest.step, .window, dueAt: timer.dueAt).token, timer.dueAt <= now
+            else { return nil }
+            return WorkflowDigestClose(
+                runId: run.record.id, tenantId: run.record.tenantId, workflowKey: state.workflowKey,
+                subscriberId: state.subscriber.id, key: digest.key)
+        }
     }
 
     /// Writes the message rows in one statement; answers those that were new, in order (a

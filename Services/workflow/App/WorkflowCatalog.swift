@@ -78,6 +78,27 @@ final class WorkflowCatalog: Sendable {
             defaultTimeZone: try row.decode(String?.self, at: 2))
     }
 
+    /// The subscribers of `ids` that exist, as runs snapshot them, in one statement.
+    func subscribers(on connection: PostgresConnection, tenantId: UUID, ids: [String]) async throws -> [String:
+        WorkflowSubscriber]
+    {
+        guard !ids.isEmpty else { return [:] }
+        if ids.count == 1 {
+            return try await subscriber(on: connection, tenantId: tenantId, id: ids[0]).map { [ids[0]: $0] } ?? [:]
+        }
+        let rows = try await connection.query(
+            "SELECT id, attributes, timezone, locale FROM subscribers WHERE tenant_id = $1::uuid AND id = ANY ($2::text[])",
+            [tenantId, ids])
+        var found: [String: WorkflowSubscriber] = [:]
+        for row in rows {
+            let id = try row.decode(String.self, at: 0)
+            found[id] = WorkflowSubscriber(
+                id: id, attributes: try row.decode(JSONValue.self, at: 1),
+                timezone: try row.decode(String?.self, at: 2), locale: try row.decode(String?.self, at: 3))
+        }
+        return found
+    }
+
     /// The subscriber as a run snapshots it; nil when the tenant has no such subscriber.
     func subscriber(on connection: PostgresConnection, tenantId: UUID, id: String) async throws -> WorkflowSubscriber? {
         let rows = try await connection.query(

@@ -51,7 +51,7 @@ extension WorkflowEventRule {
 
 extension WorkflowStep {
     public var jsonValue: JSONValue {
-        .object(["name": .string(name), kind.name: kind.bodyJSON])
+        .object(["name": .string(name), kind.name.rawValue: kind.bodyJSON])
     }
 }
 
@@ -76,6 +76,15 @@ extension WorkflowStepKind {
             return .object(o)
         case .exit:
             return .object([:])
+        case .digest(let d):
+            var o: [String: JSONValue] = ["window": .string(d.window.text)]
+            if let key = d.key { o["key"] = .string(key.text) }
+            if let list = d.list { o["list"] = .string(list.text) }
+            return .object(o)
+        case .throttle(let t):
+            var o: [String: JSONValue] = ["limit": .int(Int64(t.limit)), "window": .string(t.window.text)]
+            if let key = t.key { o["key"] = .string(key.text) }
+            return .object(o)
         }
     }
 }

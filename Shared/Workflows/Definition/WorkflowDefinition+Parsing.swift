@@ -21,7 +21,7 @@ extension WorkflowDefinition {
     public static let triggerRoots: Set<String> = ["event", "trigger", "subscriber"]
     public static let cancelRoots: Set<String> = ["event", "trigger", "subscriber", "steps"]
     public static let waitForRoots: Set<String> = ["event", "trigger", "subscriber", "steps"]
-    public static let branchRoots: Set<String> = ["trigger", "subscriber", "steps"]
+    public static let branchRoots: Set<String> = ["trigger", "subscriber", "steps", "digest"]
 
     /// Reads and validates a definition (`{trigger, cancelOn?, steps, enabled?}`), collecting every
     /// problem with its JSON path:
@@ -31,7 +31,10 @@ extension WorkflowDefinition {
     /// - expressions that do not parse (with line and column), paths that are not fields, a
     ///   condition naming an unknown step, a later one, or one of the wrong kind;
     /// - send content over APNs's rules and limits (`MessageContent`'s validation), templates that
-    ///   do not parse, a `deliver: "local"` send that does not directly follow a `waitUntil`.
+    ///   do not parse, a `deliver: "local"` send that does not directly follow a `waitUntil`;
+    /// - a digest anywhere but first, windows over 30 days, key templates that do not parse, a
+    ///   `list` outside the trigger's `data`, a throttle `limit` under 1; `digest.*` read without a
+    ///   digest step (or `digest.list` without its `list`).
     public static func parse(_ json: JSONValue) -> Result<WorkflowDefinition, WorkflowDefinitionRejection> {
         var reader = DefinitionReader()
         let definition = reader.definition(json)
@@ -53,6 +56,8 @@ struct DefinitionReader {
     private var stepCount = 0
     /// The path of the first step of each name, for duplicates.
     private var namePaths: [String: String] = [:]
+    /// The workflow's digest step, once read (it is the first step, so every later one may read it).
+    private var digest: WorkflowDigest?
 
     mutating func add(_ path: String, _ message: String, line: Int? = nil, column: Int? = nil) {
         issues.append(ValidationIssue(path: path, message: message, line: line, column: column))
@@ -103,7 +108,12 @@ struct DefinitionReader {
             let expression = try AudienceExpression.parse(text, context: .document(roots: roots))
             var ok = true
             for p in Self.paths(of: expression) {
-                if let problem = WorkflowPaths.problem(p, roots: roots) { add(path, problem); ok = false }
+                if let problem = WorkflowPaths.problem(p, roots: roots) {
+                    add(path, problem)
+                    ok = false
+                } else if !checkDigestPath(p, path) {
+                    ok = false
+                }
             }
             return ok ? WorkflowExpression(text: text, expression: expression) : nil
         } catch {
@@ -194,21 +204,35 @@ struct DefinitionReader {
 
     private mutating func steps(_ items: [JSONValue], _ path: String, depth: Int) -> [WorkflowStep] {
         var steps: [WorkflowStep] = []
-        var previousKind: String?
+        var previousKind: WorkflowStepKind.Name?
         for (i, item) in items.enumerated() {
             stepCount += 1
             let stepPath = "\(path)[\(i)]"
-            if let s = step(item, stepPath, depth: depth) { steps.append(s) } else { droppedSteps = true }
+            // A digest's window opens with its run: it is the workflow's first step.
+            if case .object(let o) = item, o["digest"] != nil, depth > 0 || i > 0 {
+                add(
+                    stepPath + ".digest",
+                    "a digest must be the workflow's first step: the first trigger event of its key starts the "
+                        + "run and the later ones join it")
+            }
+            if let s = step(item, stepPath, depth: depth) {
+                steps.append(s)
+                if depth == 0, i == 0, case .digest(let d) = s.kind { digest = d }
+            } else {
+                droppedSteps = true
+            }
             // A local send ends a local window: the step before it (in the same list) is a waitUntil.
             if case .object(let o) = item, case .object(let send)? = o["send"], send["deliver"] == "local",
-                previousKind != "waitUntil"
+                previousKind != .waitUntil
             {
                 add(
                     stepPath + ".send.deliver",
                     "a local send must come directly after a waitUntil step "
                         + "(the wait is the local window: the plan goes to the device when it begins)")
             }
-            previousKind = item.objectValue.flatMap { o in WorkflowStepKind.names.first { o[$0] != nil } }
+            previousKind = item.objectValue.flatMap { o in
+                WorkflowStepKind.Name.allCases.first { o[$0.rawValue] != nil }
+            }
         }
         return steps
     }
@@ -240,7 +264,8 @@ struct DefinitionReader {
                 "is not a known step kind or field (a step has a name and one of "
                     + WorkflowStepKind.names.joined(separator: ", ") + ")")
         }
-        guard kinds.count == 1, let kindName = kinds.first else {
+        guard kinds.count == 1, let kindName = kinds.first, let kindType = WorkflowStepKind.Name(rawValue: kindName)
+        else {
             if kinds.isEmpty {
                 add(path, "needs one kind: " + WorkflowStepKind.names.joined(separator: ", "))
             } else {
@@ -251,13 +276,15 @@ struct DefinitionReader {
         let kindPath = join(path, kindName)
         let body = o[kindName] ?? .null
         let kind: WorkflowStepKind?
-        switch kindName {
-        case "wait": kind = wait(body, kindPath)
-        case "waitUntil": kind = waitUntil(body, kindPath)
-        case "waitFor": kind = waitFor(body, kindPath)
-        case "branch": kind = branch(body, kindPath, depth: depth)
-        case "send": kind = send(body, kindPath)
-        default: kind = exit(body, kindPath)
+        switch kindType {
+        case .wait: kind = wait(body, kindPath)
+        case .waitUntil: kind = waitUntil(body, kindPath)
+        case .waitFor: kind = waitFor(body, kindPath)
+        case .branch: kind = branch(body, kindPath, depth: depth)
+        case .send: kind = send(body, kindPath)
+        case .exit: kind = exit(body, kindPath)
+        case .digest: kind = digest(body, kindPath)
+        case .throttle: kind = throttle(body, kindPath)
         }
         guard let name, let kind else { return nil }
         return WorkflowStep(name: name, kind: kind)
@@ -401,6 +428,97 @@ struct DefinitionReader {
         }
     }
 
+    // MARK: - Digest and throttle (issue 28)
+
+    /// `digest.*` needs the workflow's digest step (and `digest.list` its `list`); false when not.
+    private mutating func checkDigestPath(_ p: [String], _ path: String) -> Bool {
+        guard p.first == "digest" else { return true }
+        let dotted = p.joined(separator: ".")
+        guard let digest else {
+            add(path, "reads \(dotted), but the workflow has no digest step (a digest is the workflow's first step)")
+            return false
+        }
+        if p == ["digest", "list"], digest.list == nil {
+            add(path, "reads digest.list, but the digest step has no list (\"list\": \"data.<field>\")")
+            return false
+        }
+        return true
+    }
+
+    /// A digest's or throttle's window: a duration of at most 30 days.
+    private mutating func window(_ o: [String: JSONValue], _ path: String) -> WorkflowDuration? {
+        guard let window = duration(o, "window", path) else { return nil }
+        guard window.seconds <= WorkflowLimits.maxWindowSeconds else {
+            add(join(path, "window"), "must be at most 30 days (\(window.text) is longer)")
+            return nil
+        }
+        return window
+    }
+
+    /// A `key` template over the trigger event; `ok` false when one is given and refused.
+    private mutating func keyTemplate(_ o: [String: JSONValue], _ path: String, ok: inout Bool) -> WorkflowKeyTemplate?
+    {
+        guard let text = string(o, "key", path, required: false) else {
+            if o["key"].map({ !$0.isNull }) ?? false { ok = false }
+            return nil
+        }
+        guard text.count <= WorkflowKeyTemplate.maxLength else {
+            add(join(path, "key"), "must be at most \(WorkflowKeyTemplate.maxLength) characters")
+            ok = false
+            return nil
+        }
+        switch WorkflowTemplate.parse(text, roots: WorkflowKeyTemplate.roots) {
+        case .success(let template):
+            return WorkflowKeyTemplate(text: text, template: template)
+        case .failure(let error):
+            add(join(path, "key"), "template: " + error.message, line: 1, column: error.column)
+            ok = false
+            return nil
+        }
+    }
+
+    private mutating func digest(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard
+            let o = members(
+                value, path, allowed: ["window", "key", "list"], what: "an object {window, key?, list?}")
+        else { return nil }
+        let window = self.window(o, path)
+        var ok = true
+        let key = keyTemplate(o, path, ok: &ok)
+        var list: WorkflowDataPath?
+        if let text = string(o, "list", path, required: false) {
+            list = WorkflowDataPath(text)
+            if list == nil {
+                add(join(path, "list"), WorkflowDataPath.rule)
+                ok = false
+            }
+        } else if o["list"].map({ !$0.isNull }) ?? false {
+            ok = false
+        }
+        guard let window, ok else { return nil }
+        return .digest(WorkflowDigest(window: window, key: key, list: list))
+    }
+
+    private mutating func throttle(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
+        guard
+            let o = members(
+                value, path, allowed: ["limit", "window", "key"], what: "an object {limit, window, key?}")
+        else { return nil }
+        let range = "a whole number from 1 to \(WorkflowLimits.maxThrottleLimit)"
+        var limit: Int?
+        switch o["limit"] {
+        case nil: add(join(path, "limit"), "is required: \(range)")
+        case .null?: break  // reported by `members`
+        case .int(let n)? where n >= 1 && n <= Int64(WorkflowLimits.maxThrottleLimit): limit = Int(n)
+        default: add(join(path, "limit"), "must be \(range)")
+        }
+        let window = self.window(o, path)
+        var ok = true
+        let key = keyTemplate(o, path, ok: &ok)
+        guard let limit, let window, ok else { return nil }
+        return .throttle(WorkflowThrottle(limit: limit, window: window, key: key))
+    }
+
     private mutating func exit(_ value: JSONValue, _ path: String) -> WorkflowStepKind? {
         guard members(value, path, allowed: [], what: "an empty object {}") != nil else { return nil }
         return .exit
@@ -463,8 +581,9 @@ struct DefinitionReader {
     private mutating func checkTemplates(_ value: JSONValue, _ path: String) {
         switch value {
         case .string(let s) where WorkflowTemplate.hasPlaceholder(s):
-            if case .failure(let error) = WorkflowTemplate.parse(s) {
-                add(path, "template: " + error.message, line: 1, column: error.column)
+            switch WorkflowTemplate.parse(s) {
+            case .failure(let error): add(path, "template: " + error.message, line: 1, column: error.column)
+            case .success(let template): for p in template.paths { _ = checkDigestPath(p, path) }
             }
         case .array(let items):
             for (i, item) in items.enumerated() { checkTemplates(item, "\(path)[\(i)]") }

@@ -40,9 +40,9 @@ extension DefinitionReader {
             checkStepPaths(e.expression, path, at: step, index)
         case .opened(let name), .delivered(let name):
             let key = if case .opened = condition { "opened" } else { "delivered" }
-            checkNamed(name, path + "." + key, at: step, index, kind: "send")
+            checkNamed(name, path + "." + key, at: step, index, kind: .send)
         case .matched(let name):
-            checkNamed(name, path + ".matched", at: step, index, kind: "waitFor")
+            checkNamed(name, path + ".matched", at: step, index, kind: .waitFor)
         case .all(let items):
             for (i, item) in items.enumerated() { checkCondition(item, "\(path).all[\(i)]", at: step, index) }
         case .any(let items):
@@ -54,7 +54,7 @@ extension DefinitionReader {
 
     private mutating func checkNamed(
         _ name: String, _ path: String, at step: String?, _ index: WorkflowStepIndex,
-        kind: String?
+        kind: WorkflowStepKind.Name?
     ) {
         guard let entry = index[name] else {
             add(path, "names no step: there is no step '\(name)'")
@@ -65,7 +65,7 @@ extension DefinitionReader {
             return
         }
         if let kind, entry.step.kind.name != kind {
-            add(path, "names '\(name)', a \(entry.step.kind.name) step: it must name a \(kind) step")
+            add(path, "names '\(name)', a \(entry.step.kind.name.rawValue) step: it must name a \(kind.rawValue) step")
         }
     }
 
@@ -74,7 +74,7 @@ extension DefinitionReader {
         _ index: WorkflowStepIndex
     ) {
         for p in Self.paths(of: expression) where p.first == "steps" && p.count >= 2 {
-            let kind: String? = p.count >= 3 && p[2] == "event" ? "waitFor" : nil
+            let kind: WorkflowStepKind.Name? = p.count >= 3 && p[2] == "event" ? .waitFor : nil
             checkNamed(p[1], path, at: step, index, kind: kind)
         }
     }

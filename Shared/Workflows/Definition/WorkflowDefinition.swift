@@ -80,20 +80,31 @@ public indirect enum WorkflowStepKind: Sendable, Hashable {
     case send(WorkflowSend)
     /// `exit`: the run ends (completed).
     case exit
+    /// `digest {window, key?, list?}`: the first step only; the trigger events of a key join one run.
+    case digest(WorkflowDigest)
+    /// `throttle {limit, window, key?}`: at most `limit` runs pass within a rolling window.
+    case throttle(WorkflowThrottle)
 
-    /// The member name in JSON: `wait`, `waitUntil`, `waitFor`, `branch`, `send`, `exit`.
-    public var name: String {
+    /// The kinds by name: the member name in JSON, and a step outcome's `kind`.
+    public enum Name: String, Sendable, Hashable, CaseIterable {
+        case wait, waitUntil, waitFor, branch, send, exit, digest, throttle
+    }
+
+    public var name: Name {
         switch self {
-        case .wait: "wait"
-        case .waitUntil: "waitUntil"
-        case .waitFor: "waitFor"
-        case .branch: "branch"
-        case .send: "send"
-        case .exit: "exit"
+        case .wait: .wait
+        case .waitUntil: .waitUntil
+        case .waitFor: .waitFor
+        case .branch: .branch
+        case .send: .send
+        case .exit: .exit
+        case .digest: .digest
+        case .throttle: .throttle
         }
     }
 
-    public static let names = ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]
+    /// Every kind's member name, in document order.
+    public static let names = Name.allCases.map(\.rawValue)
 }
 
 /// `waitUntil.timezone`: the subscriber's own zone (else the tenant's default, else UTC), or a

@@ -3,7 +3,8 @@ import BuzzKitWire
 /// A content string with `{{ path }}` placeholders: `"Hi {{ subscriber.attributes.name }}"`.
 ///
 /// Paths read the run's document: `trigger.data.x`, `trigger.name`, `subscriber.id`,
-/// `subscriber.attributes.y`, `subscriber.timezone`, `subscriber.locale`. A value that is missing
+/// `subscriber.attributes.y`, `subscriber.timezone`, `subscriber.locale`, and after a digest step
+/// `digest.count`, `digest.list`, `digest.first.data.x`, `digest.last.data.x`. A value that is missing
 /// (or JSON null) renders empty and is reported (`rendered(...)`'s `missing`); a string renders as
 /// itself, any other value as its JSON text. `{{` always opens a placeholder (there is no escape).
 public struct WorkflowTemplate: Sendable, Hashable {
@@ -17,11 +18,14 @@ public struct WorkflowTemplate: Sendable, Hashable {
     /// Whether `text` holds a placeholder at all (a fast check before parsing).
     public static func hasPlaceholder(_ text: String) -> Bool { text.contains("{{") }
 
-    /// Roots a template may read.
-    public static let roots: Set<String> = ["trigger", "subscriber"]
+    /// Roots a content template may read (`digest` only in a workflow with a digest step: the
+    /// definition's validation says so).
+    public static let roots: Set<String> = ["trigger", "subscriber", "digest"]
 
     /// Parses `text`; the error says what is wrong and at which character (1-based).
-    public static func parse(_ text: String) -> Result<WorkflowTemplate, WorkflowTemplateError> {
+    public static func parse(_ text: String, roots: Set<String> = roots) -> Result<
+        WorkflowTemplate, WorkflowTemplateError
+    > {
         var parts: [Part] = []
         var literal = ""
         let scalars = Array(text.unicodeScalars)
@@ -67,6 +71,11 @@ public struct WorkflowTemplate: Sendable, Hashable {
         }
         if !literal.isEmpty || parts.isEmpty { parts.append(.text(literal)) }
         return .success(WorkflowTemplate(parts: parts))
+    }
+
+    /// The paths the placeholders read, in order.
+    public var paths: [[String]] {
+        parts.compactMap { if case .value(let path) = $0 { path } else { nil } }
     }
 
     private static func isSegment(_ s: String) -> Bool {

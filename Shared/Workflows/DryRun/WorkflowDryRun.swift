@@ -9,6 +9,11 @@ import Foundation
 /// (delivered at the wait's start plus `after`), else it times out; a branch on receipts reads
 /// `receipts` by send step name; a local window's plan counts as acknowledged when its send step is
 /// in `acknowledged` (else the fallback push is shown). Message ids are `dry-run:<step>`.
+///
+/// A digest (issue 28) collects the trigger event and those of `events` (further trigger events,
+/// each `after` the start) with the same key that arrive before its window closes; the others are
+/// shown as starting a digest of their own. A throttle lets the run pass unless its step is in
+/// `throttled`.
 public enum WorkflowDryRun {
     /// An event the simulation delivers to a `waitFor`.
     public struct Arrival: Sendable, Hashable {
@@ -22,34 +27,40 @@ public enum WorkflowDryRun {
         }
     }
 
-    /// What a timeline entry records (`timeline[].kind`; the dashboard's list is generated from it).
-    public enum EntryKind: String, Sendable, Hashable, CaseIterable {
-        /// A step's outcome.
-        case step
-        /// What would be sent.
-        case send
-        /// A local window's plan.
-        case plan
-        /// Whether a device acknowledged the plan.
-        case acknowledgement
-        /// A central cancel of the run's local notifications.
-        case cancel
-        case timer
-        /// A `waitFor` began waiting.
-        case await
-        /// A branch asked for receipts.
-        case receipts
-        /// An event delivered to a `waitFor`.
-        case event
-        /// The run ended.
-        case end
-    }
-
     public struct Entry: Sendable, Hashable {
+        /// What an entry of the timeline is.
+        public enum Kind: String, Sendable, Hashable, CaseIterable {
+            /// A step's outcome.
+            case step
+            /// What would be sent.
+            case send
+            /// A local window's plan.
+            case plan
+            /// A local send asked whether a device acknowledged its plan.
+            case acknowledgement
+            /// `bk.cancel` for a local plan.
+            case cancel
+            case timer
+            /// A `waitFor` began waiting.
+            case `await`
+            /// A branch asked for receipts.
+            case receipts
+            /// An event was delivered to a `waitFor`.
+            case event
+            /// The run ended.
+            case end
+            /// A further trigger event joined the digest.
+            case joined
+            /// A further trigger event would start a digest of its own (another key, or after the close).
+            case separate
+            /// A throttle was asked whether the run may pass.
+            case throttle
+        }
+
         /// The simulated moment.
         public var at: Date
         public var step: String?
-        public var kind: EntryKind
+        public var kind: Kind
         public var detail: JSONValue
     }
 
@@ -65,7 +76,8 @@ public enum WorkflowDryRun {
             [
                 "triggerMatches": .bool(triggerMatches),
                 "status": .string(state.status.rawValue),
-                "failure": state.failure.map { ["code": .string($0.code), "message": .string($0.message)] } ?? .null,
+                "failure": state.failure.map { ["code": .string($0.code.rawValue), "message": .string($0.message)] }
+                    ?? .null,
                 "startedAt": .string(WorkflowTime.text(state.startedAt)),
                 "endedAt": state.endedAt.map { .string(WorkflowTime.text($0)) } ?? .null,
                 "timeline": .array(
@@ -86,13 +98,15 @@ public enum WorkflowDryRun {
     public static func walk(
         _ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
         receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
-        acknowledged: Set<String> = [],
+        acknowledged: Set<String> = [], events: [Arrival] = [], throttled: Set<String> = [],
         start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil
     ) -> Timeline {
         func environment(_ now: Date) -> WorkflowEnvironment {
             WorkflowEnvironment(
                 now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
-                messageId: { _, step, purpose in purpose == "send" ? "dry-run:\(step)" : "dry-run:\(step):\(purpose)" })
+                messageId: { _, step, purpose in
+                    purpose == .send ? "dry-run:\(step)" : "dry-run:\(step):\(purpose.rawValue)"
+                })
         }
         var entries: [Entry] = []
         func record(_ advance: WorkflowAdvance, at now: Date, previous: WorkflowRunState?) {
@@ -131,7 +145,7 @@ public enum WorkflowDryRun {
                 case .finished(let status):
                     var detail: [String: JSONValue] = ["status": .string(status.rawValue)]
                     if let failure = advance.state.failure {
-                        detail["failure"] = .string("\(failure.code): \(failure.message)")
+                        detail["failure"] = .string("\(failure.code.rawValue): \(failure.message)")
                     }
                     entries.append(Entry(at: now, step: nil, kind: .end, detail: .object(detail)))
                 case .sendLocalPlan(let plan):
@@ -159,7 +173,15 @@ public enum WorkflowDryRun {
                             ]))
                 case .sendCancelPlan(let cancel):
                     entries.append(Entry(at: now, step: nil, kind: .cancel, detail: ["runId": .string(cancel.runId)]))
-                case .clearTimer, .stopAwaitingEvent:
+                case .askThrottle(let check):
+                    entries.append(
+                        Entry(
+                            at: now, step: check.step, kind: .throttle,
+                            detail: [
+                                "limit": .int(Int64(check.limit)), "window": .string(check.window.text),
+                                "key": .string(check.key), "passed": .bool(!throttled.contains(check.step))
+                            ]))
+                case .clearTimer, .stopAwaitingEvent, .collectDigest:
                     break
                 }
             }
@@ -171,6 +193,31 @@ public enum WorkflowDryRun {
             runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
             trigger: event, subscriber: subscriber, environment: environment(now))
         record(advance, at: now, previous: nil)
+        // The further trigger events: those of the run's digest key before its close join it.
+        var collector = WorkflowDigestCollector(list: definition.digest?.digest.list)
+        collector.add(event)
+        if let window = advance.state.digest {
+            for (i, arrival) in events.enumerated() {
+                var joining = arrival.event
+                if joining.id == event.id { joining.id += ":\(i + 1)" }
+                let at = WorkflowTime.quantized(now.addingTimeInterval(max(0, arrival.after)))
+                let key = WorkflowEngine.digestWindow(definition, trigger: joining, now: at)?.key ?? ""
+                var detail: [String: JSONValue] = [
+                    "id": .string(joining.id), "occurredAt": .string(WorkflowTime.text(joining.occurredAt)),
+                    "key": .string(key)
+                ]
+                if key != window.key {
+                    detail["reason"] = "another key: it starts a digest of its own"
+                    entries.append(Entry(at: at, step: window.step, kind: .separate, detail: .object(detail)))
+                } else if at >= window.closesAt {
+                    detail["reason"] = "after the window closed: it starts the next digest"
+                    entries.append(Entry(at: at, step: window.step, kind: .separate, detail: .object(detail)))
+                } else {
+                    entries.append(Entry(at: at, step: window.step, kind: .joined, detail: .object(detail)))
+                    collector.add(joining)
+                }
+            }
+        }
         var inputs = 0
         var delivered = Set<String>()
         while advance.state.status == .running, inputs < maxInputs {
@@ -179,6 +226,13 @@ public enum WorkflowDryRun {
             let input: WorkflowInput
             if let localId = state.acknowledgementFor, let step = state.localPlan?.step {
                 input = .acknowledgement(localId: localId, acknowledged: acknowledged.contains(step))
+            } else if let step = state.throttleFor {
+                let passed = !throttled.contains(step)
+                var limit = 1
+                if case .throttle(let t)? = definition.index[step]?.step.kind { limit = t.limit }
+                input = .throttle(WorkflowThrottleAnswer(passed: passed, recent: passed ? 1 : limit))
+            } else if state.digest?.collecting == true, let summary = collector.summary {
+                input = .digestCollected(summary)
             } else if let ids = state.receiptsFor {
                 // The branch's receipts: the sample's, by send step, for each message of that step.
                 var answer: [String: WorkflowReceipts] = [:]
@@ -207,6 +261,8 @@ public enum WorkflowDryRun {
             record(next, at: now, previous: state)
             advance = next
         }
-        return Timeline(triggerMatches: triggerMatches, entries: entries, state: advance.state)
+        // In time order (a later trigger event that starts a digest of its own may come after the end).
+        let ordered = entries.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }
+        return Timeline(triggerMatches: triggerMatches, entries: ordered.map(\.element), state: advance.state)
     }
 }

@@ -27,8 +27,45 @@ public enum WorkflowAction: Sendable, Hashable {
     /// Issue 16: a run whose plan had not fired was cancelled centrally: send `bk.cancel` with the
     /// run id to the subscriber's devices (silent), once (`idempotencyKey`).
     case sendCancelPlan(WorkflowCancelPlanAction)
-    /// The run ended: `completed`, `cancelled` or `failed` (the state has the reason or failure).
+    /// Issue 28: the digest's window closed: make it unjoinable (later trigger events of its key
+    /// start the next digest), read every event it collected, in order of arrival, and answer
+    /// `.digestCollected` with their summary.
+    case collectDigest(WorkflowDigestCollect)
+    /// Issue 28: record a pass of the throttle for the run if fewer than `limit` passed within the
+    /// window, atomically per (workflow, step, subscriber, key), and answer `.throttle`.
+    case askThrottle(WorkflowThrottleCheck)
+    /// The run ended: `completed`, `cancelled`, `failed` or `throttled` (the state says why).
     case finished(WorkflowRunStatus)
+}
+
+/// A digest's close: the window of (the run's workflow and subscriber, `key`).
+public struct WorkflowDigestCollect: Sendable, Hashable {
+    public var step: String
+    public var key: String
+
+    public init(step: String, key: String) {
+        self.step = step
+        self.key = key
+    }
+}
+
+/// A throttle's question: may this run pass `step`?
+public struct WorkflowThrottleCheck: Sendable, Hashable {
+    public var step: String
+    /// The rendered key (`""` without one).
+    public var key: String
+    public var limit: Int
+    public var window: WorkflowDuration
+    /// The run's identity (its trigger event's id): a pass asked for again is the same pass.
+    public var passKey: String
+
+    public init(step: String, key: String, limit: Int, window: WorkflowDuration, passKey: String) {
+        self.step = step
+        self.key = key
+        self.limit = limit
+        self.window = window
+        self.passKey = passKey
+    }
 }
 
 /// A message to send: the rendered content for the run's subscriber.

@@ -35,6 +35,18 @@ public enum WorkflowEngine {
         return condition.expression.matches(document: document)
     }
 
+    /// The digest window a trigger event of `definition` belongs to, when the workflow digests:
+    /// its step, its key (rendered from the event) and when a window opened by it at `now` closes.
+    /// The runtime opens the window with this; `start` gives the run the same.
+    public static func digestWindow(_ definition: WorkflowDefinition, trigger: WorkflowEvent, now: Date)
+        -> WorkflowDigestState?
+    {
+        guard let (step, digest) = definition.digest else { return nil }
+        return WorkflowDigestState(
+            step: step, key: digest.key?.render(trigger) ?? "",
+            closesAt: WorkflowTime.quantized(now).addingTimeInterval(Double(digest.window.seconds)))
+    }
+
     /// A new run, walked to its first wait (or its end).
     public static func start(
         runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
@@ -47,6 +59,31 @@ public enum WorkflowEngine {
         var machine = RunMachine(state: state, definition: definition, environment: environment)
         machine.run(from: definition.index.first)
         return machine.finish(from: nil)
+    }
+
+    /// A run whose trigger joined the open digest of `digestRunId` instead of opening one (a run
+    /// the trigger route made): it ends at once, completed, its digest step saying where its
+    /// event went.
+    public static func joinedDigest(
+        runId: String, workflowKey: String, version: Int, definition: WorkflowDefinition,
+        trigger: WorkflowEvent, subscriber: WorkflowSubscriber, digestRunId: String, environment: WorkflowEnvironment
+    ) -> WorkflowRunState {
+        var state = WorkflowRunState(
+            runId: runId, workflowKey: workflowKey, version: version, trigger: trigger,
+            subscriber: subscriber, startedAt: environment.now)
+        let window = digestWindow(definition, trigger: trigger, now: environment.now)
+        var outcome = WorkflowStepOutcome(
+            step: window?.step ?? definition.index.first ?? "digest", kind: .digest, startedAt: environment.now)
+        outcome.status = .done
+        outcome.endedAt = environment.now
+        outcome.decision = .joined
+        outcome.reason =
+            "joined the open digest of run \(digestRunId)"
+            + (window.map { $0.key.isEmpty ? "" : " (key '\($0.key)')" } ?? "")
+        state.outcomes = [outcome]
+        state.status = .completed
+        state.endedAt = environment.now
+        return state
     }
 
     /// Applies one input to a run. `definition` is the run's own version.
@@ -71,6 +108,14 @@ public enum WorkflowEngine {
             guard machine.acknowledgement(localId, acknowledged) else {
                 return WorkflowAdvance(state: state, actions: [], changed: false)
             }
+        case .digestCollected(let summary):
+            guard state.digest?.collecting == true else {
+                return WorkflowAdvance(state: state, actions: [], changed: false)
+            }
+            machine.digestCollected(summary)
+        case .throttle(let answer):
+            guard state.throttleFor != nil else { return WorkflowAdvance(state: state, actions: [], changed: false) }
+            machine.throttle(answer)
         }
         return machine.finish(from: state)
     }
@@ -115,9 +160,9 @@ struct RunMachine {
         var budget = definition.index.names.count + 1
         while let stepName = next {
             budget -= 1
-            guard budget >= 0 else { return fail("loop_limit", "more steps than the definition has in one advance") }
+            guard budget >= 0 else { return fail(.loopLimit, "more steps than the definition has in one advance") }
             guard let entry = definition.index[stepName] else {
-                return fail("definition_mismatch", "the definition has no step '\(stepName)'")
+                return fail(.definitionMismatch, "the definition has no step '\(stepName)'")
             }
             state.current = stepName
             var outcome = WorkflowStepOutcome(step: stepName, kind: entry.step.kind.name, startedAt: now)
@@ -127,7 +172,7 @@ struct RunMachine {
                 outcome.dueAt = WorkflowTime.quantized(due)
                 outcome.reason = "waits \(duration.text)"
                 state.outcomes.append(outcome)
-                state.timer = WorkflowTimer(token: "\(stepName):wait", dueAt: due)
+                state.timer = WorkflowTimer(step: stepName, .wait, dueAt: due)
                 return
             case .waitUntil(let time, let choice):
                 let (zone, zoneName, source) = self.zone(choice)
@@ -156,7 +201,7 @@ struct RunMachine {
                 if let i = state.outcomes.lastIndex(where: { $0.step == stepName }) {
                     state.outcomes[i].dueAt = WorkflowTime.quantized(due)
                 }
-                state.timer = WorkflowTimer(token: "\(stepName):until", dueAt: due)
+                state.timer = WorkflowTimer(step: stepName, .until, dueAt: due)
                 return
             case .waitFor(let waitFor):
                 let timeout = now.addingTimeInterval(Double(waitFor.timeout.seconds))
@@ -164,7 +209,7 @@ struct RunMachine {
                 outcome.reason = "waits for \(waitFor.event) up to \(waitFor.timeout.text)"
                 state.outcomes.append(outcome)
                 state.awaiting = WorkflowEventWait(step: stepName, event: waitFor.event, since: now, timeoutAt: timeout)
-                state.timer = WorkflowTimer(token: "\(stepName):timeout", dueAt: timeout)
+                state.timer = WorkflowTimer(step: stepName, .timeout, dueAt: timeout)
                 return
             case .branch(let branch):
                 state.outcomes.append(outcome)
@@ -198,7 +243,7 @@ struct RunMachine {
                         outcome.reason =
                             "quiet hours \(quiet) in \(zoneName): moved from \(WorkflowTime.text(now)) to \(WorkflowTime.text(end))"
                         state.outcomes.append(outcome)
-                        state.timer = WorkflowTimer(token: "\(stepName):quiet", dueAt: end)
+                        state.timer = WorkflowTimer(step: stepName, .quiet, dueAt: end)
                         return
                     }
                 }
@@ -208,9 +253,33 @@ struct RunMachine {
             case .exit:
                 outcome.status = .done
                 outcome.endedAt = now
-                outcome.decision = WorkflowStepDecision.exited.rawValue
+                outcome.decision = .exited
                 state.outcomes.append(outcome)
                 return end(.completed)
+            case .digest(let digest):
+                // The run's first step (validation): its window opened with the run, at `now`.
+                guard var window = WorkflowEngine.digestWindow(definition, trigger: state.trigger, now: now),
+                    window.step == stepName
+                else { return fail(.definitionMismatch, "a digest that is not the workflow's first step") }
+                if let open = state.digest, open.step == stepName { window = open }
+                outcome.dueAt = window.closesAt
+                outcome.reason =
+                    "collects \(state.trigger.name) events "
+                    + (digest.key == nil ? "of the subscriber" : "with the key '\(window.key)'")
+                    + " for \(digest.window.text)"
+                state.outcomes.append(outcome)
+                state.digest = window
+                state.timer = WorkflowTimer(step: stepName, .window, dueAt: window.closesAt)
+                return
+            case .throttle(let throttle):
+                state.outcomes.append(outcome)
+                state.throttleFor = stepName
+                actions.append(
+                    .askThrottle(
+                        WorkflowThrottleCheck(
+                            step: stepName, key: throttle.key?.render(state.trigger) ?? "", limit: throttle.limit,
+                            window: throttle.window, passKey: state.trigger.id)))
+                return
             }
         }
         end(.completed)
@@ -257,9 +326,11 @@ struct RunMachine {
         state.receiptsFor = nil
         state.localPlan = nil
         state.acknowledgementFor = nil
+        state.throttleFor = nil
+        if state.digest?.collecting == true { state.digest?.collecting = false }
     }
 
-    private mutating func fail(_ code: String, _ message: String) {
+    private mutating func fail(_ code: WorkflowRunFailure.Code, _ message: String) {
         if state.current != nil { endCurrent(.failed, reason: message, status: .interrupted) }
         state.failure = WorkflowRunFailure(code: code, message: message)
         end(.failed)
@@ -270,7 +341,7 @@ struct RunMachine {
     mutating func timerFired(_ token: String) {
         state.timer = nil
         guard let step = state.current, let entry = definition.index[step] else {
-            return fail("definition_mismatch", "the run's timer names no current step")
+            return fail(.definitionMismatch, "the run's timer names no current step")
         }
         switch entry.step.kind {
         case .wait, .waitUntil:
@@ -283,8 +354,51 @@ struct RunMachine {
         case .send(let send):
             guard perform(send, step: step) else { return }
             run(from: entry.successor)
+        case .digest:
+            guard state.digest?.step == step else {
+                return fail(.definitionMismatch, "the digest's window closed without its state")
+            }
+            state.digest?.collecting = true
+            actions.append(.collectDigest(WorkflowDigestCollect(step: step, key: state.digest?.key ?? "")))
         default:
-            fail("definition_mismatch", "a timer fired in step '\(step)', which has none")
+            fail(.definitionMismatch, "a timer fired in step '\(step)', which has none")
+        }
+    }
+
+    // MARK: - Digest and throttle (issue 28)
+
+    mutating func digestCollected(_ summary: WorkflowDigestSummary) {
+        guard let step = state.current, let entry = definition.index[step], case .digest = entry.step.kind else {
+            return fail(.definitionMismatch, "a digest's events arrived while the run is in no digest")
+        }
+        state.digest?.collecting = false
+        state.digest?.summary = summary
+        let key = state.digest.map { $0.key.isEmpty ? "" : " with the key '\($0.key)'" } ?? ""
+        endCurrent(.collected, reason: "collected \(summary.count) \(summary.count == 1 ? "event" : "events")\(key)")
+        run(from: entry.successor)
+    }
+
+    mutating func throttle(_ answer: WorkflowThrottleAnswer) {
+        state.throttleFor = nil
+        guard let step = state.current, let entry = definition.index[step],
+            case .throttle(let throttle) = entry.step.kind
+        else { return fail(.definitionMismatch, "a throttle's answer arrived while the run is in no throttle") }
+        var key = ""
+        if let template = throttle.key { key = " and key '\(template.render(state.trigger))'" }
+        if answer.passed {
+            endCurrent(
+                .passed,
+                reason:
+                    "run \(answer.recent) of at most \(throttle.limit) for this subscriber\(key) within \(throttle.window.text)"
+            )
+            run(from: entry.successor)
+        } else {
+            let reason =
+                "\(throttle.limit) \(throttle.limit == 1 ? "run" : "runs") of this workflow passed '\(step)' for this "
+                + "subscriber\(key) within \(throttle.window.text) (the limit)"
+            endCurrent(.throttled, reason: reason)
+            state.throttleReason = reason
+            end(.throttled)
         }
     }
 
@@ -330,7 +444,7 @@ struct RunMachine {
         state.receiptsFor = nil
         guard let step = state.current, let entry = definition.index[step], case .branch(let branch) = entry.step.kind
         else {
-            return fail("definition_mismatch", "receipts arrived while the run is in no branch")
+            return fail(.definitionMismatch, "receipts arrived while the run is in no branch")
         }
         run(from: decide(step, branch, receipts: receipts))
     }
@@ -343,7 +457,7 @@ struct RunMachine {
                 .sendCancelPlan(
                     WorkflowCancelPlanAction(
                         runId: state.runId, step: plan.step,
-                        messageId: environment.messageId(state.runId, plan.step, "cancel"),
+                        messageId: environment.messageId(state.runId, plan.step, .cancel),
                         idempotencyKey: "\(state.runId):cancel", subscriberId: state.subscriber.id)))
         }
         if state.current != nil { endCurrent(.cancelled, reason: reason, status: .interrupted) }
@@ -371,13 +485,13 @@ struct RunMachine {
         guard case .success(let content) = MessageContent.validate(rendered) else {
             if case .failure(let rejection) = MessageContent.validate(rendered) {
                 fail(
-                    "content_invalid",
+                    .contentInvalid,
                     "the rendered content is invalid: " + rejection.issues.map(\.description).joined(separator: "; "))
             }
             return false
         }
         let localId = "\(state.runId):\(step)"
-        let messageId = environment.messageId(state.runId, step, "plan")
+        let messageId = environment.messageId(state.runId, step, .plan)
         let zone = WorkflowZones.subscriberZone(state.subscriber.timezone, tenantDefault: environment.defaultTimeZone)
             .zone
         let c = WorkflowZones.components(fireAt, in: zone)
@@ -404,7 +518,7 @@ struct RunMachine {
     /// as an ordinary push (the fallback). False when the run failed.
     private mutating func endLocal(acknowledged: Bool) -> Bool {
         guard let plan = state.localPlan, let i = state.outcomes.lastIndex(where: { $0.step == plan.step }) else {
-            fail("definition_mismatch", "a local send ended without its plan")
+            fail(.definitionMismatch, "a local send ended without its plan")
             return false
         }
         state.localPlan = nil
@@ -417,10 +531,10 @@ struct RunMachine {
             return true
         }
         guard case .success(let content) = MessageContent.validate(plan.content) else {
-            fail("content_invalid", "the plan's content is invalid")
+            fail(.contentInvalid, "the plan's content is invalid")
             return false
         }
-        let messageId = environment.messageId(state.runId, plan.step, "fallback")
+        let messageId = environment.messageId(state.runId, plan.step, .fallback)
         actions.append(
             .send(
                 WorkflowSendAction(
@@ -445,7 +559,7 @@ struct RunMachine {
         {
             state.outcomes[i].receipts = receipts
         }
-        endCurrent(value ? .then : .else, reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
+        endCurrent(value ? .then : .otherwise, reason: "\(branch.condition.jsonValue.jsonString) is \(value)")
         return definition.index.entry(of: step, then: value)
     }
 
@@ -456,7 +570,7 @@ struct RunMachine {
         case .expression(let e): return e.expression.matches(document: document)
         case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
         case .delivered(let step): return messages(of: step).contains { receipts[$0]?.delivered == true }
-        case .matched(let step): return state.outcome(step)?.decision == WorkflowStepDecision.matched.rawValue
+        case .matched(let step): return state.outcome(step)?.decision == .matched
         case .all(let items): return items.allSatisfy { evaluate($0, document, receipts) }
         case .any(let items): return items.contains { evaluate($0, document, receipts) }
         case .not(let inner): return !evaluate(inner, document, receipts)
@@ -491,12 +605,12 @@ struct RunMachine {
         case .failure(let rejection):
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) { state.outcomes[i].missing = missing }
             fail(
-                "content_invalid",
+                .contentInvalid,
                 "the rendered content is invalid: "
                     + rejection.issues.map(\.description).joined(separator: "; "))
             return false
         case .success(let content):
-            let messageId = environment.messageId(state.runId, step, "send")
+            let messageId = environment.messageId(state.runId, step, .send)
             actions.append(
                 .send(
                     WorkflowSendAction(
@@ -520,13 +634,14 @@ struct RunMachine {
         var steps: [String: JSONValue] = [:]
         for outcome in state.outcomes {
             var o: [String: JSONValue] = [:]
-            if let decision = outcome.decision { o["outcome"] = .string(decision) }
+            if let decision = outcome.decision { o["outcome"] = .string(decision.rawValue) }
             if let event = outcome.event { o["event"] = event.documentJSON }
             steps[outcome.step] = .object(o)
         }
         var document: [String: JSONValue] = [
             "trigger": state.trigger.documentJSON, "subscriber": state.subscriber.documentJSON, "steps": .object(steps)
         ]
+        if let summary = state.digest?.summary { document["digest"] = summary.documentJSON }
         if let event { document["event"] = event.documentJSON }
         return .object(document)
     }

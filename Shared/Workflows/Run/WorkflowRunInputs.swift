@@ -64,6 +64,22 @@ public enum WorkflowInput: Sendable, Hashable {
     /// The answer to `askAcknowledgement`: whether any device of the subscriber tracked
     /// `$local.scheduled` with that `localId`.
     case acknowledgement(localId: String, acknowledged: Bool)
+    /// The answer to `collectDigest`: what the window collected.
+    case digestCollected(WorkflowDigestSummary)
+    /// The answer to `askThrottle`.
+    case throttle(WorkflowThrottleAnswer)
+}
+
+/// Whether a throttle let the run pass, and how many runs passed it within the window (this one
+/// included when it passed).
+public struct WorkflowThrottleAnswer: Sendable, Hashable {
+    public var passed: Bool
+    public var recent: Int
+
+    public init(passed: Bool, recent: Int) {
+        self.passed = passed
+        self.recent = recent
+    }
 }
 
 /// The tenant's settings and the clock, given to every `advance` (read fresh: a quiet-hours
@@ -75,21 +91,32 @@ public struct WorkflowEnvironment: Sendable {
     public var quietHours: QuietHours?
     /// The tenant's default IANA zone for subscribers without one (else UTC).
     public var defaultTimeZone: String?
-    /// The id of the message a step sends, from the run id, the step name and the purpose
-    /// (`send`; a local window adds `plan`, `fallback`, `cancel`). Deterministic is best (e.g. a
-    /// name-based UUID): a step executed again then names the same message, and the runtime's
-    /// unique key on it refuses the second.
-    public var messageId: @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String
+    /// The id of the message a step sends, from the run id, the step name and the purpose.
+    /// Deterministic is best (e.g. a name-based UUID): a step executed again then names the same
+    /// message, and the runtime's unique key on it refuses the second.
+    public var messageId: @Sendable (_ runId: String, _ step: String, _ purpose: WorkflowMessagePurpose) -> String
 
     public init(
         now: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil,
-        messageId: @escaping @Sendable (_ runId: String, _ step: String, _ purpose: String) -> String
+        messageId: @escaping @Sendable (_ runId: String, _ step: String, _ purpose: WorkflowMessagePurpose) -> String
     ) {
         self.now = WorkflowTime.quantized(now)
         self.quietHours = quietHours
         self.defaultTimeZone = defaultTimeZone
         self.messageId = messageId
     }
+}
+
+/// Why a step makes a message: part of the message's deterministic id (with the run and step).
+public enum WorkflowMessagePurpose: String, Sendable, Hashable, CaseIterable {
+    /// A send step's push.
+    case send
+    /// A local window's plan (a silent push with `bk.local`).
+    case plan
+    /// A local window's push when no device acknowledged the plan.
+    case fallback
+    /// `bk.cancel` for a plan of a run cancelled before its moment.
+    case cancel
 }
 
 /// Instants in run state are whole microseconds, so a state read back from its JSON is equal

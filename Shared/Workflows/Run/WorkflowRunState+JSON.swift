@@ -15,9 +15,7 @@ extension WorkflowRunState {
     public init(json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "state")
         guard try r.int("format") == Int64(Self.format) else { throw WorkflowStateError("state: unknown format") }
-        guard let status = WorkflowRunStatus(rawValue: try r.string("status")) else {
-            throw WorkflowStateError("state.status: unknown")
-        }
+        let status = try r.enumeration("status", WorkflowRunStatus.self)
         self.init(
             runId: try r.string("runId"), workflowKey: try r.string("workflowKey"), version: Int(try r.int("version")),
             trigger: try WorkflowEvent(stateJSON: try r.value("trigger")),
@@ -26,7 +24,8 @@ extension WorkflowRunState {
         self.status = status
         if let f = r.optional("failure") {
             let fr = StateReader(f, "state.failure")
-            failure = WorkflowRunFailure(code: try fr.string("code"), message: try fr.string("message"))
+            failure = WorkflowRunFailure(
+                code: try fr.enumeration("code", WorkflowRunFailure.Code.self), message: try fr.string("message"))
         }
         cancelReason = try r.optionalString("cancelReason")
         endedAt = try r.optionalDate("endedAt")
@@ -54,6 +53,9 @@ extension WorkflowRunState {
                 acknowledged: pr.optional("acknowledged")?.boolValue ?? false)
         }
         acknowledgementFor = try r.optionalString("acknowledgementFor")
+        if let d = r.optional("digest") { digest = try WorkflowDigestState(json: d) }
+        throttleFor = try r.optionalString("throttleFor")
+        throttleReason = try r.optionalString("throttleReason")
         guard case .array(let items) = try r.value("outcomes") else {
             throw WorkflowStateError("state.outcomes: not an array")
         }
@@ -76,14 +78,13 @@ extension WorkflowStepOutcome {
 
     init(json: JSONValue) throws(WorkflowStateError) {
         let r = StateReader(json, "outcome")
-        self.init(step: try r.string("step"), kind: try r.string("kind"), startedAt: try r.date("startedAt"))
-        guard let status = Status(rawValue: try r.string("status")) else {
-            throw WorkflowStateError("outcome.status: unknown")
-        }
-        self.status = status
+        self.init(
+            step: try r.string("step"), kind: try r.enumeration("kind", WorkflowStepKind.Name.self),
+            startedAt: try r.date("startedAt"))
+        status = try r.enumeration("status", Status.self)
         dueAt = try r.optionalDate("dueAt")
         endedAt = try r.optionalDate("endedAt")
-        decision = try r.optionalString("decision")
+        if r.optional("decision") != nil { decision = try r.enumeration("decision", WorkflowStepDecision.self) }
         reason = try r.optionalString("reason")
         messageIds = r.optional("messageIds")?.arrayValue?.compactMap(\.stringValue) ?? []
         missing = r.optional("missing")?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -94,6 +95,23 @@ extension WorkflowStepOutcome {
                 WorkflowReceipts(
                     delivered: $0["delivered"]?.boolValue ?? false, opened: $0["opened"]?.boolValue ?? false)
             }
+        }
+    }
+}
+
+extension WorkflowDigestState {
+    init(json: JSONValue) throws(WorkflowStateError) {
+        let r = StateReader(json, "state.digest")
+        self.init(
+            step: try r.string("step"), key: try r.string("key"), closesAt: try r.date("closesAt"),
+            collecting: r.optional("collecting")?.boolValue ?? false)
+        if let s = r.optional("summary") {
+            let sr = StateReader(s, "state.digest.summary")
+            summary = WorkflowDigestSummary(
+                count: Int(try sr.int("count")), first: try WorkflowEvent(stateJSON: try sr.value("first")),
+                last: try WorkflowEvent(stateJSON: try sr.value("last")),
+                values: sr.optional("values")?.arrayValue?.compactMap(\.stringValue) ?? [],
+                distinctValues: Int(try sr.int("distinctValues")))
         }
     }
 }
@@ -140,6 +158,13 @@ private struct StateReader {
     func string(_ key: String) throws(WorkflowStateError) -> String {
         guard let s = try value(key).stringValue else { throw WorkflowStateError("\(path).\(key): not a string") }
         return s
+    }
+
+    /// A member that holds one of a vocabulary's values.
+    func enumeration<E: RawRepresentable>(_ key: String, _ type: E.Type) throws(WorkflowStateError) -> E
+    where E.RawValue == String {
+        guard let value = E(rawValue: try string(key)) else { throw WorkflowStateError("\(path).\(key): unknown") }
+        return value
     }
 
     func optionalString(_ key: String) throws(WorkflowStateError) -> String? {

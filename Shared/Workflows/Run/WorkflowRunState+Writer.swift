@@ -47,7 +47,7 @@ extension WorkflowRunState {
             var f = true
             w.raw("{")
             w.key("code", first: &f)
-            w.string(failure.code)
+            w.string(failure.code.rawValue)
             w.key("message", first: &f)
             w.string(failure.message)
             w.raw("}")
@@ -116,6 +116,50 @@ extension WorkflowRunState {
             w.key("acknowledgementFor", first: &first)
             w.string(acknowledgementFor)
         }
+        if let digest {
+            w.key("digest", first: &first)
+            digest.write(to: &w)
+        }
+        if let throttleFor {
+            w.key("throttleFor", first: &first)
+            w.string(throttleFor)
+        }
+        if let throttleReason {
+            w.key("throttleReason", first: &first)
+            w.string(throttleReason)
+        }
+        w.raw("}")
+    }
+}
+
+extension WorkflowDigestState {
+    func write(to w: inout JSONWriter) {
+        var first = true
+        w.raw("{")
+        w.key("step", first: &first)
+        w.string(step)
+        w.key("key", first: &first)
+        w.string(key)
+        w.key("closesAt", first: &first)
+        w.date(closesAt)
+        w.key("collecting", first: &first)
+        w.bool(collecting)
+        if let summary {
+            w.key("summary", first: &first)
+            var s = true
+            w.raw("{")
+            w.key("count", first: &s)
+            w.int(summary.count)
+            w.key("first", first: &s)
+            summary.first.writeState(to: &w)
+            w.key("last", first: &s)
+            summary.last.writeState(to: &w)
+            w.key("values", first: &s)
+            w.strings(summary.values)
+            w.key("distinctValues", first: &s)
+            w.int(summary.distinctValues)
+            w.raw("}")
+        }
         w.raw("}")
     }
 }
@@ -127,7 +171,7 @@ extension WorkflowStepOutcome {
         w.key("step", first: &first)
         w.string(step)
         w.key("kind", first: &first)
-        w.string(kind)
+        w.string(kind.rawValue)
         w.key("status", first: &first)
         w.string(status.rawValue)
         w.key("startedAt", first: &first)
@@ -144,7 +188,7 @@ extension WorkflowStepOutcome {
         }
         if let decision {
             w.key("decision", first: &first)
-            w.string(decision)
+            w.string(decision.rawValue)
         }
         if let reason {
             w.key("reason", first: &first)

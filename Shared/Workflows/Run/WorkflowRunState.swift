@@ -39,6 +39,12 @@ public struct WorkflowRunState: Sendable, Hashable {
     public var localPlan: WorkflowLocalPlanState?
     /// The plan id whose acknowledgement the local send asked for and waits on.
     public var acknowledgementFor: String?
+    /// The digest the run started with (issue 28): its key and window, then what it collected.
+    public var digest: WorkflowDigestState?
+    /// The throttle step that asked whether the run may pass and waits on the answer.
+    public var throttleFor: String?
+    /// Why a throttle stopped the run (status `throttled`).
+    public var throttleReason: String?
 
     public init(
         runId: String, workflowKey: String, version: Int, trigger: WorkflowEvent, subscriber: WorkflowSubscriber,
@@ -64,33 +70,59 @@ public struct WorkflowRunState: Sendable, Hashable {
     public var messageIds: [String] { outcomes.flatMap(\.messageIds) }
 }
 
-public enum WorkflowRunStatus: String, Sendable, Hashable, CaseIterable {
-    case running, completed, cancelled, failed
-}
-
 /// Why a run failed: a stable code and a message.
 public struct WorkflowRunFailure: Sendable, Hashable {
-    /// `content_invalid` (a rendered send broke the content rules), `definition_mismatch` (the
-    /// state names a step the definition lacks), `loop_limit` (more steps in one advance than
-    /// the definition has: a bug).
-    public var code: String
+    /// The failure codes: one list, the run state's and the runs table's `failure_code`.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// A rendered send broke the content rules.
+        case contentInvalid = "content_invalid"
+        /// The state names a step the definition lacks (or a step in the wrong kind).
+        case definitionMismatch = "definition_mismatch"
+        /// More steps in one advance than the definition has: a bug.
+        case loopLimit = "loop_limit"
+        /// The run's definition version cannot be read (the runtime's, not the engine's).
+        case definitionMissing = "definition_missing"
+        /// A pending run's subscriber does not exist (the runtime's; such a run has no state).
+        case subscriberUnknown = "subscriber_unknown"
+    }
+
+    public var code: Code
     public var message: String
 
-    public init(code: String, message: String) {
+    public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
 }
 
-/// The run's one timer. `token` (`<step>:<purpose>`, purposes `wait`, `until`, `timeout`, `quiet`)
-/// comes back in `.timerFired`; a stale token is ignored, which makes a timer firing twice harmless.
+/// The run's one timer. `token` (`<step>:<purpose>`) comes back in `.timerFired`; a stale token is
+/// ignored, which makes a timer firing twice harmless.
 public struct WorkflowTimer: Sendable, Hashable {
+    /// What a timer is for: the second half of its token.
+    public enum Purpose: String, Sendable, Hashable, CaseIterable {
+        /// A `wait`'s end.
+        case wait
+        /// A `waitUntil`'s moment.
+        case until
+        /// A `waitFor`'s timeout.
+        case timeout
+        /// A send moved out of quiet hours.
+        case quiet
+        /// A digest's window closes.
+        case window
+    }
+
     public var token: String
     public var dueAt: Date
 
     public init(token: String, dueAt: Date) {
         self.token = token
         self.dueAt = WorkflowTime.quantized(dueAt)
+    }
+
+    /// The timer of `step` for `purpose` (token `<step>:<purpose>`).
+    public init(step: String, _ purpose: Purpose, dueAt: Date) {
+        self.init(token: "\(step):\(purpose.rawValue)", dueAt: dueAt)
     }
 }
 
@@ -143,6 +175,30 @@ public struct WorkflowLocalPlanState: Sendable, Hashable {
     }
 }
 
+/// A digest run's window: the key its trigger events share, when the window closes, and once it
+/// closed, what it collected.
+public struct WorkflowDigestState: Sendable, Hashable {
+    /// The digest step (the workflow's first).
+    public var step: String
+    /// The rendered key (`""` without one: the subscriber alone).
+    public var key: String
+    public var closesAt: Date
+    /// The window closed and the run waits for the collected events (`collectDigest`).
+    public var collecting: Bool
+    /// What the window collected; nil until it closed.
+    public var summary: WorkflowDigestSummary?
+
+    public init(
+        step: String, key: String, closesAt: Date, collecting: Bool = false, summary: WorkflowDigestSummary? = nil
+    ) {
+        self.step = step
+        self.key = key
+        self.closesAt = WorkflowTime.quantized(closesAt)
+        self.collecting = collecting
+        self.summary = summary
+    }
+}
+
 /// What happened in one step: times, the decision and why, the messages it sent.
 public struct WorkflowStepOutcome: Sendable, Hashable {
     public enum Status: String, Sendable, Hashable, CaseIterable {
@@ -154,16 +210,14 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     }
 
     public var step: String
-    /// `wait`, `waitUntil`, `waitFor`, `branch`, `send`, `exit`.
-    public var kind: String
+    public var kind: WorkflowStepKind.Name
     public var status: Status
     public var startedAt: Date
     /// When the step is due to go on (a wait's end, a waitFor's timeout, a send moved out of quiet hours).
     public var dueAt: Date?
     public var endedAt: Date?
-    /// A `WorkflowStepDecision`'s raw value: `waited`; `matched` / `timed_out`; `then` / `else`;
-    /// `sent`; `scheduled_on_device` / `fallback_sent` (a local send); `exited`; `cancelled`; `failed`.
-    public var decision: String?
+    /// What the step decided (`WorkflowStepDecision`); nil while it runs.
+    public var decision: WorkflowStepDecision?
     /// Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift.
     public var reason: String?
     /// The messages the step sent.
@@ -177,7 +231,7 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     /// The receipts a branch decided on, by message id.
     public var receipts: [String: WorkflowReceipts]?
 
-    public init(step: String, kind: String, startedAt: Date) {
+    public init(step: String, kind: WorkflowStepKind.Name, startedAt: Date) {
         self.step = step
         self.kind = kind
         status = .running

@@ -1,29 +1,33 @@
-/// How a step ended, as `WorkflowStepOutcome.decision` records it and the run API answers it
-/// (`steps[].decision`, and `steps.<name>.outcome` in conditions).
-///
-/// The engine writes only these; the dashboard's list of them is generated from this type (the
-/// gateway's `DashboardVocabulary`), so a new decision is shown without a copy to keep in step.
+/// What a step decided, as its outcome records it (`decision`), conditions read it
+/// (`steps.<name>.outcome`, `{matched: step}`) and the API shows it.
 public enum WorkflowStepDecision: String, Sendable, Hashable, CaseIterable {
-    /// A `wait` or `waitUntil` reached its time.
+    /// A `wait` or `waitUntil` reached its moment.
     case waited
     /// A `waitFor`'s event arrived.
     case matched
-    /// A `waitFor` reached its timeout first.
+    /// A `waitFor` reached its timeout.
     case timedOut = "timed_out"
-    /// A `branch`'s condition held.
+    /// A branch took its `then` arm.
     case then
-    /// A `branch`'s condition did not hold.
-    case `else`
-    /// A `send` wrote its message.
+    /// A branch took its `else` arm.
+    case otherwise = "else"
     case sent
-    /// A local send whose plan a device acknowledged: nothing sent at the moment.
+    /// A local send's plan was acknowledged by a device: nothing sent at the moment.
     case scheduledOnDevice = "scheduled_on_device"
-    /// A local send no device acknowledged: sent as an ordinary push.
+    /// A local send with no acknowledgement: the same content went as a push.
     case fallbackSent = "fallback_sent"
-    /// An `exit` step.
     case exited
-    /// The run was cancelled while the step ran.
+    /// Ended by the run's cancellation.
     case cancelled
-    /// The run failed while the step ran.
+    /// Ended by the run's failure.
     case failed
+    /// A digest's window closed: the run goes on with what it collected.
+    case collected
+    /// The run's trigger joined another run's open digest instead (a run started through the
+    /// trigger route): it ends there, completed.
+    case joined
+    /// A throttle let the run through.
+    case passed
+    /// A throttle stopped the run (its status is `throttled`).
+    case throttled
 }

@@ -11,6 +11,7 @@ schemathesis each one, and nothing else:
 - buzzkit-audience-expression: the audience language (docs/api.md), from a small grammar of valid
   expressions; buzzkit-workflow-expression: the same over the paths every place of a workflow reads
   (trigger. and subscriber.).
+- buzzkit-workflow-key-template: a digest's or throttle's key, a template over the trigger event.
 - buzzkit-p8-private-key: the PEM text of an EC P-256 private key (a fresh one, made here).
 - buzzkit-event-time: a moment from 2000-01-01 to 24 hours ahead of the clock; buzzkit-future-date-time:
   one not yet passed.
@@ -44,6 +45,11 @@ _ZONES = [
 ]
 schemathesis.openapi.format("buzzkit-time-zone", st.sampled_from(_ZONES))
 schemathesis.openapi.format("buzzkit-workflow-time-zone", st.sampled_from(["subscriber"] + _ZONES))
+# A digest's or throttle's key: a template over the trigger event.
+schemathesis.openapi.format(
+    "buzzkit-workflow-key-template",
+    st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
+)
 
 _PEM = (
     ec.generate_private_key(ec.SECP256R1())

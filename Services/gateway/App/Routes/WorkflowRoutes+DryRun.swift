@@ -5,7 +5,8 @@ import BuzzKitWorkflows
 import Foundation
 
 extension Gateway {
-    /// `POST /v1/workflows/{key}/dry-run {subscriber, event, receipts?, arrivals?, acknowledged?, start?, version?}`:
+    /// `POST /v1/workflows/{key}/dry-run {subscriber, event, events?, receipts?, arrivals?, acknowledged?,
+    /// throttled?, start?, version?}`:
     /// `WorkflowDryRun.walk` on the current (or given) version with the tenant's quiet hours and
     /// default zone. `subscriber` is a subscriber id (read from the tenant's subscribers) or a
     /// sample `{id?, attributes?, timezone?, locale?}`. Nothing is stored and nothing is sent.
@@ -14,7 +15,9 @@ extension Gateway {
         let key = try WorkflowRoutes.key(context)
         var v = Validator(
             try context.request.jsonBody(),
-            allowed: ["subscriber", "event", "receipts", "arrivals", "acknowledged", "start", "version"])
+            allowed: [
+                "subscriber", "event", "events", "receipts", "arrivals", "acknowledged", "throttled", "start", "version"
+            ])
         var issues: [ValidationIssue] = []
         func issue(_ path: String, _ message: String) { issues.append(ValidationIssue(path: path, message: message)) }
 
@@ -115,6 +118,42 @@ extension Gateway {
                 )
             }
         }
+        var throttled = Set<String>()
+        if let value = v.object["throttled"], !value.isNull {
+            if case .array(let items) = value, items.count <= 100,
+                items.allSatisfy({ $0.stringValue.map(WorkflowRules.stepNameRule.accepts) ?? false })
+            {
+                throttled = Set(items.compactMap(\.stringValue))
+            } else {
+                issue(
+                    "throttled",
+                    "must be an array of at most 100 throttle step names (1 to \(WorkflowLimits.maxNameLength) characters) whose limit the sample has reached"
+                )
+            }
+        }
+        // Further trigger events (issue 28): a digest collects those of its key before its close.
+        var further: [(id: String?, name: String?, data: JSONValue, after: TimeInterval)] = []
+        if let value = v.object["events"], !value.isNull {
+            if case .array(let items) = value, items.count <= WorkflowDryRunRules.maxEvents {
+                for (i, item) in items.enumerated() {
+                    var er = Validator(item, allowed: ["id", "name", "data", "after"], prefix: "events[\(i)].")
+                    let id = er.string("id", rule: FieldRules.identifierRule)
+                    let name = er.string("name", rule: WorkflowRules.eventNameRule)
+                    let data = er.object("data") ?? [:]
+                    var after: TimeInterval = 0
+                    if let text = er.string("after", rule: WorkflowRules.durationRule), let d = WorkflowDuration(text) {
+                        after = TimeInterval(d.seconds)
+                    }
+                    issues += er.issues
+                    further.append((id, name, data, after))
+                }
+            } else {
+                issue(
+                    "events",
+                    "must be an array of at most \(WorkflowDryRunRules.maxEvents) further trigger events {id?, name?, data?, after?}"
+                )
+            }
+        }
         try Validator.throwIfAny(v.issues + issues)
 
         // The version to walk.
@@ -171,13 +210,26 @@ extension Gateway {
                     id: "dry-run-arrival-\(step)", name: name ?? step, data: sample.data, occurredAt: start),
                 after: sample.after)
         }
+        let events = further.enumerated().map { i, sample in
+            WorkflowDryRun.Arrival(
+                event: WorkflowEvent(
+                    id: sample.id ?? "dry-run-event-\(i + 1)", name: sample.name ?? trigger.name, data: sample.data,
+                    occurredAt: start.addingTimeInterval(sample.after)),
+                after: sample.after)
+        }
         let timeline = WorkflowDryRun.walk(
             definition, subscriber: subscriber, event: trigger, receipts: receipts,
-            arrivals: arrivals, acknowledged: acknowledged, start: start, quietHours: settings.quietHours,
-            defaultTimeZone: settings.defaultTimeZone)
+            arrivals: arrivals, acknowledged: acknowledged, events: events, throttled: throttled, start: start,
+            quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone)
         guard case .object(var body) = timeline.jsonValue else { throw APIError.internalError }
         body["key"] = .string(key)
         body["version"] = .int(Int64(version))
         return .json(.object(body))
     }
+}
+
+/// The dry run's own bounds.
+enum WorkflowDryRunRules {
+    /// Further trigger events one dry run takes.
+    static let maxEvents = 1000
 }

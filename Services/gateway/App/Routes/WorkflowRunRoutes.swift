@@ -13,7 +13,8 @@ import Foundation
 /// engine: it writes through `WorkflowRunStore` (a pending run, a cancel input, both due at once)
 /// and a workflow replica does the rest within its poll interval.
 enum WorkflowRunRoutes {
-    static let runStatuses = ["running", "completed", "cancelled", "failed"]
+    /// The statuses the API shows and filters on.
+    static let runStatuses = WorkflowRunStatus.shown.map(\.rawValue)
     static let idPath: [String: TextRule] = ["id": .uuid]
 
     static var routes: [GatewayRoute] {
@@ -140,10 +141,10 @@ extension Gateway {
                 subscriber = raw
             }
         }
-        var status: String?
+        var status: WorkflowRunStatus?
         if let raw = context.request.query["status"], !raw.isEmpty {
-            if WorkflowRunRoutes.runStatuses.contains(raw) {
-                status = raw
+            if let shown = WorkflowRunStatus(rawValue: raw), WorkflowRunStatus.shown.contains(shown) {
+                status = shown
             } else {
                 issues.append(
                     ValidationIssue(
@@ -181,9 +182,7 @@ extension Gateway {
             guard let run = try await runStore.run(tenantId: tenant, id: id) else {
                 throw APIError.notFound("workflow run")
             }
-            return .json(
-                ["run": run.jsonValue, "cancel": .string(outcome == .requested ? "requested" : "already_ended")],
-                status: 202)
+            return .json(["run": run.jsonValue, "cancel": .string(outcome.rawValue)], status: 202)
         }
     }
 }

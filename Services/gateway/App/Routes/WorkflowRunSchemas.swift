@@ -1,4 +1,6 @@
 import BuzzKitWire
+import BuzzKitWorkflowRuns
+import BuzzKitWorkflows
 
 /// JSON schemas of the run routes, for the OpenAPI document: what `WorkflowRunRecord.jsonValue`
 /// and the trigger and cancel routes answer.
@@ -39,10 +41,10 @@ enum WorkflowRunSchemas {
     static let stepOutcome = Schema.object(
         [
             "step": Schema.string(),
-            "kind": Schema.string(enumeration: ["wait", "waitUntil", "waitFor", "branch", "send", "exit"]),
+            "kind": Schema.string(enumeration: WorkflowStepKind.names),
             "status": Schema.string(
                 "running: begun, not over; done; interrupted: ended by the run's cancellation or failure",
-                enumeration: ["running", "done", "interrupted"]),
+                enumeration: WorkflowStepOutcome.Status.allCases.map(\.rawValue)),
             "startedAt": Schema.timestamp,
             "dueAt": Schema.adding(
                 [
@@ -52,8 +54,8 @@ enum WorkflowRunSchemas {
                 to: Schema.timestamp),
             "endedAt": Schema.timestamp,
             "decision": Schema.string(
-                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; cancelled; failed"
-            ),
+                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; collected / joined (digest); passed / throttled (throttle); cancelled; failed",
+                enumeration: WorkflowStepDecision.allCases.map(\.rawValue)),
             "reason": Schema.string(
                 "Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
             "messageIds": Schema.array(Schema.string("A message the step sent (GET /v1/messages/{id})")),
@@ -67,16 +69,46 @@ enum WorkflowRunSchemas {
                 description: "The receipts a branch decided on, by message id")
         ], required: ["step", "kind", "status", "startedAt", "messageIds"])
 
+    /// A digest run's window and what it collected (issue 28).
+    static let digest = Schema.object(
+        [
+            "step": Schema.string(), "key": Schema.string("The rendered key (empty: the subscriber alone)"),
+            "closesAt": Schema.timestamp,
+            "closed": Schema.boolean,
+            "count": Schema.nullable(
+                Schema.adding(
+                    [
+                        "description":
+                            "Events collected, the trigger included (so far while open, when read with GET /v1/workflow-runs/{id})"
+                    ], to: Schema.integer)),
+            "list": Schema.nullable(Schema.string("{{ digest.list }} as rendered: Ana, Ben and 3 others")),
+            "events": Schema.adding(
+                [
+                    "description":
+                        "The events it collected, in order of arrival (the first 1000; GET /v1/workflow-runs/{id} only)"
+                ],
+                to: Schema.array(
+                    Schema.object(
+                        ["id": Schema.string(), "occurredAt": Schema.timestamp, "joinedAt": Schema.timestamp],
+                        required: ["id", "occurredAt", "joinedAt"])))
+        ], required: ["step", "key", "closesAt", "closed", "count", "list"])
+
     static let run = Schema.object(
         [
             "id": Schema.uuid, "workflowKey": Schema.string(), "version": Schema.integer,
             "subscriberId": Schema.string(),
             "status": Schema.string(
-                "running (started, or accepted and about to start), completed, cancelled, failed",
+                "running (started, or accepted and about to start), completed, cancelled, failed, throttled",
                 enumeration: WorkflowRunRoutes.runStatuses),
             "failure": Schema.nullable(
-                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+                Schema.object(
+                    [
+                        "code": Schema.string(enumeration: WorkflowRunFailure.Code.allCases.map(\.rawValue)),
+                        "message": Schema.string()
+                    ], required: ["code", "message"])),
             "cancelReason": Schema.nullable(Schema.string()),
+            "throttleReason": Schema.nullable(Schema.string("Why a throttle stopped the run (status throttled)")),
+            "digest": Schema.nullable(digest),
             "trigger": Schema.nullable(event),
             "current": Schema.nullable(Schema.string("The step the run is at")),
             "createdAt": Schema.timestamp, "startedAt": Schema.nullable(Schema.timestamp),
@@ -86,7 +118,8 @@ enum WorkflowRunSchemas {
             "steps": Schema.array(stepOutcome)
         ],
         required: [
-            "id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "trigger", "current",
+            "id", "workflowKey", "version", "subscriberId", "status", "failure", "cancelReason", "throttleReason",
+            "digest", "trigger", "current",
             "createdAt", "startedAt", "endedAt", "dueAt", "steps"
         ])
 
@@ -95,6 +128,6 @@ enum WorkflowRunSchemas {
             "run": run,
             "cancel": Schema.string(
                 "requested: a workflow replica cancels the run shortly; already_ended: it had ended, nothing changed",
-                enumeration: ["requested", "already_ended"])
+                enumeration: WorkflowRunStore.CancelRequest.answered.map(\.rawValue))
         ], required: ["run", "cancel"])
 }

@@ -34,6 +34,8 @@ enum WorkflowSchemas {
         "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
         "send content follows POST /v1/messages's x-rules (unique button ids, at most 4096 bytes of payload) where no template decides it",
         "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
+        "a digest is the workflow's first step (at most one); digest and throttle windows are at most 30 days; their key is a {{ trigger.* }} template that parses; a digest's list is a path inside the trigger's data (data.<field>); a throttle's limit is 1 to \(WorkflowLimits.maxThrottleLimit)",
+        "digest.count, digest.list, digest.first.data.x, digest.last.data.x are read (in send templates and branch if) only in a workflow with a digest step, digest.list only when it has a list",
         "event names are at most 128 bytes of UTF-8"
     ]
 
@@ -78,6 +80,31 @@ enum WorkflowSchemas {
                 ], required: ["if", "then"]),
             "WorkflowSend": send,
             "WorkflowExit": Schema.object([:], description: "Ends the run: an empty object"),
+            "WorkflowDigest": Schema.object(
+                [
+                    "window": Schema.string(
+                        WorkflowRules.durationRule,
+                        "How long the first trigger event of a key waits for more (at most 30 d): 10m, 1h"),
+                    "key": keyTemplate("without it, the subscriber is the key"),
+                    "list": Schema.string(
+                        "data.<field> of the trigger events whose distinct values {{ digest.list }} writes (Ana, Ben and 3 others)",
+                        pattern: "^data(\\.[A-Za-z0-9_-]{1,64}){1,8}$")
+                ], required: ["window"],
+                description:
+                    "Many trigger events, one run: the first of a (workflow, subscriber, key) starts it and waits window; later ones join it until the window closes (the workflow's first step)"
+            ),
+            "WorkflowThrottle": Schema.object(
+                [
+                    "limit": [
+                        "type": "integer", "minimum": 1, "maximum": .int(Int64(WorkflowLimits.maxThrottleLimit)),
+                        "description": "Runs that may pass within the window"
+                    ],
+                    "window": Schema.string(WorkflowRules.durationRule, "Rolling window (at most 30 d): 1h, 1d"),
+                    "key": keyTemplate("without it, per subscriber")
+                ], required: ["limit", "window"],
+                description:
+                    "At most limit runs of this workflow per subscriber (and key) pass within a rolling window; the others end throttled"
+            ),
             "WorkflowCondition": condition,
             "WorkflowConditionOpened": single("opened", stepName, "A send step's notification was opened"),
             "WorkflowConditionDelivered": single("delivered", stepName, "A send step's notification was delivered"),
@@ -88,6 +115,16 @@ enum WorkflowSchemas {
                 "any", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "One condition holds"),
             "WorkflowConditionNot": single("not", Schema.ref("WorkflowCondition"), "The condition does not hold")
         ]
+    }
+
+    /// A digest's or throttle's key: a template the server parses, a format of its own.
+    static func keyTemplate(_ absent: String) -> JSONValue {
+        Schema.custom(
+            format: "buzzkit-workflow-key-template",
+            """
+            A template over the trigger event, 1 to \(WorkflowKeyTemplate.maxLength) characters, whose {{ }} \
+            read trigger. paths ({{ trigger.data.postId }}); \(absent). Anything else is 422
+            """, example: "{{ trigger.data.postId }}")
     }
 
     /// `waitUntil.timezone`: `subscriber` or a zone name as one string, a format of its own (a union
@@ -108,7 +145,8 @@ enum WorkflowSchemas {
                     "name": Schema.adding(["description": "Unique in the workflow"], to: stepName),
                     "wait": Schema.ref("WorkflowWait"), "waitUntil": Schema.ref("WorkflowWaitUntil"),
                     "waitFor": Schema.ref("WorkflowWaitFor"), "branch": Schema.ref("WorkflowBranch"),
-                    "send": Schema.ref("WorkflowSend"), "exit": Schema.ref("WorkflowExit")
+                    "send": Schema.ref("WorkflowSend"), "exit": Schema.ref("WorkflowExit"),
+                    "digest": Schema.ref("WorkflowDigest"), "throttle": Schema.ref("WorkflowThrottle")
                 ], required: ["name"], description: "A named step with exactly one kind"))
     }
 
@@ -210,7 +248,7 @@ enum WorkflowSchemas {
 
     static let dryRunRules = [
         "subscriber as a string is the id of one of the tenant's subscribers (else 404 not_found, details at path subscriber)",
-        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps (others are ignored)"
+        "receipts name send steps, arrivals waitFor steps, acknowledged local send steps, throttled throttle steps (others are ignored)"
     ]
 
     /// The dry run's body. Like every Validator-read body, a JSON null counts as an absent member,
@@ -255,6 +293,25 @@ enum WorkflowSchemas {
                             ]), description: "Events that arrive during a waitFor, by its step name")),
                     "acknowledged": Schema.nullable(
                         Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100)),
+                    "throttled": Schema.nullable(
+                        Schema.adding(
+                            ["description": "Throttle steps whose limit the sample has reached (others let it pass)"],
+                            to: Schema.array(Schema.string(WorkflowRules.stepNameRule), maxItems: 100))),
+                    "events": Schema.nullable(
+                        Schema.adding(
+                            [
+                                "description":
+                                    "Further trigger events after event, in order: a digest collects those of its key that arrive before its window closes"
+                            ],
+                            to: Schema.array(
+                                Schema.object([
+                                    "id": Schema.nullable(identifier), "name": Schema.nullable(eventName),
+                                    "data": Schema.nullable(Schema.anyObject),
+                                    "after": Schema.nullable(
+                                        Schema.string(
+                                            WorkflowRules.durationRule,
+                                            "When after the start it arrives, e.g. 2m (default at the start)"))
+                                ]), maxItems: WorkflowDryRunRules.maxEvents))),
                     "start": Schema.nullable(dateTime()),
                     "version": Schema.nullable(["type": "integer", "minimum": 1, "maximum": 2_147_483_647])
                 ], required: ["subscriber", "event"]), dryRunRules)
@@ -273,18 +330,19 @@ enum WorkflowSchemas {
     static let dryRunResponse = Schema.object(
         [
             "key": Schema.string(), "version": Schema.integer, "triggerMatches": Schema.boolean,
-            "status": Schema.string(enumeration: ["running", "completed", "cancelled", "failed"]),
+            "status": Schema.string(enumeration: WorkflowRunStatus.shown.map(\.rawValue)),
             "failure": Schema.nullable(
-                Schema.object(["code": Schema.string(), "message": Schema.string()], required: ["code", "message"])),
+                Schema.object(
+                    [
+                        "code": Schema.string(enumeration: WorkflowRunFailure.Code.allCases.map(\.rawValue)),
+                        "message": Schema.string()
+                    ], required: ["code", "message"])),
             "startedAt": Schema.timestamp, "endedAt": Schema.nullable(Schema.timestamp),
             "timeline": Schema.array(
                 Schema.object(
                     [
                         "at": Schema.timestamp, "step": Schema.nullable(Schema.string()),
-                        "kind": Schema.string(enumeration: [
-                            "step", "send", "plan", "acknowledgement", "cancel", "timer", "await", "receipts",
-                            "event", "end"
-                        ]),
+                        "kind": Schema.string(enumeration: WorkflowDryRun.Entry.Kind.allCases.map(\.rawValue)),
                         "detail": Schema.anyObject
                     ], required: ["at", "step", "kind", "detail"])),
             "steps": Schema.array(Schema.anyObject)

@@ -8,15 +8,16 @@ import { vocabulary } from './vocabulary.js';
 export const TONES = {
   deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad' },
   messageStatus: { queued: 'muted', fanning_out: 'info', fanned_out: 'info', completed: 'good', failed: 'bad' },
-  workflowRunStatus: { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad' },
+  workflowRunStatus: { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad', throttled: 'warn' },
   workflowStepStatus: { running: 'info', done: 'good', interrupted: 'bad' },
   workflowStepDecision: {
     waited: 'info', matched: 'good', timed_out: 'warn', then: 'good', else: 'warn', sent: 'good',
     scheduled_on_device: 'good', fallback_sent: 'warn', exited: 'muted', cancelled: 'bad', failed: 'bad',
+    collected: 'good', joined: 'muted', passed: 'good', throttled: 'warn',
   },
   dryRunEntryKind: {
     step: 'muted', send: 'good', plan: 'good', acknowledgement: 'info', cancel: 'warn', timer: 'info',
-    await: 'info', receipts: 'info', event: 'info', end: 'muted',
+    await: 'info', receipts: 'info', event: 'info', end: 'muted', joined: 'info', separate: 'muted', throttle: 'info',
   },
   liveActivityResultStatus: {
     sent: 'good', sending: 'info', failed: 'bad', invalid_token: 'bad', token_invalid: 'bad',
@@ -74,7 +75,7 @@ export const MESSAGE = {
 /** Workflow run statuses by whether the run may still do something. */
 export const RUN = {
   moving: ['running'],
-  ended: ['completed', 'cancelled', 'failed'],
+  ended: ['completed', 'cancelled', 'failed', 'throttled'],
 };
 
 const sum = (counts, statuses) => statuses.reduce((total, status) => total + (counts?.[status] ?? 0), 0);
