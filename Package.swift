@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "workflow", targets: ["Workflow"]),
         .executable(name: "apns-sender", targets: ["APNsSender"]),
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
+        .executable(name: "webhooks", targets: ["Webhooks"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .executable(name: "apns-sim", targets: ["APNsSimulator"]),
@@ -105,6 +106,15 @@ let package = Package(
             dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
             path: "Shared/WorkflowRuns"),
 
+        // Outbound webhooks (migration 0020): endpoints and their secrets, the producers' seam
+        // (WebhookOutbox, called inside a producer's own statement), messages, attempts, signing and
+        // the address rules. The gateway manages endpoints through it, producers enqueue through it,
+        // the webhooks service sends through it. SQL, signing and address checks; no HTTP.
+        .target(
+            name: "BuzzKitWebhooks",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitCrypto"],
+            path: "Shared/Webhooks"),
+
         // MARK: - What every service process shares
         .target(
             name: "BuzzKitRuntime",
@@ -118,7 +128,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitWebhooks"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(
@@ -128,7 +138,7 @@ let package = Package(
             name: "IngestApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"
+                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime", "BuzzKitWebhooks"
             ],
             path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
@@ -146,7 +156,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPClient", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitRuntime", "BuzzKitPush", "BuzzKitCrypto"
+                "BuzzKitRuntime", "BuzzKitPush", "BuzzKitCrypto", "BuzzKitWebhooks"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(
@@ -162,6 +172,15 @@ let package = Package(
         .executableTarget(
             name: "LiveActivity", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "LiveActivityApp"],
             path: "Services/liveactivity/Main"),
+        .target(
+            name: "WebhooksApp",
+            dependencies: [
+                "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient", "BuzzKitWebhooks",
+                "BuzzKitRuntime"
+            ],
+            path: "Services/webhooks/App"),
+        .executableTarget(
+            name: "Webhooks", dependencies: ["BuzzKitRuntime", "WebhooksApp"], path: "Services/webhooks/Main"),
         .executableTarget(
             name: "BuzzKitAdmin",
             dependencies: [
@@ -275,6 +294,13 @@ let package = Package(
                 "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "WorkflowApp", "BuzzKitTestSupport"
             ],
             path: "Tests/WorkflowTests"),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient",
+                "BuzzKitMigrations", "BuzzKitWebhooks", "GatewayApp", "BuzzKitTestSupport"
+            ],
+            path: "Tests/WebhooksTests"),
         .testTarget(
             name: "ServiceTests",
             dependencies: [
