@@ -36,6 +36,8 @@ public enum OpenAPIDocument {
             ],
             "servers": [["url": "/"]],
             "paths": .object(paths.mapValues { JSONValue.object($0) }),
+            // What BuzzKit POSTs to a tenant's webhook endpoints, per event type (OpenAPI 3.1 webhooks).
+            "webhooks": WebhookSchemas.webhooks,
             "components": components(errorCodes(routes))
         ]
     }
@@ -53,6 +55,7 @@ public enum OpenAPIDocument {
         }
         // Schemas that nest (workflow steps and conditions) are named components.
         for (name, schema) in WorkflowSchemas.components { schemas[name] = schema }
+        for (name, schema) in WebhookSchemas.components { schemas[name] = schema }
         members["schemas"] = .object(schemas)
         return .object(members)
     }
