@@ -5,6 +5,7 @@ import BuzzKitCrypto
 import BuzzKitHTTPClient
 import BuzzKitPostgres
 import BuzzKitPush
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -88,15 +89,33 @@ struct LedgerWriter: Sendable {
             try await postgres.withTransaction { tx in
                 try await tx.execute(tolerant, parameters)
                 // Not when the device registered again after APNs's timestamp (updated_at moves then).
+                // The devices that were active get device.unregistered (the webhooks seam).
                 try await tx.execute(
                     """
-                    UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
-                    FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
-                    WHERE d.tenant_id = $1::uuid AND d.token = u.token AND d.updated_at <= u.at
+                    WITH was_active AS (
+                        SELECT token FROM devices WHERE tenant_id = $1::uuid AND token = ANY ($2::text[]) AND active
+                    ), d AS (
+                        UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
+                        FROM unnest($2::text[], $3::timestamptz[], $4::text[]) AS u(token, at, reason)
+                        WHERE d.tenant_id = $1::uuid AND d.token = u.token AND d.updated_at <= u.at
+                        RETURNING d.tenant_id, d.token, d.subscriber_id, d.environment, u.at, u.reason
+                    )
+                    \(Self.unregisteredEvents)
                     """, [chunk.tenantId, invalid.map(\.0), invalid.map(\.1), invalid.map(\.2)])
             }
         }
     }
+
+    /// `device.unregistered` (source `apns`, APNs's reason) for the devices of `d` that were active.
+    static let unregisteredEvents = WebhookOutbox.insertSQL(
+        WebhookEventSource(
+            from: "d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deviceUnregistered),
+            eventId: "bk_webhook_event_id('device.unregistered', d.tenant_id || ':' || d.token || ':' || d.at)",
+            occurredAt: "d.at",
+            data: WebhookEventData.deviceUnregistered(
+                token: "d.token", subscriberId: "d.subscriber_id", environment: "d.environment", source: "'apns'",
+                reason: "d.reason", at: "d.at"),
+            filter: "d.token IN (SELECT token FROM was_active)"))
 
     /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunk, $6 its tenant,
     /// $7 this replica, $8-$19 one element per delivery.
