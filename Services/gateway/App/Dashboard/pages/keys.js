@@ -5,8 +5,8 @@ import { relative } from '../lib/format.js';
 import { badge, button, card, confirmButton, copyButton, empty, errorBox, field, icons, loading, pageHeader, pager, table } from '../lib/ui.js';
 
 const SCOPES = {
-  workspace: ['tenants:write', 'keys:write', 'messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write'],
-  tenant: ['messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write'],
+  workspace: ['tenants:write', 'keys:write', 'messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write', 'webhooks:read', 'webhooks:write'],
+  tenant: ['messages:send', 'messages:read', 'events:write', 'subscribers:read', 'subscribers:write', 'workflows:read', 'workflows:write', 'webhooks:read', 'webhooks:write'],
   client: ['events:write'],
 };
 
