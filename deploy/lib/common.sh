@@ -114,15 +114,17 @@ bk_stop_redis() {
 # A Python virtualenv under .buzzkit/venv with the packages the offline checks use.
 BK_VENV="$BK_ROOT/.buzzkit/venv"
 # playwright drives Debian's chromium (its own browser download cannot run here) in the dashboard's browser tests;
-# schemathesis (pinned: its checks change between releases) checks the API document against the real gateway.
-BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5')
+# schemathesis (pinned: its checks change between releases) checks the API document against the real gateway;
+# standardwebhooks (pinned) verifies the webhooks service's signatures in the tests (a verifier we did not write).
+BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5' 'standardwebhooks==1.1.0')
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
     python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
   fi
-  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis
-assert schemathesis.__version__ == "4.32.5"' 2>/dev/null \
+  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis, standardwebhooks
+from importlib.metadata import version
+assert schemathesis.__version__ == "4.32.5" and version("standardwebhooks") == "1.1.0"' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }
