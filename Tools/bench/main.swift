@@ -5,7 +5,9 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
     FileHandle.standardError.write(
-        Data("usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages> [options]\n".utf8))
+        Data(
+            "usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages|webhook-sink> [options]\n".utf8
+        ))
     exit(2)
 }
 let rest = Array(arguments.dropFirst())
@@ -15,6 +17,7 @@ do {
     case "redis-streams": try await RedisStreamsBench.run(arguments: rest)
     case "postgres-bulk": try await PostgresBulkBench.run(arguments: rest)
     case "post-messages": try await PostMessagesBench.run(arguments: rest)
+    case "webhook-sink": try await WebhookSinkBench.run(arguments: rest)
     default:
         FileHandle.standardError.write(Data("unknown benchmark \(command)\n".utf8))
         exit(2)
