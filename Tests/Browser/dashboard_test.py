@@ -614,7 +614,7 @@ def webhooks(page):
     page.get_by_test_id("webhook-refresh").click()
     attempt = page.get_by_test_id("webhook-attempt").first
     expect(attempt).to_contain_text("delivered", timeout=TIMEOUT)
-    expect(attempt).to_contain_text("204", timeout=TIMEOUT)
+    expect(attempt).to_contain_text("200", timeout=TIMEOUT)
     expect(attempt.get_by_test_id("attempt-webhook-id")).to_have_text(got[0]["id"], timeout=TIMEOUT)
     expect(attempt.get_by_test_id("attempt-response")).to_contain_text('{"ok":true}', timeout=TIMEOUT)
     shot(page, "webhook")

@@ -11,6 +11,9 @@ gateway must accept:
   grammar of valid expressions.
 - `format: buzzkit-p8-private-key`: the PEM text of an EC P-256 private key. Generated: a fresh
   key made here.
+- `format: buzzkit-webhook-url`: an https URL whose host resolves to public addresses, or (as this
+  run's gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback. Generated:
+  loopback URLs on a closed port (nothing is sent: no webhooks service runs here).
 - `x-max-utf8-bytes: N`: at most N bytes of UTF-8 on top of `maxLength` (characters).
 - `x-rules` on `POST /v1/messages` and the descriptions of the event timestamp and of
   `POST /v1/identify`: cross-field and time-dependent rules, listed in words. Schema-valid
@@ -44,6 +47,8 @@ SEGMENT = os.environ.get("BUZZKIT_SCHEMATHESIS_SEGMENT", "vip")
 KEEP_KEYS = {k.strip().lower() for k in os.environ.get("BUZZKIT_SCHEMATHESIS_KEEP_KEYS", "").split(",") if k.strip()}
 
 schemathesis.openapi.format("buzzkit-cursor", st.just(""))
+schemathesis.openapi.format(
+    "buzzkit-webhook-url", st.integers(min_value=0, max_value=999).map(lambda n: f"http://127.0.0.1:9/hooks/{n}"))
 
 _PEM = (
     ec.generate_private_key(ec.SECP256R1())

@@ -6,9 +6,9 @@ validates every body against the API document's `webhooks` schemas with `jsonsch
 
 DIR/secrets: the endpoints' secrets (whsec_...), one per line, re-read on every request; each
 request records which of them verify it (by line number). DIR/mode: how to answer, re-read on
-every request: `ok` (204, the default), `status N [RETRY_AFTER]` (answer N, with Retry-After),
-`slow SECONDS` (204 after a pause), `fail-first N` (answer 500 to the first attempt of each
-webhook-id, then 204). Every request is appended to DIR/received.jsonl (one JSON object a line:
+every request: `ok` (200 `{"ok":true}`, the default), `status N [RETRY_AFTER]` (answer N, with Retry-After),
+`slow SECONDS` (200 after a pause), `fail-first N` (answer 500 to the first attempt of each
+webhook-id, then 200). Every request is appended to DIR/received.jsonl (one JSON object a line:
 id, timestamp, signature, verified_with, schema_error, type, body, answered, at).
 GET /received answers that file as a JSON array.
 """
@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
                 except jsonschema.ValidationError as error:
                     schema_error = f"{error.message} at {list(error.absolute_path)}"
         mode = (read("mode", "ok").split() or ["ok"])
-        status, extra = 204, {}
+        status, extra = 200, {}
         webhook_id = headers.get("webhook-id") or headers.get("Webhook-Id")
         if mode[0] == "status":
             status = int(mode[1])

@@ -22,8 +22,9 @@ enum WebhookSchemas {
         name, password or #fragment. Its host must resolve only to public addresses: loopback, private, link-local, \
         reserved and cloud metadata addresses are refused (422 at save time, and again before every send, since DNS \
         can change); an operator who sets BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true allows every one of them but the cloud \
-        metadata services, and http:// too. Redirects are never followed.
-        """, example: "https://example.com/buzzkit/webhooks")
+        metadata services, and http:// too. Redirects are never followed. For example \
+        https://api.example.com/buzzkit/webhooks (no example value: one that resolves cannot be named for every network)
+        """)
 
     static let eventTypes = WebhookEventType.subscribable.map(\.rawValue)
 
