@@ -48,7 +48,8 @@ function createForm(oncreated) {
     if (description.value.trim()) body.description = description.value.trim();
     try {
       const { data } = await api('POST', '/v1/webhooks', { body });
-      form.reset();
+      url.value = '';
+      description.value = '';
       await oncreated(data);
     } catch (error) {
       put(problem, errorBox(error));
