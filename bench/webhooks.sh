@@ -74,9 +74,8 @@ if [ "$PART" = seam ]; then
   EVENTS="${2:-200000}"
   # One measured producer run: prints "pg_us client_us rate".
   produce() {
-    local seam="$1" before_pg before_client out after_pg
+    local seam="$1" before_pg after_pg
     before_pg="$(pg_ticks)"
-    local t0; t0="$(awk '{print $14 + $15 + $16 + $17}' /proc/self/stat)"
     /usr/bin/time -f '%U %S' -o "$WORK/time" "$BIN/webhooks" bench produce --postgres "$BUZZKIT_DATABASE_URL" \
       --tenant "$BUZZKIT_TENANT" --events "$EVENTS" --batch 100 --connections 4 --seam "$seam" >"$WORK/produce.out"
     after_pg="$(pg_ticks)"
