@@ -21,7 +21,8 @@ final class WebhookStack: Sendable {
     /// ten minutes" is down for a few seconds here; the real schedule stays the default).
     static let fastSettings: [String: String] = [
         "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true",
-        "BUZZKIT_WEBHOOKS_RETRY_SCHEDULE": "0s,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s",
+        // About 70 s of retries: longer than any outage a test makes, even on a loaded machine.
+        "BUZZKIT_WEBHOOKS_RETRY_SCHEDULE": "0s,500ms," + Array(repeating: "2s", count: 35).joined(separator: ","),
         "BUZZKIT_WEBHOOKS_TIMEOUT": "3s", "BUZZKIT_WEBHOOKS_LEASE": "5s", "BUZZKIT_WEBHOOKS_POLL_INTERVAL": "50ms",
         "BUZZKIT_WEBHOOKS_SWEEP_INTERVAL": "1s"
     ]
