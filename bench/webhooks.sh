@@ -6,7 +6,8 @@
 #        100 rows, 4 connections: `webhooks bench produce`), three times in one run: without the
 #        seam (the raw baseline), with the seam and no endpoint subscribed, and with the seam and an
 #        endpoint subscribed to delivery.sent (the events land in the outbox). Prints µs of Postgres
-#        CPU and of the producer's CPU per event for each, and the differences: what the seam costs.
+#        CPU (the producer's backends, read from /proc) and of the producer's CPU per event for each,
+#        and the differences: what the seam costs.
 #     2. Delivery: one webhooks replica then takes those EVENTS delivery.sent events from the outbox
 #        and sends them, batched (up to 100 a request), signed, to a local receiver
 #        (`buzzkit-bench webhook-sink`); prints deliveries/s (goal >= 20,000) and µs of CPU per
@@ -58,7 +59,12 @@ SINKPORT="$(sed -nE 's/.*listening on [^:]+:([0-9]+).*/\1/p' "$WORK/sink.out")"
 [ -n "$SINKPORT" ] || bk_die "the receiver did not start: $(cat "$WORK/sink.out")"
 SINK="http://127.0.0.1:$SINKPORT"
 sink_count() { curl -sf "$SINK/count" | python3 -c 'import json,sys; print(json.load(sys.stdin)["deliveries"])'; }
-pg_ticks() { bench_ticks $(bench_pg_pids "$WORK/pg/data"); }
+# Postgres's CPU: the postmaster's own and its reaped backends' (cutime, cstime), plus the live
+# backends' (a producer's connections end with it; their time then moves to the postmaster).
+pg_ticks() {
+  local pm; pm="$(head -1 "$WORK/pg/data/postmaster.pid")"
+  echo $(( $(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat") + $(bench_ticks $(pgrep -P "$pm" | tr '\n' ' ')) ))
+}
 export BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true
 
 start_webhooks() {
@@ -74,12 +80,10 @@ if [ "$PART" = seam ]; then
   EVENTS="${2:-200000}"
   # One measured producer run: prints "pg_us client_us rate".
   produce() {
-    local seam="$1" before_pg after_pg
-    before_pg="$(pg_ticks)"
+    local seam="$1"
     /usr/bin/time -f '%U %S' -o "$WORK/time" "$BIN/webhooks" bench produce --postgres "$BUZZKIT_DATABASE_URL" \
       --tenant "$BUZZKIT_TENANT" --events "$EVENTS" --batch 100 --connections 4 --seam "$seam" >"$WORK/produce.out"
-    after_pg="$(pg_ticks)"
-    python3 - "$before_pg" "$after_pg" "$(cat "$WORK/time")" "$EVENTS" "$HZ" "$(cat "$WORK/produce.out")" <<'PY'
+    python3 - 0 "$(sed -nE 's/.*backend_ticks=([0-9]+).*/\1/p' "$WORK/produce.out")" "$(cat "$WORK/time")" "$EVENTS" "$HZ" "$(cat "$WORK/produce.out")" <<'PY'
 import sys, re
 b, a = int(sys.argv[1]), int(sys.argv[2])
 user, system = map(float, sys.argv[3].split()[-2:])
@@ -111,7 +115,8 @@ print("seam cost per event: no endpoint %+.2f µs Postgres (%+.0f%%), %+.2f µs 
 PY
 
   bk_log "2. delivery: one webhooks replica sends the $EVENTS outbox events to the receiver"
-  "${PSQL[@]}" -c "VACUUM ANALYZE; CHECKPOINT" >/dev/null
+  "${PSQL[@]}" -c "VACUUM ANALYZE" >/dev/null
+  "${PSQL[@]}" -c "CHECKPOINT" >/dev/null
   PG0="$(pg_ticks)"; SINK0="$(bench_ticks "$SINK_PID")"; M0="$(bench_machine_ticks)"
   T0="$(date +%s.%N)"
   start_webhooks

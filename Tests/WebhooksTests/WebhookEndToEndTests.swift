@@ -275,7 +275,8 @@ struct WebhookEndToEndTests {
                 "POST", "/v1/webhooks/\(endpoint.id)/replay", body: ["since": .string(WebhookTime.text(since))])
             #expect(replay.status == 202 && replay.data?["queued"]?.intValue == 5, "\(replay.envelope)")
             let again = try await RedisTestSupport.eventually(limit: .seconds(30)) {
-                stack.received().count >= 10 && (try await Self.allAttempts(stack, endpoint.id).count) >= 10
+                let attempts = try await Self.allAttempts(stack, endpoint.id)
+                return stack.received().count >= 10 && attempts.count >= 10
             }
             try #require(again)
             let ids = stack.received().compactMap { $0["id"]?.stringValue }

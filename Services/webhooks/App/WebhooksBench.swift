@@ -53,6 +53,18 @@ public enum WebhooksBench {
                 """)
             let sql = produceSQL(seam: seam)
             let message = UUID()
+            // The backends of the pool's connections (the same machine): their CPU, read from /proc
+            // before and after, is Postgres's cost of the statements (a backend's time is lost to
+            // outside readers once its connection closes).
+            let backends = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<connections {
+                    group.addTask {
+                        try await postgres.query("SELECT pg_backend_pid(), pg_sleep(0.2)")[0].decode(Int.self, at: 0)
+                    }
+                }
+                return try await group.reduce(into: Set<Int>()) { $0.insert($1) }
+            }
+            let ticksBefore = backends.map(Self.ticks).reduce(0, +)
             let clock = ContinuousClock()
             let started = clock.now
             let statements = (total + batch - 1) / batch
@@ -73,15 +85,28 @@ public enum WebhooksBench {
                 try await group.waitForAll()
             }
             let elapsed = clock.now - started
+            let ticks = backends.map(Self.ticks).reduce(0, +) - ticksBefore
             await postgres.shutdown()
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             return [
                 "events=\(total) batch=\(batch) seam=\(seam ? "on" : "off") connections=\(connections)",
-                String(format: "elapsed_s=%.3f rate=%.0f", seconds, Double(total) / seconds)
+                String(format: "elapsed_s=%.3f rate=%.0f", seconds, Double(total) / seconds),
+                "backends=\(backends.count) backend_ticks=\(ticks)"
             ]
         default:
             throw BenchUsage()
         }
+    }
+
+    /// CPU ticks (user + system) a process has used, from /proc (0 when it is gone).
+    static func ticks(_ pid: Int) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15 (1-based, counting pid and comm).
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+        return user + system
     }
 
     /// One producer statement: `batch` rows, and with the seam their `delivery.sent` events.
