@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "workflow", targets: ["Workflow"]),
         .executable(name: "apns-sender", targets: ["APNsSender"]),
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
+        .executable(name: "webhooks", targets: ["Webhooks"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .executable(name: "apns-sim", targets: ["APNsSimulator"]),
@@ -115,9 +116,18 @@ let package = Package(
             name: "BuzzKitLedger",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitAPNs",
-                "BuzzKitCrypto"
+                "BuzzKitCrypto", "BuzzKitWebhooks"
             ],
             path: "Shared/Ledger"),
+
+        // Outbound webhooks (migration 0020): endpoints and their secrets, the producers' seam
+        // (WebhookOutbox, called inside a producer's own statement), messages, attempts, signing and
+        // the address rules. The gateway manages endpoints through it, producers enqueue through it,
+        // the webhooks service sends through it. SQL, signing and address checks; no HTTP.
+        .target(
+            name: "BuzzKitWebhooks",
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitCrypto"],
+            path: "Shared/Webhooks"),
 
         // MARK: - What every service process shares
         .target(
@@ -132,7 +142,8 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger"
+                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger",
+                "BuzzKitWebhooks"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(
@@ -142,7 +153,7 @@ let package = Package(
             name: "IngestApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitRuntime"
+                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime", "BuzzKitWebhooks"
             ],
             path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
@@ -175,6 +186,15 @@ let package = Package(
         .executableTarget(
             name: "LiveActivity", dependencies: ["BuzzKitRuntime", "LiveActivityApp"],
             path: "Services/liveactivity/Main"),
+        .target(
+            name: "WebhooksApp",
+            dependencies: [
+                "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient", "BuzzKitWebhooks",
+                "BuzzKitRuntime"
+            ],
+            path: "Services/webhooks/App"),
+        .executableTarget(
+            name: "Webhooks", dependencies: ["BuzzKitRuntime", "WebhooksApp"], path: "Services/webhooks/Main"),
         .executableTarget(
             name: "BuzzKitAdmin",
             dependencies: [
@@ -189,7 +209,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitContracts", "BuzzKitIntake",
-                "BuzzKitWorkflows", "BuzzKitRuntime", "IngestApp", "WorkflowApp"
+                "BuzzKitWorkflows", "BuzzKitRuntime", "BuzzKitWebhooks", "IngestApp", "WorkflowApp"
             ],
             path: "Tools/bench"),
 
@@ -300,6 +320,13 @@ let package = Package(
                 "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger", "WorkflowApp", "BuzzKitTestSupport"
             ],
             path: "Tests/WorkflowTests"),
+        .testTarget(
+            name: "WebhooksTests",
+            dependencies: [
+                "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient",
+                "BuzzKitMigrations", "BuzzKitWebhooks", "GatewayApp", "BuzzKitTestSupport"
+            ],
+            path: "Tests/WebhooksTests"),
         .testTarget(
             name: "ServiceTests",
             dependencies: [

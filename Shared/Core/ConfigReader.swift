@@ -82,7 +82,8 @@ public struct ConfigReader: Sendable {
         if !recorded.isEmpty { throw collectedError }
     }
 
-    static func parseDuration(_ text: String) -> Duration? {
+    /// `250ms`, `30s`, `5m`, `1h` or a bare number of seconds; nil for anything else.
+    public static func parseDuration(_ text: String) -> Duration? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, seconds) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)

@@ -10,7 +10,10 @@ let curlBodyCallback: bk_curl_write_callback = { data, size, count, userdata in
     let length = size * count
     guard length > 0, let data, let userdata else { return length }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
-    transfer.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+    let room = transfer.bodyLimit - transfer.body.count
+    if room > 0 {
+        transfer.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
+    }
     return length
 }
 

@@ -70,6 +70,7 @@ final class CurlMultiLoop {
                 lineBuffer: &lineBuffer)
         } catch {
             curl_slist_free_all(transfer.headerList)
+            curl_slist_free_all(transfer.resolveList)
             recycle(easy)
             submission.completion.finish(.failure(error))
             return
@@ -77,6 +78,7 @@ final class CurlMultiLoop {
         let added = curl_multi_add_handle(multi, easy.handle)
         guard added == CURLM_OK else {
             curl_slist_free_all(transfer.headerList)
+            curl_slist_free_all(transfer.resolveList)
             recycle(easy)
             let text = curl_multi_strerror(added).map { String(cString: $0) } ?? "curl_multi_add_handle failed"
             submission.completion.finish(.failure(HTTPClientError(code: .other, message: text)))
@@ -132,6 +134,8 @@ final class CurlMultiLoop {
         curl_multi_remove_handle(multi, handle)
         curl_slist_free_all(transfer.headerList)
         transfer.headerList = nil
+        curl_slist_free_all(transfer.resolveList)
+        transfer.resolveList = nil
         recycle(transfer.easy)
         return transfer
     }

@@ -13,6 +13,17 @@ enum CurlRequestSetup {
         check(bk_curl_easy_setopt_pointer(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(easy.errorBuffer)))
         check(bk_curl_easy_setopt_string(h, CURLOPT_URL, request.url))
         check(bk_curl_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1))
+        // Only http and https, and redirects are never followed (the caller sees the 3xx).
+        check(bk_curl_easy_setopt_string(h, CURLOPT_PROTOCOLS_STR, "http,https"))
+        check(bk_curl_easy_setopt_long(h, CURLOPT_FOLLOWLOCATION, 0))
+        if !configuration.useEnvironmentProxy { check(bk_curl_easy_setopt_string(h, CURLOPT_PROXY, "")) }
+        if let limit = request.maxResponseBodyBytes { transfer.bodyLimit = max(0, limit) }
+        if !request.resolve.isEmpty {
+            var resolve: UnsafeMutablePointer<curl_slist>?
+            for entry in request.resolve { resolve = curl_slist_append(resolve, entry) }
+            transfer.resolveList = resolve
+            check(bk_curl_easy_setopt_slist(h, CURLOPT_RESOLVE, resolve))
+        }
         if !configuration.tcpNoDelay { check(bk_curl_easy_setopt_long(h, CURLOPT_TCP_NODELAY, 0)) }
         // The upload buffer (default 64 kB) is allocated for a transfer that sends a body; at
         // thousands of small POSTs per second, allocating and freeing blocks that large showed up

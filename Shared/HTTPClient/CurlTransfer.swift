@@ -11,7 +11,11 @@ final class CurlTransfer {
     let completion: CurlCompletion
     /// The request header list handed to curl; freed when the transfer ends.
     var headerList: UnsafeMutablePointer<curl_slist>?
+    /// CURLOPT_RESOLVE's list (the request's pinned addresses); freed when the transfer ends.
+    var resolveList: UnsafeMutablePointer<curl_slist>?
     var body: [UInt8] = []
+    /// `HTTPClientRequest.maxResponseBodyBytes`: body bytes past it are dropped.
+    var bodyLimit = Int.max
     var headers = HTTPHeaders()
 
     init(id: UInt64, easy: CurlEasyHandle, completion: CurlCompletion) {

@@ -41,6 +41,10 @@ extension HTTPClient {
         /// coalesce small writes: libcurl 7.88 writes every HTTP/2 frame as its own TLS record and
         /// send(2), so many small requests in flight become many tiny packets.
         public var tcpNoDelay: Bool = true
+        /// Whether the `http_proxy`/`https_proxy` environment variables apply (curl's default).
+        /// False: every request goes straight to its host (the webhooks service, whose address
+        /// checks would mean nothing through a proxy). Default true.
+        public var useEnvironmentProxy: Bool = true
 
         public init(
             httpVersion: HTTPVersionPreference = .http2,

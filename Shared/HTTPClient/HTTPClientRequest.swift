@@ -15,15 +15,25 @@ public struct HTTPClientRequest: Sendable {
     /// Limit for the whole exchange (connect, send, wait, receive). Nil: the client's
     /// `Configuration.requestTimeout`.
     public var timeout: Duration?
+    /// Addresses to connect to instead of resolving the URL's host (CURLOPT_RESOLVE entries,
+    /// `host:port:address[,address]`, an IPv6 address in brackets): a caller that checked where a
+    /// name resolves (the webhooks service refusing private addresses) pins the connection to what
+    /// it checked, so a DNS answer that changes in between cannot redirect it. Empty: curl resolves.
+    public var resolve: [String]
+    /// Keep at most this many bytes of the response body (the rest is read and dropped, so a
+    /// large answer costs no memory). Nil: keep it all.
+    public var maxResponseBodyBytes: Int?
 
     public init(
         method: HTTPMethod = .GET, url: String, headers: HTTPHeaders = [:], body: [UInt8] = [],
-        timeout: Duration? = nil
+        timeout: Duration? = nil, resolve: [String] = [], maxResponseBodyBytes: Int? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.resolve = resolve
+        self.maxResponseBodyBytes = maxResponseBodyBytes
     }
 }

@@ -2,6 +2,7 @@ import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitWebhooks
 import Foundation
 
 /// One claimed chunk and how each of its devices ended, to record.
@@ -111,11 +112,21 @@ extension Ledger {
         switch registry {
         case .devices:
             // Not when the device registered again after APNs's timestamp (updated_at moves then).
+            // The devices that were active get device.unregistered (the webhooks' outbox seam).
             try await tx.execute(
                 """
-                UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
-                FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[]) AS u(tenant_id, token, at, reason)
-                WHERE d.tenant_id = u.tenant_id AND d.token = u.token AND d.updated_at <= u.at
+                WITH was_active AS (
+                    SELECT d.tenant_id, d.token FROM devices d
+                    JOIN unnest($1::uuid[], $2::text[]) AS u(tenant_id, token)
+                        ON d.tenant_id = u.tenant_id AND d.token = u.token
+                    WHERE d.active
+                ), d AS (
+                    UPDATE devices d SET active = false, invalidated_at = u.at, invalid_reason = u.reason
+                    FROM unnest($1::uuid[], $2::text[], $3::timestamptz[], $4::text[]) AS u(tenant_id, token, at, reason)
+                    WHERE d.tenant_id = u.tenant_id AND d.token = u.token AND d.updated_at <= u.at
+                    RETURNING d.tenant_id, d.token, d.subscriber_id, d.environment, u.at, u.reason
+                )
+                \(unregisteredEvents)
                 """, parameters)
         case .liveActivities:
             for table in ["live_activities", "live_activity_start_tokens"] {
@@ -129,6 +140,17 @@ extension Ledger {
         }
         return done
     }
+
+    /// `device.unregistered` (source `apns`, APNs's reason) for the devices of `d` that were active.
+    static let unregisteredEvents = WebhookOutbox.insertSQL(
+        WebhookEventSource(
+            from: "d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deviceUnregistered),
+            eventId: "bk_webhook_event_id('device.unregistered', d.tenant_id || ':' || d.token || ':' || d.at)",
+            occurredAt: "d.at",
+            data: WebhookEventData.deviceUnregistered(
+                token: "d.token", subscriberId: "d.subscriber_id", environment: "d.environment", source: "'apns'",
+                reason: "d.reason", at: "d.at"),
+            filter: "(d.tenant_id, d.token) IN (SELECT tenant_id, token FROM was_active)"))
 
     static func recordSQL(tolerant: Bool) -> String {
         tolerant ? recordTolerant : recordPlain

@@ -10,7 +10,7 @@ import Foundation
 /// | `BUZZKIT_DATABASE_URL` | `postgres://buzzkit@127.0.0.1:5432/buzzkit` | PostgreSQL, the system of record |
 /// | `BUZZKIT_REDIS_URL` | `redis://127.0.0.1:6379` | Redis, the streams between services |
 /// | `BUZZKIT_HTTP_HOST` | `127.0.0.1` | address the HTTP port binds (`0.0.0.0` in containers) |
-/// | `BUZZKIT_HTTP_PORT` | per service: gateway 8080, ingest 8081, workflow 8082, apns-sender 8083, liveactivity 8084 | the service's HTTP port (API on the gateway; health, readiness and metrics on all) |
+/// | `BUZZKIT_HTTP_PORT` | per service: gateway 8080, ingest 8081, workflow 8082, apns-sender 8083, liveactivity 8084, webhooks 8085 | the service's HTTP port (API on the gateway; health, readiness and metrics on all) |
 /// | `BUZZKIT_HTTP_THREADS` | `2` | HTTP server worker threads |
 /// | `BUZZKIT_MAX_BODY_BYTES` | `1048576` | largest accepted request body |
 /// | `BUZZKIT_DB_POOL_SIZE` | `4` | PostgreSQL connections per process |
@@ -34,7 +34,7 @@ public struct ServiceSettings: Sendable {
 
     /// The default HTTP port of each service, so a whole stack runs on one machine without settings.
     public static let defaultPorts: [String: Int] = [
-        "gateway": 8080, "ingest": 8081, "workflow": 8082, "apns-sender": 8083, "liveactivity": 8084
+        "gateway": 8080, "ingest": 8081, "workflow": 8082, "apns-sender": 8083, "liveactivity": 8084, "webhooks": 8085
     ]
 
     public init(serviceName: String, environment: [String: String]) throws(ConfigurationError) {

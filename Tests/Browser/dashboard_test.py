@@ -9,6 +9,8 @@ and the APNs simulator on the test Postgres and Redis, seeds a workspace, and pa
   BK_OUTPUT_DIR     where the screenshots go (one PNG per page)
   BK_CHROMIUM       the browser (default /usr/bin/chromium)
   BK_SIMULATOR      the APNs simulator's control API, e.g. http://127.0.0.1:54322 (what it accepted)
+  BK_WEBHOOK_RECEIVER  a webhook receiver (Tests/Fixtures/webhook-receiver) for the Webhooks page:
+                    its URL, e.g. http://127.0.0.1:54323/hook, and BK_WEBHOOK_STATE its state folder
 
 Every step prints "ok: ..."; the first failed check prints "FAILED: ..." (with a screenshot
 failure.png) and the exit status is 1.
@@ -28,6 +30,8 @@ TENANT = os.environ["BK_TENANT_ID"]
 OUT = os.environ.get("BK_OUTPUT_DIR", "/tmp/buzzkit-dashboard")
 CHROMIUM = os.environ.get("BK_CHROMIUM", "/usr/bin/chromium")
 SIMULATOR = os.environ.get("BK_SIMULATOR", "").rstrip("/")
+WEBHOOK_RECEIVER = os.environ.get("BK_WEBHOOK_RECEIVER", "")
+WEBHOOK_STATE = os.environ.get("BK_WEBHOOK_STATE", "")
 XSS = "<img src=x onerror=alert(1)>"
 TIMEOUT = 60_000  # ms: generous, the machine is shared with builds
 
@@ -634,6 +638,83 @@ def digest_and_throttle(page):
     step("a digest run shows its key, count, list and the events it collected; a throttled run why it stopped")
 
 
+def received_webhooks():
+    """What the webhook receiver got (each request verified by standardwebhooks with its secrets)."""
+    base = WEBHOOK_RECEIVER.rsplit("/", 1)[0]
+    with urllib.request.urlopen(f"{base}/received", timeout=30) as response:
+        return json.loads(response.read())
+
+
+def webhooks(page):
+    page.get_by_test_id("nav-webhooks").click()
+    expect(page.get_by_role("heading", name="Webhooks", level=1)).to_be_visible(timeout=TIMEOUT)
+    # An endpoint made through the API with an XSS description shows it as text.
+    status, made = api("POST", "/v1/webhooks", {"url": WEBHOOK_RECEIVER + "?other=1", "events": ["receipt.opened"], "description": XSS})
+    check(status == 201, f"create through the API: {status} {made}")
+    page.get_by_test_id("webhook-create-url").fill(WEBHOOK_RECEIVER)
+    page.get_by_test_id("webhook-create-description").fill("Backend (browser test)")
+    page.get_by_test_id("webhook-create").click()
+    secret_el = page.get_by_test_id("webhook-secret")
+    expect(secret_el).to_be_visible(timeout=TIMEOUT)
+    secret = secret_el.inner_text()
+    check(secret.startswith("whsec_"), f"not a webhook secret: {secret!r}")
+    expect(page.get_by_test_id("webhook-secret-panel").get_by_test_id("copy")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_test_id("webhook-row")).to_have_count(2, timeout=TIMEOUT)
+    shot(page, "webhook-created")
+    page.get_by_test_id("webhook-secret-done").click()
+    expect(page.get_by_test_id("webhook-secret-panel")).to_have_count(0, timeout=TIMEOUT)
+    check(secret not in page.content(), "the secret is still in the page")
+    no_xss(page, "webhooks")
+    shot(page, "webhooks")
+    # The receiver verifies with the secret the page showed (standardwebhooks, not our code).
+    with open(os.path.join(WEBHOOK_STATE, "secrets"), "w") as f:
+        f.write(secret + "\n")
+    page.get_by_test_id("webhook-row").filter(has_text="Backend (browser test)").click()
+    expect(page.get_by_test_id("webhook-facts")).to_contain_text("receipt.delivered", timeout=TIMEOUT)
+    check(secret not in page.content(), "the secret is shown again")
+    page.get_by_test_id("webhook-test").click()
+    expect(page.get_by_test_id("webhook-test-queued")).to_be_visible(timeout=TIMEOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(r["type"] == "webhook.test" for r in received_webhooks()):
+        time.sleep(0.3)
+    got = [r for r in received_webhooks() if r["type"] == "webhook.test"]
+    check(got and got[0]["verified_with"] == [0], f"the test event was not verified with the shown secret: {got}")
+    check(got[0]["schema_error"] is None, f"the test event is not as the document says: {got[0]['schema_error']}")
+    page.get_by_test_id("webhook-refresh").click()
+    attempt = page.get_by_test_id("webhook-attempt").first
+    expect(attempt).to_contain_text("delivered", timeout=TIMEOUT)
+    expect(attempt).to_contain_text("200", timeout=TIMEOUT)
+    expect(attempt.get_by_test_id("attempt-webhook-id")).to_have_text(got[0]["id"], timeout=TIMEOUT)
+    expect(attempt.get_by_test_id("attempt-response")).to_contain_text('{"ok":true}', timeout=TIMEOUT)
+    shot(page, "webhook")
+    # Rotation: a new secret, shown once; the next request carries both signatures.
+    page.get_by_test_id("webhook-rotate").click()
+    page.get_by_test_id("webhook-rotate").click()  # confirm
+    rotated_el = page.get_by_test_id("webhook-secret")
+    expect(rotated_el).to_be_visible(timeout=TIMEOUT)
+    rotated = rotated_el.inner_text()
+    check(rotated.startswith("whsec_") and rotated != secret, "rotation did not show a new secret")
+    shot(page, "webhook-rotated")
+    page.get_by_test_id("webhook-secret-done").click()
+    with open(os.path.join(WEBHOOK_STATE, "secrets"), "w") as f:
+        f.write(secret + "\n" + rotated + "\n")
+    # Replay: the test event goes again under its own webhook-id.
+    page.get_by_test_id("webhook-replay").click()
+    expect(page.get_by_test_id("webhook-replayed")).to_contain_text("1 events queued", timeout=TIMEOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline and len([r for r in received_webhooks() if r["type"] == "webhook.test"]) < 2:
+        time.sleep(0.3)
+    tests = [r for r in received_webhooks() if r["type"] == "webhook.test"]
+    check(len(tests) == 2 and tests[1]["id"] == tests[0]["id"], f"the replay did not send the same webhook-id: {tests}")
+    check(tests[1]["verified_with"] == [0, 1], f"the replay was not signed with both secrets: {tests[1]}")
+    page.get_by_test_id("webhook-refresh").click()
+    expect(page.get_by_test_id("webhook-attempt")).to_have_count(2, timeout=TIMEOUT)
+    page.set_viewport_size({"width": 420, "height": 900})
+    shot(page, "webhook-narrow")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    step("webhooks: created with the secret shown once, a test verified by standardwebhooks, rotated, replayed")
+
+
 def main():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -655,6 +736,7 @@ def main():
             workflow_runs(page)
             digest_and_throttle(page)
             live_activities(page)
+            webhooks(page)
             overview(page)
             keys(browser, page)
             check(not errors, f"the pages logged errors: {errors}")

@@ -214,7 +214,9 @@ final class SchemathesisStack: Sendable {
         gateway = try ServiceProcess(
             executable: "gateway",
             environment: common.merging([
-                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
+                // Webhook endpoints on loopback (hooks.py's buzzkit-webhook-url); nothing sends to them here.
+                "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"
             ]) { _, new in new })
         let ingestPort = freeLoopbackPort()
         ingest = try ServiceProcess(
@@ -236,7 +238,8 @@ final class SchemathesisStack: Sendable {
         try await seed()
     }
 
-    /// A subscriber with a device and events, a topic with it, the segment messages may name, a message, a workflow.
+    /// A subscriber with a device and events, a topic with it, the segment messages may name, a message, a
+    /// workflow, a webhook endpoint.
     private func seed() async throws {
         let token = Hex.string(Digest.sha256(Array("schemathesis".utf8)))
         try await send("PUT", "/v1/subscribers/alice", ["attributes": ["plan": "pro"], "timezone": "Europe/Berlin"])
@@ -272,6 +275,8 @@ final class SchemathesisStack: Sendable {
                     ["name": "pause", "wait": ["duration": "1h"]], ["name": "hello", "send": ["title": "Welcome back"]]
                 ]
             ])
+        try await send(
+            "POST", "/v1/webhooks", ["url": "http://127.0.0.1:9/hooks/seed", "events": ["receipt.opened"]])
     }
 
     private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {

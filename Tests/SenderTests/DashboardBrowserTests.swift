@@ -1,3 +1,4 @@
+import BuzzKitHTTPClient
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
@@ -26,6 +27,23 @@ struct DashboardBrowserTests {
             _ = try await stack.startIngest()
             _ = try await stack.startWorkflow(clock: WorkflowClockFile())
             _ = try await stack.startLiveActivity()
+            _ = try await stack.startWebhooks()
+            // A tenant's webhook endpoint: verifies with standardwebhooks what the Webhooks page sets up.
+            let receiverState = FileManager.default.temporaryDirectory.appendingPathComponent(
+                TestEnvironment.uniqueName("receiver")
+            ).path
+            try FileManager.default.createDirectory(atPath: receiverState, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: receiverState) }
+            let document = try await stack.http.execute(HTTPClientRequest(url: stack.gatewayURL + "/openapi.json"))
+            try Data(document.body).write(to: URL(fileURLWithPath: receiverState + "/openapi.json"))
+            let receiverPort = freeLoopbackPort()
+            let receiver = try ServiceProcess(
+                path: python, name: "webhook-receiver", environment: [:],
+                arguments: [
+                    TestEnvironment.repositoryRoot + "/Tests/Fixtures/webhook-receiver/receiver.py", "--port",
+                    String(receiverPort), "--state", receiverState, "--openapi", receiverState + "/openapi.json"
+                ])
+            defer { receiver.signal(SIGKILL) }
             try await seed(stack)
             let output =
                 (ProcessInfo.processInfo.environment["TEST_OUTPUT_DIR"]
@@ -37,7 +55,8 @@ struct DashboardBrowserTests {
                 environment: [
                     "BK_URL": stack.gatewayURL, "BK_WORKSPACE_KEY": stack.workspaceKey,
                     "BK_TENANT_ID": stack.tenantID.uuidString.lowercased(), "BK_OUTPUT_DIR": output,
-                    "BK_CHROMIUM": chromium, "BK_SIMULATOR": "http://127.0.0.1:\(stack.simulator.controlPort)"
+                    "BK_CHROMIUM": chromium, "BK_SIMULATOR": "http://127.0.0.1:\(stack.simulator.controlPort)",
+                    "BK_WEBHOOK_RECEIVER": "http://127.0.0.1:\(receiverPort)/hook", "BK_WEBHOOK_STATE": receiverState
                 ], arguments: [script])
             let status = await browser.waitForExit(timeout: .seconds(600))
             #expect(
@@ -48,7 +67,8 @@ struct DashboardBrowserTests {
                 "subscriber", "segments", "segment", "segment-error", "keys", "key-created", "signed-out",
                 "workflows", "workflow", "workflow-problems", "workflow-runs", "workflow-run", "workflow-run-cancelled",
                 "workflow-run-digest", "workflow-run-throttled",
-                "live-activities", "live-activity", "live-activity-error", "live-activity-narrow", "overview-narrow"
+                "live-activities", "live-activity", "live-activity-error", "live-activity-narrow", "overview-narrow",
+                "webhooks", "webhook-created", "webhook", "webhook-rotated", "webhook-narrow"
             ] {
                 #expect(FileManager.default.fileExists(atPath: "\(output)/\(name).png"), "no screenshot of \(name)")
             }

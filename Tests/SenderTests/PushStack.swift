@@ -76,7 +76,8 @@ final class PushStack: Sendable {
         gateway = try ServiceProcess(
             executable: "gateway",
             environment: common.merging([
-                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
+                "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"
             ]) { _, new in new })
         senderEnvironment = common.merging([
             "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
@@ -108,6 +109,20 @@ final class PushStack: Sendable {
             executable: "ingest",
             environment: senderEnvironment.merging([
                 "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("ingest")
+            ]) { _, new in new })
+        senders.withLock { $0.append(process) }
+        try await waitReady("http://127.0.0.1:\(port)", process: process)
+        return process
+    }
+
+    /// Starts a webhooks replica (private addresses allowed: receivers run on loopback).
+    func startWebhooks() async throws -> ServiceProcess {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(
+            executable: "webhooks",
+            environment: senderEnvironment.merging([
+                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_INSTANCE_ID": TestEnvironment.uniqueName("webhooks"),
+                "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true", "BUZZKIT_WEBHOOKS_POLL_INTERVAL": "50ms"
             ]) { _, new in new })
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)

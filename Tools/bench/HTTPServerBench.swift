@@ -40,7 +40,7 @@ enum HTTPServerBench {
         await server.shutdown()
     }
 
-    private static func waitForTerminationSignal() async {
+    static func waitForTerminationSignal() async {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let queue = DispatchQueue(label: "bench.signals")

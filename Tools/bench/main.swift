@@ -6,7 +6,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
     FileHandle.standardError.write(
         Data(
-            "usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages|trigger-events|events-ingest|workflows> [options]\n"
+            "usage: buzzkit-bench <http-server|redis-streams|postgres-bulk|post-messages|trigger-events|events-ingest|workflows|webhooks|webhook-sink> [options]\n"
                 .utf8))
     exit(2)
 }
@@ -22,6 +22,8 @@ do {
     // libraries), so no service executable carries benchmark code.
     case "events-ingest": printLines(try await EventsIngestBench.run(arguments: rest))
     case "workflows": printLines(try await WorkflowBench.run(arguments: rest))
+    case "webhooks": printLines(try await WebhooksBench.run(arguments: rest))
+    case "webhook-sink": try await WebhookSinkBench.run(arguments: rest)
     default:
         FileHandle.standardError.write(Data("unknown benchmark \(command)\n".utf8))
         exit(2)

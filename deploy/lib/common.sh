@@ -126,17 +126,19 @@ bk_stop_redis() {
 BK_VENV="$BK_ROOT/.buzzkit/venv"
 # playwright drives Debian's chromium (its own browser download cannot run here) in the dashboard's browser tests;
 # schemathesis (pinned: its checks change between releases) checks the API document against the real gateway;
-# openapi-python-client (pinned: what it accepts changes between releases) generates the client GeneratedClientTests uses.
+# openapi-python-client (pinned: what it accepts changes between releases) generates the client GeneratedClientTests uses;
+# standardwebhooks (pinned) verifies the webhooks service's signatures in the tests (a verifier we did not write).
 BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5'
-  'openapi-python-client==0.29.1')
+  'openapi-python-client==0.29.1' 'standardwebhooks==1.1.0')
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
     python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
   fi
-  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis, openapi_python_client
+  "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis, openapi_python_client, standardwebhooks
+from importlib.metadata import version
 assert schemathesis.__version__ == "4.32.5"
-assert openapi_python_client.__version__ == "0.29.1"' 2>/dev/null \
+assert openapi_python_client.__version__ == "0.29.1" and version("standardwebhooks") == "1.1.0"' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }

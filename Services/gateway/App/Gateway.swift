@@ -4,6 +4,7 @@ import BuzzKitHTTPServer
 import BuzzKitIntake
 import BuzzKitPostgres
 import BuzzKitRedis
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -36,6 +37,11 @@ public final class Gateway: Sendable {
     let installationCache: InstallationCache
     let installations: InstallationAuthenticator
     let sealer: AESGCM
+    /// Webhook endpoints (Shared/Webhooks), and the resolver that checks where their URLs lead.
+    let webhookEndpoints: WebhookEndpointStore
+    var webhookResolver: WebhookHostResolver { Self.webhookResolver }
+    /// One per process (lookups are rare: endpoint saves), its threads kept for the process's life.
+    static let webhookResolver = WebhookHostResolver(threads: 2)
     /// Where Live Activity sends wait for their answers: one list and one reader per replica.
     let liveActivityReplies: LiveActivityReplies
     public let lastUsed: LastUsedRecorder
@@ -55,6 +61,7 @@ public final class Gateway: Sendable {
         self.redis = redis
         self.logger = logger
         sealer = try AESGCM(key: configuration.secretKey)
+        webhookEndpoints = try WebhookEndpointStore(postgres: postgres, secretKey: configuration.secretKey)
         liveActivityReplies = LiveActivityReplies(
             redis: redis, stream: configuration.liveActivityStream, logger: logger)
         keys = KeyStore(postgres: postgres)

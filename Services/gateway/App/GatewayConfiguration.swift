@@ -14,6 +14,7 @@ import Foundation
 /// | `BUZZKIT_KEY_LAST_USED_INTERVAL` | `10s` | how often `lastUsedAt` is written, in one batch |
 /// | `BUZZKIT_DASHBOARD_DIR` | the bundled files | a folder to serve at `/dashboard` instead (edit the pages without a rebuild) |
 /// | `BUZZKIT_LA_DEADLINE` | `5s` | how long `POST /v1/live-activities/send` waits for its answer (then 504 `upstream_timeout`; the send completes) |
+/// | `BUZZKIT_WEBHOOKS_ALLOW_PRIVATE` | `false` | `true` lets webhook endpoints use `http://` and resolve to loopback, private and link-local addresses (the webhooks service must have the same setting) |
 public struct GatewayConfiguration: Sendable {
     /// The AES-256-GCM key for secrets at rest (32 bytes).
     public var secretKey: [UInt8]
@@ -32,6 +33,9 @@ public struct GatewayConfiguration: Sendable {
     public var liveActivityStream: StreamName = .liveActivities
     /// How long `POST /v1/live-activities/send` waits for the liveactivity service. Default 5 s.
     public var liveActivityDeadline: Duration = .seconds(5)
+    /// Webhook endpoints may lead to loopback, private and link-local addresses and use `http://`
+    /// (`BUZZKIT_WEBHOOKS_ALLOW_PRIVATE`). Default false.
+    public var webhooksAllowPrivate = false
 
     public init(
         secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
@@ -65,6 +69,7 @@ public struct GatewayConfiguration: Sendable {
         let interval = reader.duration("BUZZKIT_KEY_LAST_USED_INTERVAL", default: .seconds(10))
         let dashboard = reader.raw("BUZZKIT_DASHBOARD_DIR").flatMap { $0.isEmpty ? nil : $0 }
         let deadline = reader.duration("BUZZKIT_LA_DEADLINE", default: .seconds(5))
+        let allowPrivate = reader.bool("BUZZKIT_WEBHOOKS_ALLOW_PRIVATE", default: false)
         if let dashboard, !FileManager.default.fileExists(atPath: dashboard + "/index.html") {
             reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
         }
@@ -75,5 +80,6 @@ public struct GatewayConfiguration: Sendable {
             authCacheTTL: ttl, lastUsedInterval: interval)
         dashboardDirectory = dashboard
         liveActivityDeadline = deadline
+        webhooksAllowPrivate = allowPrivate
     }
 }

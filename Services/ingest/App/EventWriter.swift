@@ -3,6 +3,7 @@ import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitContracts
 import BuzzKitRedis
+import BuzzKitWebhooks
 import BuzzKitWire
 
 /// Stores `bk:ingest` entries in Postgres, one transaction per batch of entries, and says which
@@ -217,6 +218,19 @@ struct EventWriter: Sendable {
         JOIN subscriber_aliases a ON a.tenant_id = e.tenant_id AND a.anonymous_id = e.anonymous_id
         """
 
+    /// The webhooks seam over the receipts just inserted: the first delivered and opened receipt
+    /// of a message for a subscriber (the one the counters count), its id derived from that key.
+    static let webhookEvents = WebhookOutbox.insertSQL(
+        WebhookEventSource(
+            from: "receipts r", tenantId: "r.tenant_id", type: "'receipt.' || r.kind",
+            eventId:
+                "bk_webhook_event_id('receipt', r.tenant_id || ':' || r.message_id || ':' || r.kind || ':' || r.subscriber_id)",
+            occurredAt: "r.occurred_at",
+            data: WebhookEventData.receipt(
+                messageId: "r.message_id", subscriberId: "r.subscriber_id", eventId: "r.event_id",
+                occurredAt: "r.occurred_at"),
+            filter: "r.kind IN ('delivered', 'opened')"))
+
     /// Entries: $1 tenant uuid[], $2 subscriber id (NULL for anonymous), $3 anonymous id, $4 stream
     /// entry id. Events: $5 entry ordinal (1-based) int4[], $6 event id.
     /// Rows (kind, ordinal, value): ('s', entry, resolved subscriber) per anonymous entry;
@@ -257,7 +271,8 @@ struct EventWriter: Sendable {
 
     /// The receipts among the events just stored: $1 tenant uuid[], $2 subscriber, $3 event id,
     /// $4 name, $5 data jsonb[], $6 occurred µs int8[]. One row per (message, kind, subscriber),
-    /// the earliest; counters incremented by the rows newly inserted.
+    /// the earliest; counters incremented by the rows newly inserted; `receipt.delivered` and
+    /// `receipt.opened` webhook events for the rows newly inserted (`webhookEvents`), in the same statement.
     static let receiptsSQL = """
         WITH fresh AS (
             SELECT f.tenant_id, f.subscriber_id, f.event_id, f.name, f.data,
@@ -275,7 +290,9 @@ struct EventWriter: Sendable {
             WHERE jsonb_typeof(f.data->'messageId') = 'string'
             ORDER BY f.tenant_id, f.data->>'messageId', k.kind, f.subscriber_id, f.occurred_at
             ON CONFLICT DO NOTHING
-            RETURNING tenant_id, message_id, kind
+            RETURNING tenant_id, message_id, kind, subscriber_id, event_id, occurred_at
+        ),
+        webhook_events AS (\(webhookEvents)
         )
         INSERT INTO message_receipt_counts AS m (tenant_id, message_id, delivered, opened, dismissed)
         SELECT tenant_id, message_id,

@@ -12,6 +12,9 @@ schemathesis each one, and nothing else:
   expressions; buzzkit-workflow-expression: the same over the paths every place of a workflow reads
   (trigger. and subscriber.).
 - buzzkit-workflow-key-template: a digest's or throttle's key, a template over the trigger event.
+- buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
+  gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback: loopback URLs on a
+  closed port (nothing is sent: no webhooks service runs here).
 - buzzkit-p8-private-key: the PEM text of an EC P-256 private key (a fresh one, made here).
 - buzzkit-event-time: a moment from 2000-01-01 to 24 hours ahead of the clock; buzzkit-future-date-time:
   one not yet passed.
@@ -50,6 +53,8 @@ schemathesis.openapi.format(
     "buzzkit-workflow-key-template",
     st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
 )
+schemathesis.openapi.format(
+    "buzzkit-webhook-url", st.integers(min_value=0, max_value=999).map(lambda n: f"http://127.0.0.1:9/hooks/{n}"))
 
 _PEM = (
     ec.generate_private_key(ec.SECP256R1())

@@ -2,7 +2,7 @@
 ///
 /// The list is fixed by the public API: `tenants:write`, `keys:write`, `messages:send`,
 /// `messages:read`, `events:write`, `subscribers:read`, `subscribers:write`, `workflows:read`,
-/// `workflows:write`. A key lacking the scope of a route gets `403 forbidden_scope` naming it.
+/// `workflows:write`, `webhooks:read`, `webhooks:write`. A key lacking the scope of a route gets `403 forbidden_scope` naming it.
 public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
     public let rawValue: String
     public init?(rawValue: String) {
@@ -23,11 +23,13 @@ public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStr
     public static let subscribersWrite = Scope("subscribers:write")
     public static let workflowsRead = Scope("workflows:read")
     public static let workflowsWrite = Scope("workflows:write")
+    public static let webhooksRead = Scope("webhooks:read")
+    public static let webhooksWrite = Scope("webhooks:write")
 
     /// Every scope; a bootstrap workspace key holds all of them.
     public static let all: [Scope] = [
         .tenantsWrite, .keysWrite, .messagesSend, .messagesRead, .eventsWrite,
-        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite
+        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite, .webhooksRead, .webhooksWrite
     ]
 
     /// Scopes a tenant key may hold: everything but the workspace administration scopes.

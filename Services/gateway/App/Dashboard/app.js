@@ -19,6 +19,8 @@ import * as runs from './pages/runs.js';
 import * as run from './pages/run.js';
 import * as liveActivities from './pages/liveactivities.js';
 import * as liveActivity from './pages/liveactivity.js';
+import * as webhooks from './pages/webhooks.js';
+import * as webhook from './pages/webhook.js';
 
 const NAV = [
   { path: 'overview', label: 'Overview', icon: icons.overview },
@@ -28,6 +30,7 @@ const NAV = [
   { path: 'segments', label: 'Segments', icon: icons.segments, scope: 'subscribers:read' },
   { path: 'workflows', label: 'Workflows', icon: icons.workflows, scope: 'workflows:read' },
   { path: 'live-activities', label: 'Live Activities', icon: icons.live, scope: 'subscribers:read' },
+  { path: 'webhooks', label: 'Webhooks', icon: icons.webhooks, scope: 'webhooks:read' },
   { path: 'keys', label: 'Keys', icon: icons.keys, scope: 'keys:write', workspace: true },
 ];
 
@@ -49,6 +52,8 @@ const ROUTES = [
   [/^workflows\/(.+)$/, workflow, ['key']],
   [/^live-activities$/, liveActivities],
   [/^live-activities\/(.+)$/, liveActivity, ['id']],
+  [/^webhooks$/, webhooks],
+  [/^webhooks\/([^/]+)$/, webhook, ['id']],
   [/^keys$/, keys],
 ];
 

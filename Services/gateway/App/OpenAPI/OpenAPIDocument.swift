@@ -39,6 +39,8 @@ public enum OpenAPIDocument {
             ],
             "servers": [["url": "/"]],
             "paths": .object(paths.mapValues { JSONValue.object($0) }),
+            // What BuzzKit POSTs to a tenant's webhook endpoints, per event type (OpenAPI 3.1 webhooks).
+            "webhooks": WebhookSchemas.webhooks,
             "components": components(errorCodes(routes))
         ]
     }
@@ -56,7 +58,7 @@ public enum OpenAPIDocument {
     static var namedSchemas: [[String: JSONValue]] {
         [
             Schema.components, MessageSchemas.components, WorkflowSchemas.components,
-            LiveActivitySendRoutes.components, EventRoutes.components
+            LiveActivitySendRoutes.components, EventRoutes.components, WebhookSchemas.components
         ]
     }
 

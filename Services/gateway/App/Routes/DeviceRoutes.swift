@@ -1,5 +1,6 @@
 import BuzzKitHTTPServer
 import BuzzKitPostgres
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -73,6 +74,21 @@ enum DeviceRoutes {
         ]
     }
 
+    /// `device.unregistered` (source `api`, reason `deleted`) for the active devices among `rows`
+    /// (columns tenant_id, token, subscriber_id, environment, active), through the webhooks seam.
+    static func unregisteredEvents(from rows: String) -> String {
+        WebhookOutbox.insertSQL(
+            WebhookEventSource(
+                from: "\(rows) bk_d", tenantId: "bk_d.tenant_id", type: WebhookEventSource.literal(.deviceUnregistered),
+                eventId:
+                    "bk_webhook_event_id('device.unregistered', bk_d.tenant_id || ':' || bk_d.token || ':' || now())",
+                occurredAt: "now()",
+                data: WebhookEventData.deviceUnregistered(
+                    token: "bk_d.token", subscriberId: "bk_d.subscriber_id", environment: "bk_d.environment",
+                    source: "'api'", reason: "'deleted'", at: "now()"),
+                filter: "bk_d.active"))
+    }
+
     static func token(_ context: RequestContext) throws(APIError) -> String {
         try Gateway.pathParameter(context, "token", rule: FieldRules.deviceTokenRule, problem: FieldRules.deviceToken)
             .lowercased()
@@ -123,9 +139,17 @@ extension Gateway {
         let subscriber = try SubscriberRoutes.subscriberID(context)
         let token = try DeviceRoutes.token(context)
         try await authorizeInstallation(context, subscriber: subscriber)
-        let deleted = try await postgres.execute(
-            "DELETE FROM devices WHERE tenant_id = $1::uuid AND token = $2 AND subscriber_id = $3",
-            [try context.tenant, token, subscriber])
+        // The device and its device.unregistered event (when an endpoint wants it) in one statement.
+        let rows = try await postgres.query(
+            """
+            WITH d AS (
+                DELETE FROM devices WHERE tenant_id = $1::uuid AND token = $2 AND subscriber_id = $3
+                RETURNING tenant_id, token, subscriber_id, environment, active),
+            webhook_events AS (\(DeviceRoutes.unregisteredEvents(from: "d"))
+            )
+            SELECT count(*) FROM d
+            """, [try context.tenant, token, subscriber])
+        let deleted = try rows.first?.decode(Int.self, at: 0) ?? 0
         return .json(["token": .string(token), "deleted": .bool(deleted > 0)])
     }
 

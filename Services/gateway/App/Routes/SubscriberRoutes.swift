@@ -157,6 +157,13 @@ extension Gateway {
         let deleted = try await postgres.withTransaction { tx -> Int in
             try await tx.execute(
                 "DELETE FROM subscriber_aliases WHERE tenant_id = $1::uuid AND subscriber_id = $2", [tenant, id])
+            // Its devices go with it (ON DELETE CASCADE): device.unregistered for the active ones.
+            try await tx.execute(
+                """
+                WITH d AS (SELECT tenant_id, token, subscriber_id, environment, active FROM devices
+                           WHERE tenant_id = $1::uuid AND subscriber_id = $2)
+                \(DeviceRoutes.unregisteredEvents(from: "d"))
+                """, [tenant, id])
             return try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
         }
         return .json(["id": .string(id), "deleted": .bool(deleted > 0)])

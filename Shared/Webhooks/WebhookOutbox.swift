@@ -1,0 +1,118 @@
+import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
+
+/// The producers' seam: how any code that changes something a webhook reports enqueues the
+/// event, inside its OWN statement or transaction, so the event is committed with the change or
+/// not at all (a process that dies after its commit loses nothing: the webhooks service finds
+/// the rows in `webhook_outbox`).
+///
+/// An event is written once per endpoint subscribed to its type, by joining the producer's rows
+/// with `webhook_subscriptions` (primary key `(tenant_id, event_type, endpoint_id)`): for a tenant
+/// with no endpoint wanting the type, the cost is one index probe per distinct (tenant, type) and
+/// nothing is written; the `data` expression is never evaluated.
+///
+/// Two forms:
+/// - `insertSQL(_:)`: SQL to put in the producer's own statement as a CTE
+///   (`WITH …, webhook_events AS (\(WebhookOutbox.insertSQL(source))) <the producer's statement>`),
+///   reading the producer's rows (a table, a CTE, the `RETURNING` of another CTE).
+/// - `enqueue(on:_:)`: events built in Swift, as one statement on the caller's connection (inside
+///   its transaction).
+public enum WebhookOutbox {
+    /// The INSERT into the outbox for the rows `source` describes. Usable as a CTE body or alone.
+    public static func insertSQL(_ source: WebhookEventSource) -> String {
+        """
+        INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, data)
+        SELECT bk_ws.endpoint_id, bk_ws.tenant_id, \(source.eventId), bk_ws.event_type, \(source.occurredAt), \(source.data)
+        FROM \(source.from)
+        JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
+        \(source.filter.map { "WHERE " + $0 } ?? "")
+        """
+    }
+
+    /// Enqueues `events` on `connection` (the caller's transaction, when it has one); answers the
+    /// rows written (one per subscribed endpoint per event).
+    @discardableResult
+    public static func enqueue(on connection: PostgresConnection, _ events: [WebhookEvent]) async throws -> Int {
+        guard !events.isEmpty else { return 0 }
+        return try await connection.execute(enqueueSQL, parameters(events))
+    }
+
+    /// `enqueue` on a pooled connection (a producer with no transaction of its own).
+    @discardableResult
+    public static func enqueue(on postgres: PostgresClient, _ events: [WebhookEvent]) async throws -> Int {
+        guard !events.isEmpty else { return 0 }
+        return try await postgres.execute(enqueueSQL, parameters(events))
+    }
+
+    static let enqueueSQL = insertSQL(
+        WebhookEventSource(
+            from: """
+                unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[], $5::jsonb[])
+                    AS e(tenant_id, event_type, event_id, occurred_at, data)
+                """,
+            tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id", occurredAt: "e.occurred_at",
+            data: "e.data"))
+
+    static func parameters(_ events: [WebhookEvent]) -> [any PostgresEncodable] {
+        [
+            events.map(\.tenantId), events.map(\.type.rawValue), events.map(\.id), events.map(\.occurredAt),
+            events.map(\.data.jsonString)
+        ]
+    }
+}
+
+/// One event built in Swift (`WebhookOutbox.enqueue`).
+public struct WebhookEvent: Sendable {
+    public var tenantId: UUID
+    public var type: WebhookEventType
+    /// The event's id: for a non-batched type, the `webhook-id` of its message. Derive it from what
+    /// the event reports (a name-based UUID) where a producer may run twice.
+    public var id: UUID
+    public var occurredAt: Date
+    /// The body's `data` (for a batched type: one item of `data.deliveries`).
+    public var data: JSONValue
+
+    public init(tenantId: UUID, type: WebhookEventType, id: UUID = UUID(), occurredAt: Date = Date(), data: JSONValue) {
+        self.tenantId = tenantId
+        self.type = type
+        self.id = id
+        self.occurredAt = occurredAt
+        self.data = data
+    }
+}
+
+/// The producer's rows as SQL expressions (see `WebhookOutbox.insertSQL`). Every expression may
+/// use the alias of `from`; `data` (a jsonb expression, see `WebhookEventData`) is evaluated only
+/// for rows some endpoint subscribed to.
+public struct WebhookEventSource: Sendable {
+    /// A FROM item: `receipts r`, `unnest(...) AS u(...)`.
+    public var from: String
+    public var tenantId: String
+    /// A text expression: a type's literal (`WebhookEventSource.literal(.deliverySent)`) or one
+    /// computed per row.
+    public var type: String
+    /// A uuid expression, the same for a row whichever endpoint gets it (not `gen_random_uuid()`):
+    /// `bk_webhook_event_id('<kind>', <text naming the event>)` derives one.
+    public var eventId: String
+    public var occurredAt: String
+    public var data: String
+    /// A condition on the producer's rows (no WHERE).
+    public var filter: String?
+
+    public init(
+        from: String, tenantId: String, type: String, eventId: String, occurredAt: String, data: String,
+        filter: String? = nil
+    ) {
+        self.from = from
+        self.tenantId = tenantId
+        self.type = type
+        self.eventId = eventId
+        self.occurredAt = occurredAt
+        self.data = data
+        self.filter = filter
+    }
+
+    /// A type as a SQL literal.
+    public static func literal(_ type: WebhookEventType) -> String { "'\(type.rawValue)'::text" }
+}
