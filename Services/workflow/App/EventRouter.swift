@@ -11,7 +11,7 @@ import Foundation
 /// react to its name (cancelOn, waitFor) get it in their inbox and become due now, and (2) every
 /// enabled workflow it triggers (name and `where`) starts a run, once per (workflow, event id)
 /// whatever the redeliveries. One transaction per entry (one identity's batch): a failure leaves
-/// the entry pending for a retry, and after `maxDeliveries` it goes to `bk:events:dead`.
+/// the entry pending for a retry, and after `maxDeliveries` it goes to `{bk:events}:dead`.
 ///
 /// An unknown subscriber's trigger starts nothing and is recorded (`workflow_trigger_skips`,
 /// `buzzkit_workflow_triggers_skipped_total`).
