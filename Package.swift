@@ -19,6 +19,8 @@ let package = Package(
         .executable(name: "apns-sender", targets: ["APNsSender"]),
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
+        // Every service and buzzkit-admin in one executable: what the container image ships.
+        .executable(name: "buzzkit-server", targets: ["BuzzKitServer"]),
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .executable(name: "apns-sim", targets: ["APNsSimulator"]),
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
@@ -118,12 +120,10 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
-                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+                "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
-        .executableTarget(
-            name: "Gateway", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "GatewayApp"],
-            path: "Services/gateway/Main"),
+        .executableTarget(name: "Gateway", dependencies: ["GatewayApp"], path: "Services/gateway/Main"),
         .target(
             name: "IngestApp",
             dependencies: [
@@ -131,7 +131,7 @@ let package = Package(
                 "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime"
             ],
             path: "Services/ingest/App"),
-        .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
+        .executableTarget(name: "Ingest", dependencies: ["IngestApp"], path: "Services/ingest/Main"),
         .target(
             name: "WorkflowApp",
             dependencies: [
@@ -139,8 +139,7 @@ let package = Package(
                 "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime"
             ],
             path: "Services/workflow/App"),
-        .executableTarget(
-            name: "Workflow", dependencies: ["BuzzKitRuntime", "WorkflowApp"], path: "Services/workflow/Main"),
+        .executableTarget(name: "Workflow", dependencies: ["WorkflowApp"], path: "Services/workflow/Main"),
         .target(
             name: "APNsSenderApp",
             dependencies: [
@@ -149,9 +148,7 @@ let package = Package(
                 "BuzzKitRuntime", "BuzzKitPush", "BuzzKitCrypto"
             ],
             path: "Services/apns-sender/App"),
-        .executableTarget(
-            name: "APNsSender", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "APNsSenderApp"],
-            path: "Services/apns-sender/Main"),
+        .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp"], path: "Services/apns-sender/Main"),
         .target(
             name: "LiveActivityApp",
             dependencies: [
@@ -159,16 +156,19 @@ let package = Package(
                 "BuzzKitContracts", "BuzzKitRuntime"
             ],
             path: "Services/liveactivity/App"),
+        .executableTarget(name: "LiveActivity", dependencies: ["LiveActivityApp"], path: "Services/liveactivity/Main"),
+        // buzzkit-admin's commands (migrate, bootstrap), run by its executable and by buzzkit-server.
+        .target(
+            name: "AdminCommand",
+            dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations", "GatewayApp"],
+            path: "Tools/buzzkit-admin/Command"),
+        .executableTarget(name: "BuzzKitAdmin", dependencies: ["AdminCommand"], path: "Tools/buzzkit-admin/Main"),
         .executableTarget(
-            name: "LiveActivity", dependencies: ["BuzzKitCore", "BuzzKitRuntime", "LiveActivityApp"],
-            path: "Services/liveactivity/Main"),
-        .executableTarget(
-            name: "BuzzKitAdmin",
+            name: "BuzzKitServer",
             dependencies: [
-                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
-                "GatewayApp"
+                "GatewayApp", "IngestApp", "WorkflowApp", "APNsSenderApp", "LiveActivityApp", "AdminCommand"
             ],
-            path: "Tools/buzzkit-admin"),
+            path: "Tools/buzzkit-server"),
         .executableTarget(
             name: "BuzzKitBench",
             dependencies: [

@@ -1,15 +1,4 @@
-import Foundation
-import BuzzKitRuntime
 import IngestApp
 
-// The ingest service: consumes bk:ingest in batches, stores events in Postgres (deduplicated),
-// counts receipts, publishes new events on bk:events, and maintains the event partitions.
-// `ingest bench --postgres URL --redis URL [--events N]` runs bench/events_ingest.sh's measurement.
-await ServiceMain.runBenchIfAsked { arguments in try await EventsIngestBench.run(arguments: arguments) }
-
-await ServiceMain.run(service: "ingest") { runtime, _ in
-    let configuration = try IngestConfiguration(
-        consumerName: runtime.settings.instanceID,
-        environment: ProcessInfo.processInfo.environment)
-    return IngestService.makeServices(runtime: runtime, configuration: configuration)
-}
+// The ingest service: events from bk:ingest into Postgres (IngestMain).
+await IngestMain.run()

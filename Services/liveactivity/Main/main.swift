@@ -1,19 +1,4 @@
-import BuzzKitCore
-import BuzzKitRuntime
-import Foundation
 import LiveActivityApp
 
-// liveactivity: consumes bk:la (POST /v1/live-activities/send from the gateway), sends each
-// request's Live Activity pushes through APNs, records them in the delivery ledger and answers
-// on the request's reply key. Settings: ServiceSettings plus LiveActivityConfiguration.
-let configuration: LiveActivityConfiguration
-do {
-    configuration = try LiveActivityConfiguration(environment: ProcessInfo.processInfo.environment)
-} catch {
-    Logger(label: "liveactivity").critical("invalid configuration", metadata: ["error": error.description])
-    exit(78)  // EX_CONFIG
-}
-
-await ServiceMain.run(service: "liveactivity") { runtime, _ in
-    try LiveActivityService(runtime: runtime, configuration: configuration).services
-}
+// liveactivity: Live Activity sends from bk:la (LiveActivityMain).
+await LiveActivityMain.run()
