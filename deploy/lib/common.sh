@@ -8,11 +8,16 @@ BK_PG_OS_USER="${BK_PG_OS_USER:-buzzkit}"   # Postgres refuses to run as root: i
 bk_log() { printf '[buzzkit] %s\n' "$*" >&2; }
 bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 
-# The Debian packages the build, the tests and the local stack need.
+# The services, in start order: what ./deploy/local and ./deploy/containers run (a new service is
+# added here, in deploy/docker-compose.yml and in deploy/kubernetes/; docs/containers.md).
+BK_SERVICES=(gateway ingest workflow apns-sender liveactivity)
+
+# The Debian packages the build, the tests and the local stack need (docker.io, docker-compose and
+# debootstrap: ./deploy/containers and its tests).
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
   libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
-  nghttp2-server nghttp2-client chromium
+  nghttp2-server nghttp2-client chromium docker.io debootstrap
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
@@ -114,15 +119,19 @@ bk_stop_redis() {
 # A Python virtualenv under .buzzkit/venv with the packages the offline checks use.
 BK_VENV="$BK_ROOT/.buzzkit/venv"
 # playwright drives Debian's chromium (its own browser download cannot run here) in the dashboard's browser tests;
-# schemathesis (pinned: its checks change between releases) checks the API document against the real gateway.
-BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5')
+# schemathesis (pinned: its checks change between releases) checks the API document against the real gateway;
+# kubernetes-validate (pinned: it bundles the Kubernetes schemas, up to 1.37) checks deploy/kubernetes/.
+BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5'
+                'kubernetes-validate==1.37.0')
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
     python3 -m venv "$BK_VENV" || bk_die "python3 -m venv failed"
   fi
   "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis
-assert schemathesis.__version__ == "4.32.5"' 2>/dev/null \
+import importlib.metadata
+assert schemathesis.__version__ == "4.32.5"
+assert importlib.metadata.version("kubernetes-validate") == "1.37.0"' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }
