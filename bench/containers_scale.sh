@@ -80,7 +80,7 @@ RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 for replicas in $REPLICAS; do
   bk_log "run with $replicas apns-sender container(s)"
-  compose up -d --scale "apns-sender=$replicas" apns-sender >/dev/null 2>&1
+  compose up -d --no-deps --scale "apns-sender=$replicas" apns-sender >/dev/null 2>&1
   for _ in $(seq 1 120); do
     healthy=0
     for id in $(compose ps -q apns-sender); do

@@ -84,7 +84,7 @@ def test_four_senders_and_one_killed_half_way_miss_nothing_and_double_nothing(st
 
     # Scale out while the send runs: two more senders join the group and take chunks.
     before = set(stack.containers("apns-sender"))
-    stack.compose("up", "-d", "--no-recreate", "--scale", "apns-sender=4", "apns-sender")
+    stack.compose("up", "-d", "--no-deps", "--no-recreate", "--scale", "apns-sender=4", "apns-sender")
     senders = stack.containers("apns-sender")
     assert len(senders) == 4, senders
     joined = [c for c in senders if c not in before]
@@ -114,7 +114,7 @@ def test_four_senders_and_one_killed_half_way_miss_nothing_and_double_nothing(st
         assert sent > 0, f"sender {container[:12]} that joined mid-send sent nothing"
 
     # Back to two senders (the killed one is gone; compose removes the surplus).
-    stack.compose("up", "-d", "--scale", "apns-sender=2", "apns-sender")
+    stack.compose("up", "-d", "--no-deps", "--scale", "apns-sender=2", "apns-sender")
 
 
 def test_postgres_and_redis_restarts_mid_send_miss_nothing_and_double_nothing(stack):
