@@ -20,6 +20,8 @@ let package = Package(
         .executable(name: "liveactivity", targets: ["LiveActivity"]),
         .executable(name: "webhooks", targets: ["Webhooks"]),
         .executable(name: "buzzkit-admin", targets: ["BuzzKitAdmin"]),
+        // Every service and buzzkit-admin in one executable: what the container image ships.
+        .executable(name: "buzzkit-server", targets: ["BuzzKitServer"]),
         .executable(name: "buzzkit-bench", targets: ["BuzzKitBench"]),
         .executable(name: "apns-sim", targets: ["APNsSimulator"]),
         .library(name: "BuzzKitWire", targets: ["BuzzKitWire"]),
@@ -143,12 +145,10 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
                 "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger",
-                "BuzzKitWebhooks"
+                "BuzzKitWebhooks", "BuzzKitRuntime"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
-        .executableTarget(
-            name: "Gateway", dependencies: ["BuzzKitRuntime", "GatewayApp"],
-            path: "Services/gateway/Main"),
+        .executableTarget(name: "Gateway", dependencies: ["GatewayApp"], path: "Services/gateway/Main"),
         .target(
             name: "IngestApp",
             dependencies: [
@@ -156,7 +156,7 @@ let package = Package(
                 "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime", "BuzzKitWebhooks"
             ],
             path: "Services/ingest/App"),
-        .executableTarget(name: "Ingest", dependencies: ["IngestApp", "BuzzKitRuntime"], path: "Services/ingest/Main"),
+        .executableTarget(name: "Ingest", dependencies: ["IngestApp"], path: "Services/ingest/Main"),
         .target(
             name: "WorkflowApp",
             dependencies: [
@@ -164,8 +164,7 @@ let package = Package(
                 "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime", "BuzzKitLedger"
             ],
             path: "Services/workflow/App"),
-        .executableTarget(
-            name: "Workflow", dependencies: ["BuzzKitRuntime", "WorkflowApp"], path: "Services/workflow/Main"),
+        .executableTarget(name: "Workflow", dependencies: ["WorkflowApp"], path: "Services/workflow/Main"),
         .target(
             name: "APNsSenderApp",
             dependencies: [
@@ -173,9 +172,7 @@ let package = Package(
                 "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger"
             ],
             path: "Services/apns-sender/App"),
-        .executableTarget(
-            name: "APNsSender", dependencies: ["BuzzKitRuntime", "APNsSenderApp"],
-            path: "Services/apns-sender/Main"),
+        .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp"], path: "Services/apns-sender/Main"),
         .target(
             name: "LiveActivityApp",
             dependencies: [
@@ -183,9 +180,7 @@ let package = Package(
                 "BuzzKitLedger"
             ],
             path: "Services/liveactivity/App"),
-        .executableTarget(
-            name: "LiveActivity", dependencies: ["BuzzKitRuntime", "LiveActivityApp"],
-            path: "Services/liveactivity/Main"),
+        .executableTarget(name: "LiveActivity", dependencies: ["LiveActivityApp"], path: "Services/liveactivity/Main"),
         .target(
             name: "WebhooksApp",
             dependencies: [
@@ -193,15 +188,20 @@ let package = Package(
                 "BuzzKitRuntime"
             ],
             path: "Services/webhooks/App"),
+        .executableTarget(name: "Webhooks", dependencies: ["WebhooksApp"], path: "Services/webhooks/Main"),
+        // buzzkit-admin's commands (migrate, bootstrap), run by its executable and by buzzkit-server.
+        .target(
+            name: "AdminCommand",
+            dependencies: ["BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations", "GatewayApp"],
+            path: "Tools/buzzkit-admin/Command"),
+        .executableTarget(name: "BuzzKitAdmin", dependencies: ["AdminCommand"], path: "Tools/buzzkit-admin/Main"),
         .executableTarget(
-            name: "Webhooks", dependencies: ["BuzzKitRuntime", "WebhooksApp"], path: "Services/webhooks/Main"),
-        .executableTarget(
-            name: "BuzzKitAdmin",
+            name: "BuzzKitServer",
             dependencies: [
-                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitMigrations",
-                "GatewayApp"
+                "GatewayApp", "IngestApp", "WorkflowApp", "APNsSenderApp", "LiveActivityApp", "WebhooksApp",
+                "AdminCommand"
             ],
-            path: "Tools/buzzkit-admin"),
+            path: "Tools/buzzkit-server"),
         // The Swift side of bench/*.sh, the services' own measurements included (their parts run
         // in-process from the App libraries); no service executable carries benchmark code.
         .executableTarget(

@@ -27,6 +27,11 @@ public final class MetricsRegistry: Sendable {
         series(name, help: help, type: "gauge", labels: labels) { Gauge(labels: $0) }
     }
 
+    /// A gauge with a fractional value (an age in seconds).
+    public func floatGauge(_ name: String, help: String, labels: [(String, String)] = []) -> FloatGauge {
+        series(name, help: help, type: "gauge", labels: labels) { FloatGauge(labels: $0) }
+    }
+
     /// A histogram; `buckets` are upper bounds in the metric's unit (seconds for durations).
     public func histogram(
         _ name: String, help: String, labels: [(String, String)] = [],
@@ -120,6 +125,19 @@ public final class Gauge: MetricSeries {
     public func increment(by amount: Int = 1) { value.add(amount, ordering: .relaxed) }
     public func decrement(by amount: Int = 1) { value.subtract(amount, ordering: .relaxed) }
     public var current: Int { value.load(ordering: .relaxed) }
+
+    func render(name: String, into out: inout String) { out += "\(name)\(labels) \(current)\n" }
+}
+
+/// A gauge whose value has a fraction (seconds), stored as the bits of a `Double`.
+public final class FloatGauge: MetricSeries {
+    private let bits = Atomic<UInt64>(0)
+    let labels: String
+
+    init(labels: String) { self.labels = labels }
+
+    public func set(_ newValue: Double) { bits.store(newValue.bitPattern, ordering: .relaxed) }
+    public var current: Double { Double(bitPattern: bits.load(ordering: .relaxed)) }
 
     func render(name: String, into out: inout String) { out += "\(name)\(labels) \(current)\n" }
 }

@@ -22,9 +22,11 @@ extension StreamConsumer {
         public var reclaimInterval: Duration = .seconds(15)
         /// Deliveries after which an entry that still fails goes to the dead-letter stream. Default 5.
         public var maxDeliveries: Int = 5
-        /// Default `<stream>:dead`.
+        /// Default `{<stream>}:dead`: in the stream's Redis Cluster slot (`RedisHashTag`), since
+        /// the dead-letter script writes it and acks the stream in one step.
         public var deadLetterStream: String
-        /// Hash of entry id -> last handler error. Default `<stream>:<group>:errors`.
+        /// Hash of entry id -> last handler error. Default `{<stream>}:<group>:errors` (the
+        /// stream's slot, for the same reason).
         public var errorsKey: String
         /// Where a newly created group starts: "0" (whole stream, default) or "$" (only new entries).
         public var groupStartID: String = "0"
@@ -41,8 +43,8 @@ extension StreamConsumer {
             self.stream = stream
             self.group = group
             self.consumer = consumer
-            self.deadLetterStream = "\(stream):dead"
-            self.errorsKey = "\(stream):\(group):errors"
+            self.deadLetterStream = RedisHashTag.sibling(of: stream, "dead")
+            self.errorsKey = RedisHashTag.sibling(of: stream, "\(group):errors")
         }
     }
 

@@ -10,19 +10,24 @@ import Synchronization
 /// - `/healthz`: 200 while the process runs (liveness; never touches a dependency).
 /// - `/readyz`: 200 only when PostgreSQL and Redis both answer within `checkTimeout`, and not
 ///   while the service is draining; otherwise 503 `not_ready` with each check's result in `details`.
-/// - `/metrics`: the Prometheus text format of the service's registry.
+/// - `/metrics`: the Prometheus text format of the service's registry, with the lag of the
+///   stream consumer groups the process consumes read from Redis first (`StreamLagMetrics`).
 public struct HealthRoutes: Sendable {
     let serviceName: String
     let postgres: PostgresClient
     let redis: RedisClient
     let metrics: MetricsRegistry
+    let streams: StreamLagMetrics
     let draining: DrainFlag
     let checkTimeout: Duration
 
     public func register(on router: inout Router) {
         let serviceName = self.serviceName
         router.get("/healthz", sync: { _ in Response.json(["status": "ok", "service": .string(serviceName)]) })
-        router.get("/metrics", sync: { [metrics] _ in Response.prometheus(metrics.render()) })
+        router.get("/metrics") { [metrics, streams] _ in
+            await streams.refresh()
+            return Response.prometheus(metrics.render())
+        }
         router.get("/readyz") { [self] _ in await readiness() }
     }
 

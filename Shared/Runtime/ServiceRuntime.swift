@@ -14,6 +14,9 @@ public final class ServiceRuntime: Sendable {
     public let postgres: PostgresClient
     public let redis: RedisClient
     public let draining = DrainFlag()
+    /// The lag of the consumer groups this process consumes, on `/metrics`; `run` watches every
+    /// `StreamConsumerService` it is given.
+    public let streams: StreamLagMetrics
 
     public init(settings: ServiceSettings, logger: Logger) throws {
         self.settings = settings
@@ -27,6 +30,7 @@ public final class ServiceRuntime: Sendable {
         self.postgres = PostgresClient(
             configuration: postgresConfiguration, logger: logger.with(["component": "postgres"]))
         self.redis = RedisClient(configuration: redisConfiguration, logger: logger.with(["component": "redis"]))
+        self.streams = StreamLagMetrics(redis: redis, metrics: metrics)
     }
 
     /// A router with `/healthz`, `/readyz` and `/metrics` already registered; add the service's
@@ -35,7 +39,7 @@ public final class ServiceRuntime: Sendable {
         var router = Router()
         HealthRoutes(
             serviceName: settings.serviceName, postgres: postgres, redis: redis, metrics: metrics,
-            draining: draining, checkTimeout: .seconds(2)
+            streams: streams, draining: draining, checkTimeout: .seconds(2)
         ).register(on: &router)
         return router
     }
@@ -58,6 +62,9 @@ public final class ServiceRuntime: Sendable {
     /// the one before it is asked, and closes the pools last, once nothing uses them. List
     /// `services` with what others use first (a client pool, a sweeper) and what feeds them last.
     public func run(router: Router, services: [any Service] = []) async throws {
+        for case let consumer as StreamConsumerService in services {
+            streams.watch(stream: consumer.consumer.configuration.stream, group: consumer.consumer.configuration.group)
+        }
         let http = HTTPService(server: makeHTTPServer(router: router))
         let drain = DrainOnShutdown(flag: draining)
         let group = ServiceGroup(

@@ -36,8 +36,13 @@ final class PushStack: Sendable {
     /// The replicas started, kept alive with the stack (a released ServiceProcess is killed).
     let senders = Mutex<[ServiceProcess]>([])
 
-    /// - Parameter postgresURL: another server than the shared one (a test that restarts it).
-    init(senderSettings: [String: String] = [:], record: Bool = true, postgresURL: String? = nil) async throws {
+    /// - Parameters:
+    ///   - postgresURL: another server than the shared one (a test that restarts it).
+    ///   - redisCluster: the stack's Redis in cluster mode (`ThrowawayRedis.cluster()`).
+    init(
+        senderSettings: [String: String] = [:], record: Bool = true, postgresURL: String? = nil,
+        redisCluster: Bool = false
+    ) async throws {
         let serverURL = postgresURL ?? TestEnvironment.postgresURL
         schema = TestEnvironment.uniqueName("push")
         postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4, url: serverURL)
@@ -49,7 +54,7 @@ final class PushStack: Sendable {
                 try await Task.sleep(for: .milliseconds(50 * attempt))
             }
         }
-        redis = try ThrowawayRedis()
+        redis = redisCluster ? try await ThrowawayRedis.cluster() : try ThrowawayRedis()
         let secret = SecureRandom.bytes(32)
         secretKey = Data(secret).base64EncodedString()
         let key = ES256PrivateKey.generate()
@@ -260,9 +265,11 @@ final class PushStack: Sendable {
 
 /// Runs `body` with a fresh stack and always closes it.
 func withPushStack<T>(
-    senderSettings: [String: String] = [:], postgresURL: String? = nil, _ body: (PushStack) async throws -> T
+    senderSettings: [String: String] = [:], postgresURL: String? = nil, redisCluster: Bool = false,
+    _ body: (PushStack) async throws -> T
 ) async throws -> T {
-    let stack = try await PushStack(senderSettings: senderSettings, postgresURL: postgresURL)
+    let stack = try await PushStack(
+        senderSettings: senderSettings, postgresURL: postgresURL, redisCluster: redisCluster)
     do {
         let result = try await body(stack)
         await stack.close()

@@ -162,7 +162,7 @@ struct WorkflowRecoveryEndToEndTests {
         }
     }
 
-    @Test("a bk:events entry that fails every time goes to bk:events:dead with its error; the rest flow")
+    @Test("a bk:events entry that fails every time goes to {bk:events}:dead with its error; the rest flow")
     func deadLetter() async throws {
         try await withPushStack { stack in
             let clock = WorkflowClockFile()
@@ -192,10 +192,10 @@ struct WorkflowRecoveryEndToEndTests {
             var dead = ""
             let deadLettered = try await RedisTestSupport.eventually(limit: .seconds(60)) {
                 dead = try await PostgresTestSupport.commonShell(
-                    #"redis-cli -p "$1" XRANGE bk:events:dead - +"#, arguments: [port])
+                    #"redis-cli -p "$1" XRANGE "{bk:events}:dead" - +"#, arguments: [port])
                 return dead.contains(badId)
             }
-            #expect(deadLettered, "bk:events:dead: \(dead)")
+            #expect(deadLettered, "{bk:events}:dead: \(dead)")
             let lines = dead.split(separator: "\n").map(String.init)
             func field(_ name: String) -> String? {
                 lines.firstIndex(of: name).flatMap { $0 + 1 < lines.count ? lines[$0 + 1] : nil }

@@ -147,6 +147,66 @@ import Testing
         #expect(pending.array?.first?.int == 0, "the entry was not acknowledged: \(pending)")
     }
 
+    /// `/metrics` reports the consumer group's lag, pending count and oldest pending age as Redis
+    /// has them, read at the scrape: with one entry per read, the handler holding the first entry
+    /// and the read-ahead holding the second, the other four wait undelivered.
+    @Test func metricsReportTheConsumerGroupsLagPendingAndOldestPendingAge() async throws {
+        let redis = RedisClient(configuration: try RedisConfiguration(url: TestEnvironment.redisURL), logger: .silent())
+        defer { redis.close() }
+        let stream = TestEnvironment.uniqueName("lagmetrics")
+        let group = "workers"
+        for n in 1...6 { _ = try await redis.xadd(stream, fields: [("n", String(n))]) }
+        let port = freeLoopbackPort()
+        var env = environment(port: port)
+        env["FIXTURE_STREAM"] = stream
+        env["FIXTURE_GROUP"] = group
+        env["FIXTURE_BATCH_SIZE"] = "1"
+        let process = try ServiceProcess(executable: "StreamWorkerFixture", environment: env)
+        let client = try HTTPClient(logger: .silent())
+        try await withCleanup {
+            _ = try await waitForStatus(client, "http://127.0.0.1:\(port)/readyz", status: 200, process: process)
+            #expect(await RedisTestSupport.eventually { (try? await keys(redis, "\(stream):started:*").count) == 1 })
+            #expect(
+                await RedisTestSupport.eventually { (try? await redis.groupStatus(stream, group: group).pending) == 2 })
+            try await Task.sleep(for: .milliseconds(500))
+
+            let labels = "{stream=\"\(stream)\",group=\"\(group)\"}"
+            var values = try await scrape(client, port)
+            #expect(values["bk_stream_lag\(labels)"] == 4, "\(values)")
+            #expect(values["bk_stream_pending\(labels)"] == 2)
+            let age = values["bk_stream_oldest_pending_age_seconds\(labels)"] ?? -1
+            #expect(age >= 0.5 && age < 120, "oldest pending age \(age)")
+
+            _ = try await redis.set("\(stream):release", "1")
+            #expect(await RedisTestSupport.eventually { (try? await keys(redis, "\(stream):done:*").count) == 6 })
+            #expect(
+                await RedisTestSupport.eventually { (try? await redis.groupStatus(stream, group: group).pending) == 0 })
+            values = try await scrape(client, port)
+            #expect(values["bk_stream_lag\(labels)"] == 0, "\(values)")
+            #expect(values["bk_stream_pending\(labels)"] == 0)
+            #expect(values["bk_stream_oldest_pending_age_seconds\(labels)"] == 0)
+            #expect(values["bk_stream_status_errors_total"] == 0)
+            process.signal(SIGTERM)
+            #expect(await process.waitForExit(timeout: .seconds(20)) == 0)
+        } finally: {
+            await client.shutdown()
+        }
+    }
+
+    /// `/metrics` as series name (with labels) -> value.
+    private func scrape(_ client: HTTPClient, _ port: Int) async throws -> [String: Double] {
+        let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"))
+        #expect(response.status == 200)
+        var values: [String: Double] = [:]
+        for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            values[String(line[..<space])] = value
+        }
+        return values
+    }
+
     private func keys(_ redis: RedisClient, _ pattern: String) async throws -> [RedisValue] {
         try await redis.command(["KEYS", .init(pattern)]).array ?? []
     }

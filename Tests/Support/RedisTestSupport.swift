@@ -32,10 +32,13 @@ public enum RedisTestSupport {
 public final class ThrowawayRedis: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns this instance, sequentially.
     public let port: Int
+    /// Added to the server's command line (`--cluster-enabled yes ...`).
+    public let extraArguments: [String]
     private var process: ChildProcess?
 
-    public init() throws {
+    public init(extraArguments: [String] = []) throws {
         port = freeLoopbackPort()
+        self.extraArguments = extraArguments
         try start()
     }
 
@@ -66,10 +69,11 @@ public final class ThrowawayRedis: @unchecked Sendable {
     /// nothing while it runs.
     public func start() throws {
         guard process == nil else { return }
-        let process = try ChildProcess.spawn([
-            "/usr/bin/redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"
-        ])
+        let process = try ChildProcess.spawn(
+            [
+                "/usr/bin/redis-server", "--port", String(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"
+            ] + extraArguments)
         self.process = process
         if let runDir = ProcessInfo.processInfo.environment["TEST_RUN_DIR"],
             let handle = FileHandle(forWritingAtPath: "\(runDir)/children") ?? Self.create("\(runDir)/children")
@@ -98,5 +102,32 @@ public final class ThrowawayRedis: @unchecked Sendable {
             ["/usr/bin/redis-cli", "-h", "127.0.0.1", "-p", String(port), "ping"], outputPath: outputPath)
         guard status == 0 else { return false }
         return ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").contains("PONG")
+    }
+}
+
+extension ThrowawayRedis {
+    /// A one-node Redis Cluster: cluster mode on and all 16384 slots assigned to this node. A
+    /// client that is not Cluster-aware works with it (no key ever lives elsewhere), while the node
+    /// still refuses any command or script whose keys hash to different slots (`CROSSSLOT`), as a
+    /// Cluster of many nodes does. Its nodes file lives under `TEST_RUN_DIR` (or the temporary folder).
+    public static func cluster() async throws -> ThrowawayRedis {
+        let base = ProcessInfo.processInfo.environment["TEST_RUN_DIR"] ?? NSTemporaryDirectory()
+        let directory = "\(base)/redis-cluster-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // The cluster bus port defaults to the port + 10000, past 65535 for a high free port.
+        let server = try ThrowawayRedis(extraArguments: [
+            "--cluster-enabled", "yes", "--cluster-config-file", "\(directory)/nodes.conf", "--dir", directory,
+            "--cluster-port", String(freeLoopbackPort())
+        ])
+        let client = RedisClient(configuration: try server.configuration(), logger: .silent())
+        defer { client.close() }
+        _ = try await client.send("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+        let ok = await RedisTestSupport.eventually(limit: .seconds(20)) {
+            ((try? await client.send("CLUSTER", "INFO"))?.string ?? "").contains("cluster_state:ok")
+        }
+        guard ok else {
+            throw RedisError(.connection, "the one-node Redis Cluster on port \(server.port) did not come up")
+        }
+        return server
     }
 }

@@ -8,12 +8,17 @@ BK_PG_OS_USER="${BK_PG_OS_USER:-buzzkit}"   # Postgres refuses to run as root: i
 bk_log() { printf '[buzzkit] %s\n' "$*" >&2; }
 bk_die() { printf '[buzzkit] error: %s\n' "$*" >&2; exit 1; }
 
+# The services, in start order: what ./deploy/local and ./deploy/containers run (a new service is
+# added here, in deploy/docker-compose.yml and in deploy/kubernetes/; docs/containers.md).
+BK_SERVICES=(gateway ingest workflow apns-sender liveactivity webhooks)
+
 # The Debian packages the build, the tests and the local stack need (nodejs: the dashboard's
-# JavaScript unit tests, Node's built-in test runner).
+# JavaScript unit tests, Node's built-in test runner; docker.io, docker-compose and debootstrap:
+# ./deploy/containers and its tests).
 BK_APT_PACKAGES=(
   pkg-config libpq-dev libhiredis-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev libmicrohttpd-dev
   libnghttp2-dev postgresql-15 postgresql-client-15 redis-server curl openssl python3 python3-venv docker-compose
-  nghttp2-server nghttp2-client chromium nodejs
+  nghttp2-server nghttp2-client chromium nodejs docker.io debootstrap
 )
 
 # Installs whatever of BK_APT_PACKAGES is missing (apt-get, as root).
@@ -127,9 +132,10 @@ BK_VENV="$BK_ROOT/.buzzkit/venv"
 # playwright drives Debian's chromium (its own browser download cannot run here) in the dashboard's browser tests;
 # schemathesis (pinned: its checks change between releases) checks the API document against the real gateway;
 # openapi-python-client (pinned: what it accepts changes between releases) generates the client GeneratedClientTests uses;
-# standardwebhooks (pinned) verifies the webhooks service's signatures in the tests (a verifier we did not write).
+# standardwebhooks (pinned) verifies the webhooks service's signatures in the tests (a verifier we did not write);
+# kubernetes-validate (pinned: it bundles the Kubernetes schemas, up to 1.37) checks deploy/kubernetes/.
 BK_PY_PACKAGES=(dockerfile-parse pyyaml openapi-spec-validator 'httpx[http2]' h2 cryptography pytest playwright 'schemathesis==4.32.5'
-  'openapi-python-client==0.29.1' 'standardwebhooks==1.1.0')
+  'openapi-python-client==0.29.1' 'standardwebhooks==1.1.0' 'kubernetes-validate==1.37.0')
 bk_python_venv() {
   if [ ! -x "$BK_VENV/bin/python" ]; then
     mkdir -p "$BK_ROOT/.buzzkit"
@@ -138,7 +144,8 @@ bk_python_venv() {
   "$BK_VENV/bin/python" -c 'import dockerfile_parse, yaml, openapi_spec_validator, httpx, h2, cryptography, pytest, playwright, schemathesis, openapi_python_client, standardwebhooks
 from importlib.metadata import version
 assert schemathesis.__version__ == "4.32.5"
-assert openapi_python_client.__version__ == "0.29.1" and version("standardwebhooks") == "1.1.0"' 2>/dev/null \
+assert openapi_python_client.__version__ == "0.29.1" and version("standardwebhooks") == "1.1.0"
+assert version("kubernetes-validate") == "1.37.0"' 2>/dev/null \
     || "$BK_VENV/bin/pip" install -q --disable-pip-version-check "${BK_PY_PACKAGES[@]}" >/dev/null \
     || bk_die "pip install ${BK_PY_PACKAGES[*]} failed"
 }

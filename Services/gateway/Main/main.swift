@@ -1,15 +1,4 @@
-import BuzzKitRuntime
 import GatewayApp
 
-// The gateway: the public HTTP API. Its own settings (BUZZKIT_SECRET_KEY, rate limits; see
-// GatewayConfiguration) are read with the shared ones before anything starts: a bad one exits 78.
-await ServiceMain.run(
-    service: "gateway",
-    configuration: { _, environment in try GatewayConfiguration(environment: environment) }
-) { runtime, configuration, router in
-    let gateway = try Gateway(
-        configuration: configuration, postgres: runtime.postgres, redis: runtime.redis,
-        logger: runtime.logger, metrics: runtime.metrics)
-    gateway.register(on: &router)
-    return gateway.services
-}
+// gateway: see GatewayMain, which buzzkit-server runs too.
+await GatewayMain.run()

@@ -15,7 +15,7 @@ import Foundation
 /// (issue 28). A read's entries are absorbed together, in one transaction per group of
 /// subscribers and a few statements whatever their number; a group that fails is absorbed again
 /// one entry at a time, so an entry that fails alone stays pending for a retry, and after
-/// `maxDeliveries` goes to `bk:events:dead`.
+/// `maxDeliveries` goes to `{bk:events}:dead`.
 ///
 /// An unknown subscriber's trigger starts nothing and is recorded (`workflow_trigger_skips`,
 /// `buzzkit_workflow_triggers_skipped_total`).

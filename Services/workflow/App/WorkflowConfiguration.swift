@@ -13,7 +13,7 @@ import Foundation
 /// | `BUZZKIT_WORKFLOW_EVENTS_CONCURRENCY` | `2` | entries of different subscribers handled at once (each one transaction; one subscriber's stay in order) |
 /// | `BUZZKIT_WORKFLOW_CLAIM_IDLE` | `60s` | a `bk:events` entry pending this long (a dead replica's, or one that failed) is taken over and retried |
 /// | `BUZZKIT_WORKFLOW_RECLAIM_INTERVAL` | `15s` | how often such entries are looked for |
-/// | `BUZZKIT_WORKFLOW_MAX_DELIVERIES` | `5` | deliveries after which a failing `bk:events` entry goes to `bk:events:dead` |
+/// | `BUZZKIT_WORKFLOW_MAX_DELIVERIES` | `5` | deliveries after which a failing `bk:events` entry goes to `{bk:events}:dead` |
 /// | `BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE` | unset | tests only: a file holding seconds (a decimal number) added to the system clock, re-read as it changes |
 public struct WorkflowConfiguration: Sendable {
     public var eventsStream: StreamName = .events
@@ -31,7 +31,7 @@ public struct WorkflowConfiguration: Sendable {
     public var claimIdleTime: Duration = .seconds(60)
     /// How often entries pending longer than `claimIdleTime` are looked for. Default 15 s.
     public var reclaimInterval: Duration = .seconds(15)
-    /// Deliveries after which a failing `bk:events` entry goes to `bk:events:dead`. Default 5.
+    /// Deliveries after which a failing `bk:events` entry goes to `{bk:events}:dead`. Default 5.
     public var maxDeliveries: Int = 5
     /// How often runs of deleted workflows are swept for a cancel (also at start). Default 5 min.
     public var deletedSweepInterval: Duration = .seconds(300)

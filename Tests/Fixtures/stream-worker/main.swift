@@ -9,12 +9,16 @@ import Foundation
 let environment = ProcessInfo.processInfo.environment
 let stream = environment["FIXTURE_STREAM"] ?? "fixture:stream"
 let group = environment["FIXTURE_GROUP"] ?? "fixture"
+let batchSize = environment["FIXTURE_BATCH_SIZE"].flatMap { Int($0) } ?? 100
 
 await ServiceMain.run(service: "stream-worker") { runtime, _ in
     let redis = runtime.redis
     let consumer = StreamConsumerService(
         runtime: runtime, stream: stream, group: group,
-        configure: { $0.blockTime = .milliseconds(200) }
+        configure: {
+            $0.blockTime = .milliseconds(200)
+            $0.batchSize = batchSize
+        }
     ) { entry in
         _ = try await redis.set("\(stream):started:\(entry.id)", "1")
         let deadline = ContinuousClock.now + .seconds(30)

@@ -1,0 +1,4 @@
+import AdminCommand
+
+// buzzkit-admin: operator commands (AdminCommand: migrate, bootstrap).
+await AdminCommand.run()
