@@ -8,62 +8,58 @@ extension APNsClient {
     ///
     /// Why: a delivery chunk is a few hundred pushes that differ only in device token and
     /// `apns-id`. Here the provider token is looked up once, the headers shared by consecutive
-    /// requests are built once, and the whole batch costs one submission to the HTTP client and
+    /// requests are built once, and the whole batch costs one submission to the transport and
     /// one suspension, instead of a task, a continuation and two header lists per push.
     /// `latency` is measured per request, from the submission to the moment its answer arrived.
     public func send(batch requests: [APNsRequest], credentials: APNsCredentials) async -> [APNsResponse] {
         guard !requests.isEmpty else { return [] }
-        let token: ProviderToken
         switch providerToken(for: credentials) {
-        case .success(let signed): token = signed
+        case .success(let token): return await send(batch: requests, token: token)
         case .failure(let error): return requests.map { Self.unsigned($0, error) }
         }
-        var httpRequests: [HTTPClientRequest] = []
+    }
+
+    /// One attempt of each request with `token` (the batch's team is the token's).
+    func send(batch requests: [APNsRequest], token: ProviderToken) async -> [APNsResponse] {
+        guard !requests.isEmpty else { return [] }
+        // The ledger's copy of each request's headers: as sent, the JWT redacted.
         var ledgerHeaders: [HTTPHeaders] = []
-        httpRequests.reserveCapacity(requests.count)
         ledgerHeaders.reserveCapacity(requests.count)
         var shared: SharedHeaders?
         for request in requests {
             if shared?.matches(request) != true { shared = SharedHeaders(request, token: token) }
-            let (sent, redacted) = shared!.headers(for: request)
-            httpRequests.append(
-                HTTPClientRequest(
-                    method: .POST, url: configuration.baseURL + request.path, headers: sent,
-                    body: request.payload))
-            ledgerHeaders.append(redacted)
+            ledgerHeaders.append(shared!.redacted(for: request))
         }
         let sentAt = Date()
         let start = ContinuousClock.now
-        let results = await http.execute(batch: httpRequests)
+        let results = await transport.send(requests, token: token, team: token.teamId)
         var responses: [APNsResponse] = []
         responses.reserveCapacity(requests.count)
         for (index, item) in results.enumerated() {
             let latency = item.finishedAt - start
-            switch item.result {
-            case .success(let response):
-                var result = Self.parse(response, latency: latency)
-                result.sentAt = sentAt
-                result.requestHeaders = ledgerHeaders[index]
-                result.payload = requests[index].payload
-                result.tokenIssuedAt = token.issuedAt
-                responses.append(result)
-            case .failure(let error):
+            var response: APNsResponse
+            if let error = item.error {
                 logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
-                responses.append(
-                    APNsResponse(
-                        status: 0, sentAt: sentAt, latency: latency, requestHeaders: ledgerHeaders[index],
-                        payload: requests[index].payload, transportError: error,
-                        tokenIssuedAt: token.issuedAt))
+                response = APNsResponse(status: 0, latency: latency, transportError: error)
+            } else {
+                response = Self.parse(status: item.status, headers: item.headers, body: item.body, latency: latency)
+                response.openedConnection = item.openedConnection
             }
+            response.sentAt = sentAt
+            response.requestHeaders = ledgerHeaders[index]
+            response.payload = requests[index].payload
+            response.tokenIssuedAt = token.issuedAt
+            responses.append(response)
         }
         return responses
     }
 }
 
 /// The headers of consecutive requests that differ only in token, `apns-id` and payload: built
-/// once, then copied with the request's own `apns-id` (and, for the ledger, the two headers
-/// libcurl adds). The result is exactly `request.headers(authorization:)` plus those.
-private struct SharedHeaders {
+/// once, then copied with the request's own `apns-id` (and, for the ledger, the two fields sent
+/// after it: `accept: */*` and `content-length`, which libcurl added and the nghttp2 transport
+/// sends the same way). The ledger's copy is exactly `request.headers(authorization:)` plus those.
+struct SharedHeaders {
     let pushType: APNsPushType
     let topic: String
     let priority: Int?
@@ -90,18 +86,22 @@ private struct SharedHeaders {
             && request.expiration == expiration && request.collapseId == collapseId
     }
 
-    mutating func headers(for request: APNsRequest) -> (sent: HTTPHeaders, redacted: HTTPHeaders) {
-        var sent = self.sent, redacted = self.redacted
-        if let apnsId = request.apnsId {
-            sent.add(name: "apns-id", value: apnsId)
-            redacted.add(name: "apns-id", value: apnsId)
-        }
+    /// What goes on the wire through libcurl (which adds `accept` and `content-length` itself).
+    func sent(for request: APNsRequest) -> HTTPHeaders {
+        var sent = self.sent
+        if let apnsId = request.apnsId { sent.add(name: "apns-id", value: apnsId) }
+        return sent
+    }
+
+    /// What the ledger records: the sent fields, the JWT redacted.
+    mutating func redacted(for request: APNsRequest) -> HTTPHeaders {
+        var redacted = self.redacted
+        if let apnsId = request.apnsId { redacted.add(name: "apns-id", value: apnsId) }
         if contentLength.count != request.payload.count {
             contentLength = (request.payload.count, String(request.payload.count))
         }
-        // libcurl adds these two on the wire; the ledger shows what APNs actually received.
         redacted.add(name: "accept", value: "*/*")
         redacted.add(name: "content-length", value: contentLength.text)
-        return (sent, redacted)
+        return redacted
     }
 }

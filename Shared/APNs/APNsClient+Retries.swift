@@ -16,7 +16,8 @@ public struct APNsDeliveryResult: Sendable {
 extension APNsClient {
     /// Sends `request` until APNs accepts it, rejects it for good, or `policy` runs out.
     ///
-    /// Retryable answers wait `policy`'s backoff (through `sleep`, injectable); an
+    /// Retryable answers wait `policy`'s backoff, or the server's `retry-after` when longer
+    /// (through `sleep`, injectable); an
     /// `ExpiredProviderToken` renews the token and retries at once. Every attempt carries the
     /// same `apns-id` (one is generated when the request has none). `onAttempt` sees each attempt
     /// and its outcome as it happens (e.g. to write the ledger). Task cancellation stops the loop
@@ -52,7 +53,7 @@ extension APNsClient {
         var results: [APNsDeliveryResult?] = Array(repeating: nil, count: requests.count)
         var again: [(index: Int, response: APNsResponse, outcome: APNsOutcome)] = []
         for (index, response) in first.enumerated() {
-            let outcome = APNsOutcome.classify(response.disposition, attempt: 1, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom())
             switch outcome {
             case .delivered, .invalidToken, .failed:
                 results[index] = APNsDeliveryResult(attempts: [response], outcome: outcome)
@@ -96,8 +97,7 @@ extension APNsClient {
         while true {
             let response = await send(request, credentials: credentials)
             attempts.append(response)
-            let outcome = APNsOutcome.classify(
-                response.disposition, attempt: attempts.count, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(response, attempt: attempts.count, policy: policy, unit: unitRandom())
             await onAttempt(response, outcome)
             if let result = await afterAttempt(
                 response, outcome, attempts: attempts, credentials: credentials, sleep: sleep)

@@ -1,10 +1,13 @@
 import BuzzKitCore
+import BuzzKitHTTP2
 import BuzzKitHTTPClient
 import BuzzKitWire
 import Foundation
 
 /// Sends pushes to one APNs host over HTTP/2: many requests multiplexed as streams on few TLS
-/// connections (libcurl multi on its own thread, via `HTTPClient`).
+/// connections, on an event-loop thread of its own or shared (`HTTP2EventLoop`, nghttp2 and
+/// OpenSSL; see docs/apns-client.md). The payloads, tokens and results are the APNs core's
+/// (APNsRequest, ProviderToken, APNsResponse); the wire is the transport's (Transport/).
 ///
 /// Make one per (team, environment) or per host and share it (`Sendable`); JWTs come from the
 /// shared `APNsTokenCache`. `send` never throws: every attempt ends in an `APNsResponse` that says
@@ -17,22 +20,27 @@ public final class APNsClient: Sendable {
         public var baseURL: String
         /// A CA file to trust instead of the system store (the simulator's `ca.pem`). Default nil.
         public var caFile: String?
-        /// Streams per connection curl runs at once; APNs allows up to 1000 (its SETTINGS decide).
+        /// Most streams per connection; the server's SETTINGS lower it (APNs allows up to 1000).
         /// Default 1000.
         public var maxConcurrentStreams: Int
-        /// Most connections to the host; requests beyond what they can multiplex wait in the client.
-        /// Nil: no limit. Default 2. Without a limit, libcurl 7.88 opens a new connection for each
-        /// request made before the server's SETTINGS raised the stream limit (100 until then) and
-        /// later drops the extra connections with streams still on them: measured 59 connections
-        /// opened and closed mid-send in one 100,000-push run, each costing retries (the
-        /// `connection_broken` attempts: broken pipe, connection reset, HTTP/2 framing error).
+        /// Most connections per team to the host (a draining one, after a GOAWAY, not counted);
+        /// a further one opens only while every open one is full. Nil: 2 (nghttp2) or no limit
+        /// (curl). Default 2. (With libcurl 7.88 and no limit, it opened a new connection for
+        /// each request made before the server's SETTINGS raised the stream limit and later
+        /// dropped them with streams on them: 59 connections in one 100,000-push run.)
         public var maxConnections: Int?
-        /// Limit for one attempt (connect, send, answer). Default 10 s.
+        /// Limit for one attempt (queueing for a stream, connect, send, answer). Default 10 s.
         public var requestTimeout: Duration
         /// Default 5 s.
         public var connectTimeout: Duration
-        /// TCP_NODELAY on the connections (see `HTTPClient.Configuration.tcpNoDelay`). Default true.
+        /// TCP_NODELAY on the connections. Default true.
         public var tcpNoDelay: Bool = true
+        /// Which implementation sends. Default `.nghttp2`; `.curl` is the former client, kept for
+        /// the benchmarks' comparison only.
+        public var transport: APNsTransportKind = .nghttp2
+        /// Backpressure (nghttp2): most requests admitted and unanswered per team; more wait
+        /// before they are admitted. Nil: connections x streams. Default nil.
+        public var maxOutstandingRequests: Int?
 
         public init(
             environment: APNsEnvironment, baseURL: String? = nil, caFile: String? = nil,
@@ -48,24 +56,48 @@ public final class APNsClient: Sendable {
             self.requestTimeout = requestTimeout
             self.connectTimeout = connectTimeout
         }
+
+        /// What the nghttp2 transport's clients are made with.
+        var http2: HTTP2Client.Configuration {
+            let connections = maxConnections ?? 2
+            return HTTP2Client.Configuration(
+                caFile: caFile, maxConnections: connections, maxConcurrentStreams: maxConcurrentStreams,
+                maxOutstandingRequests: maxOutstandingRequests ?? connections * maxConcurrentStreams,
+                requestTimeout: requestTimeout, connectTimeout: connectTimeout, tcpNoDelay: tcpNoDelay)
+        }
+
+        /// What the curl transport's client is made with.
+        var curl: HTTPClient.Configuration {
+            HTTPClient.Configuration(
+                httpVersion: .http2, maxConcurrentStreams: maxConcurrentStreams,
+                maxConnectionsPerHost: maxConnections, caFile: caFile,
+                requestTimeout: requestTimeout, connectTimeout: connectTimeout, tcpNoDelay: tcpNoDelay)
+        }
     }
 
     public let configuration: Configuration
     public let tokenCache: APNsTokenCache
-    let http: HTTPClient
+    let transport: any APNsTransport
     let logger: Logger
 
-    public init(configuration: Configuration, tokenCache: APNsTokenCache, logger: Logger) throws {
+    /// `eventLoop`: the thread the connections live on, shared by the clients of a process
+    /// (`APNsClientPool` passes its own); nil makes one for this client, stopped by `shutdown()`.
+    /// Ignored by the curl transport. Throws when the URL is not https or the CA file cannot be read.
+    public init(
+        configuration: Configuration, tokenCache: APNsTokenCache, logger: Logger, eventLoop: HTTP2EventLoop? = nil
+    ) throws {
         self.configuration = configuration
         self.tokenCache = tokenCache
         self.logger = logger
-        http = try HTTPClient(
-            configuration: HTTPClient.Configuration(
-                httpVersion: .http2, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                maxConnectionsPerHost: configuration.maxConnections, caFile: configuration.caFile,
-                requestTimeout: configuration.requestTimeout, connectTimeout: configuration.connectTimeout,
-                tcpNoDelay: configuration.tcpNoDelay),
-            logger: logger)
+        switch configuration.transport {
+        case .nghttp2:
+            transport = try APNsHTTP2Transport(
+                baseURL: configuration.baseURL, configuration: configuration.http2, eventLoop: eventLoop, logger: logger
+            )
+        case .curl:
+            transport = try APNsCurlTransport(
+                baseURL: configuration.baseURL, configuration: configuration.curl, logger: logger)
+        }
     }
 
     /// Sends one attempt with the current provider token for `credentials`.
@@ -104,57 +136,40 @@ public final class APNsClient: Sendable {
     /// Sends one attempt with a given provider token (for tests of token handling, or callers
     /// managing tokens themselves).
     public func send(_ request: APNsRequest, token: ProviderToken) async -> APNsResponse {
-        let sent = request.headers(authorization: token.authorization)
-        var redacted = request.headers(authorization: token.redactedAuthorization)
-        // libcurl adds these two on the wire; the ledger shows what APNs actually received.
-        redacted.add(name: "accept", value: "*/*")
-        redacted.add(name: "content-length", value: String(request.payload.count))
-        let httpRequest = HTTPClientRequest(
-            method: .POST, url: configuration.baseURL + request.path, headers: sent,
-            body: request.payload)
-        let sentAt = Date()
-        let start = ContinuousClock.now
-        do {
-            let response = try await http.execute(httpRequest)
-            var result = Self.parse(response, latency: ContinuousClock.now - start)
-            result.sentAt = sentAt
-            result.requestHeaders = redacted
-            result.payload = request.payload
-            result.tokenIssuedAt = token.issuedAt
-            return result
-        } catch let error as HTTPClientError {
-            logger.debug("apns request failed", metadata: ["error.code": error.code.rawValue])
-            return APNsResponse(
-                status: 0, sentAt: sentAt, latency: ContinuousClock.now - start, requestHeaders: redacted,
-                payload: request.payload, transportError: error, tokenIssuedAt: token.issuedAt)
-        } catch {
-            // Task cancellation: report it as a non-retryable failure of this attempt.
-            return APNsResponse(
-                status: 0, sentAt: sentAt, latency: ContinuousClock.now - start, requestHeaders: redacted,
-                payload: request.payload,
-                transportError: HTTPClientError(code: .cancelled, message: "the send was cancelled"),
-                tokenIssuedAt: token.issuedAt)
-        }
+        await send(batch: [request], token: token)[0]
     }
 
     /// How many TLS connections this client opened so far (stays small with HTTP/2 multiplexing).
-    public var connectionsOpened: Int { http.connectionsOpened }
+    public var connectionsOpened: Int { transport.connectionsOpened }
 
-    /// Fails requests still in flight and stops the client's thread.
-    public func shutdown() async { await http.shutdown() }
+    /// The nghttp2 transport's counters for `team`'s connections (GOAWAYs, resent requests,
+    /// peak streams); nil with the curl transport or before the team's first push.
+    public func transportStatistics(team: String) -> HTTP2ClientStatistics? {
+        (transport as? APNsHTTP2Transport)?.statistics(team: team)
+    }
 
-    /// Reads status, `apns-id`, `apns-unique-id` and the JSON body `{"reason", "timestamp"}`.
+    /// Fails requests still in flight and closes the connections (and the client's own thread).
+    public func shutdown() async { await transport.shutdown() }
+
+    /// Reads status, `apns-id`, `apns-unique-id`, `retry-after` and the JSON body
+    /// `{"reason", "timestamp"}`.
     static func parse(_ response: HTTPClientResponse, latency: Duration) -> APNsResponse {
-        var result = APNsResponse(status: response.status, latency: latency)
-        result.apnsId = response.headers["apns-id"]
-        result.uniqueId = response.headers["apns-unique-id"]
+        var result = parse(status: response.status, headers: response.headers, body: response.body, latency: latency)
         result.openedConnection = response.newConnections > 0
-        if response.status != 200, !response.body.isEmpty, let body = try? JSONValue.parse(response.body) {
-            if let reason = body["reason"]?.stringValue { result.reason = APNsReason(rawValue: reason) }
-            if let ms = body["timestamp"]?.doubleValue { result.timestamp = Date(timeIntervalSince1970: ms / 1000) }
-        }
-        if response.status != 200, result.reason == nil {
-            result.reason = Self.defaultReason(status: response.status)
+        return result
+    }
+
+    static func parse(status: Int, headers: HTTPHeaders, body: [UInt8], latency: Duration) -> APNsResponse {
+        var result = APNsResponse(status: status, latency: latency)
+        result.apnsId = headers["apns-id"]
+        result.uniqueId = headers["apns-unique-id"]
+        if status != 200 {
+            if !body.isEmpty, let json = try? JSONValue.parse(body) {
+                if let reason = json["reason"]?.stringValue { result.reason = APNsReason(rawValue: reason) }
+                if let ms = json["timestamp"]?.doubleValue { result.timestamp = Date(timeIntervalSince1970: ms / 1000) }
+            }
+            if result.reason == nil { result.reason = Self.defaultReason(status: status) }
+            if let text = headers["retry-after"] { result.retryAfter = RetryAfter.parse(text, now: Date()) }
         }
         return result
     }

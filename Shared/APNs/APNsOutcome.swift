@@ -62,14 +62,30 @@ public enum APNsOutcome: Sendable, Hashable {
 
     /// The outcome of `attempt` (1-based) given its `response`: a retryable answer becomes
     /// `.retry(after:)` while `policy` allows another attempt, `.failed` after that; a token
-    /// renewal counts as an attempt too.
+    /// renewal counts as an attempt too. A `retry-after` the server sent lengthens the wait to
+    /// at least that (at most `policy.maxDelay`); without one the backoff alone decides.
     public static func classify(
         _ response: APNsResponse, attempt: Int, policy: RetryPolicy,
         using generator: inout some RandomNumberGenerator
     ) -> APNsOutcome {
         classify(response.disposition, attempt: attempt, policy: policy) {
             policy.delay(afterAttempt: attempt, using: &generator)
-        }
+        }.honouring(response.retryAfter, policy: policy)
+    }
+
+    /// As above with the random unit given (tests, tables).
+    public static func classify(_ response: APNsResponse, attempt: Int, policy: RetryPolicy, unit: Double)
+        -> APNsOutcome
+    {
+        classify(response.disposition, attempt: attempt, policy: policy, unit: unit)
+            .honouring(response.retryAfter, policy: policy)
+    }
+
+    /// A retry waits at least `retryAfter` (capped at `policy.maxDelay`, so one answer cannot
+    /// park a delivery for longer than the policy's longest backoff).
+    func honouring(_ retryAfter: Duration?, policy: RetryPolicy) -> APNsOutcome {
+        guard case .retry(let backoff) = self, let retryAfter else { return self }
+        return .retry(after: max(backoff, min(retryAfter, policy.maxDelay)))
     }
 
     /// As above with the random unit given (tests, tables).

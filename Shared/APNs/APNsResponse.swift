@@ -31,12 +31,14 @@ public struct APNsResponse: Sendable {
     public var tokenIssuedAt: Date?
     /// True when this attempt opened a new connection.
     public var openedConnection: Bool
+    /// For a retryable answer: how long the server asked to wait (`retry-after`), when it said.
+    public var retryAfter: Duration?
 
     public init(
         status: Int, reason: APNsReason? = nil, apnsId: String? = nil, uniqueId: String? = nil,
         timestamp: Date? = nil, sentAt: Date = Date(), latency: Duration = .zero, requestHeaders: HTTPHeaders = [:],
         payload: [UInt8] = [], transportError: HTTPClientError? = nil, tokenIssuedAt: Date? = nil,
-        openedConnection: Bool = false
+        openedConnection: Bool = false, retryAfter: Duration? = nil
     ) {
         self.status = status
         self.reason = reason
@@ -50,6 +52,7 @@ public struct APNsResponse: Sendable {
         self.transportError = transportError
         self.tokenIssuedAt = tokenIssuedAt
         self.openedConnection = openedConnection
+        self.retryAfter = retryAfter
     }
 
     /// The headers as a JSON object (names as sent), for the ledger's `headers` column.

@@ -12,6 +12,8 @@ public struct ProviderToken: Sendable, Hashable {
     /// `iat`, whole seconds.
     public let issuedAt: Date
     public let keyId: String
+    /// The team the token speaks for (`iss`): the transport keeps each team on its own connections.
+    public let teamId: String
 
     /// Signs a token for `credentials` issued at `issuedAt` (truncated to whole seconds).
     public init(credentials: APNsCredentials, issuedAt: Date) throws(APNsCredentialsError) {
@@ -30,6 +32,7 @@ public struct ProviderToken: Sendable, Hashable {
         value = signingInput + "." + Base64URL.encode(signature)
         self.issuedAt = Date(timeIntervalSince1970: Double(iat))
         keyId = credentials.keyId
+        teamId = credentials.teamId
     }
 
     /// The `authorization` header value.

@@ -1,11 +1,14 @@
 import BuzzKitAPNs
 import BuzzKitCore
+import BuzzKitHTTP2
 import Foundation
 import Synchronization
 
 /// One `APNsClient` (HTTP/2, many streams per connection) per (team, environment), made on first
 /// use and shared by everything that sends from this process; JWTs come from one shared token
-/// cache. The apns-sender and the liveactivity service each hold one.
+/// cache. Every client's connections live on ONE event-loop thread of the pool's
+/// (`HTTP2EventLoop`), made with the first client. The apns-sender and the liveactivity service
+/// each hold one.
 ///
 /// A `Service` listed before the consumers that send through it: the group stops it only after
 /// their `run()`s returned (everything in flight sent, recorded and acked), and then its `run()`
@@ -25,6 +28,11 @@ public final class APNsClientPool: Service {
         public var requestTimeout: Duration
         /// TCP_NODELAY on the connections. Default true.
         public var tcpNoDelay: Bool
+        /// Which implementation sends. Default `.nghttp2` (`.curl`: the former client, for the
+        /// benchmarks' comparison only).
+        public var transport: APNsTransportKind = .nghttp2
+        /// Most connections per team and environment. Default 2.
+        public var maxConnections: Int = 2
 
         public init(
             sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
@@ -47,6 +55,8 @@ public final class APNsClientPool: Service {
     private let tokenCache = APNsTokenCache()
     private let logger: Logger
     private let clients = Mutex<[String: APNsClient]>([:])
+    /// The connections' thread, made with the first nghttp2 client.
+    private let loop = Mutex<HTTP2EventLoop?>(nil)
 
     public init(settings: Settings, logger: Logger) {
         self.settings = settings
@@ -61,7 +71,11 @@ public final class APNsClientPool: Service {
                 environment: environment, baseURL: settings.baseURL(environment),
                 caFile: settings.caFile, requestTimeout: settings.requestTimeout)
             configuration.tcpNoDelay = settings.tcpNoDelay
-            let client = try APNsClient(configuration: configuration, tokenCache: tokenCache, logger: logger)
+            configuration.transport = settings.transport
+            configuration.maxConnections = settings.maxConnections
+            let client = try APNsClient(
+                configuration: configuration, tokenCache: tokenCache, logger: logger,
+                eventLoop: settings.transport == .nghttp2 ? try eventLoop() : nil)
             clients[key] = client
             return client
         }
@@ -81,5 +95,19 @@ public final class APNsClientPool: Service {
             return Array(clients.values)
         }
         for client in all { await client.shutdown() }
+        let loop = self.loop.withLock { loop -> HTTP2EventLoop? in
+            defer { loop = nil }
+            return loop
+        }
+        await loop?.shutdown()
+    }
+
+    private func eventLoop() throws -> HTTP2EventLoop {
+        try loop.withLock { loop in
+            if let loop { return loop }
+            let made = try HTTP2EventLoop(name: "bk-apns-h2", logger: logger)
+            loop = made
+            return made
+        }
     }
 }

@@ -21,15 +21,15 @@ final class APNsSimulatorProcess: Sendable {
     var baseURL: String { simulator.baseURL }
     var caFile: String { simulator.caFile }
 
-    /// An APNs client pointed at this simulator.
-    func makeClient(tokenCache: APNsTokenCache = APNsTokenCache(), maxConcurrentStreams: Int = 1000) throws
-        -> APNsClient
-    {
-        try APNsClient(
-            configuration: .init(
-                environment: .sandbox, baseURL: baseURL, caFile: caFile,
-                maxConcurrentStreams: maxConcurrentStreams),
-            tokenCache: tokenCache, logger: .silent())
+    /// An APNs client pointed at this simulator; `configure` adjusts its configuration.
+    func makeClient(
+        tokenCache: APNsTokenCache = APNsTokenCache(), maxConcurrentStreams: Int = 1000,
+        configure: (inout APNsClient.Configuration) -> Void = { _ in }
+    ) throws -> APNsClient {
+        var configuration = APNsClient.Configuration(
+            environment: .sandbox, baseURL: baseURL, caFile: caFile, maxConcurrentStreams: maxConcurrentStreams)
+        configure(&configuration)
+        return try APNsClient(configuration: configuration, tokenCache: tokenCache, logger: .silent())
     }
 
     @discardableResult

@@ -54,6 +54,11 @@ struct conn {
     size_t wlen, woff, wcap;
     token_cache tokens;
     unsigned goaway_seen;
+    unsigned settings_seen;
+    int open_streams;
+    bool goaway_sent;                    /* by us: streams above goaway_last are refused */
+    int32_t goaway_last;
+    bool drop;                           /* /control/drop fired here: close without answering */
 };
 
 #define HANDOFF_MAX 1024
@@ -66,12 +71,14 @@ struct worker {
     conn *conns;
     stream_req *delayed, *delayed_tail;  /* delayed responses, sorted by deadline */
     unsigned goaway_seen;
+    unsigned settings_seen;
 };
 
 /* h2_session.c */
 conn *conn_new(worker *w, int fd);
 void conn_on_event(conn *c, uint32_t events);
 void conn_goaway(conn *c);
+void conn_send_settings(conn *c);
 void conn_free(conn *c);
 void conn_respond_delayed(stream_req *s);
 

@@ -7,9 +7,14 @@
  *   POST /control/unregister  {"token", "timestamp"?}  later pushes: 410 Unregistered + timestamp (ms)
  *   POST /control/bad-token   {"token"}                later pushes: 400 BadDeviceToken
  *   POST /control/clear-token {"token"}                drop either rule
- *   POST /control/fail        {"status", "reason"?, "count"? | "seconds"?}
+ *   POST /control/fail        {"status", "reason"?, "count"? | "seconds"?, "retryAfter"?}
  *   POST /control/delay       {"ms", "count"?}         ms 0 clears
- *   POST /control/goaway                               GOAWAY on every connection
+ *   POST /control/goaway      {"afterRequests"?}       GOAWAY on every connection, or on the one
+ *                                                      that gets the Nth request from now
+ *   POST /control/drop        {"afterRequests"?}       the connection that gets the Nth request
+ *                                                      (default 1st) is reset, nothing answered
+ *   POST /control/settings    {"maxConcurrentStreams"} SETTINGS for every connection, old and new
+ *   POST /control/clock       {"offsetMs"}             shift the clock provider tokens are judged by
  *   POST /control/reset                                faults, rules, recordings, token caches, counters
  *   POST /control/keys        {"kid", "team", "pem"}   register (or replace) a provider key
  *   GET  /control/pushes?token=<hex>&limit=N           accepted pushes, oldest first (default limit 10000)
@@ -133,7 +138,7 @@ static void handle_post(int fd, const char *path, const char *body, size_t len) 
         { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
     }
     if (!strcmp(path, "/control/fail")) {
-        long long status = 0, count = 0, seconds = 0;
+        long long status = 0, count = 0, seconds = 0, retry_after = 0;
         char reason[48] = "";
         if (get_int(body, len, "status", &status) != 1 || status < 400 || status > 599)
             { respond_error(fd, 400, "status (400-599) required"); return; }
@@ -145,8 +150,10 @@ static void handle_post(int fd, const char *path, const char *body, size_t len) 
         if (get_int(body, len, "count", &count) < 0 || get_int(body, len, "seconds", &seconds) < 0 || count < 0 ||
             seconds < 0)
             { respond_error(fd, 400, "count and seconds must be non-negative integers"); return; }
+        if (get_int(body, len, "retryAfter", &retry_after) < 0 || retry_after < 0 || retry_after > 86400)
+            { respond_error(fd, 400, "retryAfter must be 0-86400 (seconds)"); return; }
         if (count == 0 && seconds == 0) count = 1;
-        state_set_fault((int)status, reason, count, seconds, now_ms());
+        state_set_fault((int)status, reason, count, seconds, (int)retry_after, now_ms());
         { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
     }
     if (!strcmp(path, "/control/delay")) {
@@ -157,12 +164,36 @@ static void handle_post(int fd, const char *path, const char *body, size_t len) 
         state_set_delay((int)ms, count);
         { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
     }
-    if (!strcmp(path, "/control/goaway")) {
-        server_goaway_all();
+    if (!strcmp(path, "/control/goaway") || !strcmp(path, "/control/drop")) {
+        bool drop = !strcmp(path, "/control/drop");
+        long long after = 0;
+        int has = get_int(body, len, "afterRequests", &after);
+        if (has < 0 || (has == 1 && after < 1)) { respond_error(fd, 400, "afterRequests must be >= 1"); return; }
+        if (!drop && has == 0) server_goaway_all();
+        else state_set_conn_fault(drop ? CONN_DROP : CONN_GOAWAY, has == 1 ? after : 1);
+        { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
+    }
+    if (!strcmp(path, "/control/settings")) {
+        long long n = 0;
+        if (get_int(body, len, "maxConcurrentStreams", &n) != 1 || n < 1 || n > 1000000)
+            { respond_error(fd, 400, "maxConcurrentStreams (1-1000000) required"); return; }
+        state_set_max_streams((unsigned)n);
+        server_settings_all();
+        { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
+    }
+    if (!strcmp(path, "/control/clock")) {
+        long long offset = 0;
+        if (get_int(body, len, "offsetMs", &offset) != 1 || offset < -86400000LL * 365 || offset > 86400000LL * 365)
+            { respond_error(fd, 400, "offsetMs (an integer, at most a year either way) required"); return; }
+        state_set_clock_offset(offset);
         { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
     }
     if (!strcmp(path, "/control/reset")) {
         state_reset();
+        if (state_max_streams() != 1000) {
+            state_set_max_streams(1000);
+            server_settings_all();
+        }
         { respond(fd, 200, ok_body, sizeof ok_body - 1); return; }
     }
     if (!strcmp(path, "/control/keys")) {

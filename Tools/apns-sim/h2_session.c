@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <openssl/err.h>
 
 #define WRITE_BATCH (64 * 1024)
-#define MAX_CONCURRENT_STREAMS 1000 /* what APNs advertises once a connection is established */
 
 static const char goaway_debug[] = "{\"reason\":\"Shutdown\"}";
 
@@ -43,6 +43,7 @@ static stream_req *stream_new(conn *c, int32_t id) {
     s->next = c->streams;
     if (c->streams) c->streams->prev = s;
     c->streams = s;
+    state_note_open_streams(++c->open_streams);
     return s;
 }
 
@@ -53,6 +54,7 @@ static void stream_free(stream_req *s) {
     if (s->next) s->next->prev = s->prev;
     if (s->delayed) worker_delay_remove(c->w, s);
     if (s->hbuf != s->hinline) free(s->hbuf);
+    c->open_streams--;
     free(s);
 }
 
@@ -152,12 +154,16 @@ static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *b
 static void submit_response(stream_req *s) {
     char status[4];
     snprintf(status, sizeof status, "%d", s->v.status ? s->v.status : 200);
-    char unique_id[37];
-    nghttp2_nv nva[4] = {
+    char unique_id[37], retry_after[16];
+    nghttp2_nv nva[5] = {
         MAKE_NV(":status", status, 3),
         MAKE_NV_UNIQUE("apns-id", s->apns_id, 36),
     };
     size_t n = 2;
+    if (s->v.retry_after > 0) {
+        int len = snprintf(retry_after, sizeof retry_after, "%d", s->v.retry_after);
+        nva[n++] = (nghttp2_nv)MAKE_NV("retry-after", retry_after, (size_t)len);
+    }
     if (s->v.status == 0) {
         /* Sandbox APNs adds apns-unique-id to successful responses. */
         uuid_v4(unique_id);
@@ -203,8 +209,37 @@ static void record_push(stream_req *s, const request_view *r) {
     state_record(r, s->apns_id, names, name_lens, vals, val_lens, n, s->received_at);
 }
 
+/* GOAWAY with the last stream we have seen (it and every stream below it are answered; the
+   client must resend the others elsewhere, and those that still arrive here are refused). */
+static void submit_goaway(conn *c) {
+    if (c->goaway_sent) return;
+    c->goaway_sent = true;
+    c->goaway_last = nghttp2_session_get_last_proc_stream_id(c->h2);
+    atomic_fetch_add(&g_stats.goaways_sent, 1);
+    nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, c->goaway_last, NGHTTP2_NO_ERROR, (const uint8_t *)goaway_debug,
+                          sizeof goaway_debug - 1);
+}
+
 /* The whole request is in: decide, count, record, then answer now or after the injected delay. */
 static void handle_request(conn *c, stream_req *s) {
+    if (c->goaway_sent && s->id > c->goaway_last) {
+        /* Above the last stream id of our GOAWAY: never processed (RFC 9113 §6.8). */
+        s->responded = true;
+        atomic_fetch_add(&g_stats.refused, 1);
+        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
+        return;
+    }
+    if (c->drop) {
+        s->responded = true; /* arrived with the request that dropped the connection: never taken */
+        return;
+    }
+    conn_fault armed = state_take_conn_fault();
+    if (armed == CONN_DROP) {
+        /* Dropped with this request (and whatever else is in flight) unanswered. */
+        s->responded = true;
+        c->drop = true;
+        return;
+    }
     request_view r;
     memset(&r, 0, sizeof r);
     r.method = hval(s, s->idx_method, &r.method_len);
@@ -226,7 +261,7 @@ static void handle_request(conn *c, stream_req *s) {
     int64_t now = now_ms();
     s->received_at = now;
     verdict *v = &s->v;
-    validate_request(&r, &c->tokens, now, v);
+    validate_request(&r, &c->tokens, now + state_clock_offset(), v);
     if (!v->status) state_token_rule(r.token, r.token_len, v);
     if (!v->status) state_take_fault(v, now);
 
@@ -255,9 +290,10 @@ static void handle_request(conn *c, stream_req *s) {
     if (delay > 0) {
         s->deadline = now + delay;
         worker_delay_add(c->w, s);
-        return;
+    } else {
+        submit_response(s);
     }
-    submit_response(s);
+    if (armed == CONN_GOAWAY) submit_goaway(c);
 }
 
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
@@ -344,7 +380,7 @@ static bool start_h2(conn *c) {
     pthread_once(&callbacks_once, init_callbacks);
     if (nghttp2_session_server_new2(&c->h2, shared_callbacks, c, shared_options) != 0) return false;
     nghttp2_settings_entry iv[] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, state_max_streams()},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
     };
     if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0) return false;
@@ -365,6 +401,13 @@ static bool conn_read(conn *c) {
                 /* A fatal HTTP/2 error: the connection is dropped. Say why (rare, and the only
                    trace a client gets is a reset). */
                 fprintf(stderr, "apns-sim: connection closed: nghttp2: %s\n", nghttp2_strerror((int)r));
+                return false;
+            }
+            if (c->drop) {
+                /* /control/drop: a reset, not an orderly close (SO_LINGER 0 makes close() send RST). */
+                struct linger hard = {.l_onoff = 1, .l_linger = 0};
+                setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+                atomic_fetch_add(&g_stats.conns_dropped, 1);
                 return false;
             }
             continue;
@@ -476,8 +519,14 @@ void conn_respond_delayed(stream_req *s) {
 
 void conn_goaway(conn *c) {
     if (c->closing || !c->h2) return;
-    nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
-                          NGHTTP2_NO_ERROR, (const uint8_t *)goaway_debug, sizeof goaway_debug - 1);
+    submit_goaway(c);
+    conn_after_io(c, conn_write(c));
+}
+
+void conn_send_settings(conn *c) {
+    if (c->closing || !c->h2) return;
+    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, state_max_streams()}};
+    nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1);
     conn_after_io(c, conn_write(c));
 }
 

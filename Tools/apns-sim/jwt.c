@@ -222,6 +222,8 @@ out:
 void token_cache_clear(token_cache *tc) {
     for (int i = 0; i < tc->count; i++) free(tc->slots[i].token);
     tc->count = 0;
+    tc->team[0] = '\0';
+    tc->mixed = false;
 }
 
 static void reject(verdict *v, int status, reason_id r) {
@@ -286,6 +288,14 @@ void jwt_check(token_cache *tc, const char *auth, size_t len, int64_t now, verdi
     bool good = verify_es256(pkey, tok, (size_t)(d2 - tok), sig);
     EVP_PKEY_free(pkey);
     if (!good || strcmp(iss, team) != 0) { reject(v, 403, R_InvalidProviderToken); return; }
+    /* APNs keeps a connection to one team's tokens; the simulator counts connections that mix
+       two (GET /control/stats: connections.mixedTeams) so a client's separation can be checked. */
+    if (!tc->team[0]) {
+        snprintf(tc->team, sizeof tc->team, "%s", team);
+    } else if (!tc->mixed && strcmp(tc->team, team) != 0) {
+        tc->mixed = true;
+        atomic_fetch_add(&g_stats.mixed_team_conns, 1);
+    }
     if (iat > now_s + TOKEN_FUTURE_SKEW_S) { reject(v, 403, R_InvalidProviderToken); return; }
     if (now_s - iat > TOKEN_MAX_AGE_S) { reject(v, 403, R_ExpiredProviderToken); return; }
 

@@ -29,7 +29,7 @@ static worker workers[MAX_WORKERS];
 static pthread_t threads[MAX_WORKERS];
 static int nworkers;
 static atomic_bool stopping;
-static atomic_uint goaway_generation;
+static atomic_uint goaway_generation, settings_generation;
 
 /* Markers in epoll_event.data.ptr for the two non-connection descriptors. */
 static char listen_marker, wake_marker;
@@ -152,6 +152,11 @@ static void *worker_main(void *arg) {
                     w->goaway_seen = gen;
                     for (conn *c = w->conns; c; c = c->next) conn_goaway(c);
                 }
+                unsigned sgen = atomic_load(&settings_generation);
+                if (sgen != w->settings_seen) {
+                    w->settings_seen = sgen;
+                    for (conn *c = w->conns; c; c = c->next) conn_send_settings(c);
+                }
             } else {
                 conn_on_event(p, events[i].events);
             }
@@ -226,6 +231,11 @@ static void wake_all(void) {
 
 void server_goaway_all(void) {
     atomic_fetch_add(&goaway_generation, 1);
+    wake_all();
+}
+
+void server_settings_all(void) {
+    atomic_fetch_add(&settings_generation, 1);
     wake_all();
 }
 

@@ -75,6 +75,7 @@ typedef struct {
     reason_id reason;
     char custom[48];     /* reason text when reason == R_Custom (injected faults) */
     int64_t timestamp;   /* for 410 Unregistered, else 0 */
+    int retry_after;     /* seconds for a retry-after field (injected faults), 0 = none */
 } verdict;
 
 /* ---------- jwt.c ---------- */
@@ -97,6 +98,8 @@ typedef struct {
     token_slot slots[TOKEN_SLOTS];
     int count;
     unsigned generation; /* compared with state's token generation: /control/reset clears all caches */
+    char team[64];       /* the team of the first valid token on this connection */
+    bool mixed;          /* a valid token of another team came on the same connection (counted once) */
 } token_cache;
 
 void token_cache_clear(token_cache *tc);
@@ -146,7 +149,21 @@ void state_set_token_rule(const char *token, size_t len, int status, int64_t tim
 bool state_clear_token_rule(const char *token, size_t len);
 /* Consumes one injected fault if one is active. */
 bool state_take_fault(verdict *v, int64_t now);
-void state_set_fault(int status, const char *reason, long long count, long long seconds, int64_t now);
+void state_set_fault(int status, const char *reason, long long count, long long seconds, int retry_after, int64_t now);
+/* Connection faults armed through the control API: after N more requests, the connection that
+   gets the Nth sends GOAWAY (CONN_GOAWAY) or is dropped without an answer (CONN_DROP). */
+typedef enum { CONN_NONE = 0, CONN_GOAWAY, CONN_DROP } conn_fault;
+void state_set_conn_fault(conn_fault kind, long long after);
+/* Counts one request against the armed connection fault; returns the fault when this one fires it. */
+conn_fault state_take_conn_fault(void);
+/* SETTINGS_MAX_CONCURRENT_STREAMS for new connections (and, through the workers, existing ones). */
+void state_set_max_streams(unsigned n);
+unsigned state_max_streams(void);
+/* Milliseconds added to the clock provider tokens are judged by (iat age, renewal interval). */
+void state_set_clock_offset(int64_t ms);
+int64_t state_clock_offset(void);
+/* Streams open at once on one connection: the peak so far. */
+void state_note_open_streams(long long n);
 /* Consumes one delayed response if a delay is active: returns the delay in ms, 0 otherwise. */
 int state_take_delay(void);
 void state_set_delay(int ms, long long count);
@@ -167,6 +184,11 @@ typedef struct {
     atomic_llong connections_current;
     atomic_llong streams;
     atomic_llong recorded_dropped;
+    atomic_llong max_open_streams;   /* the most streams open at once on one connection */
+    atomic_llong mixed_team_conns;   /* connections that carried valid tokens of two teams */
+    atomic_llong goaways_sent;       /* GOAWAY frames sent (control API) */
+    atomic_llong conns_dropped;      /* connections dropped by /control/drop */
+    atomic_llong refused;            /* streams refused after a GOAWAY (above its last stream id) */
 } sim_stats;
 extern sim_stats g_stats;
 
@@ -184,6 +206,8 @@ typedef struct {
 int server_start(const server_config *cfg, SSL_CTX *ctx, char *err, size_t errcap);
 /* Asks every worker to send GOAWAY on all its connections. */
 void server_goaway_all(void);
+/* Asks every worker to send the current SETTINGS_MAX_CONCURRENT_STREAMS on all its connections. */
+void server_settings_all(void);
 void server_stop(void);
 
 /* ---------- control.c ---------- */

@@ -142,15 +142,17 @@ static struct {
     char custom[48];
     long long remaining; /* -1: time-bound only */
     int64_t until_ms;    /* 0: count-bound only */
+    int retry_after;     /* seconds, 0: no retry-after field */
 } fault;
 static struct {
     int ms;
     long long remaining; /* -1: until cleared */
 } delay;
 
-void state_set_fault(int status, const char *reason, long long count, long long seconds, int64_t now) {
+void state_set_fault(int status, const char *reason, long long count, long long seconds, int retry_after, int64_t now) {
     pthread_mutex_lock(&lock);
     fault.status = status;
+    fault.retry_after = retry_after;
     fault.reason = reason_lookup(reason);
     snprintf(fault.custom, sizeof fault.custom, "%s", reason);
     fault.remaining = seconds > 0 ? -1 : count;
@@ -173,6 +175,7 @@ bool state_take_fault(verdict *v, int64_t now) {
     if (hit) {
         v->status = fault.status;
         v->reason = fault.reason;
+        v->retry_after = fault.retry_after;
         memcpy(v->custom, fault.custom, sizeof v->custom);
     }
     pthread_mutex_unlock(&lock);
@@ -197,6 +200,36 @@ int state_take_delay(void) {
     }
     pthread_mutex_unlock(&lock);
     return ms;
+}
+
+/* ---- connection faults, stream limit, token clock ---- */
+static atomic_int conn_fault_kind;
+static atomic_llong conn_fault_countdown;
+static atomic_uint max_streams = 1000; /* what APNs advertises once a connection is established */
+static atomic_llong clock_offset_ms;
+
+void state_set_conn_fault(conn_fault kind, long long after) {
+    atomic_store(&conn_fault_countdown, after < 1 ? 1 : after);
+    atomic_store(&conn_fault_kind, (int)kind);
+}
+
+conn_fault state_take_conn_fault(void) {
+    int kind = atomic_load_explicit(&conn_fault_kind, memory_order_relaxed);
+    if (kind == CONN_NONE) return CONN_NONE;
+    if (atomic_fetch_sub(&conn_fault_countdown, 1) != 1) return CONN_NONE;
+    /* This request is the Nth: fire once. */
+    int expected = kind;
+    return atomic_compare_exchange_strong(&conn_fault_kind, &expected, CONN_NONE) ? (conn_fault)kind : CONN_NONE;
+}
+
+void state_set_max_streams(unsigned n) { atomic_store(&max_streams, n); }
+unsigned state_max_streams(void) { return atomic_load_explicit(&max_streams, memory_order_relaxed); }
+void state_set_clock_offset(int64_t ms) { atomic_store(&clock_offset_ms, ms); }
+int64_t state_clock_offset(void) { return atomic_load_explicit(&clock_offset_ms, memory_order_relaxed); }
+
+void state_note_open_streams(long long n) {
+    long long seen = atomic_load_explicit(&g_stats.max_open_streams, memory_order_relaxed);
+    while (n > seen && !atomic_compare_exchange_weak(&g_stats.max_open_streams, &seen, n)) {}
 }
 
 unsigned state_token_generation(void) {
@@ -327,10 +360,15 @@ void state_stats_json(sbuf *out) {
     size_t recorded = nrecords;
     pthread_mutex_unlock(&lock);
     sbuf_addf(out,
-              "},\"rejectedTotal\":%lld,\"connections\":{\"current\":%lld,\"total\":%lld},\"streams\":%lld,"
+              "},\"rejectedTotal\":%lld,\"connections\":{\"current\":%lld,\"total\":%lld,\"mixedTeams\":%lld,"
+              "\"dropped\":%lld},\"streams\":%lld,\"maxOpenStreams\":%lld,\"goawaysSent\":%lld,\"refused\":%lld,"
+              "\"maxConcurrentStreams\":%u,\"clockOffsetMs\":%lld,"
               "\"recorded\":%zu,\"recordDropped\":%lld,\"recording\":%s,\"keys\":%zu}",
               total, atomic_load(&g_stats.connections_current), atomic_load(&g_stats.connections_total),
-              atomic_load(&g_stats.streams), recorded, atomic_load(&g_stats.recorded_dropped),
+              atomic_load(&g_stats.mixed_team_conns), atomic_load(&g_stats.conns_dropped),
+              atomic_load(&g_stats.streams), atomic_load(&g_stats.max_open_streams),
+              atomic_load(&g_stats.goaways_sent), atomic_load(&g_stats.refused), state_max_streams(),
+              (long long)state_clock_offset(), recorded, atomic_load(&g_stats.recorded_dropped),
               config.record ? "true" : "false", keys_count());
 }
 
@@ -347,6 +385,13 @@ void state_reset(void) {
     for (int i = 0; i < R_COUNT; i++) atomic_store(&g_stats.rejected[i], 0);
     atomic_store(&g_stats.streams, 0);
     atomic_store(&g_stats.recorded_dropped, 0);
+    atomic_store(&g_stats.max_open_streams, 0);
+    atomic_store(&g_stats.mixed_team_conns, 0);
+    atomic_store(&g_stats.goaways_sent, 0);
+    atomic_store(&g_stats.conns_dropped, 0);
+    atomic_store(&g_stats.refused, 0);
+    atomic_store(&conn_fault_kind, CONN_NONE);
+    atomic_store(&clock_offset_ms, 0);
     pthread_mutex_unlock(&lock);
 }
 

@@ -10,6 +10,8 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <openssl/hmac.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 /* SHA-256 through the low-level API: OpenSSL 3's one-shot SHA256() fetches the algorithm on every
    call and EVP_Digest allocates a context (430 and 170 ns for an API key on this machine); this
@@ -39,4 +41,15 @@ static inline EVP_PKEY *bk_generate_p256(void) {
     EVP_PKEY_CTX_free(ctx);
     return key;
 }
+
+/* TLS client settings that OpenSSL defines as macros over SSL_CTX_ctrl / SSL_ctrl (Swift cannot
+   call those): the HTTP/2 transport's non-blocking connections. */
+static inline int bk_ssl_ctx_set_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+/* Partial writes, and a retried SSL_write may pass a buffer that moved (a Swift array's storage). */
+static inline long bk_ssl_ctx_set_write_modes(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+static inline int bk_ssl_set_sni(SSL *ssl, const char *host) { return (int)SSL_set_tlsext_host_name(ssl, host); }
 #endif
