@@ -163,7 +163,7 @@ let package = Package(
             name: "IngestApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitRuntime", "BuzzKitWebhooks"
+                "BuzzKitContracts", "BuzzKitRuntime", "BuzzKitWebhooks"
             ],
             path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp"], path: "Services/ingest/Main"),
@@ -298,7 +298,8 @@ let package = Package(
         .testTarget(
             name: "LiveActivityTests",
             dependencies: [
-                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts", "BuzzKitLedger", "LiveActivityApp",
+                "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts", "BuzzKitLedger",
+                "LiveActivityApp",
                 "BuzzKitTestSupport"
             ],
             path: "Tests/LiveActivityTests"),

@@ -10,7 +10,7 @@
 # ratios to it (on two cores the rate will not grow; CPU per delivery should not grow either).
 # Usage: bench/containers_scale.sh [devices] [replica counts, default "1 2 4"]
 # Knobs: BK_SCALE_KEEP=1 leaves the stack running at the end (./deploy/containers compose ... on
-# BUZZKIT_CONTAINERS_* printed); by default it is taken down with its data.
+# BUZZKIT_CONTAINERS_PROJECT and _STATE printed); by default it is taken down with its data.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"

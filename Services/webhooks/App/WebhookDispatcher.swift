@@ -154,35 +154,31 @@ final class WebhookSweeper: Service {
     let configuration: WebhooksConfiguration
     let metrics: WebhooksMetrics
     let logger: Logger
-    private let stopped = OneShot<Void>()
+    private let loop: BackgroundLoop
 
-    init(postgres: PostgresClient, configuration: WebhooksConfiguration, metrics: WebhooksMetrics, logger: Logger) {
+    init(
+        postgres: PostgresClient, configuration: WebhooksConfiguration, metrics: WebhooksMetrics, logger: Logger,
+        registry: MetricsRegistry
+    ) {
         self.postgres = postgres
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        loop = BackgroundLoop(
+            name: "webhooks-sweeper", interval: configuration.sweepInterval, logger: logger, metrics: registry)
     }
 
-    func shutdown() async { stopped.fulfill(()) }
+    func shutdown() async { loop.stop() }
 
     func run() async throws {
-        while !stopped.isFulfilled {
-            do {
-                let disabled = try await WebhookDeliveryStore.disableFailing(
-                    on: postgres, after: configuration.disableAfter)
-                for id in disabled {
-                    metrics.endpointsDisabled.increment()
-                    logger.notice("webhooks.endpoint.disabled", metadata: ["endpoint": id.uuidString.lowercased()])
-                }
-                try await WebhookDeliveryStore.purge(on: postgres, retention: configuration.retention)
-            } catch {
-                logger.warning("webhooks.sweep.failed", metadata: ["error": "\(error)"])
+        await loop.run {
+            let disabled = try await WebhookDeliveryStore.disableFailing(
+                on: postgres, after: configuration.disableAfter)
+            for id in disabled {
+                metrics.endpointsDisabled.increment()
+                logger.notice("webhooks.endpoint.disabled", metadata: ["endpoint": id.uuidString.lowercased()])
             }
-            let clock = ContinuousClock()
-            let end = clock.now + configuration.sweepInterval
-            while !stopped.isFulfilled, clock.now < end {
-                try? await Task.sleep(for: min(.milliseconds(250), end - clock.now))
-            }
+            try await WebhookDeliveryStore.purge(on: postgres, retention: configuration.retention)
         }
     }
 }

@@ -34,7 +34,8 @@ public enum WebhooksService {
             timeout: configuration.timeout)
         return [
             ClientsService(http: client, resolver: resolver),
-            WebhookSweeper(postgres: postgres, configuration: configuration, metrics: metrics, logger: logger),
+            WebhookSweeper(
+                postgres: postgres, configuration: configuration, metrics: metrics, logger: logger, registry: registry),
             WebhookDispatcher(
                 postgres: postgres, sender: sender, configuration: configuration, metrics: metrics, logger: logger)
         ]
@@ -55,7 +56,7 @@ struct ClientsService: Service {
     }
 
     func run() async throws {
-        await stopped.value
+        _ = try? await stopped.wait()
         await http.shutdown()
         resolver.shutdown()
     }

@@ -313,7 +313,7 @@ struct RunMachine {
         guard let i = state.outcomes.lastIndex(where: { $0.step == state.current }) else { return }
         state.outcomes[i].status = status
         state.outcomes[i].endedAt = now
-        state.outcomes[i].decision = decision.rawValue
+        state.outcomes[i].decision = decision
         if let reason { state.outcomes[i].reason = reason }
     }
 
