@@ -4,6 +4,7 @@ In file order, on one stack (conftest.py): up from a clean state and one send en
 sender scaled out to four containers during a 10,000-device send and one of them killed half-way;
 Postgres and Redis restarted mid-send; down then up with everything kept.
 """
+import json
 import os
 import re
 import time
@@ -27,9 +28,8 @@ def test_up_then_a_send_reaches_the_simulator_container_and_the_ledger(stack):
         assert env.get(key), f"containers.env has no {key}"
 
     # The image: non-root, a healthcheck of its own, and every service container healthy.
-    image = stack.docker("image", "inspect", "-f", "{{ .Config.User }}|{{ json .Config.Healthcheck }}|{{ .Size }}",
-                         "buzzkit:latest").stdout.strip()
-    user, healthcheck, size = image.split("|")
+    image = json.loads(stack.docker("image", "inspect", "-f", "{{ json . }}", "buzzkit:latest").stdout)
+    user, healthcheck, size = image["Config"]["User"], json.dumps(image["Config"]["Healthcheck"]), image["Size"]
     assert user == "10001:10001"
     assert "readyz" in healthcheck
     log(f"buzzkit:latest is {int(size) / 1e6:.0f} MB")

@@ -78,6 +78,30 @@ struct EventsEndToEndTests {
         }
     }
 
+    @Test func anIdRepeatedInABatchIsOneEventTheFirst() async throws {
+        try await withGateway { h in
+            try await withIngest(h) {
+                #expect(try await h.send("PUT", "/v1/subscribers/twice", key: h.tenantKey, body: [:]).status == 201)
+                let body: JSONValue = [
+                    "subscriberId": "twice",
+                    "events": [
+                        ["id": "same", "name": "first", "timestamp": "2026-11-20T10:00:00Z"],
+                        ["id": "other", "name": "second", "timestamp": "2026-11-20T10:00:01Z"],
+                        ["id": "same", "name": "third", "timestamp": "2026-11-20T10:00:02Z"]
+                    ]
+                ]
+                let reply = try await h.send("POST", "/v1/events", key: h.tenantKey, body: body)
+                #expect(reply.status == 202, "\(reply.envelope)")
+                #expect(reply.data?["accepted"] == 2)
+                let stored = try await events(h, "twice", count: 2)
+                try await Task.sleep(for: .milliseconds(300))  // a third would land by now
+                let again = try await events(h, "twice", count: 2)
+                #expect(stored.count == 2 && again.count == 2)
+                #expect(Set(again.compactMap { $0["name"]?.stringValue }) == ["first", "second"])
+            }
+        }
+    }
+
     @Test func a101EventBatchAndBadEventsAreRejectedWithTheirIndexes() async throws {
         try await withGateway { h in
             let tooMany = batch(("subscriberId", "s"), ids: 0..<101, prefix: "x")

@@ -172,11 +172,12 @@ struct PushEndToEndTests {
         }
     }
 
-    @Test("bad targets answer 422 with every problem at once, and nothing is stored")
+    @Test("bad targets answer 422 with every problem at once (a missing segment 404), and nothing is stored")
     func invalidTargets() async throws {
         try await withPushStack { stack in
             let unknown = try await stack.api("POST", "/v1/messages", body: ["segment": "vip", "body": "x"])
-            #expect(unknown.status == 422)
+            #expect(unknown.status == 404)
+            #expect(unknown.envelope.error?.code.rawValue == "not_found")
             #expect(
                 (unknown.envelope.error?.details?.arrayValue ?? []).contains { $0["path"]?.stringValue == "segment" })
             let broken = try await stack.api("POST", "/v1/messages", body: ["where": "plan ==", "body": "x"])

@@ -15,8 +15,10 @@ extension EventBatch {
     /// `events` an array of 1 to 100 objects; per event `id` (non-empty string, at most 128 bytes),
     /// `name` (non-empty, at most 128 bytes of UTF-8, no control characters; `$` names only those in
     /// `ReservedEvent.all`, with exactly the fields that event documents), `data` (a JSON object,
-    /// default `{}`), `timestamp` (ISO 8601 with an offset, at most 24 hours ahead of `now`); ids
-    /// unique within the batch. Unknown top-level or event members are ignored.
+    /// default `{}`), `timestamp` (ISO 8601 with an offset, at most 24 hours ahead of `now`). An id
+    /// repeated within the batch is the same event, as it is across batches (events are
+    /// deduplicated by id): the first is kept, the later ones are dropped. Unknown top-level or
+    /// event members are ignored.
     public static func validate(_ body: JSONValue, now: Date = Date()) -> Result<EventBatch, EventBatchRejection> {
         guard case .object(let object) = body else {
             return .failure(.invalid([ValidationIssue(path: "body", message: "the body must be a JSON object")]))
@@ -47,15 +49,11 @@ extension EventBatch {
         let latest = EventTimestamp.microseconds(now) + Int64(maxFutureSkew * 1_000_000)
         var events: [TrackedEvent] = []
         events.reserveCapacity(items.count)
-        var seen: [String: Int] = [:]
+        var seen: Set<String> = []
         for (index, item) in items.enumerated() {
-            if let event = validateEvent(item, index: index, latest: latest, into: &issues) {
-                if let first = seen[event.id] {
-                    issues.append(
-                        .init(index: index, field: "id", message: "id \(event.id) is also used by event \(first)"))
-                } else {
-                    seen[event.id] = index
-                }
+            if let event = validateEvent(item, index: index, latest: latest, into: &issues),
+                seen.insert(event.id).inserted
+            {
                 events.append(event)
             }
         }

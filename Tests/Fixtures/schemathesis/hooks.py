@@ -12,6 +12,7 @@ schemathesis each one, and nothing else:
   expressions; buzzkit-workflow-expression: the same over the paths every place of a workflow reads
   (trigger. and subscriber.).
 - buzzkit-workflow-key-template: a digest's or throttle's key, a template over the trigger event.
+- buzzkit-workflow-step-name: a step's name, unique in its workflow: every one drawn is new.
 - buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
   gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback: loopback URLs on a
   closed port (nothing is sent: no webhooks service runs here).
@@ -28,6 +29,7 @@ The one exception keeps the run standing: it does not revoke its own API keys
 """
 
 import datetime
+import itertools
 import json
 import os
 
@@ -53,6 +55,9 @@ schemathesis.openapi.format(
     "buzzkit-workflow-key-template",
     st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
 )
+_STEP_NAMES = itertools.count(1)
+schemathesis.openapi.format(
+    "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))
 schemathesis.openapi.format(
     "buzzkit-webhook-url", st.integers(min_value=0, max_value=999).map(lambda n: f"http://127.0.0.1:9/hooks/{n}"))
 

@@ -62,7 +62,10 @@ enum EventRoutes {
     private static func eventSchema(name: JSONValue, data: JSONValue, dataRequired: Bool) -> JSONValue {
         Schema.object(
             [
-                "id": Schema.string(eventIDRule, "Client-generated, unique within the batch"), "name": name,
+                "id": Schema.string(
+                    eventIDRule,
+                    "Client-generated: the event's identity; an id already received (earlier in the batch or before) is not stored again"
+                ), "name": name,
                 "data": data, "timestamp": timestamp
             ],
             required: ["id", "name", "timestamp"] + (dataRequired ? ["data"] : []), additional: true)

@@ -6,17 +6,23 @@ import BuzzKitWorkflows
 enum WorkflowRules {
     /// A duration as `WorkflowDuration` reads it: a whole number with no leading zero and a unit
     /// (`30s`, `90m`, `36h`, `7d`), at most 365 days; the pattern spells each unit's range.
-    static let durationRule: TextRule = {
-        let limit = WorkflowDuration.maxSeconds
+    static let durationRule = duration(atMost: WorkflowDuration.maxSeconds, "365 days")
+
+    /// A digest's or throttle's window: a duration of at most 30 days.
+    static let windowRule = duration(atMost: WorkflowLimits.maxWindowSeconds, "30 days")
+
+    /// A duration of at most `limit` seconds (`words` says it), the pattern spelling each unit's range.
+    static func duration(atMost limit: Int64, _ words: String) -> TextRule {
         let units: [(String, Int64)] = [("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         let alternatives = units.map { "(?:" + decimalPattern(upTo: limit / $0.1) + ")" + $0.0 }
         return TextRule(
             minLength: 2, maxLength: 12, pattern: "^(?:" + alternatives.joined(separator: "|") + ")$",
-            problem: "must be a duration such as 30s, 90m, 36h, 7d (at most 365 days)"
+            problem: "must be a duration such as 30s, 90m, 36h, 7d (at most \(words))"
         ) {
-            WorkflowDuration($0) != nil
+            guard let duration = WorkflowDuration($0) else { return false }
+            return duration.seconds <= limit
         }
-    }()
+    }
 
     /// A step or event name in a dry run's event and arrivals: 1 to 128 characters, no U+0000.
     static let eventNameRule = TextRule.length(1, WorkflowLimits.maxEventNameBytes)

@@ -83,7 +83,7 @@ enum WorkflowSchemas {
             "WorkflowDigest": Schema.object(
                 [
                     "window": Schema.string(
-                        WorkflowRules.durationRule,
+                        WorkflowRules.windowRule,
                         "How long the first trigger event of a key waits for more (at most 30 d): 10m, 1h"),
                     "key": keyTemplate("without it, the subscriber is the key"),
                     "list": Schema.string(
@@ -99,7 +99,7 @@ enum WorkflowSchemas {
                         "type": "integer", "minimum": 1, "maximum": .int(Int64(WorkflowLimits.maxThrottleLimit)),
                         "description": "Runs that may pass within the window"
                     ],
-                    "window": Schema.string(WorkflowRules.durationRule, "Rolling window (at most 30 d): 1h, 1d"),
+                    "window": Schema.string(WorkflowRules.windowRule, "Rolling window (at most 30 d): 1h, 1d"),
                     "key": keyTemplate("without it, per subscriber")
                 ], required: ["limit", "window"],
                 description:
@@ -116,6 +116,15 @@ enum WorkflowSchemas {
             "WorkflowConditionNot": single("not", Schema.ref("WorkflowCondition"), "The condition does not hold")
         ]
     }
+
+    /// A step's own name: unique in the whole workflow (branches included), which no schema of a
+    /// single string can state, so a format of its own.
+    static let uniqueStepName = Schema.custom(
+        format: "buzzkit-workflow-step-name",
+        """
+        1 to \(WorkflowLimits.maxNameLength) of letters, digits, _ - . ; unique in the whole workflow, branches \
+        included (a name used twice is 422)
+        """, example: "wait-a-day")
 
     /// A digest's or throttle's key: a template the server parses, a format of its own.
     static func keyTemplate(_ absent: String) -> JSONValue {
@@ -142,7 +151,7 @@ enum WorkflowSchemas {
             ["minProperties": 2, "maxProperties": 2],
             to: Schema.object(
                 [
-                    "name": Schema.adding(["description": "Unique in the workflow"], to: stepName),
+                    "name": uniqueStepName,
                     "wait": Schema.ref("WorkflowWait"), "waitUntil": Schema.ref("WorkflowWaitUntil"),
                     "waitFor": Schema.ref("WorkflowWaitFor"), "branch": Schema.ref("WorkflowBranch"),
                     "send": Schema.ref("WorkflowSend"), "exit": Schema.ref("WorkflowExit"),
