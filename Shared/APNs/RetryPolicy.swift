@@ -29,7 +29,8 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The wait after `attempt` (1-based) failed, for a random `unit` in 0...1.
     public func delay(afterAttempt attempt: Int, unit: Double) -> Duration {
         let exponent = min(max(attempt - 1, 0), 40)
-        let base = Self.nanoseconds(baseDelay), cap = Self.nanoseconds(maxDelay)
+        let base = Self.nanoseconds(baseDelay)
+        let cap = Self.nanoseconds(maxDelay)
         var capped = cap
         if exponent < 40 {
             let (product, overflow) = base.multipliedReportingOverflow(by: Int64(1) << Int64(exponent))

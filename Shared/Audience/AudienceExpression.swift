@@ -47,7 +47,12 @@ public enum AudienceOperand: Sendable, Hashable {
 }
 
 public enum AudienceComparison: String, Sendable, Hashable, CaseIterable {
-    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    case equal = "=="
+    case notEqual = "!="
+    case less = "<"
+    case lessOrEqual = "<="
+    case greater = ">"
+    case greaterOrEqual = ">="
 
     /// Applies the operator to an ordering result (`a` compared with `b`).
     func holds(_ order: Int) -> Bool {

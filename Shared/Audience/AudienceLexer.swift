@@ -81,19 +81,34 @@ struct AudienceLexer {
 
     mutating func next() throws(AudienceError) -> AudienceToken {
         while let c = current, c == " " || c == "\t" || c == "\n" || c == "\r" { advance() }
-        let startLine = line, startColumn = column
+        let startLine = line
+        let startColumn = column
         func token(_ kind: AudienceToken.Kind) -> AudienceToken {
             AudienceToken(kind: kind, line: startLine, column: startColumn)
         }
         guard let c = current else { return token(.end) }
         switch c {
-        case "(": advance(); return token(.leftParen)
-        case ")": advance(); return token(.rightParen)
-        case "[": advance(); return token(.leftBracket)
-        case "]": advance(); return token(.rightBracket)
-        case ",": advance(); return token(.comma)
-        case ":": advance(); return token(.colon)
-        case ".": advance(); return token(.dot)
+        case "(":
+            advance()
+            return token(.leftParen)
+        case ")":
+            advance()
+            return token(.rightParen)
+        case "[":
+            advance()
+            return token(.leftBracket)
+        case "]":
+            advance()
+            return token(.rightBracket)
+        case ",":
+            advance()
+            return token(.comma)
+        case ":":
+            advance()
+            return token(.colon)
+        case ".":
+            advance()
+            return token(.dot)
         case "=":
             advance()
             guard current == "=" else {
@@ -150,7 +165,8 @@ struct AudienceLexer {
     }
 
     private mutating func string() throws(AudienceError) -> String {
-        let startLine = line, startColumn = column
+        let startLine = line
+        let startColumn = column
         advance()  // opening quote
         var value = ""
         while true {
@@ -167,7 +183,8 @@ struct AudienceLexer {
             guard let e = current else {
                 throw error("unterminated string", expected: "'\"'", line: startLine, column: startColumn)
             }
-            let escapeLine = line, escapeColumn = column - 1
+            let escapeLine = line
+            let escapeColumn = column - 1
             advance()
             switch e {
             case "\"": value += "\""
@@ -213,29 +230,45 @@ struct AudienceLexer {
     }
 
     private mutating func number() throws(AudienceError) -> String {
-        let startLine = line, startColumn = column
+        let startLine = line
+        let startColumn = column
         var text = ""
         func bad() -> AudienceError {
             AudienceError(
                 .syntaxError, "malformed number", line: startLine, column: startColumn,
                 expected: "a number such as 3, -1.5 or 2e3")
         }
-        if current == "-" { text += "-"; advance() }
+        if current == "-" {
+            text += "-"
+            advance()
+        }
         guard let first = current, isDigit(first) else { throw bad() }
-        while let d = current, isDigit(d) { text.unicodeScalars.append(d); advance() }
+        while let d = current, isDigit(d) {
+            text.unicodeScalars.append(d)
+            advance()
+        }
         let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
         if digits.count > 1 && digits.hasPrefix("0") { throw bad() }
         if current == ".", let d = peek(1), isDigit(d) {
             text += "."
             advance()
-            while let d = current, isDigit(d) { text.unicodeScalars.append(d); advance() }
+            while let d = current, isDigit(d) {
+                text.unicodeScalars.append(d)
+                advance()
+            }
         }
         if current == "e" || current == "E" {
             text += "e"
             advance()
-            if let sign = current, sign == "+" || sign == "-" { text.unicodeScalars.append(sign); advance() }
+            if let sign = current, sign == "+" || sign == "-" {
+                text.unicodeScalars.append(sign)
+                advance()
+            }
             guard let d = current, isDigit(d) else { throw bad() }
-            while let d = current, isDigit(d) { text.unicodeScalars.append(d); advance() }
+            while let d = current, isDigit(d) {
+                text.unicodeScalars.append(d)
+                advance()
+            }
         }
         if let c = current, isIdentifierStart(c) { throw bad() }
         return text

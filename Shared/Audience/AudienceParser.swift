@@ -30,9 +30,15 @@ extension AudienceExpression {
     ) throws(AudienceError) -> AudienceExpression {
         let scalars = Array(text.unicodeScalars)
         if scalars.count > limits.maxLength {
-            var line = 1, column = 1
+            var line = 1
+            var column = 1
             for scalar in scalars.prefix(limits.maxLength) {
-                if scalar == "\n" { line += 1; column = 1 } else { column += 1 }
+                if scalar == "\n" {
+                    line += 1
+                    column = 1
+                } else {
+                    column += 1
+                }
             }
             throw AudienceError(
                 .limitExceeded, "expression longer than \(limits.maxLength) characters", line: line, column: column)
@@ -385,7 +391,8 @@ struct AudienceParser {
             throw limit("more than \(limits.maxEventClauses) did/count clauses", at: token)
         }
         var clause = AudienceEventClause(name: try parseNonEmptyString("an event name"))
-        var seenWithin = false, seenWhere = false
+        var seenWithin = false
+        var seenWhere = false
         while current.kind == .comma {
             advance()
             let argument = current

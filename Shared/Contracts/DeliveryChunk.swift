@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitRedis
 import BuzzKitWire
+import Foundation
 
 /// A chunk of deliveries to send, on `bk:deliveries`: what one sender replica claims and sends in
 /// one go. The chunk itself (its devices, who holds it) is a `delivery_chunks` row in Postgres; the

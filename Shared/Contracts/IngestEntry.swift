@@ -1,6 +1,6 @@
-import Foundation
-import BuzzKitWire
 import BuzzKitRedis
+import BuzzKitWire
+import Foundation
 
 /// One validated event batch on `bk:ingest`: what the gateway enqueues and the ingest service stores.
 ///

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitRedis
 import BuzzKitWire
+import Foundation
 
 /// One `POST /v1/live-activities/send` on `bk:la` (gateway → liveactivity), with the key its
 /// answer goes to.

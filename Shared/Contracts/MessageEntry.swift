@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitRedis
 import BuzzKitWire
+import Foundation
 
 /// Messages to send, on `bk:messages` (one message to fan out) or its direct sibling (one or
 /// more direct messages of one tenant): just their identity, the rest is in Postgres

@@ -36,10 +36,17 @@ public enum MessageTarget: Sendable, Hashable {
 
     /// Reads the `messages.target` column back.
     public init?(json: JSONValue) {
-        if let key = json["topic"]?.stringValue { self = .topic(key); return }
-        if let ids = json["to"]?.arrayValue { self = .subscribers(ids.compactMap(\.stringValue)); return }
+        if let key = json["topic"]?.stringValue {
+            self = .topic(key)
+            return
+        }
+        if let ids = json["to"]?.arrayValue {
+            self = .subscribers(ids.compactMap(\.stringValue))
+            return
+        }
         if let text = json["where"]?.stringValue {
-            self = .expression(text, segment: json["segment"]?.stringValue); return
+            self = .expression(text, segment: json["segment"]?.stringValue)
+            return
         }
         return nil
     }

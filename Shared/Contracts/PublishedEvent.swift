@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 
 /// One newly stored event, as the workflow scheduler reads it from a `bk:events` entry
 /// (`PublishedEventBatch.publishedEvents`).

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitRedis
 import BuzzKitWire
+import Foundation
 
 /// One `bk:events` entry: the newly stored events of one `bk:ingest` entry (one identity's batch),
 /// for the workflow scheduler.

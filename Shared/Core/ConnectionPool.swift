@@ -38,7 +38,12 @@ public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
         self.makeConnection = makeConnection
     }
 
-    private enum Step { case ready(Connection), make(Int), wait(Int), closed }
+    private enum Step {
+        case ready(Connection)
+        case make(Int)
+        case wait(Int)
+        case closed
+    }
 
     /// An idle connection, a new one while under capacity, or a place in the queue.
     private func step(_ state: inout State) -> Step {
@@ -117,7 +122,10 @@ public final class ConnectionPool<Connection: AnyObject & Sendable>: Sendable {
     public func close() -> [Connection] {
         let (idle, waiters) = state.withLock { state -> ([Connection], [Waiter]) in
             state.closed = true
-            defer { state.idle = []; state.waiters = [] }
+            defer {
+                state.idle = []
+                state.waiters = []
+            }
             return (state.idle, state.waiters)
         }
         for waiter in waiters { waiter.deliver(.failure(closedError())) }

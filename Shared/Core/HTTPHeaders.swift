@@ -92,7 +92,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Whether two field names are equal ignoring ASCII case (names are ASCII tokens).
     public static func equalNames(_ a: String, _ b: String) -> Bool {
-        let x = a.utf8, y = b.utf8
+        let x = a.utf8
+        let y = b.utf8
         guard x.count == y.count else { return false }
         for (p, q) in zip(x, y) where p != q {
             // ASCII letters differ by 0x20 between cases; header names are ASCII tokens.

@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 import Synchronization
 
 /// A structured logger shaped like apple/swift-log, writing one JSON object per line.

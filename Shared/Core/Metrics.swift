@@ -84,9 +84,15 @@ public final class MetricsRegistry: Sendable {
             out.append(UInt8(ascii: "\""))
             for byte in value.utf8 {
                 switch byte {
-                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
-                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
-                case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\\"):
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "\\"))
+                case UInt8(ascii: "\""):
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "\""))
+                case UInt8(ascii: "\n"):
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "n"))
                 default: out.append(byte)
                 }
             }

@@ -49,7 +49,7 @@ public final class ServiceGroup: Sendable {
     @discardableResult
     public func run() async throws -> Outcome {
         let signalSources = installSignalHandlers()
-        defer { signalSources.forEach { $0.cancel() } }
+        defer { for source in signalSources { source.cancel() } }
         // One per service, fulfilled when its `run()` has returned (or thrown).
         let returned = services.map { _ in OneShot<Void>() }
 

@@ -1,5 +1,5 @@
-internal import COpenSSL
 import BuzzKitWire
+internal import COpenSSL
 
 /// SHA-256 and HMAC-SHA-256, for API key hashes and request fingerprints.
 public enum Digest {

@@ -1,7 +1,7 @@
 import BuzzKitCore
+internal import CNghttp2
 import Foundation
 import Synchronization
-internal import CNghttp2
 
 /// One dedicated thread (never Swift's cooperative pool) running every HTTP/2 connection of the
 /// clients made on it: epoll over non-blocking sockets, OpenSSL for TLS, nghttp2 for the framing.

@@ -1,7 +1,7 @@
 import BuzzKitCore
+internal import CCurl
 import Foundation
 import Synchronization
-internal import CCurl
 
 /// The part of the client other threads touch: the multi handle (only for `curl_multi_wakeup`,
 /// which libcurl documents as callable from any thread) and a Mutex-guarded inbox of submissions,

@@ -1,5 +1,5 @@
-internal import CCurl
 import BuzzKitCore
+internal import CCurl
 
 /// One request in flight: the easy handle it runs on and what has arrived so far.
 ///

@@ -1,5 +1,5 @@
-internal import CMicroHTTPD
 import BuzzKitCore
+internal import CMicroHTTPD
 
 // C callbacks for libmicrohttpd: non-capturing closures in global constants (a capturing closure
 // for a C function pointer crashes the 6.3.1 compiler). Context arrives through the `void *`.

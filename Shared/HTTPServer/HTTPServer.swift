@@ -1,6 +1,6 @@
-internal import CMicroHTTPD
 import BuzzKitCore
 import BuzzKitWire
+internal import CMicroHTTPD
 import Dispatch
 import Foundation
 import Synchronization

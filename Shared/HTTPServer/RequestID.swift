@@ -1,5 +1,5 @@
-import Synchronization
 import BuzzKitWire
+import Synchronization
 
 /// Request ids: the client's own when it sent a usable one, a random one otherwise.
 enum RequestID {

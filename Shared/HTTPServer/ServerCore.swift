@@ -1,6 +1,6 @@
-internal import CMicroHTTPD
 import BuzzKitCore
 import BuzzKitWire
+internal import CMicroHTTPD
 import Synchronization
 
 /// The part of the server libmicrohttpd calls into: request assembly, dispatch, suspend/resume.

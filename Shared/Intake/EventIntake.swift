@@ -1,8 +1,8 @@
-import Foundation
 import BuzzKitContracts
 import BuzzKitCore
-import BuzzKitWire
 import BuzzKitRedis
+import BuzzKitWire
+import Foundation
 
 /// `POST /v1/events` minus HTTP: validate a batch and queue it durably on `bk:ingest`.
 ///

@@ -1,11 +1,11 @@
 import BuzzKitAudience
-import Foundation
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire
+import Foundation
 
 /// A validated `POST /v1/messages` body.
 public struct MessageRequest: Sendable, Hashable {
@@ -187,9 +187,13 @@ public struct MessageIntake: Sendable {
                 var seen = Set<String>()
                 for (index, item) in list.enumerated() {
                     guard let id = item.stringValue else {
-                        add("to[\(index)]", "must be a subscriber id string"); continue
+                        add("to[\(index)]", "must be a subscriber id string")
+                        continue
                     }
-                    if let problem = subscriberIdProblem(id) { add("to[\(index)]", problem); continue }
+                    if let problem = subscriberIdProblem(id) {
+                        add("to[\(index)]", problem)
+                        continue
+                    }
                     if seen.insert(id).inserted { ids.append(id) }
                 }
                 target = .subscribers(ids)

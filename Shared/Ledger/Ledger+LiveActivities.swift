@@ -81,9 +81,15 @@ extension Ledger {
         -> [LiveActivityPlan]
     {
         guard !entries.isEmpty else { return [] }
-        var index = PostgresArrayText(), message = PostgresArrayText(), tenant = PostgresArrayText()
-        var event = PostgresArrayText(), subscriber = PostgresArrayText(), activity = PostgresArrayText()
-        var type = PostgresArrayText(), timestamp = PostgresArrayText(), content = PostgresArrayText()
+        var index = PostgresArrayText()
+        var message = PostgresArrayText()
+        var tenant = PostgresArrayText()
+        var event = PostgresArrayText()
+        var subscriber = PostgresArrayText()
+        var activity = PostgresArrayText()
+        var type = PostgresArrayText()
+        var timestamp = PostgresArrayText()
+        var content = PostgresArrayText()
         for (i, entry) in entries.enumerated() {
             let request = entry.request
             index.append(i)

@@ -197,7 +197,8 @@ extension Ledger {
         let count = records.reduce(0) { $0 + $1.outcomes.count }
         var rows = DeliveryRows(capacity: count)
         var requests = RequestRows()
-        var chunkIds = PostgresArrayText(), tenants = PostgresArrayText()
+        var chunkIds = PostgresArrayText()
+        var tenants = PostgresArrayText()
         var messages: [UUID] = []
         var seen = Set<UUID>()
         var invalid: [Invalidation] = []

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitCore
 import BuzzKitPostgres
+import Foundation
 
 /// Applies the ordered `NNNN_name.sql` migrations, each exactly once.
 ///

@@ -1,7 +1,8 @@
-import Foundation
 import BuzzKitCore
 internal import CLibPQ
+import Foundation
 import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -37,8 +38,8 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         var keywords = pairs.map { strdup($0.0) } + [nil]
         var values = pairs.map { strdup($0.1) } + [nil]
         defer {
-            keywords.forEach { free($0) }
-            values.forEach { free($0) }
+            for keyword in keywords { free(keyword) }
+            for value in values { free(value) }
         }
         let connection = keywords.withUnsafeMutableBufferPointer { k in
             values.withUnsafeMutableBufferPointer { v in
@@ -122,7 +123,10 @@ final class PostgresConnectionHandle: @unchecked Sendable {
     func resetAfterUse() {
         defer { updateCleanupFlag() }
         guard let conn else { return }
-        guard PQstatus(conn) == CONNECTION_OK else { close(); return }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            close()
+            return
+        }
         if PQtransactionStatus(conn) != PQTRANS_IDLE {
             if let result = PQexec(conn, "ROLLBACK") { PQclear(result) }
             if PQtransactionStatus(conn) != PQTRANS_IDLE { close() }
@@ -289,7 +293,7 @@ final class PostgresConnectionHandle: @unchecked Sendable {
             pointer[bytes.count] = 0
             return UnsafePointer(pointer)
         }
-        defer { pointers.forEach { $0.map { UnsafeMutablePointer(mutating: $0).deallocate() } } }
+        defer { for pointer in pointers { pointer.map { UnsafeMutablePointer(mutating: $0).deallocate() } } }
         let statement = count > 0 ? try preparedStatement(conn, sql, types) : nil
         let sent = types.withUnsafeBufferPointer { t in
             lengths.withUnsafeBufferPointer { l in

@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 
 /// One column value of one row, in PostgreSQL's text format, handed to `PostgresDecodable`.
 ///

@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 
 /// A Swift value that can be a statement parameter or a `COPY` field.
 ///

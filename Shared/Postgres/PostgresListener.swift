@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitCore
+import Foundation
 import Synchronization
 
 /// One `LISTEN` on its own connection and thread, feeding an `AsyncThrowingStream`.
@@ -61,7 +61,10 @@ final class PostgresListener: @unchecked Sendable {
                 handle.close()
                 while !isStopped {
                     Thread.sleep(forTimeInterval: 0.5)
-                    do { try open(); break } catch { continue }
+                    do {
+                        try open()
+                        break
+                    } catch { continue }
                 }
             }
         }

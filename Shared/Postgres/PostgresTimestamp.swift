@@ -36,12 +36,18 @@ enum PostgresTimestamp {
             }
         }
         digits(bc ? 1 - t.year : t.year, 4)
-        out.append(UInt8(ascii: "-")); digits(t.month, 2)
-        out.append(UInt8(ascii: "-")); digits(t.day, 2)
-        out.append(UInt8(ascii: " ")); digits(t.hour, 2)
-        out.append(UInt8(ascii: ":")); digits(t.minute, 2)
-        out.append(UInt8(ascii: ":")); digits(t.second, 2)
-        out.append(UInt8(ascii: ".")); digits(t.microsecond, 6)
+        out.append(UInt8(ascii: "-"))
+        digits(t.month, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(t.day, 2)
+        out.append(UInt8(ascii: " "))
+        digits(t.hour, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(t.minute, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(t.second, 2)
+        out.append(UInt8(ascii: "."))
+        digits(t.microsecond, 6)
         out.append(contentsOf: "+00".utf8)
         if bc { out.append(contentsOf: " BC".utf8) }
         return out
@@ -80,7 +86,8 @@ enum PostgresTimestamp {
                 offset = 0
             } else if let sign = scanner.sign() {
                 guard let oh = scanner.number(exactDigits: 2) else { return nil }
-                var om = 0, os = 0
+                var om = 0
+                var os = 0
                 if scanner.take(":") {
                     guard let v = scanner.number(exactDigits: 2) else { return nil }
                     om = v
@@ -132,7 +139,10 @@ enum PostgresTimestamp {
             let start = index
             var value = 0
             for _ in 0..<exactDigits {
-                guard let d = digit() else { index = start; return nil }
+                guard let d = digit() else {
+                    index = start
+                    return nil
+                }
                 value = value * 10 + d
             }
             return value
@@ -142,7 +152,10 @@ enum PostgresTimestamp {
             let start = index
             var value = 0
             while let d = digit(), index - start <= 9 { value = value * 10 + d }
-            guard index - start >= minDigits else { index = start; return nil }
+            guard index - start >= minDigits else {
+                index = start
+                return nil
+            }
             return value
         }
     }

@@ -7,7 +7,10 @@ import BuzzKitWire
 /// the column's type), which is what nearly every parameter wants; only `bytea` is sent typed and
 /// in binary, where it saves the hex round trip.
 public struct PostgresValue: Sendable, Hashable {
-    public enum Format: Int32, Sendable, Hashable { case text = 0, binary = 1 }
+    public enum Format: Int32, Sendable, Hashable {
+        case text = 0
+        case binary = 1
+    }
 
     /// The encoded bytes; `nil` is SQL NULL.
     public var bytes: [UInt8]?

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitPostgres
 import BuzzKitWire
+import Foundation
 
 extension EventQueries {
     /// One page of a subscriber's events, read on `postgres` (see `list(tenantId:...)` for the

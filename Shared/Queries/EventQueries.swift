@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 
 /// `GET /v1/subscribers/{id}/events?name=&since=&cursor=&limit=`: the events the ingest service
 /// stored, read back for the gateway's route.

@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitPostgres
+import Foundation
 
 extension ReceiptQueries {
     /// Receipt counts by message id, read on `postgres`; messages without receipts are absent.

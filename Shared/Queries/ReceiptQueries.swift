@@ -1,5 +1,5 @@
-import Foundation
 import BuzzKitWire
+import Foundation
 
 /// Receipt counts of distinct subscribers per message, as the ingest service keeps them
 /// (`message_receipt_counts`), for `GET /v1/messages/{id}`. Same pattern as `EventQueries`:

@@ -1,7 +1,7 @@
-import Foundation
-import Synchronization
 public import BuzzKitCore
 internal import CHiredis
+import Foundation
+import Synchronization
 
 /// A pool of `RedisConnection`s: what services use for everything except blocking reads.
 ///

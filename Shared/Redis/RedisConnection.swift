@@ -1,6 +1,6 @@
-import Foundation
 public import BuzzKitCore
 internal import CHiredis
+import Foundation
 
 /// One Redis connection, confined to its own thread.
 ///

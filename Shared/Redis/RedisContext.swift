@@ -1,7 +1,7 @@
-import Foundation
-import Synchronization
 import BuzzKitCore
 internal import CHiredis
+import Foundation
+import Synchronization
 
 /// Owns one hiredis `redisContext`.
 ///

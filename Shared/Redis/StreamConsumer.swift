@@ -1,6 +1,6 @@
+public import BuzzKitCore
 import Foundation
 import Synchronization
-public import BuzzKitCore
 
 /// The consumer-group runner every service uses: at-least-once processing of one stream.
 ///

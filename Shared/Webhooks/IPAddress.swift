@@ -56,7 +56,9 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The kind of network an address belongs to.
     public enum Scope: String, Sendable, Hashable {
         case publicInternet = "public"
-        case loopback, `private`, linkLocal = "link-local", metadata = "cloud metadata"
+        case loopback, `private`
+        case linkLocal = "link-local"
+        case metadata = "cloud metadata"
         case unspecified, multicast, reserved
     }
 

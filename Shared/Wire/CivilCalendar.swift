@@ -42,10 +42,16 @@ public enum CivilCalendar {
     public static func dateTime(microseconds: Int64) -> DateTime {
         var seconds = microseconds / 1_000_000
         var fraction = microseconds % 1_000_000
-        if fraction < 0 { fraction += 1_000_000; seconds -= 1 }
+        if fraction < 0 {
+            fraction += 1_000_000
+            seconds -= 1
+        }
         var days = seconds / 86_400
         var secondOfDay = seconds % 86_400
-        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        if secondOfDay < 0 {
+            secondOfDay += 86_400
+            days -= 1
+        }
         let (y, m, d) = date(fromDays: Int(days))
         return DateTime(
             year: y, month: m, day: d, hour: Int(secondOfDay / 3600), minute: Int(secondOfDay % 3600 / 60),

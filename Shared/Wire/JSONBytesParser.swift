@@ -56,9 +56,15 @@ enum JSONBytesParser {
             case UInt8(ascii: "{"): return try object(depth: depth + 1)
             case UInt8(ascii: "["): return try array(depth: depth + 1)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
             default: throw failure("unexpected character")
             }
@@ -77,7 +83,10 @@ enum JSONBytesParser {
             offset += 1
             var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") { offset += 1; return .object(members) }
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
+                offset += 1
+                return .object(members)
+            }
             while true {
                 skipWhitespace()
                 guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else {
@@ -91,8 +100,14 @@ enum JSONBytesParser {
                 members[key] = try value(depth: depth)
                 skipWhitespace()
                 guard offset < bytes.count else { throw failure("unexpected end of JSON") }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                if bytes[offset] == UInt8(ascii: "}") { offset += 1; return .object(members) }
+                if bytes[offset] == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
+                if bytes[offset] == UInt8(ascii: "}") {
+                    offset += 1
+                    return .object(members)
+                }
                 throw failure("expected ',' or '}'")
             }
         }
@@ -102,14 +117,23 @@ enum JSONBytesParser {
             offset += 1
             var elements: [JSONValue] = []
             skipWhitespace()
-            if offset < bytes.count, bytes[offset] == UInt8(ascii: "]") { offset += 1; return .array(elements) }
+            if offset < bytes.count, bytes[offset] == UInt8(ascii: "]") {
+                offset += 1
+                return .array(elements)
+            }
             while true {
                 skipWhitespace()
                 elements.append(try value(depth: depth))
                 skipWhitespace()
                 guard offset < bytes.count else { throw failure("unexpected end of JSON") }
-                if bytes[offset] == UInt8(ascii: ",") { offset += 1; continue }
-                if bytes[offset] == UInt8(ascii: "]") { offset += 1; return .array(elements) }
+                if bytes[offset] == UInt8(ascii: ",") {
+                    offset += 1
+                    continue
+                }
+                if bytes[offset] == UInt8(ascii: "]") {
+                    offset += 1
+                    return .array(elements)
+                }
                 throw failure("expected ',' or ']'")
             }
         }

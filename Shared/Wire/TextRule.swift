@@ -61,7 +61,10 @@ public struct TextRule: Sendable {
         ) { value in
             var ascii = true
             for byte in value.utf8 {
-                if byte >= 0x80 { ascii = false; break }
+                if byte >= 0x80 {
+                    ascii = false
+                    break
+                }
                 if byte < 0x20 || byte == 0x7F { return false }
             }
             if ascii { return true }

@@ -46,8 +46,12 @@ extension WorkflowRunStore {
     public static func route(
         on connection: PostgresConnection, lanes: [(tenantId: UUID, subscriberId: String, events: [WorkflowEvent])]
     ) async throws -> Int {
-        var tenants: [UUID] = [], subscribers: [String] = [], names: [String] = [], payloads: [String] = []
-        var keys: [String] = [], ids: [String] = []
+        var tenants: [UUID] = []
+        var subscribers: [String] = []
+        var names: [String] = []
+        var payloads: [String] = []
+        var keys: [String] = []
+        var ids: [String] = []
         for lane in lanes {
             for event in lane.events {
                 tenants.append(lane.tenantId)

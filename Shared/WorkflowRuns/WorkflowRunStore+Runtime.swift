@@ -148,20 +148,38 @@ extension WorkflowRunStore {
     /// already present, a redelivered entry, inserts nothing: its sends must not be written).
     public static func insertStarted(on tx: PostgresConnection, _ runs: [WorkflowRunInsert]) async throws -> Set<UUID> {
         guard !runs.isEmpty else { return [] }
-        var ids: [UUID] = [], tenants: [UUID] = [], keys: [String] = [], versions: [Int] = [],
-            subscribers: [String] = []
-        var triggers: [String] = [], statuses: [String] = [], failures: [String?] = [], states: [String] = []
-        var reacts: [String] = [], tokens: [String?] = [], dues: [Date?] = [], starts: [Date] = [], ends: [Date?] = []
+        var ids: [UUID] = []
+        var tenants: [UUID] = []
+        var keys: [String] = []
+        var versions: [Int] = []
+        var subscribers: [String] = []
+        var triggers: [String] = []
+        var statuses: [String] = []
+        var failures: [String?] = []
+        var states: [String] = []
+        var reacts: [String] = []
+        var tokens: [String?] = []
+        var dues: [Date?] = []
+        var starts: [Date] = []
+        var ends: [Date?] = []
         for run in runs {
             let s = run.state
             let live = s.status == .running
-            ids.append(run.id); tenants.append(run.tenantId); keys.append(s.workflowKey); versions.append(s.version)
-            subscribers.append(s.subscriber.id); triggers.append(run.triggerKey); statuses.append(s.status.rawValue)
-            failures.append(s.failure?.code.rawValue); states.append(s.jsonText)
+            ids.append(run.id)
+            tenants.append(run.tenantId)
+            keys.append(s.workflowKey)
+            versions.append(s.version)
+            subscribers.append(s.subscriber.id)
+            triggers.append(run.triggerKey)
+            statuses.append(s.status.rawValue)
+            failures.append(s.failure?.code.rawValue)
+            states.append(s.jsonText)
             // text[] per row cannot go through unnest: one array literal per row, split in SQL.
             reacts.append(run.reactsTo.joined(separator: "\u{1F}"))
-            tokens.append(live ? s.timer?.token : nil); dues.append(live ? s.timer?.dueAt : nil)
-            starts.append(s.startedAt); ends.append(live ? nil : (s.endedAt ?? s.startedAt))
+            tokens.append(live ? s.timer?.token : nil)
+            dues.append(live ? s.timer?.dueAt : nil)
+            starts.append(s.startedAt)
+            ends.append(live ? nil : (s.endedAt ?? s.startedAt))
         }
         let rows = try await tx.query(
             """

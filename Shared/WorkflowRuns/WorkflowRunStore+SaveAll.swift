@@ -10,8 +10,14 @@ extension WorkflowRunStore {
     /// one DELETE.
     public static func save(on tx: PostgresConnection, _ saves: [WorkflowRunSave]) async throws {
         guard !saves.isEmpty else { return }
-        var ids: [UUID] = [], statuses: [String] = [], failures: [String?] = [], states: [String] = []
-        var tokens: [String?] = [], dues: [Date?] = [], starts: [Date] = [], ends: [Date?] = []
+        var ids: [UUID] = []
+        var statuses: [String] = []
+        var failures: [String?] = []
+        var states: [String] = []
+        var tokens: [String?] = []
+        var dues: [Date?] = []
+        var starts: [Date] = []
+        var ends: [Date?] = []
         for save in saves {
             let state = save.state
             let live = state.status == .running

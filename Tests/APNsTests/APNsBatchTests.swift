@@ -1,10 +1,10 @@
 import BuzzKitAPNs
 import BuzzKitHTTPClient
+import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
 import Synchronization
 import Testing
-import BuzzKitTestSupport
 
 /// `send(batch:)` and `sendWithRetries(batch:)` against the simulator: one submission for a whole
 /// chunk, with the same results, headers and retries as one request at a time.
@@ -76,7 +76,10 @@ struct APNsBatchTests {
         #expect(results.filter { $0.attempts.count == 1 }.count == 47)
         #expect(sleeps.withLock { $0 } == 3)
         for result in results {
-            guard case .delivered = result.outcome else { Issue.record("not delivered: \(result.outcome)"); continue }
+            guard case .delivered = result.outcome else {
+                Issue.record("not delivered: \(result.outcome)")
+                continue
+            }
             #expect(result.attempts.last?.status == 200)
             // An apns-id was chosen once per request and kept across its attempts.
             let ids = Set(result.attempts.compactMap { $0.requestHeaders["apns-id"] })

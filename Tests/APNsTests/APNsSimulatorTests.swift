@@ -1,11 +1,11 @@
 import BuzzKitAPNs
 import BuzzKitCrypto
 import BuzzKitHTTPClient
+import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
 import Synchronization
 import Testing
-import BuzzKitTestSupport
 
 /// The transport against a real `apns-sim` (HTTP/2 over TLS, JWT checked), one simulator per test.
 @Suite("APNs client against the simulator", .requiresTestStack)
@@ -130,7 +130,10 @@ struct APNsSimulatorTests {
         #expect(waits.withLock { $0 } == [.milliseconds(500), .seconds(1)])
         let apnsIds = Set(result.attempts.compactMap(\.apnsId))
         #expect(apnsIds.count == 1)  // one apns-id for every attempt of the delivery
-        guard case .delivered = result.outcome else { Issue.record("not delivered: \(result.outcome)"); return }
+        guard case .delivered = result.outcome else {
+            Issue.record("not delivered: \(result.outcome)")
+            return
+        }
         #expect(seen.withLock { $0.count } == 3)
         #expect(try await sim.pushes(token: token).count == 1)
         await client.shutdown()
@@ -166,7 +169,10 @@ struct APNsSimulatorTests {
         #expect(result.attempts.first?.reason == .expiredProviderToken)
         let issued = result.attempts.compactMap(\.tokenIssuedAt)
         #expect(issued.count == 2 && issued[0] < issued[1])
-        guard case .delivered = result.outcome else { Issue.record("not delivered: \(result.outcome)"); return }
+        guard case .delivered = result.outcome else {
+            Issue.record("not delivered: \(result.outcome)")
+            return
+        }
         await client.shutdown()
         await sim.stop()
     }

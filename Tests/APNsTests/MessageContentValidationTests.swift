@@ -153,7 +153,8 @@ struct MessageContentValidationTests {
 
     @Test func rejectionBecomesValidationFailed() throws {
         guard case .failure(let rejection) = MessageContent.validate(["title": ""], now: Self.now) else {
-            Issue.record("expected a rejection"); return
+            Issue.record("expected a rejection")
+            return
         }
         let error = rejection.apiError
         #expect(error.code == .validationFailed)

@@ -1,7 +1,8 @@
-@testable import BuzzKitAPNs
 import BuzzKitHTTPClient
 import Foundation
 import Testing
+
+@testable import BuzzKitAPNs
 
 @Suite("Retry policy and outcome classification")
 struct RetryPolicyTests {

@@ -13,7 +13,8 @@ struct AudienceInjectionTests {
     @Test func hostileNamesAndValuesAreParameters() async throws {
         let postgres = try await AudienceDatabase.migrated("audinj")
         try await withCleanup {
-            let tenant = UUID(), workspace = UUID()
+            let tenant = UUID()
+            let workspace = UUID()
             try await postgres.execute("INSERT INTO workspaces (id, name) VALUES ($1::uuid, 'w')", [workspace])
             try await postgres.execute(
                 "INSERT INTO tenants (id, workspace_id, name) VALUES ($1::uuid, $2::uuid, 't')", [tenant, workspace])

@@ -243,7 +243,10 @@ struct WorkflowDefinitionTests {
         #expect(d.trigger.event == "workout.scheduled")
         #expect(d.deviceCancelEvents == ["workout.completed"])
         #expect(d.steps.map(\.name) == ["morning-of", "nudge"])
-        guard case .send(let send) = d.steps[1].kind else { Issue.record("not a send"); return }
+        guard case .send(let send) = d.steps[1].kind else {
+            Issue.record("not a send")
+            return
+        }
         #expect(send.deliver == .local && send.policy == .respect)
     }
 
@@ -299,7 +302,10 @@ struct WorkflowDefinitionTests {
 
     @Test func expressionErrorsCarryLineAndColumn() {
         let text = oneStep(#"{"name": "x", "branch": {"if": "trigger.data.a == 1 and\n  total > 2", "then": []}}"#)
-        guard case .failure(let r) = WorkflowDefinition.parse(json(text)) else { Issue.record("accepted"); return }
+        guard case .failure(let r) = WorkflowDefinition.parse(json(text)) else {
+            Issue.record("accepted")
+            return
+        }
         let issue = r.issues.first { $0.path == "steps[0].branch.if" }
         #expect(issue?.line == 2 && issue?.column == 3)
         #expect(issue?.jsonValue["line"] == 2)
@@ -313,7 +319,10 @@ struct WorkflowDefinitionTests {
     @Test func manyProblemsAtOnce() {
         let text =
             #"{"trigger": {"event": ""}, "steps": [{"name": "a", "wait": {"duration": "0s"}}, {"name": "a", "waitUntil": {"time": "7:00", "timezone": "Nowhere"}}]}"#
-        guard case .failure(let r) = WorkflowDefinition.parse(json(text)) else { Issue.record("accepted"); return }
+        guard case .failure(let r) = WorkflowDefinition.parse(json(text)) else {
+            Issue.record("accepted")
+            return
+        }
         #expect(
             Set(r.issues.map(\.path)) == [
                 "trigger.event", "steps[1].name", "steps[0].wait.duration", "steps[1].waitUntil.time",

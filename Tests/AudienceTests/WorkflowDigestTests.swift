@@ -206,13 +206,19 @@ struct WorkflowDigestTests {
 
     @Test func digestAndThrottleReadBackTheSame() {
         let d = definition(Self.liked)
-        guard case .digest(let digest) = d.steps[0].kind else { Issue.record("not a digest"); return }
+        guard case .digest(let digest) = d.steps[0].kind else {
+            Issue.record("not a digest")
+            return
+        }
         #expect(
             digest.window.seconds == 600 && digest.key?.text == "{{ trigger.data.postId }}"
                 && digest.list?.members == ["actor"])
         #expect(definition(d.jsonValue.jsonString) == d)
         let t = definition(Self.capped)
-        guard case .throttle(let throttle) = t.steps[0].kind else { Issue.record("not a throttle"); return }
+        guard case .throttle(let throttle) = t.steps[0].kind else {
+            Issue.record("not a throttle")
+            return
+        }
         #expect(throttle.limit == 3 && throttle.window.text == "1d")
         #expect(
             t.steps[0].jsonValue["throttle"] == ["limit": 3, "window": "1d", "key": "{{ trigger.data.store }}"])

@@ -53,7 +53,10 @@ struct RunDriver {
 
     /// Fires the run's timer at its due time.
     mutating func fire() {
-        guard let timer = state.timer else { Issue.record("no timer"); return }
+        guard let timer = state.timer else {
+            Issue.record("no timer")
+            return
+        }
         apply(.timerFired(token: timer.token), at: EventTimestamp.format(timer.dueAt))
     }
 

@@ -1,5 +1,6 @@
-@testable import BuzzKitCore
 import Testing
+
+@testable import BuzzKitCore
 
 /// The loop skeleton with no I/O: time is a `TestClock`, bodies are closures.
 @Suite struct BackgroundLoopTests {

@@ -1,6 +1,6 @@
+import BuzzKitWire
 import Foundation
 import Testing
-import BuzzKitWire
 
 @Suite("Hex")
 struct HexTests {
@@ -9,7 +9,8 @@ struct HexTests {
         let all = (0...255).map { UInt8($0) }
         #expect(Hex.string(all) == all.map { String(format: "%02x", $0) }.joined())
         for byte in all {
-            let high = Hex.digit(byte >> 4), low = Hex.digit(byte)
+            let high = Hex.digit(byte >> 4)
+            let low = Hex.digit(byte)
             #expect(Hex.value(of: high).map { $0 << 4 | Hex.value(of: low)! } == byte)
             let upper = Array(String(decoding: [high, low], as: UTF8.self).uppercased().utf8)
             #expect(Hex.value(of: upper[0]).map { $0 << 4 | Hex.value(of: upper[1])! } == byte)

@@ -57,7 +57,8 @@ private final class ProbeService: Service {
         let continuation = stopped.withLock { stopped in
             stopped = true
             return stop.withLock { c in
-                defer { c = nil }; return c
+                defer { c = nil }
+                return c
             }
         }
         continuation?.resume()

@@ -168,7 +168,10 @@ struct BehaviourTests {
                 let reply = try await h.send("GET", "/v1/subscribers", key: h.tenantKey)
                 #expect(reply.headers["RateLimit-Limit"] == "2")
                 #expect(reply.headers["RateLimit-Remaining"] != nil && reply.headers["RateLimit-Reset"] != nil)
-                if reply.status == 429 { limited = reply; break }
+                if reply.status == 429 {
+                    limited = reply
+                    break
+                }
                 #expect(reply.status == 200)
             }
             let reply = try #require(limited)

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import Synchronization
+import Testing
+
 @testable import GatewayApp
 
 /// The coalescer alone, with a callback runner answering on another thread (as the database

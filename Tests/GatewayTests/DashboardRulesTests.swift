@@ -1,4 +1,5 @@
 import Testing
+
 @testable import GatewayApp
 
 /// The pure rules behind the dashboard's routes, table-driven.

@@ -104,7 +104,8 @@ struct DashboardSiteTests {
                     }
                 }
                 guard connected == 0 else {
-                    continuation.resume(throwing: HarnessError(description: "connect failed")); return
+                    continuation.resume(throwing: HarnessError(description: "connect failed"))
+                    return
                 }
                 let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
                 _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }

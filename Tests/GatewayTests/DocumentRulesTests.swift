@@ -4,8 +4,9 @@ import BuzzKitTestSupport
 import BuzzKitWire
 import BuzzKitWorkflows
 import Foundation
-@testable import GatewayApp
 import Testing
+
+@testable import GatewayApp
 
 /// The rules across members the document states as JSON Schema (targets, what a silent push may
 /// be, what needs a title or body, Live Activity events, a definition's shape) against the

@@ -27,7 +27,10 @@ struct FastPathTests {
                 #expect(reply.headers["RateLimit-Limit"] == "6")
                 #expect(reply.headers["RateLimit-Reset"] != nil)
                 let left = try #require(Int(reply.headers["RateLimit-Remaining"] ?? ""))
-                if reply.status == 429 { limited = reply; break }
+                if reply.status == 429 {
+                    limited = reply
+                    break
+                }
                 #expect(reply.status == (n.isMultiple(of: 2) ? 404 : 201), "request \(n): \(reply.status)")
                 remaining.append(left)
             }

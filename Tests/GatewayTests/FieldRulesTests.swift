@@ -1,5 +1,6 @@
-@testable import GatewayApp
 import Testing
+
+@testable import GatewayApp
 
 /// The shared field checks, value by value (the routes' validation tests cover how problems are
 /// reported; these pin down what each rule accepts).

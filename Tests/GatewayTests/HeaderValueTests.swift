@@ -1,5 +1,6 @@
 import BuzzKitCore
 import Testing
+
 @testable import GatewayApp
 
 /// The byte-level header helpers every request goes through.

@@ -66,7 +66,8 @@ struct InstallationTests {
             let bClient = try await h.createKey(scopes: ["events:write"], tenant: b.id, kind: "client")
             let bToken = try await h.registerInstallation("b-anon", key: bClient)
             for (index, route) in routes.enumerated() {
-                let mine = "mine-\(index)", theirs = "theirs-\(index)"
+                let mine = "mine-\(index)"
+                let theirs = "theirs-\(index)"
                 let token = try await h.registerInstallation(mine)
                 _ = try await h.registerInstallation(theirs)
                 let label = "\(route.method) \(route.path)"

@@ -9,7 +9,8 @@ import Testing
 struct LiveActivityRoutesTests {
     @Test func registrationIsAnIdempotentUpsertAndARotationReplacesTheToken() async throws {
         try await withGateway { h in
-            let first = deviceToken("la-1"), second = deviceToken("la-2")
+            let first = deviceToken("la-1")
+            let second = deviceToken("la-2")
             let body: JSONValue = [
                 "attributesType": "MatchAttributes", "token": .string(first.uppercased()),
                 "environment": "sandbox", "bundleId": "com.example.app"
@@ -67,7 +68,8 @@ struct LiveActivityRoutesTests {
     @Test func pushToStartTokensAreOnePerDeviceAndTypeAndRotate() async throws {
         try await withGateway { h in
             // Two installations of one subscriber (two devices) with a client key each.
-            let a = try await h.registerInstallation("anon-a"), b = try await h.registerInstallation("anon-b")
+            let a = try await h.registerInstallation("anon-a")
+            let b = try await h.registerInstallation("anon-b")
             for (installation, anon) in [(a, "anon-a"), (b, "anon-b")] {
                 let put = try await h.send(
                     "POST", "/v1/identify", key: h.clientKey,

@@ -1,8 +1,9 @@
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
-@testable import GatewayApp
 import Testing
+
+@testable import GatewayApp
 
 @Suite("Gateway OpenAPI document", .requiresTestStack)
 struct OpenAPITests {

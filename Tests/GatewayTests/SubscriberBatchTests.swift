@@ -1,8 +1,9 @@
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
-@testable import GatewayApp
 import Testing
+
+@testable import GatewayApp
 
 /// `GET` and `PUT /v1/subscribers/{id}` are batched across concurrent requests; every request must
 /// still get exactly its own answer.

@@ -1,8 +1,9 @@
 import BuzzKitContracts
 import BuzzKitWire
 import Foundation
-@testable import GatewayApp
 import Testing
+
+@testable import GatewayApp
 
 /// Every `TextRule` the API document states is checked by Swift code and stated as an ECMA-262
 /// pattern with lengths (code points) and `x-max-utf8-bytes`; here the two are held equal on generated strings (edge cases plus random strings
@@ -48,7 +49,7 @@ struct TextRuleTests {
         let pattern = try #require(rule.pattern, "\(name) has no pattern")
         let regex = try NSRegularExpression(pattern: pattern)
         var generator = SplitMix(
-            seed: name.utf8.reduce(UInt64(1469598103934665603)) { ($0 ^ UInt64($1)) &* 1099511628211 })
+            seed: name.utf8.reduce(UInt64(1_469_598_103_934_665_603)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 })
         var samples = Self.edgeCases
         for _ in 0..<3000 {
             let count = Int(generator.next() % 80)

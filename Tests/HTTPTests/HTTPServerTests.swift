@@ -1,6 +1,6 @@
 import BuzzKitCore
-import BuzzKitTestSupport
 import BuzzKitHTTPServer
+import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
 import Synchronization

@@ -1,7 +1,8 @@
-@testable import BuzzKitHTTPServer
 import BuzzKitCore
 import BuzzKitWire
 import Testing
+
+@testable import BuzzKitHTTPServer
 
 @Suite struct RouterTests {
     private func router() -> Router {

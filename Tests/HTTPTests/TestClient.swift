@@ -1,5 +1,6 @@
-import Foundation
 import BuzzKitWire
+import Foundation
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif

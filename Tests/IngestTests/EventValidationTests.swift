@@ -1,9 +1,9 @@
-import Foundation
-import Testing
-import BuzzKitWire
-import BuzzKitRedis
 import BuzzKitContracts
 import BuzzKitIntake
+import BuzzKitRedis
+import BuzzKitWire
+import Foundation
+import Testing
 
 /// The batch rules, without I/O.
 @Suite struct EventValidationTests {

@@ -1,11 +1,11 @@
-import Foundation
+import BuzzKitContracts
 import BuzzKitCore
+import BuzzKitIntake
 import BuzzKitPostgres
 import BuzzKitRedis
-import BuzzKitContracts
-import BuzzKitIntake
 import BuzzKitTestSupport
 import BuzzKitWire
+import Foundation
 import IngestApp
 
 /// One isolated ingest pipeline: its own Postgres schema (all migrations applied), its own

@@ -1,11 +1,11 @@
-import Foundation
-import Testing
-import BuzzKitWire
 import BuzzKitContracts
 import BuzzKitIntake
 import BuzzKitQueries
 import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
 import IngestApp
+import Testing
 
 /// End to end through `EventIntake` -> `bk:ingest` -> ingest consumers -> Postgres / `bk:events`.
 @Suite(.requiresTestStack) struct IngestPipelineTests {

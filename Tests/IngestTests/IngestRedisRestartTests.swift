@@ -1,10 +1,10 @@
-import Foundation
-import Testing
-import Synchronization
-import BuzzKitRedis
-import BuzzKitWire
 import BuzzKitContracts
+import BuzzKitRedis
 import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import Synchronization
+import Testing
 
 /// A `redis-server` of this test's own with the deployed persistence (`appendonly yes, appendfsync
 /// everysec`) in a temp folder, restarted with `SHUTDOWN` (which writes and fsyncs the AOF before

@@ -1,6 +1,6 @@
+import BuzzKitWire
 import Foundation
 import Testing
-import BuzzKitWire
 
 /// `JSONValue.parse` (the byte-level parser in BuzzKitWire) reads what `JSONDecoder` reads, to the
 /// same values, and refuses what is not JSON.

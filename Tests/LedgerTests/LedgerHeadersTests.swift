@@ -1,6 +1,7 @@
 import BuzzKitCore
-import Testing
 import BuzzKitWire
+import Testing
+
 @testable import BuzzKitLedger
 
 /// The ledger's `headers` template, written straight to bytes, is valid JSON with every header

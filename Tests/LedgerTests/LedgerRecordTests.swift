@@ -17,7 +17,8 @@ import Testing
 struct LedgerRecordTests {
     @Test func attemptsReadBackExactlyAsSent() async throws {
         let schema = try await MigratedSchema.start("ledger")
-        let tenant = UUID(), message = UUID()
+        let tenant = UUID()
+        let message = UUID()
         let payload = Array(#"{"aps":{"alert":{"body":"hi"}},"bk":{"messageId":"m"}}"#.utf8)
         func headers(iat: Int, apnsId: String) -> HTTPHeaders {
             [

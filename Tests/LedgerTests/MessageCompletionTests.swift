@@ -126,7 +126,8 @@ struct MessageCompletionTests {
         let f = try await Fixture.start()
         try await withCleanup {
             // A direct batch: two messages wholly in one chunk, completed by its record.
-            let one = try await f.message(.fannedOut), two = try await f.message(.fannedOut)
+            let one = try await f.message(.fannedOut)
+            let two = try await f.message(.fannedOut)
             let batch = try #require(
                 try await f.ledger.claim(
                     try await f.chunk([one, two, two], tokens: ["aa01", "aa02", "aa03"], own: nil), tenant: f.tenant,
@@ -155,7 +156,8 @@ struct MessageCompletionTests {
         let f = try await Fixture.start()
         try await withCleanup {
             // Left by a replica that stopped between its commit and its completion test.
-            let older = try await f.message(.fannedOut, age: 600), old = try await f.message(.fannedOut, age: 300)
+            let older = try await f.message(.fannedOut, age: 600)
+            let old = try await f.message(.fannedOut, age: 300)
             // Not stragglers: something pending (its own chunk, or a direct batch's), too recent,
             // or not fanned out.
             let ownPending = try await f.message(.fannedOut, age: 600)

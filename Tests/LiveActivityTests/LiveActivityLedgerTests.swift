@@ -46,7 +46,8 @@ struct LiveActivityLedgerTests {
             // Only the two requests that go out have a message, with one chunk of its tokens each,
             // claimed by the deciding replica; no delivery is written before its outcome.
             #expect(try await f.count("SELECT count(*)::int FROM messages") == 2)
-            let update = entries[0].messageId, start = entries[6].messageId
+            let update = entries[0].messageId
+            let start = entries[6].messageId
             #expect(
                 try await f.count(
                     """
@@ -117,7 +118,8 @@ struct LiveActivityLedgerTests {
             let t = Self.tokens
             try await f.activity("ann", "a", token: t[0])
             try await f.activity("bob", "b", token: t[1])
-            let first = f.entry(.update, to: "ann", activity: "a"), second = f.entry(.update, to: "bob", activity: "b")
+            let first = f.entry(.update, to: "ann", activity: "a")
+            let second = f.entry(.update, to: "bob", activity: "b")
             let plans = try await f.decide([first, second])
             guard case .send(let chunk, let targets, _) = plans[0] else { throw TestFailure("not sent") }
             let completed = try await f.ledger.record(
@@ -170,7 +172,8 @@ struct LiveActivityLedgerTests {
             let t = Self.tokens
             try await f.activity("ann", "a", token: t[0])
             try await f.activity("bob", "b", token: t[1])
-            let stale = f.entry(.update, to: "ann", activity: "a"), fresh = f.entry(.update, to: "bob", activity: "b")
+            let stale = f.entry(.update, to: "ann", activity: "a")
+            let fresh = f.entry(.update, to: "bob", activity: "b")
             let plans = try await f.decide([stale, fresh])
             guard case .send(let chunk, let targets, _) = plans[0] else { throw TestFailure("not sent") }
             try await f.postgres.execute(

@@ -1,9 +1,9 @@
+import BuzzKitCore
+import BuzzKitMigrations
+import BuzzKitPostgres
+import BuzzKitTestSupport
 import Foundation
 import Testing
-import BuzzKitCore
-import BuzzKitPostgres
-import BuzzKitMigrations
-import BuzzKitTestSupport
 
 @Suite("Migrator", .requiresPostgres)
 struct MigratorTests {

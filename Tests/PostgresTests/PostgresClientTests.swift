@@ -1,8 +1,8 @@
-import Foundation
-import Testing
-import BuzzKitWire
 import BuzzKitPostgres
 import BuzzKitTestSupport
+import BuzzKitWire
+import Foundation
+import Testing
 
 @Suite("PostgresClient against the server", .requiresPostgres)
 struct PostgresClientTests {

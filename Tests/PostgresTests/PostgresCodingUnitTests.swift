@@ -1,6 +1,6 @@
+import BuzzKitPostgres
 import Foundation
 import Testing
-import BuzzKitPostgres
 
 /// Decoding of PostgreSQL's text forms, no server needed.
 @Suite("Postgres text forms")

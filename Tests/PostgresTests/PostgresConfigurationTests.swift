@@ -1,5 +1,5 @@
-import Testing
 import BuzzKitPostgres
+import Testing
 
 @Suite("PostgresConfiguration")
 struct PostgresConfigurationTests {

@@ -1,8 +1,8 @@
-import Foundation
-import Testing
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitTestSupport
+import Foundation
+import Testing
 
 /// Restarts a cluster of its own (never the shared one), so other suites are unaffected.
 @Suite("Postgres server restart", .serialized, .requiresTestStack)

@@ -1,5 +1,5 @@
-import Testing
 import BuzzKitRedis
+import Testing
 
 @Suite struct RedisConfigurationTests {
     @Test(arguments: [

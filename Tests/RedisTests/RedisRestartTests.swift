@@ -1,7 +1,7 @@
-import Testing
-import Synchronization
 import BuzzKitRedis
 import BuzzKitTestSupport
+import Synchronization
+import Testing
 
 /// Restarts a Redis of the test's own (never the shared one).
 @Suite struct RedisRestartTests {

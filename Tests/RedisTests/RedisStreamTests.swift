@@ -1,6 +1,6 @@
-import Testing
 import BuzzKitRedis
 import BuzzKitTestSupport
+import Testing
 
 @Suite(.requiresRedis) struct RedisStreamTests {
     let client: RedisClient

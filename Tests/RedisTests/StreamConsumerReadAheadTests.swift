@@ -1,7 +1,7 @@
-import Testing
-import Synchronization
 import BuzzKitRedis
 import BuzzKitTestSupport
+import Synchronization
+import Testing
 
 /// The consumer reads the next batch while the current one's handlers run: these pin down what
 /// that may and may not change about acking.

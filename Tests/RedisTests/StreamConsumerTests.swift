@@ -1,7 +1,7 @@
-import Testing
-import Synchronization
 import BuzzKitRedis
 import BuzzKitTestSupport
+import Synchronization
+import Testing
 
 /// Records what handlers saw, shared with the @Sendable handler closures.
 final class Seen: Sendable {

@@ -1,6 +1,6 @@
-import Testing
 import BuzzKitRedis
 import BuzzKitTestSupport
+import Testing
 
 /// `trimAcknowledged` drops only what every consumer group has acknowledged.
 @Suite(.requiresRedis) struct StreamTrimTests {

@@ -125,7 +125,8 @@ struct EndToEndTests {
             let subscriber = TestEnvironment.uniqueName("fan")
             client.identify(subscriber)
             await client.flushEvents()
-            let first = Data((0..<32).map { UInt8($0) }), rotated = Data((0..<32).map { UInt8(255 - $0) })
+            let first = Data((0..<32).map { UInt8($0) })
+            let rotated = Data((0..<32).map { UInt8(255 - $0) })
             let start = Data(repeating: 0x5A, count: 40)
             await client.activities.run(
                 FakeActivityProvider(

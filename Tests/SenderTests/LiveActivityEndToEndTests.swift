@@ -64,7 +64,8 @@ struct LiveActivityEndToEndTests {
     @Test func startUpdateAndEndCarryExactlyTheHeadersAndPayloadAPNsExpects() async throws {
         try await withPushStack { stack in
             _ = try await stack.startLiveActivity()
-            let startToken = PushStack.token(), activityToken = PushStack.token()
+            let startToken = PushStack.token()
+            let activityToken = PushStack.token()
             try await stack.registerStartToken("fan", token: startToken)
 
             let started = try await stack.sendLiveActivity([
@@ -160,7 +161,8 @@ struct LiveActivityEndToEndTests {
     @Test func aRotationMidActivityReachesOnlyTheNewToken() async throws {
         try await withPushStack { stack in
             _ = try await stack.startLiveActivity()
-            let old = PushStack.token(), new = PushStack.token()
+            let old = PushStack.token()
+            let new = PushStack.token()
             try await stack.registerActivity("rot", "act", token: old)
             let first = try await stack.sendLiveActivity([
                 "to": "rot", "event": "update", "activityId": "act", "contentState": ["n": 1]
@@ -180,7 +182,8 @@ struct LiveActivityEndToEndTests {
     @Test func pushToStartReachesEveryDeviceOfTheSubscriber() async throws {
         try await withPushStack { stack in
             _ = try await stack.startLiveActivity()
-            let a = PushStack.token(), b = PushStack.token()
+            let a = PushStack.token()
+            let b = PushStack.token()
             try await stack.registerStartToken("two", token: a)
             try await stack.registerStartToken("two", token: b)
             let reply = try await stack.sendLiveActivity([

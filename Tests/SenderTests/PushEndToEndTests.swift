@@ -107,7 +107,8 @@ struct PushEndToEndTests {
     func unregisteredToken() async throws {
         try await withPushStack { stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
-            let good = PushStack.token(), dead = PushStack.token()
+            let good = PushStack.token()
+            let dead = PushStack.token()
             try await stack.addSubscriber("carol", tokens: [good, dead])
             try await Task.sleep(for: .milliseconds(20))
             try await stack.simulator.post("unregister", ["token": .string(dead)])

@@ -48,7 +48,10 @@ final class PushStack: Sendable {
         postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4, url: serverURL)
         var attempt = 0
         while true {
-            do { _ = try await Migrator(client: postgres, logger: .silent()).migrate(); break } catch {
+            do {
+                _ = try await Migrator(client: postgres, logger: .silent()).migrate()
+                break
+            } catch {
                 attempt += 1
                 if attempt >= 5 { throw error }
                 try await Task.sleep(for: .milliseconds(50 * attempt))

@@ -31,7 +31,8 @@ struct ReplicaStopTests {
             }
             try await stack.subscribe(subscribers, topic: "all")
             try await stack.simulator.post("delay", ["ms": 150])
-            let a = "a-" + TestEnvironment.uniqueName("sender"), b = "b-" + TestEnvironment.uniqueName("sender")
+            let a = "a-" + TestEnvironment.uniqueName("sender")
+            let b = "b-" + TestEnvironment.uniqueName("sender")
             let first = try await stack.startSender(a)
             _ = try await stack.startSender(b)
             let id = try await stack.send(["topic": "all", "body": "everyone"])

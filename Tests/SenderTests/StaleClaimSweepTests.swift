@@ -8,6 +8,7 @@ import BuzzKitPush
 import BuzzKitTestSupport
 import Foundation
 import Testing
+
 @testable import APNsSenderApp
 
 /// The sweeper's half of "a kill loses nothing": a chunk a stopped replica left claimed is found
@@ -23,8 +24,11 @@ struct StaleClaimSweepTests {
         let postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 2)
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
         let redis = try RedisTestSupport.client(poolSize: 1)
-        let tenant = UUID(), message = UUID()
-        let lostToken = "aa01", freshToken = "aa02", recordedToken = "aa03"
+        let tenant = UUID()
+        let message = UUID()
+        let lostToken = "aa01"
+        let freshToken = "aa02"
+        let recordedToken = "aa03"
         let recorded = try await postgres.query("SELECT bk_delivery_id($1::uuid, $2)", [message, recordedToken])[0]
             .decode(UUID.self, at: 0)
         try await postgres.execute(
@@ -118,7 +122,11 @@ struct StaleClaimSweepTests {
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
         let redis = try RedisTestSupport.client(poolSize: 1)
         let stream = StreamName(rawValue: TestEnvironment.uniqueName("bk:deliveries"))
-        let tenant = UUID(), message = UUID(), orphan = UUID(), fresh = UUID(), claimed = UUID()
+        let tenant = UUID()
+        let message = UUID()
+        let orphan = UUID()
+        let fresh = UUID()
+        let claimed = UUID()
         for (id, by, enqueued) in [
             (orphan, nil, "now() - interval '1 hour'"), (fresh, nil, "now()"),
             (claimed, "live-replica", "now() - interval '1 hour'")

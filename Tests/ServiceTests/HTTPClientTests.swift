@@ -3,6 +3,7 @@ import BuzzKitHTTPClient
 import BuzzKitTestSupport
 import Foundation
 import Testing
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -346,7 +347,8 @@ struct HTTPClientTests {
         defer { server.stop() }
         let base = server.baseURL
         let environment = ProcessInfo.processInfo.environment
-        let total = 20_000, inFlight = Int(environment["BK_HTTPCLIENT_MEASURE_IN_FLIGHT"] ?? "") ?? 100
+        let total = 20_000
+        let inFlight = Int(environment["BK_HTTPCLIENT_MEASURE_IN_FLIGHT"] ?? "") ?? 100
         var configuration = HTTPClient.Configuration(caFile: server.certificatePath)
         if let limit = Int(environment["BK_HTTPCLIENT_MEASURE_MAX_CONNECTIONS"] ?? "") {
             configuration.maxConnectionsPerHost = limit

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitMigrations
 import BuzzKitPostgres
+import Foundation
 
 /// A schema of a test's own on the shared test server, with every migration applied: what the
 /// fixtures of the service tests start from.

@@ -1,9 +1,10 @@
+import BuzzKitCore
+import BuzzKitPostgres
 import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import BuzzKitCore
-import BuzzKitPostgres
 
 /// A PostgreSQL cluster of a test's own, for tests that restart or stop the server: started with
 /// `deploy/lib/common.sh` (`bk_start_postgres`) in a fresh folder on a free port, so the shared

@@ -1,6 +1,6 @@
-import Foundation
 import BuzzKitCore
 import BuzzKitRedis
+import Foundation
 
 /// Helpers for tests against Redis: a client on the shared test server, polling, and a private
 /// throwaway server that a test may restart (never restart the shared one: other tests use it).

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -59,9 +60,9 @@ public enum Subprocess {
         // descriptor is named; one closed meanwhile is ignored by the close action.)
         for fd in openDescriptors() where fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
         let cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
+        defer { for argument in cArgs { free(argument) } }
         let cEnvironment = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer { cEnvironment?.forEach { free($0) } }
+        defer { for variable in cEnvironment ?? [] { free(variable) } }
         var pid: pid_t = 0
         let spawned =
             cEnvironment.map { posix_spawn(&pid, argv[0], &actions, nil, cArgs, $0) }

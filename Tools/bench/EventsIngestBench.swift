@@ -15,7 +15,10 @@ enum EventsIngestBench {
     static func run(arguments: [String]) async throws -> [String] {
         var options: [String: String] = [:]
         var i = 0
-        while i + 1 < arguments.count { options[arguments[i]] = arguments[i + 1]; i += 2 }
+        while i + 1 < arguments.count {
+            options[arguments[i]] = arguments[i + 1]
+            i += 2
+        }
         let events = Int(options["--events"] ?? "") ?? 300_000
         let consumers = Int(options["--consumers"] ?? "") ?? 2
         let producers = Int(options["--producers"] ?? "") ?? 4
@@ -65,7 +68,10 @@ enum EventsIngestBench {
                         var chunk: [IngestEntry] = []
                         for b in stride(from: p, to: batches, by: producers) {
                             chunk.append(entry(b, tenant: tenant))
-                            if chunk.count == 20 { try await producer.enqueue(chunk); chunk.removeAll() }
+                            if chunk.count == 20 {
+                                try await producer.enqueue(chunk)
+                                chunk.removeAll()
+                            }
                         }
                         if !chunk.isEmpty { try await producer.enqueue(chunk) }
                     }

@@ -18,9 +18,15 @@ enum HTTPServerBench {
         while index < arguments.count {
             let value = index + 1 < arguments.count ? arguments[index + 1] : ""
             switch arguments[index] {
-            case "--port": port = Int(value) ?? port; index += 2
-            case "--mode": mode = value; index += 2
-            case "--threads": threads = Int(value) ?? threads; index += 2
+            case "--port":
+                port = Int(value) ?? port
+                index += 2
+            case "--mode":
+                mode = value
+                index += 2
+            case "--threads":
+                threads = Int(value) ?? threads
+                index += 2
             default: index += 1
             }
         }

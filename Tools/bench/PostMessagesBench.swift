@@ -18,7 +18,8 @@ enum PostMessagesBench {
         let next = Mutex(1)
         func take() -> Int {
             next.withLock { value in
-                defer { value += 1 }; return value
+                defer { value += 1 }
+                return value
             }
         }
     }
@@ -29,7 +30,10 @@ enum PostMessagesBench {
         else {
             throw BenchUsage("post-messages URL KEY PREFIX COUNT CONNECTIONS RATE OUT")
         }
-        let url = arguments[0] + "/v1/messages", key = arguments[1], prefix = arguments[2], out = arguments[6]
+        let url = arguments[0] + "/v1/messages"
+        let key = arguments[1]
+        let prefix = arguments[2]
+        let out = arguments[6]
         let client = try HTTPClient(
             configuration: .init(httpVersion: .http1_1, maxConnectionsPerHost: connections), logger: .silent())
         let cursor = Cursor()

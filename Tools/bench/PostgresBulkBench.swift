@@ -1,7 +1,7 @@
-import Foundation
 import BuzzKitCore
-import BuzzKitWire
 import BuzzKitPostgres
+import BuzzKitWire
+import Foundation
 
 /// The Swift side of `bench/postgres_bulk.sh`: bulk writes of ledger-like rows (about 530 bytes of
 /// COPY text each, with a jsonb payload) through `PostgresClient`.
@@ -102,7 +102,10 @@ enum PostgresBulkBench {
     private static func appendCopyLine(_ row: [any PostgresEncodable], to out: inout [UInt8]) {
         for (i, value) in row.enumerated() {
             if i > 0 { out.append(9) }
-            guard let text = value.postgresText else { out.append(contentsOf: Array("\\N".utf8)); continue }
+            guard let text = value.postgresText else {
+                out.append(contentsOf: Array("\\N".utf8))
+                continue
+            }
             for byte in text.utf8 {
                 switch byte {
                 case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])

@@ -1,7 +1,7 @@
-import Foundation
-import Synchronization
 import BuzzKitCore
 import BuzzKitRedis
+import Foundation
+import Synchronization
 
 /// `buzzkit-bench redis-streams --url redis://127.0.0.1:PORT [--count N] [--payload BYTES]
 /// [--producers P] [--chunk C] [--batch B] [--handlers H]`

@@ -26,8 +26,12 @@ enum WebhookSinkBench {
         while index < arguments.count {
             let value = index + 1 < arguments.count ? arguments[index + 1] : ""
             switch arguments[index] {
-            case "--port": port = Int(value) ?? port; index += 2
-            case "--threads": threads = Int(value) ?? threads; index += 2
+            case "--port":
+                port = Int(value) ?? port
+                index += 2
+            case "--threads":
+                threads = Int(value) ?? threads
+                index += 2
             default: index += 1
             }
         }

@@ -22,7 +22,10 @@ enum WorkflowBench {
     static func run(arguments: [String]) async throws -> [String] {
         var options: [String: String] = [:]
         var i = 0
-        while i + 1 < arguments.count { options[arguments[i]] = arguments[i + 1]; i += 2 }
+        while i + 1 < arguments.count {
+            options[arguments[i]] = arguments[i + 1]
+            i += 2
+        }
         let logger = Logger(label: "workflow-bench", logLevel: .warning)
         var pg = try PostgresConfiguration(url: options["--postgres"] ?? "postgres://buzzkit@127.0.0.1:5432/buzzkit")
         pg.poolSize = 8
@@ -173,7 +176,8 @@ enum WorkflowBench {
         let rawStart = Date().addingTimeInterval(10 + Double(falling) / 50_000)
         try await insertTimers(0, falling, start: rawStart)
         try await postgres.execute("ANALYZE bench_timers")
-        let batchSize = configuration.claimBatch, poll = configuration.pollInterval
+        let batchSize = configuration.claimBatch
+        let poll = configuration.pollInterval
         let rawEnd = rawStart.addingTimeInterval(Double(seconds) + 10)
         await withDiscardingTaskGroup { group in
             for _ in 0..<configuration.timerWorkers {

@@ -81,7 +81,9 @@ public struct APNsSender: Sendable {
     /// and only then do the APNs clients close.
     public var services: [any Service] {
         let configuration = configuration
-        let fanOut = fanOut, sender = sender, direct = direct
+        let fanOut = fanOut
+        let sender = sender
+        let direct = direct
         let fanoutService = StreamConsumerService(
             runtime: runtime, stream: messagesStream.rawValue, group: ConsumerGroup.fanout,
             configure: { c in

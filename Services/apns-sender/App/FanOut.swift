@@ -30,7 +30,8 @@ struct FanOut: Sendable {
     var postgres: PostgresClient { ledger.postgres }
 
     func handle(_ entry: MessageEntry) async throws {
-        let message = entry.messageId, tenant = entry.tenantId
+        let message = entry.messageId
+        let tenant = entry.tenantId
         // Done, failed or unknown: nothing to do.
         guard let start = try await ledger.beginFanOut(message: message, tenant: tenant) else { return }
         guard let target = MessageTarget(json: start.target) else {

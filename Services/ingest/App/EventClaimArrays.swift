@@ -1,8 +1,8 @@
-import Foundation
-import BuzzKitPostgres
 import BuzzKitContracts
-import BuzzKitWire
+import BuzzKitPostgres
 import BuzzKitRedis
+import BuzzKitWire
+import Foundation
 
 /// The array parameters of `EventWriter.claimSQL` (and `aliasSQL`), written as array literals
 /// byte by byte (`PostgresArrayText`): about 1 µs per event, where going through `String`
@@ -27,8 +27,12 @@ struct EventClaimArrays {
     private mutating func appendEntry(tenant: UUID, identity: EventIdentity, entryID: String) {
         tenants.append(tenant)
         switch identity {
-        case .subscriber(let id): subscribers.append(id); anonymous.appendNull()
-        case .anonymous(let id): subscribers.appendNull(); anonymous.append(id)
+        case .subscriber(let id):
+            subscribers.append(id)
+            anonymous.appendNull()
+        case .anonymous(let id):
+            subscribers.appendNull()
+            anonymous.append(id)
         }
         entryIDs.append(entryID)
     }
@@ -41,7 +45,8 @@ struct EventClaimArrays {
     /// `EventWriter.aliasSQL`'s: the entries' tenants and anonymous ids (NULL for a subscriber's
     /// entry), without the claim's other arrays.
     static func aliasParameters(_ entries: [(id: StreamEntryID, entry: IngestEntry)]) -> [any PostgresEncodable] {
-        var tenants = PostgresArrayText(capacity: 2 + entries.count * 37), anonymous = PostgresArrayText()
+        var tenants = PostgresArrayText(capacity: 2 + entries.count * 37)
+        var anonymous = PostgresArrayText()
         for (_, entry) in entries {
             tenants.append(entry.tenantId)
             anonymous.append(entry.identity.isAnonymous ? entry.identity.value : nil)

@@ -1,7 +1,7 @@
-import Foundation
-import BuzzKitPostgres
 import BuzzKitContracts
+import BuzzKitPostgres
 import BuzzKitWire
+import Foundation
 
 /// The `COPY events (...) FROM STDIN` text of newly claimed events, in `EventWriter.eventColumns`
 /// order, written as bytes: the per-entry fields (tenant, subscriber, anonymous id, receive time)

@@ -1,7 +1,7 @@
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
-import BuzzKitContracts
 
 /// Housekeeping of the event store, as a `Service` of two `BackgroundLoop`s:
 /// - `events.partitions`, at start and every `maintenanceInterval` (24 h):

@@ -1,7 +1,7 @@
-import Foundation
-import BuzzKitPostgres
 import BuzzKitContracts
+import BuzzKitPostgres
 import BuzzKitWire
+import Foundation
 
 /// The parameters of `EventWriter.receiptsSQL`: the newly stored events that are receipts
 /// (rare next to other events, so they are filtered by name before going to Postgres).

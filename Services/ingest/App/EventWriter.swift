@@ -1,10 +1,10 @@
-import Foundation
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
-import BuzzKitContracts
 import BuzzKitRedis
 import BuzzKitWebhooks
 import BuzzKitWire
+import Foundation
 
 /// Stores `bk:ingest` entries in Postgres, one transaction per batch of entries, and says which
 /// events to publish on `bk:events`.
@@ -72,7 +72,8 @@ struct EventWriter: Sendable {
                 }()
             for (e, event) in entry.events.enumerated() {
                 guard seen.insert(EventKey(tenant: tenantOrdinal, id: event.id)).inserted else {
-                    duplicates += 1; continue
+                    duplicates += 1
+                    continue
                 }
                 sent.append((Int32(n), Int32(e)))
             }
@@ -189,7 +190,10 @@ struct EventWriter: Sendable {
         }
         for (k, position) in sent.enumerated() {
             if let republish = stored.skipped[k] {
-                guard republish else { outcome.duplicates += 1; continue }
+                guard republish else {
+                    outcome.duplicates += 1
+                    continue
+                }
             } else {
                 outcome.inserted += 1
             }

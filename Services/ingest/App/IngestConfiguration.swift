@@ -1,5 +1,5 @@
-import BuzzKitCore
 import BuzzKitContracts
+import BuzzKitCore
 
 /// The ingest service's knobs, with their defaults. Tests pass their own stream names.
 ///

@@ -1,8 +1,8 @@
-import Foundation
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
-import BuzzKitContracts
+import Foundation
 
 /// The `bk:ingest` batch handler: decode the entries, store them (`EventWriter`), publish what is
 /// new on `bk:events`, and only then report success so the consumer acknowledges.

@@ -1,8 +1,8 @@
+import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitRuntime
-import BuzzKitContracts
 
 /// Assembles the ingest service: `configuration.consumers` batch consumers of `bk:ingest` (each
 /// its own Postgres writer) and the maintenance service.

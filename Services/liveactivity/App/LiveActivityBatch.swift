@@ -85,7 +85,9 @@ struct LiveActivityBatch: Sendable {
         for index in decidable where plans[index] == nil { failures[ids[index]] = decideError }
 
         // 3. Send what was decided.
-        var jobs: [LiveActivitySender.Job] = [], chunks: [ClaimedChunk] = [], jobOf: [Int: Int] = [:]
+        var jobs: [LiveActivitySender.Job] = []
+        var chunks: [ClaimedChunk] = []
+        var jobOf: [Int: Int] = [:]
         for (index, plan) in plans.enumerated() {
             guard case .send(let chunk, let targets, _) = plan, let tenant = tenants[entries[index].tenantId]
             else { continue }

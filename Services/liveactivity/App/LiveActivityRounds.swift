@@ -27,7 +27,8 @@ enum LiveActivityRounds {
 
     /// The rows a request's decision locks or writes, by name.
     static func keys(_ entry: LiveActivityEntry) -> [String] {
-        let request = entry.request, tenant = entry.tenantId.uuidString
+        let request = entry.request
+        let tenant = entry.tenantId.uuidString
         let rows: String
         switch request.event {
         case .update, .end:

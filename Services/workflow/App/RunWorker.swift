@@ -184,7 +184,10 @@ final class RunWorker: Service {
             outcome.started = true
         }
         // The inbox and the timer, in the order they arrived.
-        enum Input { case inbox(WorkflowRunInboxItem), timer(String, Date) }
+        enum Input {
+            case inbox(WorkflowRunInboxItem)
+            case timer(String, Date)
+        }
         var inputs: [(Date, Input)] = run.inputs.map { ($0.createdAt, .inbox($0)) }
         if let token = run.timerToken, let due = record.dueAt, due <= now { inputs.append((due, .timer(token, due))) }
         inputs.sort { $0.0 < $1.0 }

@@ -1,7 +1,7 @@
 import BuzzKitCore
-import Foundation
 internal import CNghttp2
 internal import COpenSSL
+import Foundation
 
 /// One TLS connection carrying an nghttp2 client session, on the loop thread.
 ///

@@ -1,6 +1,6 @@
 import BuzzKitCore
-import Foundation
 internal import CNghttp2
+import Foundation
 
 /// The loop thread's body and everything it owns: the channels (one per `HTTP2Client`), their
 /// connections, the read buffer and header scratch space. Not Sendable: it never leaves its thread.

@@ -1,6 +1,6 @@
 import BuzzKitCore
-import Foundation
 internal import CNghttp2
+import Foundation
 
 /// An IPv4 or IPv6 socket address as bytes (a `sockaddr_in` or `sockaddr_in6`), so it can cross
 /// from the resolver thread to the loop.

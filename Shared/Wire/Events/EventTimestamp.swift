@@ -39,7 +39,10 @@ public enum EventTimestamp {
             var scale = 100_000
             var count = 0
             while i < utf8.count, utf8[i] >= 48, utf8[i] <= 57 {
-                if scale > 0 { micros += Int(utf8[i] - 48) * scale; scale /= 10 }
+                if scale > 0 {
+                    micros += Int(utf8[i] - 48) * scale
+                    scale /= 10
+                }
                 i += 1
                 count += 1
             }

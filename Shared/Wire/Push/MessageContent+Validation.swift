@@ -162,19 +162,28 @@ private struct MemberReader {
 
     mutating func string(_ key: String) -> String? {
         guard let value = present(key) else { return nil }
-        guard case .string(let s) = value else { fail(key, "must be a string"); return nil }
+        guard case .string(let s) = value else {
+            fail(key, "must be a string")
+            return nil
+        }
         return s
     }
 
     mutating func object(_ key: String) -> [String: JSONValue]? {
         guard let value = present(key) else { return nil }
-        guard case .object(let o) = value else { fail(key, "must be a JSON object"); return nil }
+        guard case .object(let o) = value else {
+            fail(key, "must be a JSON object")
+            return nil
+        }
         return o
     }
 
     mutating func action() -> PushAction? {
         guard let value = present("action") else { return nil }
-        guard case .object(let o) = value else { fail("action", "must be an object {name, data}"); return nil }
+        guard case .object(let o) = value else {
+            fail("action", "must be an object {name, data}")
+            return nil
+        }
         var data: [String: JSONValue] = [:]
         if let d = o["data"], !d.isNull {
             if case .object(let od) = d { data = od } else { fail("action.data", "must be a JSON object") }
@@ -188,20 +197,30 @@ private struct MemberReader {
 
     mutating func buttons() -> [PushButton] {
         guard let value = present("actions") else { return [] }
-        guard case .array(let items) = value else { fail("actions", "must be an array of buttons"); return [] }
+        guard case .array(let items) = value else {
+            fail("actions", "must be an array of buttons")
+            return []
+        }
         var buttons: [PushButton] = []
         for (index, item) in items.enumerated() {
             let path = "actions[\(index)]"
-            guard case .object(let o) = item else { fail(path, "must be an object {id, title, ...}"); continue }
+            guard case .object(let o) = item else {
+                fail(path, "must be an object {id, title, ...}")
+                continue
+            }
             var ok = true
             func text(_ key: String, required: Bool) -> String? {
                 switch o[key] {
                 case .string(let s)?: return s
                 case nil, .null?:
-                    if required { fail("\(path).\(key)", "is required"); ok = false }
+                    if required {
+                        fail("\(path).\(key)", "is required")
+                        ok = false
+                    }
                     return nil
                 default:
-                    fail("\(path).\(key)", "must be a string"); ok = false
+                    fail("\(path).\(key)", "must be a string")
+                    ok = false
                     return nil
                 }
             }
@@ -209,7 +228,10 @@ private struct MemberReader {
                 switch o[key] {
                 case .bool(let b)?: return b
                 case nil, .null?: return false
-                default: fail("\(path).\(key)", "must be true or false"); ok = false; return false
+                default:
+                    fail("\(path).\(key)", "must be true or false")
+                    ok = false
+                    return false
                 }
             }
             let id = text("id", required: true)
@@ -231,7 +253,8 @@ private struct MemberReader {
     mutating func badge() -> Int? {
         guard let value = present("badge") else { return nil }
         guard case .int(let i) = value, let badge = Int(exactly: i), badge <= Int(Int32.max) else {
-            fail("badge", "must be an integer"); return nil
+            fail("badge", "must be an integer")
+            return nil
         }
         return badge
     }
@@ -239,7 +262,8 @@ private struct MemberReader {
     mutating func interruptionLevel() -> InterruptionLevel? {
         guard let value = present("interruptionLevel") else { return nil }
         guard case .string(let s) = value, let level = InterruptionLevel(rawValue: s) else {
-            fail("interruptionLevel", "must be one of passive, active, time-sensitive, critical"); return nil
+            fail("interruptionLevel", "must be one of passive, active, time-sensitive, critical")
+            return nil
         }
         return level
     }
@@ -247,7 +271,8 @@ private struct MemberReader {
     mutating func priority() -> PushPriority? {
         guard let value = present("priority") else { return nil }
         guard let priority = PushPriority(json: value) else {
-            fail("priority", "must be \"high\", \"normal\", 10 or 5"); return nil
+            fail("priority", "must be \"high\", \"normal\", 10 or 5")
+            return nil
         }
         return priority
     }
@@ -255,7 +280,8 @@ private struct MemberReader {
     mutating func date(_ key: String) -> Date? {
         guard let value = present(key) else { return nil }
         guard case .string(let s) = value, let date = EventTimestamp.parse(s) else {
-            fail(key, "must be an ISO 8601 date-time with an offset, such as 2025-01-31T18:00:00Z"); return nil
+            fail(key, "must be an ISO 8601 date-time with an offset, such as 2025-01-31T18:00:00Z")
+            return nil
         }
         return Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
     }

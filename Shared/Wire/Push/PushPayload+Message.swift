@@ -44,13 +44,20 @@ extension PushPayload {
         }
         func mix(_ text: String) { for byte in text.utf8 { mix(byte) } }
         for button in buttons {
-            mix(button.id); mix(0x1F)
-            mix(button.title); mix(0x1F)
+            mix(button.id)
+            mix(0x1F)
+            mix(button.title)
+            mix(0x1F)
             mix(button.destructive ? 0x31 : 0x30)
             mix(button.foreground ? 0x31 : 0x30)
             mix(button.input ? 0x31 : 0x30)
             mix(0x1F)
-            if let placeholder = button.placeholder { mix(0x31); mix(placeholder) } else { mix(0x30) }
+            if let placeholder = button.placeholder {
+                mix(0x31)
+                mix(placeholder)
+            } else {
+                mix(0x30)
+            }
             mix(0x1E)
         }
         var text: [UInt8] = Array("bk.".utf8)

@@ -68,8 +68,14 @@ struct DefinitionReader {
         _ value: JSONValue?, _ path: String, allowed: Set<String>,
         what: String = "an object"
     ) -> [String: JSONValue]? {
-        guard let value, !value.isNull else { add(path, "is required"); return nil }
-        guard case .object(let o) = value else { add(path, "must be \(what)"); return nil }
+        guard let value, !value.isNull else {
+            add(path, "is required")
+            return nil
+        }
+        guard case .object(let o) = value else {
+            add(path, "must be \(what)")
+            return nil
+        }
         for key in o.keys.sorted() where !allowed.contains(key) { add(join(path, key), "is not a known field") }
         // A definition says what it means: a member is given with a value or left out.
         for key in o.keys.sorted() where allowed.contains(key) && o[key]?.isNull == true {
@@ -89,8 +95,14 @@ struct DefinitionReader {
             return nil
         }
         if value.isNull { return nil }  // reported by `members` (or by `step` for a name)
-        guard case .string(let s) = value else { add(p, "must be a string"); return nil }
-        guard !s.isEmpty else { add(p, "must not be empty"); return nil }
+        guard case .string(let s) = value else {
+            add(p, "must be a string")
+            return nil
+        }
+        guard !s.isEmpty else {
+            add(p, "must not be empty")
+            return nil
+        }
         return s
     }
 
@@ -300,7 +312,10 @@ struct DefinitionReader {
 
     private mutating func duration(_ o: [String: JSONValue], _ key: String, _ path: String) -> WorkflowDuration? {
         guard let text = string(o, key, path) else { return nil }
-        guard let duration = WorkflowDuration(text) else { add(join(path, key), WorkflowDuration.rule); return nil }
+        guard let duration = WorkflowDuration(text) else {
+            add(join(path, key), WorkflowDuration.rule)
+            return nil
+        }
         return duration
     }
 
@@ -368,7 +383,10 @@ struct DefinitionReader {
             case .null?:
                 return nil  // reported by `members`
             case nil:
-                if required { add(join(path, key), "is required (an array of steps, possibly empty)"); return nil }
+                if required {
+                    add(join(path, key), "is required (an array of steps, possibly empty)")
+                    return nil
+                }
                 return []
             case .array(let items)?:
                 return steps(items, join(path, key), depth: depth + 1)
@@ -394,7 +412,10 @@ struct DefinitionReader {
             add(path, "is required: \(forms)")
             return nil
         case .string(let text)?:
-            guard !text.isEmpty else { add(path, "must not be empty"); return nil }
+            guard !text.isEmpty else {
+                add(path, "must not be empty")
+                return nil
+            }
             return expression(text, path, roots: WorkflowDefinition.branchRoots).map(WorkflowCondition.expression)
         case .object(let o)? where o.count == 1:
             let (key, inner) = o.first!
@@ -402,12 +423,14 @@ struct DefinitionReader {
             switch key {
             case "opened", "delivered", "matched":
                 guard case .string(let step) = inner, !step.isEmpty else {
-                    add(p, "must be the name of a step"); return nil
+                    add(p, "must be the name of a step")
+                    return nil
                 }
                 return key == "opened" ? .opened(step) : key == "delivered" ? .delivered(step) : .matched(step)
             case "all", "any":
                 guard case .array(let items) = inner, !items.isEmpty else {
-                    add(p, "must be a non-empty array of conditions"); return nil
+                    add(p, "must be a non-empty array of conditions")
+                    return nil
                 }
                 var parts: [WorkflowCondition] = []
                 var ok = true

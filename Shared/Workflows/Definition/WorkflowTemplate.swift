@@ -37,7 +37,10 @@ public struct WorkflowTemplate: Sendable, Hashable {
                 var inner = ""
                 var closed = false
                 while j < scalars.count {
-                    if scalars[j] == "}", j + 1 < scalars.count, scalars[j + 1] == "}" { closed = true; break }
+                    if scalars[j] == "}", j + 1 < scalars.count, scalars[j + 1] == "}" {
+                        closed = true
+                        break
+                    }
                     inner.unicodeScalars.append(scalars[j])
                     j += 1
                 }
@@ -61,7 +64,10 @@ public struct WorkflowTemplate: Sendable, Hashable {
                 if let problem = WorkflowPaths.problem(segments, roots: roots) {
                     return .failure(WorkflowTemplateError(message: problem, column: open + 1))
                 }
-                if !literal.isEmpty { parts.append(.text(literal)); literal = "" }
+                if !literal.isEmpty {
+                    parts.append(.text(literal))
+                    literal = ""
+                }
                 parts.append(.value(segments))
                 i = j + 2
             } else {

@@ -60,7 +60,10 @@ public enum WorkflowZones {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down)) + Int64(zone.secondsFromGMT(for: date))
         var day = seconds / 86_400
         var second = seconds % 86_400
-        if second < 0 { second += 86_400; day -= 1 }
+        if second < 0 {
+            second += 86_400
+            day -= 1
+        }
         return (Int(day), Int(second))
     }
 

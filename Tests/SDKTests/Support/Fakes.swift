@@ -83,7 +83,7 @@ final class FakeScheduler: NotificationScheduler {
 
     func schedule(_ request: LocalNotificationRequest) async throws { pending.withLock { $0[request.id] = request } }
     func pendingIdentifiers() async -> [String] { pending.withLock { $0.keys.sorted() } }
-    func removePending(ids: [String]) async { pending.withLock { p in ids.forEach { p.removeValue(forKey: $0) } } }
+    func removePending(ids: [String]) async { pending.withLock { p in for id in ids { p.removeValue(forKey: id) } } }
 
     var ids: [String] { pending.withLock { $0.keys.sorted() } }
     func request(_ id: String) -> LocalNotificationRequest? { pending.withLock { $0[id] } }

@@ -11,9 +11,15 @@ enum JSONText {
             var index = 0
             let count = buffer.count
             while index < count {
-                guard buffer[index] == UInt8(ascii: "\\") else { index += 1; continue }
+                guard buffer[index] == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
                 var run = 0
-                while index < count && buffer[index] == UInt8(ascii: "\\") { run += 1; index += 1 }
+                while index < count && buffer[index] == UInt8(ascii: "\\") {
+                    run += 1
+                    index += 1
+                }
                 guard run % 2 == 1, index + 4 < count, buffer[index] == UInt8(ascii: "u") else { continue }
                 if buffer[index + 1] == 0x30 && buffer[index + 2] == 0x30 && buffer[index + 3] == 0x30
                     && buffer[index + 4] == 0x30

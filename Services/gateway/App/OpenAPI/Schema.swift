@@ -59,7 +59,10 @@ enum Schema {
     ) -> JSONValue {
         var o: [String: JSONValue] = ["type": "string"]
         if let description { o["description"] = .string(description) }
-        if let maxLength { o["maxLength"] = .int(Int64(maxLength)); o["minLength"] = 1 }
+        if let maxLength {
+            o["maxLength"] = .int(Int64(maxLength))
+            o["minLength"] = 1
+        }
         if let pattern {
             o["pattern"] = .string(pattern)
         } else if enumeration == nil && format == nil {

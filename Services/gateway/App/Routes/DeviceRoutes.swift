@@ -99,7 +99,8 @@ extension Gateway {
     func registerDevice(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         var issues: [ValidationIssue] = []
-        var subscriber = "", token = ""
+        var subscriber = ""
+        var token = ""
         do { subscriber = try SubscriberRoutes.subscriberID(context) } catch { issues += Self.issues(of: error) }
         do { token = try DeviceRoutes.token(context) } catch { issues += Self.issues(of: error) }
         let body = try context.request.jsonBody()

@@ -138,7 +138,8 @@ enum LiveActivitySendRoutes {
             _ = a.string("sound", rule: .length(1, 256))
             v.merge(a)
         }
-        let stale = date(&v, "staleDate"), dismissal = date(&v, "dismissalDate")
+        let stale = date(&v, "staleDate")
+        let dismissal = date(&v, "dismissalDate")
         let priority = v.oneOf("priority", priorities)
         var timestamp = Int64(now.timeIntervalSince1970.rounded(.down))
         if let value = body?["timestamp"], !value.isNull {

@@ -136,7 +136,8 @@ extension Gateway {
         String, String
     ) {
         var issues: [ValidationIssue] = []
-        var subscriber = "", value = ""
+        var subscriber = ""
+        var value = ""
         do { subscriber = try SubscriberRoutes.subscriberID(context) } catch { issues += Self.issues(of: error) }
         do { value = try Gateway.pathParameter(context, name, rule: rule) } catch { issues += Self.issues(of: error) }
         try Validator.throwIfAny(issues)
@@ -229,7 +230,8 @@ extension Gateway {
         let page = try Page(context.request)
         try await requireSubscriber(tenant, subscriber)
         // Keyset on (attributes type, token): the cursor is both, joined by U+0000 (in neither).
-        var afterType: String?, afterToken: String?
+        var afterType: String?
+        var afterToken: String?
         if let after = page.after {
             let parts = after.split(separator: "\u{0}", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             afterType = parts.first

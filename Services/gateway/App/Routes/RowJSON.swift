@@ -52,8 +52,8 @@ extension Gateway {
     }
 }
 
-private extension String {
-    func checked(_ name: String, _ check: (String) -> String?) throws(APIError) -> String {
+extension String {
+    fileprivate func checked(_ name: String, _ check: (String) -> String?) throws(APIError) -> String {
         if let problem = check(self) {
             try Validator.throwIfAny([ValidationIssue(path: "path.\(name)", message: problem)])
         }

@@ -109,9 +109,11 @@ extension Gateway {
             """, [window.bucket, window.buckets])
 
         var byStatus: [String: Int64] = [:]
-        var sent: [String: Int64] = [:], failed: [String: Int64] = [:]
+        var sent: [String: Int64] = [:]
+        var failed: [String: Int64] = [:]
         for row in byBucket {
-            let at = try row.decode(String.self, named: "at"), status = try row.decode(String.self, named: "status")
+            let at = try row.decode(String.self, named: "at")
+            let status = try row.decode(String.self, named: "status")
             let n = try row.decode(Int64.self, named: "n")
             byStatus[status, default: 0] += n
             switch DeliveryStatus(rawValue: status) {
@@ -171,7 +173,8 @@ extension Gateway {
                 date_trunc('hour', now() AT TIME ZONE 'UTC') - interval '23 hours', date_trunc('hour', now() AT TIME ZONE 'UTC'),
                 interval '1 hour') AS b
             """)
-        var perHour: [String: Int64] = [:], perName: [String: Int64] = [:]
+        var perHour: [String: Int64] = [:]
+        var perName: [String: Int64] = [:]
         var total: Int64 = 0
         for row in rows {
             let n = try row.decode(Int64.self, named: "n")

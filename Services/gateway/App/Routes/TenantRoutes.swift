@@ -91,7 +91,8 @@ enum TenantRoutes {
         """
 
     static func representation(_ row: PostgresRow) throws -> [String: JSONValue] {
-        let start = try row.text("quiet_hours_start"), end = try row.text("quiet_hours_end")
+        let start = try row.text("quiet_hours_start")
+        let end = try row.text("quiet_hours_end")
         return [
             "id": try row.uuid("id"), "workspaceId": try row.uuid("workspace_id"), "name": try row.text("name"),
             "apns": [
@@ -202,7 +203,10 @@ extension Gateway {
         var v = Validator(body, allowed: ["name", "apns", "quietHours", "defaultTimezone"])
         if let name = v.string("name", required: creating, rule: FieldRules.nameRule) { settings.name = name }
         if v.has("apns") && v.isNull("apns") && !creating {
-            settings.teamID = nil; settings.keyID = nil; settings.sealedKey = nil; settings.bundleID = nil
+            settings.teamID = nil
+            settings.keyID = nil
+            settings.sealedKey = nil
+            settings.bundleID = nil
         } else if let apns = v.object("apns") {
             var a = Validator(apns, allowed: TenantRoutes.apnsFields, prefix: "apns.")
             // The credentials are one set: a change gives all four (environment may stay as it is).
@@ -231,12 +235,16 @@ extension Gateway {
             v.merge(a)
         }
         if v.has("quietHours") && v.isNull("quietHours") {
-            settings.quietStart = nil; settings.quietEnd = nil
+            settings.quietStart = nil
+            settings.quietEnd = nil
         } else if let hours = v.object("quietHours") {
             var q = Validator(hours, allowed: ["start", "end"], prefix: "quietHours.")
             let start = q.string("start", required: true, rule: FieldRules.wallClockRule)
             let end = q.string("end", required: true, rule: FieldRules.wallClockRule)
-            if let start, let end { settings.quietStart = start; settings.quietEnd = end }
+            if let start, let end {
+                settings.quietStart = start
+                settings.quietEnd = end
+            }
             v.merge(q)
         }
         if v.has("defaultTimezone") && v.isNull("defaultTimezone") {
