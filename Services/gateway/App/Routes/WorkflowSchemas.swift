@@ -118,13 +118,14 @@ enum WorkflowSchemas {
     }
 
     /// A step's own name: unique in the whole workflow (branches included), which no schema of a
-    /// single string can state, so a format of its own.
+    /// single string can state, so a format of its own. No example: a generator would put the same
+    /// one on every step.
     static let uniqueStepName = Schema.custom(
         format: "buzzkit-workflow-step-name",
         """
         1 to \(WorkflowLimits.maxNameLength) of letters, digits, _ - . ; unique in the whole workflow, branches \
         included (a name used twice is 422)
-        """, example: "wait-a-day")
+        """)
 
     /// A digest's or throttle's key: a template the server parses, a format of its own.
     static func keyTemplate(_ absent: String) -> JSONValue {
