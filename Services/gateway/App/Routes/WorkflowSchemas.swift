@@ -52,16 +52,19 @@ enum WorkflowSchemas {
                 ["event": eventName, "where": expression], required: ["event"],
                 description: "An event, and optionally what must hold of it"),
             "WorkflowDefinition": withRules(
-                Schema.object(
-                    [
-                        "trigger": Schema.ref("WorkflowEventRule"),
-                        "cancelOn": Schema.array(
-                            Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
-                        "steps": Schema.array(
-                            Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
-                        "enabled": Schema.boolean
-                    ], required: ["trigger", "steps"],
-                    description: "A workflow: what starts a run, what cancels it, its named steps"),
+                Schema.adding(
+                    // A digest is the first step only: no later step of the list has one.
+                    ["allOf": [["properties": ["steps": ["prefixItems": [true], "items": noDigest]]]]],
+                    to: Schema.object(
+                        [
+                            "trigger": Schema.ref("WorkflowEventRule"),
+                            "cancelOn": Schema.array(
+                                Schema.ref("WorkflowEventRule"), maxItems: WorkflowLimits.maxCancelRules),
+                            "steps": Schema.array(
+                                Schema.ref("WorkflowStep"), minItems: 1, maxItems: WorkflowLimits.maxSteps),
+                            "enabled": Schema.boolean
+                        ], required: ["trigger", "steps"],
+                        description: "A workflow: what starts a run, what cancels it, its named steps")),
                 definitionRules),
             "WorkflowStep": step,
             "WorkflowWait": Schema.object(["duration": duration], required: ["duration"]),
@@ -72,12 +75,15 @@ enum WorkflowSchemas {
                 ], required: ["time"]),
             "WorkflowWaitFor": Schema.object(
                 ["event": eventName, "where": expression, "timeout": duration], required: ["event", "timeout"]),
-            "WorkflowBranch": Schema.object(
-                [
-                    "if": Schema.ref("WorkflowCondition"),
-                    "then": Schema.array(Schema.ref("WorkflowStep")),
-                    "else": Schema.array(Schema.ref("WorkflowStep"))
-                ], required: ["if", "then"]),
+            "WorkflowBranch": Schema.adding(
+                // A step inside a branch is never the workflow's first: no digest there.
+                ["allOf": [["properties": ["then": ["items": noDigest], "else": ["items": noDigest]]]]],
+                to: Schema.object(
+                    [
+                        "if": Schema.ref("WorkflowCondition"),
+                        "then": Schema.array(Schema.ref("WorkflowStep")),
+                        "else": Schema.array(Schema.ref("WorkflowStep"))
+                    ], required: ["if", "then"])),
             "WorkflowSend": send,
             "WorkflowExit": Schema.object([:], description: "Ends the run: an empty object"),
             "WorkflowDigest": Schema.object(
@@ -116,6 +122,9 @@ enum WorkflowSchemas {
             "WorkflowConditionNot": single("not", Schema.ref("WorkflowCondition"), "The condition does not hold")
         ]
     }
+
+    /// A step that is not a digest (a digest is the workflow's first step).
+    static let noDigest: JSONValue = ["not": ["required": ["digest"]]]
 
     /// A step's own name: unique in the whole workflow (branches included), which no schema of a
     /// single string can state, so a format of its own. No example: a generator would put the same
