@@ -13,6 +13,9 @@ schemathesis each one, and nothing else:
   (trigger. and subscriber.).
 - buzzkit-workflow-key-template: a digest's or throttle's key, a template over the trigger event.
 - buzzkit-workflow-step-name: a step's name, unique in its workflow: every one drawn is new.
+- buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
+  the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
+  that name steps (those are covered by the workflow definition tests).
 - buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
   gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback: loopback URLs on a
   closed port (nothing is sent: no webhooks service runs here).
@@ -55,6 +58,7 @@ schemathesis.openapi.format(
     "buzzkit-workflow-key-template",
     st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
 )
+schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
 _STEP_NAMES = itertools.count(1)
 schemathesis.openapi.format(
     "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))

@@ -54,7 +54,7 @@ enum WorkflowSchemas {
             "WorkflowDefinition": withRules(
                 Schema.adding(
                     // A digest is the first step only: no later step of the list has one.
-                    ["allOf": [["properties": ["steps": ["prefixItems": [true], "items": noDigest]]]]],
+                    ["allOf": [["properties": ["steps": ["prefixItems": [.object([:])], "items": noDigest]]]]],
                     to: Schema.object(
                         [
                             "trigger": Schema.ref("WorkflowEventRule"),
@@ -112,9 +112,12 @@ enum WorkflowSchemas {
                     "At most limit runs of this workflow per subscriber (and key) pass within a rolling window; the others end throttled"
             ),
             "WorkflowCondition": condition,
-            "WorkflowConditionOpened": single("opened", stepName, "A send step's notification was opened"),
-            "WorkflowConditionDelivered": single("delivered", stepName, "A send step's notification was delivered"),
-            "WorkflowConditionMatched": single("matched", stepName, "A waitFor step's event arrived"),
+            "WorkflowConditionOpened": single(
+                "opened", stepReference("a send step"), "A send step's notification was opened"),
+            "WorkflowConditionDelivered": single(
+                "delivered", stepReference("a send step"), "A send step's notification was delivered"),
+            "WorkflowConditionMatched": single(
+                "matched", stepReference("a waitFor step"), "A waitFor step's event arrived"),
             "WorkflowConditionAll": single(
                 "all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "Every condition holds"),
             "WorkflowConditionAny": single(
@@ -135,6 +138,16 @@ enum WorkflowSchemas {
         1 to \(WorkflowLimits.maxNameLength) of letters, digits, _ - . ; unique in the whole workflow, branches \
         included (a name used twice is 422)
         """)
+
+    /// A condition's step: the name of a step of the kind `kind` that comes before the condition,
+    /// which depends on the rest of the definition, so a format of its own.
+    static func stepReference(_ kind: String) -> JSONValue {
+        Schema.custom(
+            format: "buzzkit-workflow-step-reference",
+            """
+            The name of \(kind) that comes before this condition in the workflow; any other name is 422
+            """)
+    }
 
     /// A digest's or throttle's key: a template the server parses, a format of its own.
     static func keyTemplate(_ absent: String) -> JSONValue {
