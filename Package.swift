@@ -117,7 +117,7 @@ let package = Package(
         // workflow service claims and advances them. SQL and row decoding only.
         .target(
             name: "BuzzKitWorkflowRuns",
-            dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows"],
+            dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWebhooks"],
             path: "Shared/WorkflowRuns"),
 
         // The delivery ledger (messages, deliveries, delivery_chunks, delivery_payloads, the

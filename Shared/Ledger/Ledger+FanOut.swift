@@ -117,14 +117,24 @@ extension Ledger {
         }
     }
 
-    /// Ends a message `failed` with `code` (`invalid_target`, a tenant's credential problem).
+    /// Ends a message `failed` with `code` (`invalid_target`, a tenant's credential problem),
+    /// before any of its deliveries exists. Its `message.completed` webhook event (status
+    /// `failed`, with the error) is enqueued in the same statement, once: only the statement
+    /// that moves it out of `queued` / `fanning_out` writes one.
     public func failMessage(_ message: UUID, code: String, _ text: String) async throws {
-        try await postgres.execute(
-            """
+        try await postgres.execute(Self.failMessageSQL, [message, code, text])
+    }
+
+    static let failMessageSQL = """
+        WITH failed AS (
             UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
             WHERE id = $1::uuid AND status IN ('queued', 'fanning_out')
-            """, [message, code, text])
-    }
+            RETURNING id, tenant_id, kind, error_code, error_message, updated_at
+        ), failed_events AS (
+            \(MessageCompletion.events(from: "failed c", status: .failed, at: "c.updated_at", written: nil))
+        )
+        SELECT count(*) FROM failed
+        """
 
     /// $1 tenant, $2 ids/topic, $3 environment, $4/$5 last key, $6 limit, $7 message, $8 chunk
     /// size, $9 the position to record (NULL: the page's last device), $10/$11 the position the

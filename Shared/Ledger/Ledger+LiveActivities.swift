@@ -1,6 +1,7 @@
 import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitPostgres
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -280,6 +281,10 @@ extension Ledger {
                     ended_at = CASE WHEN w.event = 'end' THEN now() ELSE a.ended_at END
                 FROM written w
                 WHERE w.event <> 'start' AND a.tenant_id = w.tenant_id AND a.activity_id = w.activity_id
+                RETURNING a.tenant_id, a.activity_id, a.subscriber_id, a.attributes_type, a.ended_at, w.event
+            ),
+            ended_events AS (
+                \(endedEvents(from: "activity_update e", endedBy: .send, filter: "e.event = 'end'"))
             ),
             \(starts ? startUpdate : "")
             chunk AS (
@@ -301,6 +306,22 @@ extension Ledger {
             FROM fresh f LEFT JOIN target x ON x.i = f.i LEFT JOIN written w ON w.i = f.i
             LEFT JOIN chunk c ON c.message_id = w.message_id
             """
+    }
+
+    /// `live_activity.ended` for the rows of `from` (alias `e`: `tenant_id`, `activity_id`,
+    /// `subscriber_id`, `attributes_type`, `ended_at`) that `filter` keeps, as the seam's INSERT.
+    /// An activity ends once (`ended` is final, and only a statement that finds it `active` ends
+    /// it), so its id, derived from the tenant and the activity, is enqueued once.
+    static func endedEvents(from: String, endedBy: LiveActivityVocabulary.EndedBy, filter: String?) -> String {
+        WebhookOutbox.insertSQL(
+            WebhookEventSource(
+                from: from, tenantId: "e.tenant_id", type: WebhookEventSource.literal(.liveActivityEnded),
+                eventId: "bk_webhook_event_id('live_activity.ended', e.tenant_id || ':' || e.activity_id)",
+                occurredAt: "e.ended_at",
+                data: WebhookEventData.liveActivityEnded(
+                    activityId: "e.activity_id", subscriberId: "e.subscriber_id", attributesType: "e.attributes_type",
+                    endedBy: "'\(endedBy.rawValue)'", endedAt: "e.ended_at"),
+                filter: filter))
     }
 
     // MARK: - Replaying
@@ -371,8 +392,13 @@ extension Ledger {
                 FROM stale s CROSS JOIN LATERAL unnest(s.message_ids, s.tokens, s.subscriber_ids, s.environments)
                     AS u(m, t, sub, e)
                 ON CONFLICT (id) DO NOTHING
-            ), \(MessageCompletion.cte(
-                match: "m.id IN (SELECT unnest(s.message_ids) FROM stale s)", recorded: "ARRAY(SELECT id FROM stale)"))
+                RETURNING \(Self.deliveryReturning)
+            ), \(Self.deliveryEvents(recorded: "recorded")), \(MessageCompletion.cte(
+                match: "m.id IN (SELECT unnest(s.message_ids) FROM stale s)", recorded: "ARRAY(SELECT id FROM stale)",
+                written: """
+                    (SELECT bk_delivery_id(u.m, u.t) AS id, u.m AS message_id, '\(DeliveryStatus.failed.rawValue)'::text AS status
+                     FROM stale s CROSS JOIN LATERAL unnest(s.message_ids, s.tokens) AS u(m, t)) w
+                    """))
             SELECT (SELECT count(*)::int FROM stale)
             """, [staleAfter.sqlSeconds, limit, instance])
         return try rows.first?.decode(Int.self, at: 0) ?? 0

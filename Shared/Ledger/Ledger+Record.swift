@@ -45,9 +45,9 @@ extension Ledger {
     /// stale Live Activity request as lost) is it redone with `ON CONFLICT DO NOTHING`, keeping
     /// what was recorded first. Retried on a blip, since the sends already happened.
     ///
-    /// The seam for what must happen when a delivery is recorded (webhooks' `delivery.sent` /
-    /// `delivery.failed`): the statement's `recorded` CTE inserts the rows; a `RETURNING` there and
-    /// a CTE reading it run in the same statement.
+    /// Webhooks: each delivery inserted enqueues its `delivery.sent` or `delivery.failed`
+    /// (`deliveryEvents`), each message completed its `message.completed` (`MessageCompletion`),
+    /// in the same statement; a delivery that existed already enqueues nothing.
     @discardableResult
     public func record(
         _ records: [ChunkRecord], instance: String, registry: TokenRegistry = .devices,
@@ -184,7 +184,10 @@ extension Ledger {
                 AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
                      error_code, payload, log)
             \(onConflict)
-        ), \(MessageCompletion.cte(match: "m.id = ANY($21::uuid[])", recorded: "$5::uuid[]"))
+            RETURNING \(deliveryReturning)
+        ), \(deliveryEvents(recorded: "recorded")), \(MessageCompletion.cte(
+            match: "m.id = ANY($21::uuid[])", recorded: "$5::uuid[]",
+            written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
         SELECT id FROM completed
         """
     }

@@ -114,19 +114,28 @@ public enum LiveActivityRegistry {
     }
 
     /// The device says the activity ended or was dismissed: marked ended by the device, nothing
-    /// pushes to it again. Answers whether this call ended it (false: unknown or already ended).
+    /// pushes to it again, and its `live_activity.ended` webhook event (`endedBy: device`)
+    /// enqueued in the same statement. Answers whether this call ended it (false: unknown or
+    /// already ended; no event then).
     public static func endActivity(
         _ postgres: PostgresClient, tenant: UUID, activity: String, subscriber: String
     ) async throws -> Bool {
-        let ended = try await postgres.execute(
-            """
+        let rows = try await postgres.query(endActivitySQL, [tenant, activity, subscriber])
+        return try (rows.first?.decode(Int.self, at: 0) ?? 0) > 0
+    }
+
+    static let endActivitySQL = """
+        WITH ended AS (
             UPDATE live_activities SET state = '\(LiveActivityVocabulary.State.ended.rawValue)',
                 ended_by = '\(LiveActivityVocabulary.EndedBy.device.rawValue)', ended_at = now(), updated_at = now()
             WHERE tenant_id = $1::uuid AND activity_id = $2 AND subscriber_id = $3
               AND state = '\(LiveActivityVocabulary.State.active.rawValue)'
-            """, [tenant, activity, subscriber])
-        return ended > 0
-    }
+            RETURNING tenant_id, activity_id, subscriber_id, attributes_type, ended_at
+        ), ended_events AS (
+            \(Ledger.endedEvents(from: "ended e", endedBy: .device, filter: nil))
+        )
+        SELECT count(*)::int FROM ended
+        """
 
     /// Registers a device's push-to-start token of an attributes type, or its rotation. The device
     /// is `deviceKey` (the installation a client key names, or the token itself for a server key);

@@ -44,15 +44,19 @@ public enum WebhookEventData {
         """
     }
 
-    /// `message.completed`: the message's final counts, once no delivery is queued or sending.
+    /// `message.completed`: the message's final counts, once no delivery is queued or sending
+    /// (`status` `completed`), or once it failed as a whole before any delivery (`failed`, with
+    /// `errorCode` and `errorMessage`; NULL for a completed one).
     public static func messageCompleted(
         messageId: String, kind: String, status: String, sent: String, failed: String, expired: String,
-        invalidToken: String, completedAt: String
+        invalidToken: String, errorCode: String, errorMessage: String, completedAt: String
     ) -> String {
         """
         jsonb_build_object('messageId', \(messageId), 'kind', \(kind), 'status', \(status), 'counts', \
         jsonb_build_object('sent', \(sent), 'failed', \(failed), 'expired', \(expired), 'invalidToken', \(invalidToken), \
-        'total', (\(sent)) + (\(failed)) + (\(expired)) + (\(invalidToken))), 'completedAt', \(completedAt))
+        'total', (\(sent)) + (\(failed)) + (\(expired)) + (\(invalidToken))), 'error', \
+        CASE WHEN (\(errorCode)) IS NOT NULL THEN jsonb_build_object('code', \(errorCode), 'message', \(errorMessage)) END, \
+        'completedAt', \(completedAt))
         """
     }
 

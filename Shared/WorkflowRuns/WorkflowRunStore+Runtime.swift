@@ -107,17 +107,25 @@ extension WorkflowRunStore {
     }
 
     /// Writes a claimed run's new state with its one timer (`state.timer`) and deletes the inbox
-    /// entries applied. A running run is next due at its timer; an ended one never again.
+    /// entries applied. A running run is next due at its timer; an ended one never again. A run
+    /// that ends here enqueues its webhook event (`endedEvents`) in the same statement.
     public static func save(on tx: PostgresConnection, _ save: WorkflowRunSave) async throws {
         let state = save.state
         let live = state.status == .running
         let status = state.status.rawValue
         try await tx.execute(
             """
-            UPDATE workflow_runs SET status = $2, failure_code = $3, state = $4::jsonb, start_input = NULL,
-                timer_token = $5, timer_due_at = $6::timestamptz, wake_at = $7::timestamptz, updated_at = now(),
-                started_at = COALESCE(started_at, $8::timestamptz), ended_at = $9::timestamptz
-            WHERE id = $1::uuid
+            WITH saved AS (
+                UPDATE workflow_runs r SET status = $2, failure_code = $3, state = $4::jsonb, start_input = NULL,
+                    timer_token = $5, timer_due_at = $6::timestamptz, wake_at = $7::timestamptz, updated_at = now(),
+                    started_at = COALESCE(r.started_at, $8::timestamptz), ended_at = $9::timestamptz
+                FROM workflow_runs b
+                WHERE r.id = $1::uuid AND b.id = r.id
+                RETURNING \(endedReturning), b.status AS before
+            ), run_events AS (
+                \(endedEvents(from: "saved e", filter: "e.before IN (\(WorkflowRunStatus.liveSQL))"))
+            )
+            SELECT count(*) FROM saved
             """,
             [
                 save.id, status, (save.failureCode ?? state.failure?.code)?.rawValue, state.jsonText,
@@ -132,20 +140,31 @@ extension WorkflowRunStore {
         try await dropWindowsOfEnded(on: tx, [state])
     }
 
-    /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state.
+    /// A pending run that cannot start (its subscriber is unknown): failed with `code`, no state;
+    /// its `workflow_run.failed` event enqueued in the same statement.
     public static func failPending(
         on tx: PostgresConnection, id: UUID, code: WorkflowRunFailure.Code, now: Date
     ) async throws {
         try await tx.execute(
             """
-            UPDATE workflow_runs SET status = \(WorkflowRunStatus.failed.sql), failure_code = $2, wake_at = NULL, updated_at = now(),
-                ended_at = $3::timestamptz WHERE id = $1::uuid
+            WITH failed AS (
+                UPDATE workflow_runs r SET status = \(WorkflowRunStatus.failed.sql), failure_code = $2, wake_at = NULL,
+                    updated_at = now(), ended_at = $3::timestamptz
+                FROM workflow_runs b
+                WHERE r.id = $1::uuid AND b.id = r.id
+                RETURNING \(endedReturning), b.status AS before
+            ), run_events AS (
+                \(endedEvents(from: "failed e", filter: "e.before IN (\(WorkflowRunStatus.liveSQL))"))
+            )
+            SELECT count(*) FROM failed
             """, [id, code.rawValue, now])
         try await tx.execute("DELETE FROM workflow_run_inputs WHERE run_id = $1::uuid", [id])
     }
 
     /// Inserts runs started from `bk:events` triggers; answers the ids inserted (a trigger key
-    /// already present, a redelivered entry, inserts nothing: its sends must not be written).
+    /// already present, a redelivered entry, inserts nothing: its sends must not be written, nor
+    /// its webhook event). A run that ended at once (a digest's trigger that joined, a failure)
+    /// enqueues its event in the same statement.
     public static func insertStarted(on tx: PostgresConnection, _ runs: [WorkflowRunInsert]) async throws -> Set<UUID> {
         guard !runs.isEmpty else { return [] }
         var ids: [UUID] = []
@@ -183,15 +202,22 @@ extension WorkflowRunStore {
         }
         let rows = try await tx.query(
             """
-            INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status, failure_code,
-                                       state, reacts_to, timer_token, timer_due_at, wake_at, started_at, ended_at)
-            SELECT id, tenant, key, version, subscriber, trigger, status, failure, state::jsonb,
-                   CASE WHEN reacts = '' THEN '{}'::text[] ELSE string_to_array(reacts, E'\\x1F') END,
-                   token, due, due, started, ended
-            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[],
-                        $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
-                AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
-            ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
+            WITH inserted AS (
+                INSERT INTO workflow_runs AS r (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
+                                                failure_code, state, reacts_to, timer_token, timer_due_at, wake_at,
+                                                started_at, ended_at)
+                SELECT id, tenant, key, version, subscriber, trigger, status, failure, state::jsonb,
+                       CASE WHEN reacts = '' THEN '{}'::text[] ELSE string_to_array(reacts, E'\\x1F') END,
+                       token, due, due, started, ended
+                FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[],
+                            $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
+                    AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
+                ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING
+                RETURNING \(endedReturning)
+            ), run_events AS (
+                \(endedEvents(from: "inserted e", filter: nil))
+            )
+            SELECT id FROM inserted
             """,
             [
                 ids, tenants, keys, versions, subscribers, triggers, statuses, failures, states, reacts, tokens, dues,

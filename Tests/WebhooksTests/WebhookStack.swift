@@ -38,10 +38,21 @@ final class WebhookStack: Sendable {
     let common: [String: String]
     let receiverPort: Int
     let receiverState: String
+    /// The APNs simulator the senders push to (stacks made with `apns: true`), and their settings.
+    let simulator: APNsSimulator?
+    let apnsSettings: [String: String]
     private let receiver = Mutex<ServiceProcess?>(nil)
     let replicas = Mutex<[ServiceProcess]>([])
 
-    init(gatewaySettings: [String: String] = ["BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"]) async throws {
+    static let teamId = "TEAM000001"
+    static let keyId = "KEY0000001"
+    static let bundleId = "com.example.app"
+
+    /// - Parameter apns: also start the APNs simulator (knowing the demo tenant's key), for the
+    ///   services that push (apns-sender, liveactivity) started with `start(_:)`.
+    init(gatewaySettings: [String: String] = ["BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"], apns: Bool = false)
+        async throws
+    {
         schema = TestEnvironment.uniqueName("wh")
         postgres = try await PostgresTestSupport.client(schema: schema, poolSize: 4)
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
@@ -50,10 +61,23 @@ final class WebhookStack: Sendable {
         let bootstrap = try await Bootstrapper(postgres: postgres, secretKey: secret).run(
             workspace: "webhooks",
             demo: .init(
-                name: "demo", teamID: "TEAM000001", keyID: "KEY0000001", privateKey: key.pem,
-                bundleID: "com.example.app", environment: "sandbox"))
+                name: "demo", teamID: Self.teamId, keyID: Self.keyId, privateKey: key.pem,
+                bundleID: Self.bundleId, environment: "sandbox"))
         tenantKey = try #require(bootstrap.tenantKey)
         tenantID = try #require(bootstrap.tenantID)
+        if apns {
+            let simulator = try await APNsSimulator(
+                keyId: Self.keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM)
+            self.simulator = simulator
+            apnsSettings = [
+                "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
+                "BUZZKIT_APNS_CA_FILE": simulator.caFile, "BUZZKIT_APNS_RETRY_BASE": "50ms",
+                "BUZZKIT_OUTBOX_SWEEP_INTERVAL": "1s", "BUZZKIT_OUTBOX_REQUEUE_AFTER": "5s"
+            ]
+        } else {
+            simulator = nil
+            apnsSettings = [:]
+        }
         redis = try ThrowawayRedis()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         common = [
@@ -110,6 +134,26 @@ final class WebhookStack: Sendable {
         replicas.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process)
         return process
+    }
+
+    /// Starts a replica of `executable` (`apns-sender`, `liveactivity`, `workflow`, ...) on the
+    /// stack's database and Redis, with the simulator's APNs settings, `settings` on top; answers
+    /// it and the port of its `/metrics`.
+    @discardableResult
+    func start(_ executable: String, _ name: String? = nil, settings: [String: String] = [:]) async throws -> (
+        process: ServiceProcess, port: Int
+    ) {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(
+            executable: executable,
+            environment: common.merging(apnsSettings) { _, new in new }.merging(settings) { _, new in new }
+                .merging([
+                    "BUZZKIT_HTTP_PORT": String(port),
+                    "BUZZKIT_INSTANCE_ID": name ?? TestEnvironment.uniqueName(executable)
+                ]) { _, new in new })
+        replicas.withLock { $0.append(process) }
+        try await waitReady("http://127.0.0.1:\(port)", process)
+        return (process, port)
     }
 
     /// Starts (or restarts) the receiver on its port.
@@ -171,9 +215,11 @@ final class WebhookStack: Sendable {
     func close() async {
         stopReceiver()
         for process in replicas.withLock({ $0 }) + [gateway] where process.isRunning {
+            process.signal(SIGCONT)  // a test may have left one stopped
             process.signal(SIGTERM)
             _ = await process.waitForExit(timeout: .seconds(20))
         }
+        await simulator?.stop()
         await http.shutdown()
         redis.stop()
         try? await postgres.execute("DROP SCHEMA \"\(schema)\" CASCADE")
@@ -203,6 +249,43 @@ final class WebhookStack: Sendable {
         return Reply(status: response.status, envelope: (try? Envelope.decode(response.body)) ?? Envelope.success(nil))
     }
 
+    /// Subscribers with one sandbox device each (`tokens[i]` for `ids[i]`), straight in SQL, all
+    /// in `topic` when given.
+    func addSubscribers(_ ids: [String], tokens: [String], topic: String? = nil) async throws {
+        try await postgres.execute(
+            "INSERT INTO subscribers (tenant_id, id) SELECT $1::uuid, unnest($2::text[]) ON CONFLICT DO NOTHING",
+            [tenantID, ids])
+        try await postgres.execute(
+            """
+            INSERT INTO devices (tenant_id, token, subscriber_id, environment, bundle_id)
+            SELECT $1::uuid, t, s, 'sandbox', $4 FROM unnest($2::text[], $3::text[]) AS u(t, s)
+            """, [tenantID, tokens, ids, Self.bundleId])
+        guard let topic else { return }
+        try await postgres.execute(
+            "INSERT INTO topics (tenant_id, key) VALUES ($1::uuid, $2) ON CONFLICT DO NOTHING", [tenantID, topic])
+        try await postgres.execute(
+            """
+            INSERT INTO topic_subscriptions (tenant_id, topic_key, subscriber_id) SELECT $1::uuid, $2, unnest($3::text[])
+            ON CONFLICT DO NOTHING
+            """, [tenantID, topic, ids])
+    }
+
+    /// Waits until message `id` reached a final state; answers it as `GET /v1/messages/{id}` shows it.
+    func waitSettled(_ id: String, limit: Duration = .seconds(90)) async throws -> JSONValue {
+        var last: JSONValue = .null
+        let settled = try await RedisTestSupport.eventually(limit: limit) {
+            last = try await api("GET", "/v1/messages/\(id)").data ?? .null
+            return last["status"] == "completed" || last["status"] == "failed"
+        }
+        guard settled else { throw WebhookTestError(description: "message \(id) did not settle: \(last)") }
+        return last
+    }
+
+    /// The received requests of `type`, answered 200 (a retry of one counts once per attempt).
+    func received(_ type: String) -> [JSONValue] {
+        received().filter { $0["type"]?.stringValue == type && $0["answered"]?.intValue == 200 }
+    }
+
     /// Creates an endpoint at the receiver; answers (id, secret).
     func createEndpoint(events: [String], url: String? = nil) async throws -> (id: String, secret: String) {
         let reply = try await api(
@@ -217,10 +300,10 @@ final class WebhookStack: Sendable {
 
 /// Runs `body` with a fresh stack and always closes it.
 func withWebhookStack<T>(
-    gatewaySettings: [String: String] = ["BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"],
+    gatewaySettings: [String: String] = ["BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"], apns: Bool = false,
     _ body: (WebhookStack) async throws -> T
 ) async throws -> T {
-    let stack = try await WebhookStack(gatewaySettings: gatewaySettings)
+    let stack = try await WebhookStack(gatewaySettings: gatewaySettings, apns: apns)
     do {
         let result = try await body(stack)
         await stack.close()

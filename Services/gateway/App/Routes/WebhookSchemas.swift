@@ -1,3 +1,4 @@
+import BuzzKitContracts
 import BuzzKitWebhooks
 import BuzzKitWire
 
@@ -140,14 +141,22 @@ enum WebhookSchemas {
         return [
             .messageCompleted: object(
                 [
-                    "messageId": Schema.uuid, "kind": Schema.string(), "status": Schema.string(),
+                    "messageId": Schema.uuid,
+                    "kind": Schema.string(enumeration: MessageKind.allCases.map(\.rawValue)),
+                    "status": Schema.string(
+                        "completed: every delivery ended; failed: the message could not be sent at all (error says why)",
+                        enumeration: [MessageStatus.completed.rawValue, MessageStatus.failed.rawValue]),
                     "counts": object(
                         [
                             "sent": Schema.integer, "failed": Schema.integer, "expired": Schema.integer,
                             "invalidToken": Schema.integer, "total": Schema.integer
                         ], "Deliveries by final status"),
+                    "error": Schema.nullable(
+                        object(
+                            ["code": Schema.string(), "message": Schema.string()],
+                            "Why a failed message could not be sent (invalid_target, apns_credentials_missing, ...)")),
                     "completedAt": timestamp
-                ], "A message whose every delivery ended, with its final counts"),
+                ], "A message whose every delivery ended (or that failed as a whole), with its final counts"),
             .deliveryFailed: object(
                 delivery.merging([
                     "status": Schema.string(enumeration: ["failed", "expired", "invalid_token"]),
