@@ -39,7 +39,8 @@ struct WebhookProducedEventsTests {
             ])
             try stack.receiverSecrets([endpoint.secret])
             let good = (0..<150).map { _ in APNsSimulator.deviceToken() }
-            let gone = APNsSimulator.deviceToken(), bad = APNsSimulator.deviceToken()
+            let gone = APNsSimulator.deviceToken()
+            let bad = APNsSimulator.deviceToken()
             try await stack.addSubscribers(
                 (0..<150).map { "s\($0)" } + ["gone", "bad"], tokens: good + [gone, bad], topic: "all")
             _ = try await simulator.post("unregister", ["token": .string(gone)])
@@ -74,7 +75,8 @@ struct WebhookProducedEventsTests {
             let failed = stack.received("delivery.failed").compactMap { $0["body"]?["data"] }
             #expect(failed.count == 2)
             let byToken = Dictionary(grouping: failed) { $0["deviceToken"]?.stringValue ?? "" }
-            let unregistered = byToken[gone]?.first, badToken = byToken[bad]?.first
+            let unregistered = byToken[gone]?.first
+            let badToken = byToken[bad]?.first
             #expect(unregistered?["status"] == "invalid_token" && unregistered?["invalidToken"] == true)
             #expect(unregistered?["reason"] == "Unregistered" && unregistered?["httpStatus"] == 410)
             #expect(unregistered?["subscriberId"] == "gone")
@@ -232,7 +234,8 @@ struct WebhookProducedEventsTests {
                 "delivery.sent", "delivery.failed", "message.completed"
             ])
             try stack.receiverSecrets([endpoint.secret])
-            let good = (0..<60).map { _ in APNsSimulator.deviceToken() }, gone = APNsSimulator.deviceToken()
+            let good = (0..<60).map { _ in APNsSimulator.deviceToken() }
+            let gone = APNsSimulator.deviceToken()
             try await stack.addSubscribers((0..<61).map { "s\($0)" }, tokens: good + [gone], topic: "all")
             _ = try await simulator.post("unregister", ["token": .string(gone)])
             // APNs answers late: replica a holds its chunks while its requests are out.

@@ -63,7 +63,9 @@ struct WorkflowRunWebhookEventsTests {
             _ = try await f.postgres.withTransaction { try await WorkflowRunStore.insertStarted(on: $0, runs) }
             #expect(try await f.schema.outbox().count == 1)
             let now = Date()
-            var cancelled = runs[0].state, failed = runs[1].state, throttled = runs[2].state
+            var cancelled = runs[0].state
+            var failed = runs[1].state
+            var throttled = runs[2].state
             cancelled.status = .cancelled
             cancelled.cancelReason = "cancelOn[0]: workout.completed"
             cancelled.endedAt = now
