@@ -16,6 +16,8 @@ schemathesis each one, and nothing else:
 - buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
+- buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time (a key drawn
+  twice would replay the first answer, which is the point of the header).
 - buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
   gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback: loopback URLs on a
   closed port (nothing is sent: no webhooks service runs here).
@@ -59,6 +61,7 @@ schemathesis.openapi.format(
     st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
 )
 schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
+schemathesis.openapi.format("buzzkit-idempotency-key", st.uuids().map(str))
 _STEP_NAMES = itertools.count(1)
 schemathesis.openapi.format(
     "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))

@@ -172,7 +172,13 @@ public enum OpenAPIDocument {
             parameters.append([
                 "name": .string(Idempotency.header), "in": "header", "required": false,
                 "description": "Replays the first response for 24 hours for the same request",
-                "schema": Schema.string(Idempotency.rule)
+                "schema": Schema.custom(
+                    format: "buzzkit-idempotency-key",
+                    """
+                    A key naming one intended operation, 1 to 255 visible ASCII characters (no space): the same key with \
+                    the same request within 24 hours answers the first response again (metadata.replayed), with \
+                    another request 422 idempotency_key_reused. Use a new one (a UUID) for each new operation
+                    """)
             ])
         }
         var responses: [String: JSONValue] = [:]
