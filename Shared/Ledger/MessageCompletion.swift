@@ -21,11 +21,11 @@ import BuzzKitWebhooks
 /// The completing `UPDATE` re-reads the row under its lock (`status = 'fanned_out'`), so a message
 /// completes exactly once however many of these run at once.
 ///
-/// Webhooks' `message.completed` is enqueued by `cte` itself (`completedEvents`), in the statement
-/// that completes the message: once per message, since only one statement moves it out of
-/// `fanned_out`; committed with the completion or not at all. Every statement that completes
-/// messages includes `cte`, so a CTE added there that reads `completed` runs in the same
-/// statement, for exactly the messages completed.
+/// Webhooks' `message.completed` is enqueued by `cte` itself (`events`, as `completed_events`),
+/// in the statement that completes the message: once per message, since only one statement moves
+/// it out of `fanned_out`; committed with the completion or not at all. Every statement that
+/// completes messages includes `cte`, so a CTE added there that reads `completed` runs in the
+/// same statement, for exactly the messages completed.
 enum MessageCompletion {
     /// A CTE named `completed` (`id`, `tenant_id`, `completed_at`, `kind`): the messages matching
     /// `match` (a predicate on `m`, the messages row) that are `fanned_out` and have no pending
