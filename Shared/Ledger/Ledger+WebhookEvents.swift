@@ -18,13 +18,13 @@ extension Ledger {
         """
 
     /// Two CTEs (`delivery_sent_events`, `delivery_failed_events`) over `recorded`, a CTE whose
-    /// rows have the columns of `deliveryReturning`. `delivery.sent` for `sent` deliveries (one
-    /// item of a batch each: the webhooks service batches them, up to 100 a request);
+    /// rows have the columns of `deliveryReturning`. `delivery.sent` for `sent` deliveries, one
+    /// outbox row per endpoint and up to 100 of them (`insertBatchesSQL`: one request each);
     /// `delivery.failed` for the others, with APNs's status and reason when APNs answered (a
     /// reason without an answer, a transport error's text, is not APNs's), `invalidToken` for
-    /// `invalid_token`. The event's id is the delivery's.
+    /// `invalid_token`, its id the delivery's.
     static func deliveryEvents(recorded: String) -> String {
-        let sent = WebhookOutbox.insertSQL(
+        let sent = WebhookOutbox.insertBatchesSQL(
             WebhookEventSource(
                 from: "\(recorded) d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deliverySent),
                 eventId: "d.id", occurredAt: "d.sent_at",

@@ -85,25 +85,45 @@ public struct WebhookAttemptOutcome: Sendable {
 /// is one statement, applied only where the claim is still the message's own (a replica whose
 /// lease ran out and was overtaken records its attempt but changes nothing).
 public enum WebhookDeliveryStore {
-    /// Turns up to `limit` outbox rows (oldest first, rows other replicas hold skipped) into
-    /// messages: one per event; for batched types one per up to `batchLimit` events of an
-    /// endpoint and type (`{"deliveries": [...]}`, a new id). Rows of deleted endpoints are
-    /// dropped. Answers how many outbox rows were taken.
+    /// What one `form` took.
+    public struct Formed: Sendable, Hashable {
+        /// Events taken from the outbox (a batch row counts its items).
+        public var events: Int
+        /// The statement stopped at its bounds: there may be more to take at once.
+        public var more: Bool
+    }
+
+    /// Turns outbox rows (oldest first, rows other replicas hold skipped) into messages: one per
+    /// event; for batched types, a row the producer batched already (`{"deliveries": [...]}`,
+    /// `WebhookOutbox.insertBatchesSQL`) is one message as it is, and single items are made one
+    /// message per up to `batchLimit` of an endpoint and type (a new id). Rows of deleted endpoints
+    /// are dropped.
+    ///
+    /// Bounded twice: at most `limit` rows, and rows only while their stored size adds up to
+    /// `limit` × `bytesPerEvent` (about what `limit` single events weigh; a batch of 100
+    /// deliveries, compressed, weighs about 25), always at least one. The size is read from the
+    /// rows' headers (`pg_column_size`), not from their data.
     @discardableResult
-    public static func form(on postgres: PostgresClient, limit: Int, batchLimit: Int = WebhookEventType.batchLimit)
-        async throws -> Int
-    {
+    public static func form(
+        on postgres: PostgresClient, limit: Int, batchLimit: Int = WebhookEventType.batchLimit,
+        bytesPerEvent: Int = 300
+    ) async throws -> Formed {
         let batched = WebhookEventType.allCases.filter(\.isBatched).map(\.rawValue)
         let rows = try await postgres.query(
             """
-            WITH taken AS (
-                DELETE FROM webhook_outbox WHERE seq IN (
-                    SELECT seq FROM webhook_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-                RETURNING seq, endpoint_id, tenant_id, event_id, event_type, occurred_at, data
+            WITH candidates AS MATERIALIZED (
+                SELECT seq, pg_column_size(data) AS size FROM webhook_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED
+            ), chosen AS MATERIALIZED (
+                SELECT seq FROM (SELECT seq, sum(size) OVER (ORDER BY seq) AS upto FROM candidates) c
+                WHERE upto <= $4 OR seq = (SELECT min(seq) FROM candidates)
+            ), taken AS (
+                DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM chosen)
+                RETURNING seq, endpoint_id, tenant_id, event_id, event_type, occurred_at, data,
+                          event_type = ANY ($2::text[]) AND NOT (data ? $5::text) AS item
             ), live AS (
                 SELECT t.*, e.enabled,
-                       CASE WHEN t.event_type = ANY ($2::text[])
-                            THEN (row_number() OVER (PARTITION BY t.endpoint_id, t.event_type ORDER BY t.seq) - 1) / $3
+                       CASE WHEN t.item
+                            THEN (row_number() OVER (PARTITION BY t.endpoint_id, t.event_type, t.item ORDER BY t.seq) - 1) / $3
                        END AS batch
                 FROM taken t JOIN webhook_endpoints e ON e.id = t.endpoint_id
             ), made AS (
@@ -112,15 +132,19 @@ public enum WebhookDeliveryStore {
                 FROM live WHERE batch IS NULL
                 UNION ALL
                 SELECT endpoint_id, gen_random_uuid(), tenant_id, event_type, max(occurred_at),
-                       jsonb_build_object('deliveries', jsonb_agg(data ORDER BY seq)),
+                       jsonb_build_object($5::text, jsonb_agg(data ORDER BY seq)),
                        CASE WHEN bool_and(enabled) THEN now() END
                 FROM live WHERE batch IS NOT NULL GROUP BY endpoint_id, tenant_id, event_type, batch
                 ON CONFLICT DO NOTHING
                 RETURNING 1
             )
-            SELECT (SELECT count(*) FROM taken), (SELECT count(*) FROM made)
-            """, [limit, batched, batchLimit])
-        return try rows.first?.decode(Int.self, at: 0) ?? 0
+            SELECT (SELECT coalesce(sum(CASE WHEN event_type = ANY ($2::text[]) AND NOT item
+                                             THEN jsonb_array_length(data->$5::text) ELSE 1 END), 0)::int FROM taken),
+                   (SELECT count(*) FROM candidates) = $1 OR (SELECT count(*) FROM chosen) < (SELECT count(*) FROM candidates),
+                   (SELECT count(*) FROM made)
+            """, [limit, batched, batchLimit, limit * bytesPerEvent, WebhookEventType.batchMember])
+        guard let row = rows.first else { return Formed(events: 0, more: false) }
+        return Formed(events: try row.decode(Int.self, at: 0), more: try row.decode(Bool.self, at: 1))
     }
 
     /// Claims up to `limit` due messages (oldest due first; rows another replica holds, and

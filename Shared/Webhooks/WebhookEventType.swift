@@ -30,6 +30,9 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Comparab
     /// Deliveries per request of a batched type.
     public static let batchLimit = 100
 
+    /// The member of a batched type's `data` that holds its items (`{"deliveries": [...]}`).
+    public static let batchMember = "deliveries"
+
     /// Types an endpoint may list in `events` (all but `webhook.test`, which it always accepts).
     public static let subscribable: [WebhookEventType] = allCases.filter { $0 != .webhookTest }
 

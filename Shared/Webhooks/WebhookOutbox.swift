@@ -12,12 +12,16 @@ import Foundation
 /// with no endpoint wanting the type, the cost is one index probe per distinct (tenant, type) and
 /// nothing is written; the `data` expression is never evaluated.
 ///
-/// Two forms:
+/// Three forms:
 /// - `insertSQL(_:)`: SQL to put in the producer's own statement as a CTE
 ///   (`WITH …, webhook_events AS (\(WebhookOutbox.insertSQL(source))) <the producer's statement>`),
 ///   reading the producer's rows (a table, a CTE, the `RETURNING` of another CTE).
+/// - `insertBatchesSQL(_:)`: the same for a batched type (`delivery.sent`): the statement's events
+///   of each endpoint go in as batches of up to `batchLimit` (one outbox row each, its `data`
+///   already `{"deliveries": [...]}`, sent as one request), so a hot producer writes one row per
+///   100 events instead of 100.
 /// - `enqueue(on:_:)`: events built in Swift, as one statement on the caller's connection (inside
-///   its transaction).
+///   its transaction); batched types are batched the same way.
 public enum WebhookOutbox {
     /// The INSERT into the outbox for the rows `source` describes. Usable as a CTE body or alone.
     public static func insertSQL(_ source: WebhookEventSource) -> String {
@@ -30,29 +34,68 @@ public enum WebhookOutbox {
         """
     }
 
+    /// The INSERT for the rows `source` describes, of a batched type: per endpoint, batches of up
+    /// to `batchLimit` items (`source.data` each, ordered by event id), each one outbox row whose
+    /// `data` is `{"deliveries": [...]}`, whose time is its newest item's and whose id (the
+    /// request's `webhook-id`) is derived from its items' (`bk_webhook_event_id`), so a producer
+    /// that ran twice would derive the same. Evaluates `data` only for rows some endpoint
+    /// subscribed to. Usable as a CTE body or alone; returns the number of items of each row.
+    public static func insertBatchesSQL(_ source: WebhookEventSource) -> String {
+        """
+        INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, data)
+        SELECT bk_i.endpoint_id, bk_i.tenant_id,
+               bk_webhook_event_id(bk_i.event_type, min(bk_i.event_id::text) || ':' || count(*)), bk_i.event_type,
+               max(bk_i.occurred_at),
+               jsonb_build_object('\(WebhookEventType.batchMember)', jsonb_agg(bk_i.item ORDER BY bk_i.event_id))
+        FROM (
+            SELECT bk_ws.endpoint_id, bk_ws.tenant_id, bk_ws.event_type, \(source.eventId) AS event_id,
+                   \(source.occurredAt) AS occurred_at, \(source.data) AS item,
+                   (row_number() OVER (PARTITION BY bk_ws.endpoint_id, bk_ws.event_type ORDER BY \(source.eventId)) - 1)
+                       / \(WebhookEventType.batchLimit) AS batch
+            FROM \(source.from)
+            JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
+            \(source.filter.map { "WHERE " + $0 } ?? "")
+        ) bk_i
+        GROUP BY bk_i.endpoint_id, bk_i.tenant_id, bk_i.event_type, bk_i.batch
+        RETURNING jsonb_array_length(data->'\(WebhookEventType.batchMember)') AS items
+        """
+    }
+
     /// Enqueues `events` on `connection` (the caller's transaction, when it has one); answers the
-    /// rows written (one per subscribed endpoint per event).
+    /// events written (one per subscribed endpoint per event; a batched type's in batches).
     @discardableResult
     public static func enqueue(on connection: PostgresConnection, _ events: [WebhookEvent]) async throws -> Int {
         guard !events.isEmpty else { return 0 }
-        return try await connection.execute(enqueueSQL, parameters(events))
+        return try await connection.query(enqueueSQL, parameters(events)).first?.decode(Int.self, at: 0) ?? 0
     }
 
     /// `enqueue` on a pooled connection (a producer with no transaction of its own).
     @discardableResult
     public static func enqueue(on postgres: PostgresClient, _ events: [WebhookEvent]) async throws -> Int {
         guard !events.isEmpty else { return 0 }
-        return try await postgres.execute(enqueueSQL, parameters(events))
+        return try await postgres.query(enqueueSQL, parameters(events)).first?.decode(Int.self, at: 0) ?? 0
     }
 
-    static let enqueueSQL = insertSQL(
-        WebhookEventSource(
-            from: """
-                unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[], $5::jsonb[])
+    static let enqueueSQL: String = {
+        let batched = WebhookEventType.allCases.filter(\.isBatched).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        func source(_ filter: String) -> WebhookEventSource {
+            WebhookEventSource(
+                from: "e", tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id",
+                occurredAt: "e.occurred_at", data: "e.data", filter: filter)
+        }
+        return """
+            WITH e AS MATERIALIZED (
+                SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[], $5::jsonb[])
                     AS e(tenant_id, event_type, event_id, occurred_at, data)
-                """,
-            tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id", occurredAt: "e.occurred_at",
-            data: "e.data"))
+            ), single AS (
+                \(insertSQL(source("e.event_type NOT IN (\(batched))")))
+                RETURNING 1
+            ), batches AS (
+                \(insertBatchesSQL(source("e.event_type IN (\(batched))")))
+            )
+            SELECT ((SELECT count(*) FROM single) + (SELECT coalesce(sum(items), 0) FROM batches))::int
+            """
+    }()
 
     static func parameters(_ events: [WebhookEvent]) -> [any PostgresEncodable] {
         [

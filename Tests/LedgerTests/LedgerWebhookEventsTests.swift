@@ -66,12 +66,15 @@ struct LedgerWebhookEventsTests {
             // An invalid token makes it a transaction (the device's deactivation); recorded once.
             #expect(try await f.ledger.record(records, instance: "r1") == [message])
 
+            // delivery.sent: the statement's sent deliveries, one batch row per endpoint.
             let sent = try await f.schema.outbox("delivery.sent")
             #expect(sent.count == 1)
-            #expect(sent.first?.eventId.uuidString.lowercased() == chunk.devices[0].deliveryId)
-            #expect(sent.first?.data["deviceToken"] == "aa01" && sent.first?.data["subscriberId"] == "s-aa01")
-            #expect(sent.first?.data["messageId"]?.stringValue == message.uuidString.lowercased())
-            #expect(sent.first?.data["environment"] == "sandbox" && sent.first?.data["sentAt"]?.stringValue != nil)
+            let item = sent.first?.data["deliveries"]?.arrayValue
+            #expect(item?.count == 1)
+            #expect(item?.first?["deliveryId"]?.stringValue == chunk.devices[0].deliveryId)
+            #expect(item?.first?["deviceToken"] == "aa01" && item?.first?["subscriberId"] == "s-aa01")
+            #expect(item?.first?["messageId"]?.stringValue == message.uuidString.lowercased())
+            #expect(item?.first?["environment"] == "sandbox" && item?.first?["sentAt"]?.stringValue != nil)
 
             let failed = try await f.schema.outbox("delivery.failed")
             let byToken = Dictionary(

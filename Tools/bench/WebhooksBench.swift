@@ -9,9 +9,10 @@ import Foundation
 ///   creates an endpoint (sealed with `BUZZKIT_SECRET_KEY`) and prints its id.
 /// - `buzzkit-bench webhooks produce --postgres URL --tenant T --events N [--batch 100] [--connections 4]
 ///   [--seam on|off]`: a stand-in for the ledger's write: statements that each insert `batch`
-///   rows into `bench_webhook_producer` and, with `--seam on`, enqueue a `delivery.sent` event per
-///   row through `WebhookOutbox` in the same statement, the way the ledger will. Prints the
-///   elapsed time; the script reads the processes' CPU around it.
+///   rows into `bench_webhook_producer` and, with `--seam on`, enqueue their `delivery.sent`
+///   events through `WebhookOutbox.insertBatchesSQL` in the same statement, the way the ledger's
+///   record does (one outbox row per endpoint and 100 events). Prints the elapsed time; the
+///   script reads the processes' CPU around it.
 enum WebhooksBench {
     static func run(arguments: [String]) async throws -> [String] {
         guard let command = arguments.first else { throw WebhooksBenchUsage() }
@@ -111,7 +112,7 @@ enum WebhooksBench {
 
     /// One producer statement: `batch` rows, and with the seam their `delivery.sent` events.
     static func produceSQL(seam: Bool) -> String {
-        let events = WebhookOutbox.insertSQL(
+        let events = WebhookOutbox.insertBatchesSQL(
             WebhookEventSource(
                 from: "p", tenantId: "p.tenant_id", type: WebhookEventSource.literal(.deliverySent),
                 eventId: "p.id", occurredAt: "p.sent_at",

@@ -76,8 +76,8 @@ final class WebhookDispatcher: Service {
     /// be more to do at once (a full claim or a full form).
     private func turn(group: inout DiscardingTaskGroup) async throws -> Bool {
         try await flush()
-        let taken = try await WebhookDeliveryStore.form(on: postgres, limit: configuration.formBatch)
-        metrics.eventsTaken.increment(by: taken)
+        let formed = try await WebhookDeliveryStore.form(on: postgres, limit: configuration.formBatch)
+        metrics.eventsTaken.increment(by: formed.events)
         let (free, busy) = state.withLock { state in
             (
                 configuration.concurrency - state.inFlight,
@@ -108,7 +108,7 @@ final class WebhookDispatcher: Service {
                 }
             }
         }
-        return claimed.count == limit || taken == configuration.formBatch
+        return claimed.count == limit || formed.more
     }
 
     /// Records the outcomes of the sends that finished since the last flush.

@@ -14,7 +14,7 @@ import Foundation
 /// | `BUZZKIT_WEBHOOKS_CONCURRENCY` | `64` | attempts in flight per replica |
 /// | `BUZZKIT_WEBHOOKS_ENDPOINT_CONCURRENCY` | `16` | attempts in flight per replica to one endpoint (a slow endpoint cannot take every slot) |
 /// | `BUZZKIT_WEBHOOKS_CLAIM_BATCH` | `100` | messages claimed per statement |
-/// | `BUZZKIT_WEBHOOKS_FORM_BATCH` | `5000` | outbox events made into messages per statement |
+/// | `BUZZKIT_WEBHOOKS_FORM_BATCH` | `5000` | outbox rows made into messages per statement (and rows only within this many times 300 bytes of stored data) |
 /// | `BUZZKIT_WEBHOOKS_POLL_INTERVAL` | `100ms` | how long a replica that found nothing to do waits before looking again |
 /// | `BUZZKIT_WEBHOOKS_LEASE` | `60s` | a claimed message not recorded within this (its replica died) is sent again by another, same `webhook-id`; more than the timeout |
 /// | `BUZZKIT_WEBHOOKS_SWEEP_INTERVAL` | `60s` | how often failing endpoints are disabled and old rows dropped |
