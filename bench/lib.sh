@@ -138,3 +138,35 @@ bench_pg_pids() {
 
 # bench_machine_ticks: CPU ticks all cores have spent busy (not idle or waiting on I/O) so far.
 bench_machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+
+# bench_h2load_ceiling SIMPORT KEY.pem KEY_ID TEAM_ID [REQUESTS]: the simulator's ceiling in the
+# same run: h2load (nghttp2's own load client, 4 connections x 100 streams, a real ES256 token on
+# every request, a typical alert payload) against the running simulator. Prints one line:
+# "RPS CLIENT_US": requests/s, and h2load's own CPU (user + system) per request in microseconds,
+# the cost of an HTTP/2 + TLS client written in C on nghttp2 (the floor for ours). Status codes go
+# to stderr.
+bench_h2load_ceiling() {
+  local port="$1" key="$2" kid="$3" team="$4" requests="${5:-200000}" jwt token dir cpu TIMEFORMAT
+  command -v h2load >/dev/null || bk_die "h2load missing (apt-get install nghttp2-client)"
+  jwt="$(bench_apns_jwt "$key" "$kid" "$team")"
+  token="$(openssl rand -hex 32)"
+  dir="$(mktemp -d)"
+  printf '{"aps":{"alert":{"title":"Hello","body":"A benchmark push to everyone"}},"bk":{"id":"00000000-0000-0000-0000-000000000000","data":{"k":1}}}' >"$dir/payload.json"
+  TIMEFORMAT='%U %S'
+  { time timeout 120 h2load -n "$requests" -c 4 -m 100 -H "authorization: bearer $jwt" \
+      -H "apns-topic: com.example.bench" -H "apns-push-type: alert" -d "$dir/payload.json" \
+      "https://127.0.0.1:$port/3/device/$token" >"$dir/out.txt"; } 2>"$dir/time.txt"
+  grep -E "^status codes" "$dir/out.txt" >&2
+  cpu="$(tail -1 "$dir/time.txt")"
+  awk -v n="$requests" -v cpu="$cpu" '/^finished in/ { split(cpu, t, " "); gsub(",", "", $4);
+    printf "%d %.1f\n", $4, (t[1] + t[2]) / n * 1e6 }' "$dir/out.txt"
+  rm -rf "$dir"
+}
+
+# bench_load_note: the machine's load average and how busy both cores were in the last second, for
+# the figures' context (other builds share this machine).
+bench_load_note() {
+  local a b
+  a="$(bench_machine_ticks)"; sleep 1; b="$(bench_machine_ticks)"
+  echo "load average $(cut -d' ' -f1-3 /proc/loadavg), both cores $(( (b - a) / 2 ))% busy"
+}

@@ -4,12 +4,15 @@
 # release builds on loopback. Three measurements in one run:
 #   1. latency: POST /v1/live-activities/send at a fixed 500 updates/s, each to another activity
 #      (open loop, 20 s): p50 / p99 from the POST to the push reaching the simulator (its
-#      receivedAt, in ms) and to the answer with the per-token result;
+#      receivedAt, in ms) and to the answer with the per-token result, and the CPU each process
+#      spent per update; once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default
+#      "curl nghttp2": the former libcurl client, then the nghttp2 one, the replica restarted);
 #   2. the most updates/s with per-token answers the stack sustains (closed loop, 32 connections,
 #      10 s, every answer checked for result `sent`);
 #   3. the baseline of the same run: one message to a topic of 100,000 devices through two
 #      apns-sender replicas (deliveries/s from the POST to the last ledger row, as
-#      bench/push_fanout.sh measures it), and the ratio of (2) to it.
+#      bench/push_fanout.sh measures it), and the ratio of (2) to it;
+# then the simulator's ceiling (h2load, and its own CPU per request). 2 and 3 use the last transport.
 # Usage: bench/live_activities.sh [activities, default 10000] [topic devices, default 100000].
 # Knobs: BK_LA_RATE (500), BK_LA_SECONDS (20), BK_LA_CONNECTIONS (32), BK_LA_HISTORY (100000
 # earlier sends in the ledger), BK_LA_NO_BUILD=1 reuses the binaries in .build-release-la,
@@ -105,12 +108,17 @@ GWPORT="$(bk_free_port)"
 BUZZKIT_HTTP_PORT="$GWPORT" BUZZKIT_RATE_LIMIT_ENABLED=false BUZZKIT_DB_POOL_SIZE=8 "$BIN/gateway" >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
 LAPORT="$(bk_free_port)"
-BUZZKIT_HTTP_PORT="$LAPORT" BUZZKIT_INSTANCE_ID=bench-la BUZZKIT_DB_POOL_SIZE=16 "$BIN/liveactivity" >"$WORK/la.log" 2>&1 &
-PIDS+=($!)
-for port in "$GWPORT" "$LAPORT"; do
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-done
-sleep 1
+PIDS+=(0)  # PIDS[2]: the liveactivity replica, (re)started per transport by start_la
+# start_la TRANSPORT: (re)starts the liveactivity replica with that APNs transport.
+start_la() {
+  if [ "${PIDS[2]}" != 0 ]; then kill "${PIDS[2]}" 2>/dev/null || true; wait "${PIDS[2]}" 2>/dev/null || true; fi
+  BUZZKIT_HTTP_PORT="$LAPORT" BUZZKIT_INSTANCE_ID=bench-la BUZZKIT_DB_POOL_SIZE=16 BUZZKIT_APNS_TRANSPORT="$1" \
+    "$BIN/liveactivity" >>"$WORK/la.log" 2>&1 &
+  PIDS[2]=$!
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$LAPORT/readyz" >/dev/null && break; sleep 0.1; done
+  sleep 1
+}
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
 
 # The load generator: HTTP/1.1 keep-alive connections in one asyncio loop. `rate` mode sends
 # request i at t0 + i/rate (each to activity i mod N); `closed` mode keeps every connection busy.
@@ -252,18 +260,25 @@ FROM pg_stat_statements WHERE calls >= $RATE ORDER BY calls * mean_exec_time DES
 SQL
 }
 
-bk_log "1. latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+# 1. per transport (BK_APNS_TRANSPORTS, default "curl nghttp2": the former libcurl client, then
+# the nghttp2 one, in one sitting): the replica restarts with it, the simulator's record is reset.
+ROUND_LINES=()
+for transport in ${BK_APNS_TRANSPORTS:-curl nghttp2}; do
+start_la "$transport"
+curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
+bk_log "1 ($transport). latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities ($(bench_load_note))"
 [ -n "${BK_LA_PROFILE:-}" ] && "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
 CPU0="$(cpu_snapshot)"
 if [ -n "${BK_LA_PERF:-}" ]; then
   # Diagnostics only: 6 s of every process's stacks, machine-wide, half-way into the run.
   mkdir -p "$BK_LA_PERF"
-  echo "gateway ${PIDS[1]} liveactivity ${PIDS[2]} sim ${PIDS[0]}" >"$BK_LA_PERF/pids"
-  (sleep 5; perf record -F 499 -a -g -o "$BK_LA_PERF/perf.data" -- sleep 6 >/dev/null 2>&1) &
+  echo "gateway ${PIDS[1]} liveactivity ${PIDS[2]} sim ${PIDS[0]}" >"$BK_LA_PERF/pids.$transport"
+  (sleep 5; perf record -F 499 -a -g -o "$BK_LA_PERF/perf.$transport.data" -- sleep 6 >/dev/null 2>&1) &
 fi
 python3 "$WORK/load.py" rate "$GWPORT" "$BUZZKIT_TENANT_KEY" "$ACTIVITIES" "$RATE" "$SECONDS_AT_RATE" "$CONNECTIONS" "$WORK/rate.json"
 CPU1="$(cpu_snapshot)"
 [ -n "${BK_LA_PROFILE:-}" ] && la_profile
+RATE_CPU="$(cpu_per_update "$WORK/rate.json" "$CPU0" "$CPU1" 2>&1)"
 curl -sf "http://127.0.0.1:$CONTROLPORT/control/pushes?limit=1000000" >"$WORK/pushes.json"
 LATENCY="$(python3 - "$WORK/rate.json" "$WORK/pushes.json" "$ACTIVITIES" <<'PY'
 import hashlib, json, sys
@@ -285,7 +300,16 @@ print("%d updates in %.1f s (%d answered sent, %d reached the simulator); POST t
 PY
 )"
 echo "$LATENCY" >&2
-if [ -n "${BK_LA_QUICK:-}" ]; then echo "live activity updates at $RATE/s: $LATENCY"; exit 0; fi
+echo "$RATE_CPU" >&2
+ROUND_LINES+=("$transport: live activity updates at $RATE/s to $ACTIVITIES activities: $LATENCY" "  $RATE_CPU")
+done
+if [ -n "${BK_LA_QUICK:-}" ]; then
+  bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process (recording) ($(bench_load_note))"
+  read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)
+  printf '%s\n' "${ROUND_LINES[@]}"
+  echo "apns-sim ceiling (h2load 4x100, same process, recording): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
+  exit 0
+fi
 
 bk_log "2. most updates/s with per-token answers: closed loop, $CONNECTIONS connections, 10 s"
 curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
@@ -342,7 +366,12 @@ done
 T1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
 PUSH_RPS="$(python3 -c "print(round($DEVICES / ($T1 - $T0)))")"
 
-echo "live activity updates at $RATE/s to $ACTIVITIES activities: $LATENCY (goal: p50 < 5 ms, p99 < 20 ms)"
-echo "live activity updates, closed loop ($CONNECTIONS connections): $LA_RPS updates/s answered per token (answer p50 $LA_P50 ms)"
+bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process (recording) ($(bench_load_note))"
+curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
+read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)
+printf '%s\n' "${ROUND_LINES[@]}"
+echo "(goal: p50 < 5 ms, p99 < 20 ms; CPU per update at $RATE/s with nghttp2 at most half the curl round's)"
+echo "live activity updates, closed loop ($CONNECTIONS connections, last transport): $LA_RPS updates/s answered per token (answer p50 $LA_P50 ms)"
 echo "topic send, $DEVICES devices, 2 apns-sender replicas (same run):  $PUSH_RPS deliveries/s"
+echo "apns-sim ceiling (h2load 4x100, same process, recording): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
 python3 -c "print('ratio: live activity updates/s = %.1f%% of the topic send rate' % (100.0 * $LA_RPS / $PUSH_RPS))"

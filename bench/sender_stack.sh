@@ -8,7 +8,8 @@
 # SENDER_PORT[a|b], BUZZKIT_TENANT, BUZZKIT_TENANT_KEY. PIDS lists what bench_stop_pids ends.
 # Knobs: BK_SENDER_ENV (extra VAR=value words for both replicas), BK_PUSH_NO_BUILD=1 (reuse the
 # binaries in .build-release-push), BK_BIN_DIR=DIR (run the release binaries in DIR instead, e.g.
-# another checkout's, for a before/after comparison).
+# another checkout's, for a before/after comparison), BK_SENDER_WRAPPER (words a replica's command
+# runs under, e.g. valgrind for bench/sender_profile.sh).
 
 # -g: global even when sourced inside a function (bench/workflows.sh does), so stack_cleanup still
 # finds the replicas to stop.
@@ -75,9 +76,30 @@ stack_start_replica() {
   # shellcheck disable=SC2086
   env BUZZKIT_HTTP_PORT="$port" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
     BUZZKIT_APNS_SANDBOX_URL="$SIM_URL" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" BUZZKIT_DB_POOL_SIZE=8 \
-    ${BK_SENDER_ENV:-} "$BIN/apns-sender" >>"$WORK/sender-$r.log" 2>&1 &
+    ${BK_SENDER_ENV:-} ${BK_SENDER_WRAPPER:-} "$BIN/apns-sender" >>"$WORK/sender-$r.log" 2>&1 &
   SENDER_PID[$r]=$!
 }
+
+# stack_restart_replicas TRANSPORT: stops both replicas (SIGTERM, waited) and starts them again with
+# BUZZKIT_APNS_TRANSPORT=TRANSPORT (nghttp2, or curl: the former client), waiting until both are
+# ready. For old-against-new comparisons in one sitting. Builds from before the transport setting
+# ignore it.
+stack_restart_replicas() {
+  local transport="$1" r i
+  for r in a b; do [ -n "${SENDER_PID[$r]:-}" ] && kill "${SENDER_PID[$r]}" 2>/dev/null || true; done
+  for r in a b; do [ -n "${SENDER_PID[$r]:-}" ] && wait "${SENDER_PID[$r]}" 2>/dev/null || true; done
+  local saved="${BK_SENDER_ENV:-}"
+  BK_SENDER_ENV="$saved BUZZKIT_APNS_TRANSPORT=$transport"
+  stack_start_replica a
+  stack_start_replica b
+  BK_SENDER_ENV="$saved"
+  for r in a b; do
+    for i in $(seq 1 200); do curl -sf "http://127.0.0.1:${SENDER_PORT[$r]}/readyz" >/dev/null && break; sleep 0.1; done
+  done
+}
+
+# stack_sender_cpu: CPU ticks so far of both replicas (their current processes).
+stack_sender_cpu() { bench_ticks "${SENDER_PID[a]}" "${SENDER_PID[b]}"; }
 
 # stack_devices PREFIX N [TOPIC]: N subscribers PREFIX0000001…, each with one sandbox device whose
 # token is sha256(PREFIX || n) in hex; with TOPIC, all of them subscribed to it.

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# One-subscriber ("transactional") messages end to end, issue 14's goal 1: the send-path stack of
-# bench/sender_stack.sh (release builds, gateway with rate limiting off, two apns-sender replicas,
-# the APNs simulator recording what it accepts), then in the same run:
+# One-subscriber ("transactional") messages end to end, issue 14's goal 1 and issue 29's: the
+# send-path stack of bench/sender_stack.sh (release builds, gateway with rate limiting off, two
+# apns-sender replicas, the APNs simulator recording what it accepts). Per APNs transport in one
+# sitting (BK_APNS_TRANSPORTS, default "curl nghttp2": the former libcurl client, then the nghttp2
+# one; the replicas restart between rounds, each round has its own subscribers):
 #  1. COUNT messages (default 5,000), each `to` its own subscriber with one device, POSTed with 32
 #     connections: deliveries/s from the first POST to the last delivery ended in the ledger (and
-#     how long the POSTs themselves took);
+#     how long the POSTs themselves took), and the CPU each process spent per message;
 #  2. the same at RATE messages/s (default 500, 5,000 messages): latency p50/p90/p99/max from the
 #     POST's 202 to the APNs request reaching the simulator (its own receivedAt, ms, matched by the
-#     message id in the payload);
-#  3. the baseline: a 100,000-device topic send (bench/push_fanout.sh's message) through the same
-#     stack, deliveries/s from the POST to the last ledger row; the ratio is printed.
-# Counts come from the tables and the simulator's record. Goal: >= 5,000/s, p50 < 20 ms, p99 < 100 ms.
+#     message id in the payload), and the senders' CPU per message at that rate;
+#  3. with TOPIC_DEVICES > 0: a topic send of that many devices (bench/push_fanout.sh's message)
+#     through the same stack, deliveries/s and the senders' CPU per delivery; the ratio is printed.
+# Then the simulator's ceiling in the same run (h2load, and its own CPU per request). Counts come
+# from the tables and the simulator's record. Goals: >= 5,000/s at <= 400 us of CPU per message,
+# p50 < 20 ms, p99 < 100 ms.
 # Usage: bench/transactional.sh [count, default 5000] [rate, default 500] [topic devices, default 100000]
-# Knobs: see bench/sender_stack.sh (BK_SENDER_ENV, BK_PUSH_NO_BUILD).
+# Knobs: see bench/sender_stack.sh (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR); BK_APNS_TRANSPORTS.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -20,38 +24,66 @@ source "$(dirname "$0")/sender_stack.sh"
 cd "$BK_ROOT"
 
 COUNT="${1:-5000}"; RATE="${2:-500}"; TOPIC_DEVICES="${3:-100000}"
+TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
 WORK="$(mktemp -d /tmp/bk-transactional.XXXXXX)"
 PIDS=()
 trap stack_cleanup EXIT
 trap 'exit 130' INT TERM
 stack_up
 
-bk_log "inserting $COUNT + $COUNT one-device subscribers and a $TOPIC_DEVICES-device topic"
-stack_devices a "$COUNT"
-stack_devices l "$COUNT"
-stack_devices u "$TOPIC_DEVICES" everyone
+ROUNDS=0
+for _ in $TRANSPORTS; do ROUNDS=$(( ROUNDS + 1 )); done
+bk_log "inserting $ROUNDS x ($COUNT + $COUNT) one-device subscribers and a $TOPIC_DEVICES-device topic"
+for r in $(seq 1 "$ROUNDS"); do
+  stack_devices "a$r" "$COUNT"
+  stack_devices "l$r" "$COUNT"
+done
+[ "$TOPIC_DEVICES" -gt 0 ] && stack_devices u "$TOPIC_DEVICES" everyone
 
-# 1. Throughput: as fast as 32 connections POST (buzzkit-bench post-messages: libcurl underneath;
-# a Python client could not post more than about 1,700 a second on this machine).
-bk_log "1/3: $COUNT one-subscriber messages, 32 connections"
-BEFORE="$(stack_sim_accepted)"
-CPU0="$(stack_cpu)"
-read -r T0 POSTS_DONE < <("$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" a "$COUNT" 32 0 "$WORK/burst.txt")
-POSTED="$(wc -l <"$WORK/burst.txt")"
-COUNT_A="$POSTED"
-stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a%'" "$COUNT_A" 600 "$BEFORE"
-read -r T1 SENT_A < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
-  FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a%'")
-ONE_RPS="$(python3 -c "print(round($COUNT_A / ($T1 - $T0)))")"
-ONE_CPU="$(stack_cpu_report "$CPU0" "$(stack_cpu)" "$COUNT_A" message)"
+# cpu_now: stack_cpu's processes (postgres, both senders, simulator, redis, gateway) and the machine.
+cpu_now() { echo "$(stack_cpu) $(bench_machine_ticks)"; }
+# cpu_report BEFORE AFTER N UNIT: each process's CPU per unit, our stack's total and the machine's.
+cpu_report() {
+  python3 - "$1" "$2" "$3" "$4" "$(getconf CLK_TCK)" <<'PY'
+import sys
+a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
+n, unit, hz = int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+names = ["postgres", "apns-sender x2", "apns-sim", "redis", "gateway"]
+per = [(y - x) / hz * 1e6 / n for x, y in zip(a, b)]
+print("CPU per %s (us): %s; stack %.0f; whole machine %.0f (others, the load client included, %.0f)"
+      % (unit, ", ".join("%s %.0f" % (k, v) for k, v in zip(names, per)), sum(per[:5]), per[5], max(0, per[5] - sum(per[:5]))))
+PY
+}
 
-# 2. Latency at a steady rate.
-bk_log "2/3: $COUNT one-subscriber messages at $RATE/s"
-BEFORE="$(stack_sim_accepted)"
-"$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" l "$COUNT" 16 "$RATE" "$WORK/paced.txt" >/dev/null
-stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'l%'" "$COUNT" 600 "$BEFORE"
-curl -sf "$SIM_CONTROL/control/pushes?limit=$(( 2 * COUNT + 10 ))" >"$WORK/pushes.json"
-LATENCY="$(python3 - "$WORK/paced.txt" "$WORK/pushes.json" <<'PY'
+SUMMARY=()
+r=0
+for transport in $TRANSPORTS; do
+  r=$(( r + 1 ))
+  stack_restart_replicas "$transport"
+
+  # 1. Throughput: as fast as 32 connections POST (buzzkit-bench post-messages: libcurl underneath;
+  # a Python client could not post more than about 1,700 a second on this machine).
+  bk_log "round $r ($transport) 1: $COUNT one-subscriber messages, 32 connections ($(bench_load_note))"
+  BEFORE="$(stack_sim_accepted)"
+  CPU0="$(cpu_now)"
+  read -r T0 POSTS_DONE < <("$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" "a$r" "$COUNT" 32 0 "$WORK/burst.$r.txt")
+  COUNT_A="$(wc -l <"$WORK/burst.$r.txt")"
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a$r%'" "$COUNT_A" 600 "$BEFORE"
+  CPU1="$(cpu_now)"
+  read -r T1 SENT_A < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
+    FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a$r%'")
+  ONE_RPS="$(python3 -c "print(round($COUNT_A / ($T1 - $T0)))")"
+  ONE_CPU="$(cpu_report "$CPU0" "$CPU1" "$COUNT_A" message)"
+
+  # 2. Latency at a steady rate.
+  bk_log "round $r ($transport) 2: $COUNT one-subscriber messages at $RATE/s"
+  BEFORE="$(stack_sim_accepted)"
+  CPU0="$(cpu_now)"
+  "$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" "l$r" "$COUNT" 16 "$RATE" "$WORK/paced.$r.txt" >/dev/null
+  stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'l$r%'" "$COUNT" 600 "$BEFORE"
+  PACED_CPU="$(cpu_report "$CPU0" "$(cpu_now)" "$COUNT" message)"
+  curl -sf "$SIM_CONTROL/control/pushes?limit=$(( 4 * COUNT + 10 ))" >"$WORK/pushes.json"
+  LATENCY="$(python3 - "$WORK/paced.$r.txt" "$WORK/pushes.json" <<'PY'
 import json, sys
 answered = {}
 for line in open(sys.argv[1]):
@@ -71,17 +103,30 @@ print("p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms (%d pushes matched, %d
 PY
 )"
 
-# 3. Baseline: the topic send of bench/push_fanout.sh through the same stack.
-bk_log "3/3: one message to the $TOPIC_DEVICES-device topic"
-BEFORE="$(stack_sim_accepted)"
-TT0="$(date +%s.%N)"
-ID="$(stack_post '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
-stack_wait_done "message_id = '$ID'" "$TOPIC_DEVICES" 600 "$BEFORE"
-TT1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
-TOPIC_RPS="$(python3 -c "print(round($TOPIC_DEVICES / ($TT1 - $TT0)))")"
+  # 3. Baseline: the topic send of bench/push_fanout.sh through the same stack.
+  TOPIC_LINE="no topic send (topic devices 0)"
+  if [ "$TOPIC_DEVICES" -gt 0 ]; then
+    bk_log "round $r ($transport) 3: one message to the $TOPIC_DEVICES-device topic"
+    BEFORE="$(stack_sim_accepted)"
+    CPU0="$(cpu_now)"
+    TT0="$(date +%s.%N)"
+    ID="$(stack_post '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
+    stack_wait_done "message_id = '$ID'" "$TOPIC_DEVICES" 600 "$BEFORE"
+    TOPIC_CPU="$(cpu_report "$CPU0" "$(cpu_now)" "$TOPIC_DEVICES" delivery)"
+    TT1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$ID'")"
+    TOPIC_RPS="$(python3 -c "print(round($TOPIC_DEVICES / ($TT1 - $TT0)))")"
+    TOPIC_LINE="topic send, $TOPIC_DEVICES devices: $TOPIC_RPS deliveries/s; $TOPIC_CPU; one-subscriber rate = $(python3 -c "print('%.1f%%' % (100.0 * $ONE_RPS / $TOPIC_RPS))") of it"
+  fi
+  SUMMARY+=("$transport: one-subscriber messages, $COUNT_A with 32 connections: $ONE_RPS deliveries/s (first POST to last ledger row; $SENT_A sent; the POSTs took $(python3 -c "print(round($POSTS_DONE - $T0, 2))") s)"
+    "  $ONE_CPU"
+    "  latency at $RATE messages/s, POST's 202 to the request at the simulator: $LATENCY"
+    "  at $RATE/s: $PACED_CPU"
+    "  $TOPIC_LINE")
+  printf '%s\n' "${SUMMARY[@]: -5}" >&2
+done
 
-echo "one-subscriber messages, $COUNT_A with 32 connections, 2 replicas: $ONE_RPS deliveries/s (first POST to last ledger row; $SENT_A sent; the POSTs took $(python3 -c "print(round($POSTS_DONE - $T0, 2))") s)"
-echo "$ONE_CPU (the load client's own CPU not counted)"
-echo "latency at $RATE messages/s, POST's 202 to the request at the simulator: $LATENCY"
-echo "baseline: topic send, $TOPIC_DEVICES devices, same stack:           $TOPIC_RPS deliveries/s"
-python3 -c "print('ratio: one-subscriber rate is %.1f%% of the topic rate (goal: >= 5000/s, p50 < 20 ms, p99 < 100 ms)' % (100.0 * $ONE_RPS / $TOPIC_RPS))"
+bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process (recording) ($(bench_load_note))"
+read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "${SIM_URL##*:}" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)
+printf '%s\n' "${SUMMARY[@]}"
+echo "apns-sim ceiling (h2load 4x100, same process, recording): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
+echo "goals: >= 5000 messages/s at <= 400 us of CPU per message (stack); at 500/s p50 < 20 ms, p99 < 100 ms"
