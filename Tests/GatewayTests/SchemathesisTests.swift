@@ -222,7 +222,7 @@ final class SchemathesisStack: Sendable {
         tenantKey = try #require(bootstrap.tenantKey)
         tenantID = try #require(bootstrap.tenantID)
         keyIDs = try await postgres.query("SELECT id::text FROM api_keys").map { try $0.decode(String.self, at: 0) }
-        redis = try ThrowawayRedis()
+        redis = try await ThrowawayRedis.launch()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let common = [
             "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,

@@ -6,12 +6,12 @@ import Testing
 /// Restarts a Redis of the test's own (never the shared one).
 @Suite struct RedisRestartTests {
     @Test func clientRecoversAfterServerRestart() async throws {
-        let server = try ThrowawayRedis()
+        let server = try await ThrowawayRedis.launch()
         let client = RedisClient(configuration: try server.configuration(poolSize: 1), logger: .silent())
         try await client.set("k", "before")
         #expect(try await client.getString("k") == "before")
 
-        try server.restart()
+        try await server.restart()
 
         // The server closed the pooled socket when it stopped: the client sees that before it
         // sends and reconnects, so even the first command after the restart succeeds (a service's
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func consumerKeepsWorkingAcrossARestart() async throws {
-        let server = try ThrowawayRedis()
+        let server = try await ThrowawayRedis.launch()
         let client = RedisClient(configuration: try server.configuration(poolSize: 2), logger: .silent())
         var configuration = StreamConsumer.Configuration(stream: "s", group: "g", consumer: "c")
         configuration.blockTime = .milliseconds(100)
@@ -39,7 +39,7 @@ import Testing
             try await client.xadd("s", fields: [("n", "1")])
             #expect(await RedisTestSupport.eventually { seen.snapshot.count == 1 })
 
-            try server.restart()  // stream and group are gone (no persistence)
+            try await server.restart()  // stream and group are gone (no persistence)
 
             // The first XADD after the restart goes through: the dead pooled socket is replaced.
             try await client.xadd("s", fields: [("n", "2")])

@@ -57,7 +57,7 @@ final class PushStack: Sendable {
                 try await Task.sleep(for: .milliseconds(50 * attempt))
             }
         }
-        redis = redisCluster ? try await ThrowawayRedis.cluster() : try ThrowawayRedis()
+        redis = redisCluster ? try await ThrowawayRedis.cluster() : try await ThrowawayRedis.launch()
         let secret = SecureRandom.bytes(32)
         secretKey = Data(secret).base64EncodedString()
         let key = ES256PrivateKey.generate()

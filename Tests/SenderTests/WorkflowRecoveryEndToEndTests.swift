@@ -233,7 +233,7 @@ struct WorkflowRecoveryEndToEndTests {
             #expect(try queued[0].decode(Int.self, at: 0) == 10)
             // Back, empty (no persistence: the harder case): the sender's outbox sweeper puts the
             // queued messages on bk:messages again, the consumer groups are made anew.
-            try stack.redis.start()
+            try await stack.redis.start()
             try await expectPushes(stack, tokens, exactly: 1)
             // A trigger after the restart starts a run, and a cancel reaches it.
             try await trackRetrying(stack, "s0", [("e-after", "workout.scheduled", ["workoutId": "w-after"])])

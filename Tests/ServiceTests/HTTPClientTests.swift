@@ -17,7 +17,7 @@ struct HTTPClientTests {
     // MARK: - HTTP/1.1 against the echo server
 
     @Test func getRoundTripsStatusHeadersAndBody() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -46,7 +46,7 @@ struct HTTPClientTests {
 
     @Test(arguments: ["POST", "PUT", "PATCH", "DELETE"])
     func methodsWithBodyRoundTrip(method: String) async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -72,7 +72,7 @@ struct HTTPClientTests {
     }
 
     @Test func binaryBodyIsSentExactlyAndNoDefaultContentType() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -94,7 +94,7 @@ struct HTTPClientTests {
     }
 
     @Test func headHasHeadersButNoBody() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -110,7 +110,7 @@ struct HTTPClientTests {
     }
 
     @Test func errorStatusIsAResponseNotAnError() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -125,7 +125,7 @@ struct HTTPClientTests {
     }
 
     @Test func thousandConcurrentRequestsAllComplete() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(
@@ -156,7 +156,7 @@ struct HTTPClientTests {
     // MARK: - Failures
 
     @Test func slowResponseTimesOut() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -204,7 +204,7 @@ struct HTTPClientTests {
     }
 
     @Test func cancellingTheTaskAbortsTheRequestInFlight() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -228,7 +228,7 @@ struct HTTPClientTests {
     }
 
     @Test func alreadyCancelledTaskNeverSends() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -247,7 +247,7 @@ struct HTTPClientTests {
     }
 
     @Test func shutdownFailsPendingAndLaterRequests() async throws {
-        let server = try EchoServer.start()
+        let server = try await EchoServer.start()
         defer { server.stop() }
         let base = server.baseURL
         let client = try HTTPClient(configuration: .init(httpVersion: .http1_1), logger: .silent())
@@ -423,7 +423,7 @@ private struct Echo: Decodable {
 }
 
 /// The Python echo server, on a port it picks itself and prints.
-private final class EchoServer {
+private final class EchoServer: Sendable {
     let process: ChildProcess
     let baseURL: String
 
@@ -432,8 +432,13 @@ private final class EchoServer {
         baseURL = "http://127.0.0.1:\(port)"
     }
 
+    /// Started and polled on a thread of its own (the poll blocks; Python starts slowly on a busy machine).
+    static func start() async throws -> EchoServer {
+        try await OwnThread.run { try startBlocking() }
+    }
+
     /// The script prints its port on its first line; it goes to a file the fixture polls.
-    static func start() throws -> EchoServer {
+    private static func startBlocking() throws -> EchoServer {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/http_echo_server.py").path
         let outputPath = FileManager.default.temporaryDirectory

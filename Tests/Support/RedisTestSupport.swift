@@ -36,10 +36,16 @@ public final class ThrowawayRedis: @unchecked Sendable {
     public let extraArguments: [String]
     private var process: ChildProcess?
 
-    public init(extraArguments: [String] = []) throws {
+    private init(extraArguments: [String]) {
         port = freeLoopbackPort()
         self.extraArguments = extraArguments
-        try start()
+    }
+
+    /// A new server, answering when this returns.
+    public static func launch(extraArguments: [String] = []) async throws -> ThrowawayRedis {
+        let server = ThrowawayRedis(extraArguments: extraArguments)
+        try await server.start()
+        return server
     }
 
     deinit { stop() }
@@ -54,9 +60,9 @@ public final class ThrowawayRedis: @unchecked Sendable {
         return configuration
     }
 
-    public func restart() throws {
+    public func restart() async throws {
         stop()
-        try start()
+        try await start()
     }
 
     /// SIGKILL, like a crash (what the restart tests simulate), and waits until it is gone.
@@ -66,8 +72,12 @@ public final class ThrowawayRedis: @unchecked Sendable {
     }
 
     /// Starts the server again on the same port after `stop()` (empty, like after a crash); does
-    /// nothing while it runs.
-    public func start() throws {
+    /// nothing while it runs. Spawning it and polling until it answers block: on a thread of its own.
+    public func start() async throws {
+        try await OwnThread.run { try self.startBlocking() }
+    }
+
+    private func startBlocking() throws {
         guard process == nil else { return }
         let process = try ChildProcess.spawn(
             [
@@ -115,7 +125,7 @@ extension ThrowawayRedis {
         let directory = "\(base)/redis-cluster-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // The cluster bus port defaults to the port + 10000, past 65535 for a high free port.
-        let server = try ThrowawayRedis(extraArguments: [
+        let server = try await ThrowawayRedis.launch(extraArguments: [
             "--cluster-enabled", "yes", "--cluster-config-file", "\(directory)/nodes.conf", "--dir", directory,
             "--cluster-port", String(freeLoopbackPort())
         ])

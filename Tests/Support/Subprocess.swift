@@ -13,16 +13,7 @@ public enum Subprocess {
     /// Runs `argv` (`argv[0]` an absolute path), stdin from /dev/null, stdout and stderr into
     /// `outputPath` (or /dev/null); returns the exit status (128 + signal when it was killed).
     public static func run(_ argv: [String], outputPath: String? = nil) async throws -> Int32 {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                do {
-                    continuation.resume(returning: try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null"))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-            thread.start()
-        }
+        try await OwnThread.run { try spawnAndWait(argv, outputPath: outputPath ?? "/dev/null") }
     }
 
     /// `run` for synchronous fixtures: waits on the calling thread (never call it from a test's

@@ -78,7 +78,7 @@ final class WebhookStack: Sendable {
             simulator = nil
             apnsSettings = [:]
         }
-        redis = try ThrowawayRedis()
+        redis = try await ThrowawayRedis.launch()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         common = [
             "BUZZKIT_DATABASE_URL": TestEnvironment.postgresURL + separator + "search_path=" + schema,

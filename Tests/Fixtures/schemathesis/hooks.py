@@ -12,12 +12,16 @@ schemathesis each one, and nothing else:
   expressions; buzzkit-workflow-expression: the same over the paths every place of a workflow reads
   (trigger. and subscriber.).
 - buzzkit-workflow-key-template: a digest's or throttle's key, a template over the trigger event.
+- buzzkit-workflow-text: a send step's text: text without placeholders, or with closed ones naming
+  trigger. and subscriber. paths.
 - buzzkit-workflow-step-name: a step's name, unique in its workflow: every one drawn is new.
 - buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
-- buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time (a key drawn
-  twice would replay the first answer, which is the point of the header).
+- buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time, from
+  uuid4 rather than a hypothesis strategy, which draws the same value again (a key drawn twice
+  replays the first answer, which is the point of the header: a replayed POST answered with an
+  endpoint deleted since).
 - buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
   gateway allows, BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true) an http URL on loopback: loopback URLs on a
   closed port (nothing is sent: no webhooks service runs here).
@@ -37,6 +41,7 @@ import datetime
 import itertools
 import json
 import os
+import uuid
 
 import schemathesis
 from hypothesis import strategies as st
@@ -61,7 +66,12 @@ schemathesis.openapi.format(
     st.sampled_from(["{{ trigger.data.postId }}", "post-{{ trigger.data.postId }}", "all"]),
 )
 schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
-schemathesis.openapi.format("buzzkit-idempotency-key", st.uuids().map(str))
+schemathesis.openapi.format("buzzkit-idempotency-key", st.just(None).map(lambda _: str(uuid.uuid4())))
+_TEMPLATES = ["{{ trigger.data.name }}", "Hi {{ subscriber.id }}", "https://example.com/p/{{ trigger.data.postId }}"]
+schemathesis.openapi.format(
+    "buzzkit-workflow-text",
+    st.one_of(st.text(max_size=40).filter(lambda s: "{" not in s and "\x00" not in s), st.sampled_from(_TEMPLATES)),
+)
 _STEP_NAMES = itertools.count(1)
 schemathesis.openapi.format(
     "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))

@@ -26,7 +26,7 @@ final class ServerStack: Sendable {
         _ = try await PostgresTestSupport.commonShell(
             "psql \"$1\" -v ON_ERROR_STOP=1 -qc \"CREATE SCHEMA \\\"$2\\\"\"",
             arguments: [TestEnvironment.postgresURL, schema])
-        redis = try ThrowawayRedis()
+        redis = try await ThrowawayRedis.launch()
         let separator = TestEnvironment.postgresURL.contains("?") ? "&" : "?"
         let secret = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let common = [

@@ -12,8 +12,6 @@ import BuzzKitWire
 /// and a validator or a test generator reads the rules. What JSON Schema cannot state is listed
 /// in words in `x-rules`.
 enum MessageSchemas {
-    static let deliveryStatuses = DeliveryStatus.allCases.map(\.rawValue)
-    static let messageStatuses = MessageStatus.allCases.map(\.rawValue)
     static let targets = ["to", "topic", "segment", "where"]
     /// A message without any of these is silent (a background push).
     static let visibleMembers = ["title", "subtitle", "body", "sound", "badge"]
@@ -180,7 +178,7 @@ enum MessageSchemas {
 
     static let accepted = Schema.object(
         [
-            "id": Schema.uuid, "status": Schema.string(enumeration: messageStatuses),
+            "id": Schema.uuid, "status": Schema.string(enumeration: MessageRoutes.messageStatuses),
             "audienceSize": Schema.nullable(Schema.integer)
         ], required: ["id", "status", "audienceSize"])
 
@@ -188,7 +186,7 @@ enum MessageSchemas {
     static let status = Schema.string(
         "queued, fanning_out (the audience is being resolved), fanned_out (every delivery exists, some pending), "
             + "completed (every delivery decided: final, see completedAt) or failed (final, see error)",
-        enumeration: messageStatuses)
+        enumeration: MessageRoutes.messageStatuses)
     /// When the message completed (null until then, and for a failed one).
     static let completedAt = Schema.nullable(
         Schema.string("when every delivery was decided (status completed)", format: "date-time"))
@@ -241,8 +239,8 @@ enum MessageSchemas {
 
     static var deliveryCounts: JSONValue {
         Schema.object(
-            Dictionary(uniqueKeysWithValues: deliveryStatuses.map { ($0, Schema.integer) }),
-            required: deliveryStatuses, description: "Deliveries by status, recorded and pending")
+            Dictionary(uniqueKeysWithValues: MessageRoutes.deliveryStatuses.map { ($0, Schema.integer) }),
+            required: MessageRoutes.deliveryStatuses, description: "Deliveries by status, recorded and pending")
     }
 
     static let receiptCounts = Schema.object(
@@ -284,7 +282,7 @@ enum MessageSchemas {
             "id": Schema.uuid, "messageId": Schema.uuid, "subscriberId": Schema.string(),
             "deviceToken": Schema.string(),
             "environment": Schema.ref("APNsEnvironment"),
-            "status": Schema.string(enumeration: deliveryStatuses),
+            "status": Schema.string(enumeration: MessageRoutes.deliveryStatuses),
             "attemptCount": Schema.integer,
             "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
             "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),

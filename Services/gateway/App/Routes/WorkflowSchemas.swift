@@ -182,17 +182,23 @@ enum WorkflowSchemas {
                 ], required: ["name"], description: "A named step with exactly one kind"))
     }
 
+    /// Send content that may hold `{{ path }}` placeholders: the server parses them (closed, each a
+    /// trigger. or subscriber. path), a format of its own a generator must be taught.
+    static let templateFormat = "buzzkit-workflow-text"
+
     /// A send step: content as `POST /v1/messages` takes it (members never null), strings may hold
     /// `{{ path }}` templates (a member holding one is checked once rendered, per run).
     static var send: JSONValue {
         let text = Schema.string(
             "Text; {{ trigger.data.x }}, {{ subscriber.attributes.y }}, {{ subscriber.id }} are filled in per run",
-            maxLength: 4096)
+            maxLength: 4096, pattern: Schema.withoutNUL, format: templateFormat)
         /// A rule's pattern, or any text holding a template (checked when rendered).
         func templated(_ rule: TextRule) -> JSONValue {
             [
                 "anyOf": [
-                    Schema.string(rule), Schema.string("Holds a {{ template }}", pattern: #"^[^\x00]*\{\{[^\x00]*$"#)
+                    Schema.string(rule),
+                    Schema.string(
+                        "Holds a {{ template }}", pattern: #"^[^\x00]*\{\{[^\x00]*$"#, format: templateFormat)
                 ]
             ]
         }
