@@ -7,13 +7,14 @@ import Foundation
 extension Ledger {
     /// What one page of the ledger walk did.
     public struct ErasurePage: Sendable, Equatable {
-        /// Deliveries whose subscriber id and device token were blanked (attempts' strings too).
+        /// Deliveries whose subscriber id and device token became `erased`.
         public var deliveries: Int
-        /// Stored requests rewritten: one the person alone got is replaced by `erasedPayload`; one
-        /// shared with others keeps its text without the person's id or tokens.
+        /// Stored requests the person alone received, replaced by `erasedPayload` (a request shared
+        /// with others is theirs too, and stays).
         public var payloads: Int
-        /// Messages whose target or content named the person, or that went to them alone (their
-        /// content loses what it said: `personalContent`).
+        /// Messages that reached or named the person: their id in the target's `to` (and a Live
+        /// Activity request's) becomes `erased`; a push to them alone loses what it said
+        /// (`personalContent`).
         public var messages: Int
         /// Where the next page starts; nil when this page was the last.
         public var next: (createdAt: Date, id: UUID)?
@@ -32,6 +33,9 @@ extension Ledger {
     static var personalContentSQL: String {
         "'{" + personalContent.joined(separator: ",") + "}'::text[]"
     }
+
+    /// What an erased person's subscriber id and device token become, wherever they are kept.
+    public static let erased = "(erased)"
 
     /// The text a request the person alone received is replaced with.
     public static let erasedPayload = #"{"erased":true}"#
@@ -78,26 +82,20 @@ extension Ledger {
                 SELECT (a->>'p')::uuid FROM theirs, json_array_elements(theirs.attempts) AS a
                 WHERE theirs.attempts IS NOT NULL AND a->>'p' IS NOT NULL),
             d AS (
-                UPDATE deliveries d SET subscriber_id = '', device_token = '',
-                    attempts = bk_erase_strings(d.attempts::text, $8::text[])::json,
-                    last_reason = bk_erase_strings(d.last_reason, $8::text[])
+                UPDATE deliveries d SET subscriber_id = $8, device_token = $8
                 FROM theirs WHERE d.id = theirs.id
                 RETURNING d.id),
             p AS (
-                UPDATE delivery_payloads p SET
-                    payload = CASE WHEN EXISTS (
-                            SELECT 1 FROM deliveries o
-                            WHERE o.message_id = p.message_id
-                              AND NOT (o.subscriber_id = ANY ($2::text[]) OR o.device_token = ANY ($3::text[]))
-                              AND (o.payload_id = p.id OR position(p.id::text IN coalesce(o.attempts::text, '')) > 0))
-                        THEN bk_erase_strings(p.payload, $8::text[]) ELSE $9 END,
-                    headers = bk_erase_strings(p.headers::text, $8::text[])::json
+                UPDATE delivery_payloads p SET payload = $9, headers = (p.headers::jsonb - 'apns-collapse-id')::json
                 WHERE p.id IN (SELECT id FROM requests)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM deliveries o
+                      WHERE o.message_id = p.message_id
+                        AND NOT (o.subscriber_id = ANY ($2::text[]) OR o.device_token = ANY ($3::text[]))
+                        AND (o.payload_id = p.id OR position(p.id::text IN coalesce(o.attempts::text, '')) > 0))
                 RETURNING p.id),
             legacy AS (
-                UPDATE delivery_attempt_rows r SET payload = $9,
-                    headers = bk_erase_strings(r.headers::text, $8::text[])::json,
-                    error = bk_erase_strings(r.error, $8::text[])
+                UPDATE delivery_attempt_rows r SET payload = $9, headers = (r.headers::jsonb - 'apns-collapse-id')::json
                 WHERE r.delivery_id IN (SELECT id FROM theirs)
                 RETURNING 1),
             alone AS (
@@ -109,16 +107,17 @@ extension Ledger {
                                                 WHERE NOT t.v = ANY ($2::text[]))
                            ELSE false END),
             m AS (
-                UPDATE messages m SET target = bk_erase_strings(m.target::text, $8::text[])::jsonb,
+                UPDATE messages m SET target = bk_erase_keys(m.target, '{to}', $10::text[]),
                     content = CASE WHEN m.id IN (SELECT id FROM alone) THEN m.content - \(Self.personalContentSQL)
-                                   ELSE bk_erase_strings(m.content::text, $8::text[])::jsonb END,
+                                   WHEN m.kind = 'live_activity' THEN bk_erase_keys(m.content, '{to}', $10::text[])
+                                   ELSE m.content END,
                     fanout_after_subscriber = CASE WHEN m.fanout_after_subscriber = ANY ($2::text[])
                         THEN NULL ELSE m.fanout_after_subscriber END,
                     fanout_after_token = CASE WHEN m.fanout_after_subscriber = ANY ($2::text[])
                         THEN NULL ELSE m.fanout_after_token END
                 WHERE m.id IN (SELECT id FROM page)
-                  AND (m.id IN (SELECT id FROM alone)
-                       OR bk_mentions(m.target::text, $8::text[]) OR bk_mentions(m.content::text, $8::text[])
+                  AND (m.id IN (SELECT message_id FROM theirs) OR m.id IN (SELECT id FROM alone)
+                       OR m.target->'to' ?| $2::text[] OR m.target->>'to' = ANY ($2::text[])
                        OR m.fanout_after_subscriber = ANY ($2::text[]))
                 RETURNING 1),
             last AS (SELECT created_at, id FROM page ORDER BY created_at DESC, id DESC LIMIT 1)
@@ -127,8 +126,8 @@ extension Ledger {
                    (SELECT count(*) FROM legacy)
             """,
             [
-                tenantId, subjectIds, tokens, upTo, after?.createdAt, after?.id, limit, needles,
-                Self.erasedPayload
+                tenantId, subjectIds, tokens, upTo, after?.createdAt, after?.id, limit, Self.erased,
+                Self.erasedPayload, needles
             ])
         guard let row = rows.first else { return ErasurePage(deliveries: 0, payloads: 0, messages: 0, next: nil) }
         let walked = try row.decode(Int.self, at: 3)

@@ -148,6 +148,11 @@ struct ErasureEndToEndTests {
                     "message \(id): \(String(describing: before[id])) then \(String(describing: after))")
             }
 
+            // The push to the person alone keeps its shape without what it said or who it was for.
+            let kept = try await stack.api("GET", "/v1/messages/\(direct)").data
+            #expect(kept?["target"]?["to"] == ["(erased)"], "\(String(describing: kept))")
+            #expect(kept?["content"]?["title"] == nil && kept?["content"]?["data"] == nil)
+
             // Again: the same erasure, nothing deleted, nothing more done.
             let again = try await stack.api("DELETE", "/v1/subscribers/\(person)")
             #expect(again.status == 200 && again.data?["deleted"] == false)

@@ -36,24 +36,32 @@ CREATE TABLE erasures (
 CREATE INDEX erasures_running ON erasures (requested_at) WHERE status = 'running';
 CREATE INDEX erasures_subject ON erasures (tenant_id, subject_hash, requested_at DESC);
 
--- `doc` (JSON text) with every JSON string equal to one of `needles` replaced by "" (a subscriber
--- id or device token as a whole value: `"to": ["alice"]`, `"subscriberId": "alice"`). Keys equal
--- to a needle are replaced too. Used on the ledger's JSON and on webhook events' data.
-CREATE FUNCTION bk_erase_strings(doc text, needles text[]) RETURNS text
+-- `doc` with every string equal to one of `needles` under a key of `keys` (the value itself, or an
+-- element of the array it holds) replaced by '(erased)', at any depth: `{"to": ["alice"]}`,
+-- `{"subscriberId": "alice"}`. Only under those keys: a subscriber named "default" leaves a
+-- `"sound": "default"` alone. Used on messages' targets and webhook events' data.
+CREATE FUNCTION bk_erase_keys(doc jsonb, keys text[], needles text[]) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-DECLARE
-    needle text;
 BEGIN
-    IF doc IS NULL THEN
-        RETURN NULL;
+    IF jsonb_typeof(doc) = 'object' THEN
+        RETURN (SELECT coalesce(jsonb_object_agg(k, CASE
+                    WHEN k = ANY (keys) AND jsonb_typeof(v) = 'string' AND v #>> '{}' = ANY (needles)
+                        THEN to_jsonb('(erased)'::text)
+                    WHEN k = ANY (keys) AND jsonb_typeof(v) = 'array'
+                        THEN (SELECT coalesce(jsonb_agg(CASE WHEN jsonb_typeof(e) = 'string' AND e #>> '{}' = ANY (needles)
+                                                             THEN to_jsonb('(erased)'::text)
+                                                             ELSE bk_erase_keys(e, keys, needles) END ORDER BY i), '[]')
+                              FROM jsonb_array_elements(v) WITH ORDINALITY AS a(e, i))
+                    ELSE bk_erase_keys(v, keys, needles) END), '{}'::jsonb)
+                FROM jsonb_each(doc) AS o(k, v));
+    ELSIF jsonb_typeof(doc) = 'array' THEN
+        RETURN (SELECT coalesce(jsonb_agg(bk_erase_keys(e, keys, needles) ORDER BY i), '[]')
+                FROM jsonb_array_elements(doc) WITH ORDINALITY AS a(e, i));
     END IF;
-    FOREACH needle IN ARRAY coalesce(needles, '{}') LOOP
-        doc := replace(doc, to_json(needle)::text, '""');
-    END LOOP;
     RETURN doc;
 END $$;
 
--- Whether `doc` holds one of `needles` anywhere (the rows bk_erase_strings is worth running on).
+-- Whether `doc` holds one of `needles` anywhere (a cheap filter before bk_erase_keys).
 CREATE FUNCTION bk_mentions(doc text, needles text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT EXISTS (SELECT 1 FROM unnest(needles) AS n WHERE n <> '' AND position(n IN doc) > 0)
