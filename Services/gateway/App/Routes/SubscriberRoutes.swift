@@ -5,7 +5,7 @@ import Foundation
 
 /// Subscribers by the tenant's own ids: `PUT` upserts (attributes are merged key by key, a null
 /// value removes a key; `timezone` and `locale` are set when present, null clears them), `GET`,
-/// `DELETE` (idempotent; removes the subscriber's devices and topic subscriptions) and the list.
+/// `DELETE` (idempotent; erases the person everywhere: `Eraser`, docs/data-lifecycle.md) and the list.
 /// `GET` and `PUT` by id are batched across concurrent requests (`SubscriberBatches`).
 enum SubscriberRoutes {
     static let subscriber = Schema.object([
