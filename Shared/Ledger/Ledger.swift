@@ -17,6 +17,7 @@ import BuzzKitPostgres
 /// | `completeIfDone`, `completeStragglers`, `touchUnfinished` | apns-sender | `messages` |
 /// | `decideLiveActivities` | liveactivity | `messages`, `delivery_chunks` (claimed), `live_activities`, `live_activity_start_tokens` |
 /// | `LiveActivityRegistry` | the gateway (the SDK's registrations) | `live_activities`, `live_activity_start_tokens` |
+/// | `erasePage`, `eraseLiveActivities` | the gateway's erasure of a subscriber | `deliveries`, `delivery_payloads`, `delivery_attempt_rows`, `messages` (anonymised in place), `live_activities`, `live_activity_start_tokens` (deleted) |
 ///
 /// One mapping from an APNs result to an outcome (`DeliveryOutcome(device:result:)`), one attempt
 /// format (`AttemptLog`), one place a message completes (`MessageCompletion`).

@@ -33,15 +33,18 @@ final class PushStack: Sendable {
     let secretKey: String
     let keyId: String
     let senderEnvironment: [String: String]
+    /// The gateway's environment, for another gateway process on the same stack (`startGateway`).
+    let gatewayEnvironment: [String: String]
     /// The replicas started, kept alive with the stack (a released ServiceProcess is killed).
     let senders = Mutex<[ServiceProcess]>([])
 
     /// - Parameters:
     ///   - postgresURL: another server than the shared one (a test that restarts it).
     ///   - redisCluster: the stack's Redis in cluster mode (`ThrowawayRedis.cluster()`).
+    ///   - gatewaySettings: added to (or overriding) the gateway's environment.
     init(
         senderSettings: [String: String] = [:], record: Bool = true, postgresURL: String? = nil,
-        redisCluster: Bool = false
+        redisCluster: Bool = false, gatewaySettings: [String: String] = [:]
     ) async throws {
         let serverURL = postgresURL ?? TestEnvironment.postgresURL
         schema = TestEnvironment.uniqueName("push")
@@ -81,12 +84,12 @@ final class PushStack: Sendable {
         ]
         let port = freeLoopbackPort()
         gatewayURL = "http://127.0.0.1:\(port)"
+        gatewayEnvironment = common.merging([
+            "BUZZKIT_RATE_LIMIT_ENABLED": "false", "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"
+        ]) { _, new in new }.merging(gatewaySettings) { _, new in new }
         gateway = try ServiceProcess(
             executable: "gateway",
-            environment: common.merging([
-                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false",
-                "BUZZKIT_WEBHOOKS_ALLOW_PRIVATE": "true"
-            ]) { _, new in new })
+            environment: gatewayEnvironment.merging(["BUZZKIT_HTTP_PORT": String(port)]) { _, new in new })
         senderEnvironment = common.merging([
             "BUZZKIT_APNS_SANDBOX_URL": simulator.baseURL, "BUZZKIT_APNS_PRODUCTION_URL": simulator.baseURL,
             "BUZZKIT_APNS_CA_FILE": simulator.caFile, "BUZZKIT_APNS_RETRY_BASE": "50ms",
@@ -108,6 +111,18 @@ final class PushStack: Sendable {
         senders.withLock { $0.append(process) }
         try await waitReady("http://127.0.0.1:\(port)", process: process)
         return process
+    }
+
+    /// Starts another gateway process on the stack (a replica, or one taking over from a gateway
+    /// the test stopped); answers it and its base URL.
+    func startGateway() async throws -> (process: ServiceProcess, url: String) {
+        let port = freeLoopbackPort()
+        let process = try ServiceProcess(
+            executable: "gateway",
+            environment: gatewayEnvironment.merging(["BUZZKIT_HTTP_PORT": String(port)]) { _, new in new })
+        senders.withLock { $0.append(process) }
+        try await waitReady("http://127.0.0.1:\(port)", process: process)
+        return (process, "http://127.0.0.1:\(port)")
     }
 
     /// Starts the ingest service on the stack's database and Redis (receipts, events).
@@ -196,7 +211,7 @@ final class PushStack: Sendable {
 
     func api(
         _ method: String, _ path: String, body: JSONValue? = nil, key: String? = nil,
-        headers extra: [String: String] = [:]
+        headers extra: [String: String] = [:], baseURL: String? = nil
     ) async throws -> Reply {
         var headers = HTTPHeaders()
         headers.add(name: "Authorization", value: "Bearer \(key ?? tenantKey)")
@@ -208,7 +223,7 @@ final class PushStack: Sendable {
         }
         let response = try await http.execute(
             HTTPClientRequest(
-                method: HTTPMethod(rawValue: method), url: gatewayURL + path,
+                method: HTTPMethod(rawValue: method), url: (baseURL ?? gatewayURL) + path,
                 headers: headers, body: bytes))
         let envelope = (try? Envelope.decode(response.body)) ?? Envelope.success(nil)
         return Reply(status: response.status, envelope: envelope)
@@ -269,10 +284,11 @@ final class PushStack: Sendable {
 /// Runs `body` with a fresh stack and always closes it.
 func withPushStack<T>(
     senderSettings: [String: String] = [:], postgresURL: String? = nil, redisCluster: Bool = false,
-    _ body: (PushStack) async throws -> T
+    gatewaySettings: [String: String] = [:], _ body: (PushStack) async throws -> T
 ) async throws -> T {
     let stack = try await PushStack(
-        senderSettings: senderSettings, postgresURL: postgresURL, redisCluster: redisCluster)
+        senderSettings: senderSettings, postgresURL: postgresURL, redisCluster: redisCluster,
+        gatewaySettings: gatewaySettings)
     do {
         let result = try await body(stack)
         await stack.close()

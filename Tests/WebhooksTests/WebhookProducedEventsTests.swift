@@ -185,8 +185,10 @@ struct WebhookProducedEventsTests {
             let cancelled = try await trigger("later", "ben")
             let cappedRuns = [try await trigger("capped", "ana"), try await trigger("capped", "ana")]
             let failed = try await trigger("welcome", "temp")
-            // temp is gone before any replica starts its run: it fails (subscriber_unknown).
-            #expect(try await stack.api("DELETE", "/v1/subscribers/temp").status == 200)
+            // temp's row is gone before any replica starts its run: it fails (subscriber_unknown). Gone
+            // in SQL: DELETE /v1/subscribers/{id} erases the person, their pending run with them.
+            try await stack.postgres.execute(
+                "DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = 'temp'", [stack.tenantID])
             try await stack.start("workflow", settings: ["BUZZKIT_WORKFLOW_POLL_INTERVAL": "50ms"])
             let running = try await RedisTestSupport.eventually(limit: .seconds(30)) {
                 try await stack.api("GET", "/v1/workflow-runs/\(cancelled)").data?["status"] == "running"

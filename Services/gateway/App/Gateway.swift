@@ -45,6 +45,9 @@ public final class Gateway: Sendable {
     /// Where Live Activity sends wait for their answers: one list and one reader per replica.
     let liveActivityReplies: LiveActivityReplies
     public let lastUsed: LastUsedRecorder
+    /// Subscriber erasure: the request's part (`eraser`) and the loop that finishes the rest.
+    let eraser: Eraser
+    public let erasures: ErasureWorker
     public let revocations: RevocationListener
     /// The OpenAPI document, built once from the route table.
     public let openAPIDocument: JSONValue
@@ -69,6 +72,9 @@ public final class Gateway: Sendable {
         lastUsed = LastUsedRecorder(
             store: keys, interval: configuration.lastUsedInterval, logger: logger, metrics: metrics)
         installationStore = InstallationStore(postgres: postgres)
+        eraser = Eraser(
+            postgres: postgres, secretKey: configuration.secretKey, settings: configuration.erasure, logger: logger)
+        erasures = ErasureWorker(eraser: eraser, logger: logger, metrics: metrics)
         subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
         let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
         messageIntake = intake
@@ -98,7 +104,7 @@ public final class Gateway: Sendable {
     /// The background services to run next to the HTTP server.
     /// The Live Activity answers' reader comes first, so it stops only after the HTTP server
     /// stopped and every send waiting on it answered.
-    public var services: [any Service] { [liveActivityReplies, revocations, lastUsed] }
+    public var services: [any Service] { [liveActivityReplies, revocations, lastUsed, erasures] }
 
     /// Waits until the revocation listener is in place (so a revocation elsewhere reaches this replica).
     public func waitUntilListening() async { _ = try? await revocations.listening.wait() }

@@ -14,6 +14,10 @@ import Foundation
 /// | `BUZZKIT_KEY_LAST_USED_INTERVAL` | `10s` | how often `lastUsedAt` is written, in one batch |
 /// | `BUZZKIT_DASHBOARD_DIR` | the bundled files | a folder to serve at `/dashboard` instead (edit the pages without a rebuild) |
 /// | `BUZZKIT_LA_DEADLINE` | `5s` | how long `POST /v1/live-activities/send` waits for its answer (then 504 `upstream_timeout`; the send completes) |
+/// | `BUZZKIT_ERASURE_REQUEST_BUDGET` | `2s` | how long `DELETE /v1/subscribers/{id}` erases before it answers `202` with the erasure to poll (the rest is finished in the background) |
+/// | `BUZZKIT_ERASURE_BATCH_SIZE` | `1000` | rows per erasure batch (events, receipts, runs; a tenth as many messages per ledger page) |
+/// | `BUZZKIT_ERASURE_INTERVAL` | `1s` | how often the erasure loop looks for erasures to finish |
+/// | `BUZZKIT_ERASURE_RUN_CANCEL_WAIT` | `30s` | how long an erased person's running workflow runs have to end once asked to cancel before they are deleted anyway |
 /// | `BUZZKIT_WEBHOOKS_ALLOW_PRIVATE` | `false` | `true` lets webhook endpoints use `http://` and resolve to loopback, private and link-local addresses (the webhooks service must have the same setting) |
 public struct GatewayConfiguration: Sendable {
     /// The AES-256-GCM key for secrets at rest (32 bytes).
@@ -36,6 +40,8 @@ public struct GatewayConfiguration: Sendable {
     /// Webhook endpoints may lead to loopback, private and link-local addresses and use `http://`
     /// (`BUZZKIT_WEBHOOKS_ALLOW_PRIVATE`). Default false.
     public var webhooksAllowPrivate = false
+    /// Subscriber erasure (the four erasure variables above).
+    public var erasure = ErasureSettings()
 
     public init(
         secretKey: [UInt8], rateLimit: RateLimitConfiguration = RateLimitConfiguration(),
@@ -70,6 +76,11 @@ public struct GatewayConfiguration: Sendable {
         let dashboard = reader.raw("BUZZKIT_DASHBOARD_DIR").flatMap { $0.isEmpty ? nil : $0 }
         let deadline = reader.duration("BUZZKIT_LA_DEADLINE", default: .seconds(5))
         let allowPrivate = reader.bool("BUZZKIT_WEBHOOKS_ALLOW_PRIVATE", default: false)
+        var erasure = ErasureSettings()
+        erasure.requestBudget = reader.duration("BUZZKIT_ERASURE_REQUEST_BUDGET", default: erasure.requestBudget)
+        erasure.batchSize = reader.int("BUZZKIT_ERASURE_BATCH_SIZE", default: erasure.batchSize, range: 1...100_000)
+        erasure.interval = reader.duration("BUZZKIT_ERASURE_INTERVAL", default: erasure.interval)
+        erasure.runCancelWait = reader.duration("BUZZKIT_ERASURE_RUN_CANCEL_WAIT", default: erasure.runCancelWait)
         if let dashboard, !FileManager.default.fileExists(atPath: dashboard + "/index.html") {
             reader.reject("BUZZKIT_DASHBOARD_DIR", "must be a folder with an index.html")
         }
@@ -81,5 +92,6 @@ public struct GatewayConfiguration: Sendable {
         dashboardDirectory = dashboard
         liveActivityDeadline = deadline
         webhooksAllowPrivate = allowPrivate
+        self.erasure = erasure
     }
 }

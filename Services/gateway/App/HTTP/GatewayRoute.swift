@@ -42,6 +42,9 @@ public struct GatewayRoute: Sendable {
     /// JSON schema of the envelope's `data` on success (the item schema for lists).
     public var response: JSONValue
     public var successStatus: Int
+    /// Other success statuses the route answers with the same `data` (`202` when the work goes on
+    /// in the background).
+    public var otherStatuses: [Int] = []
     /// A keyset-paginated list (`cursor`, `limit`; `metadata.cursor`, `metadata.hasMore`).
     public var paginated: Bool
     /// Route-specific error codes (the pipeline's own, such as 401 and 429, are added by `errorCodes`).
@@ -60,9 +63,10 @@ public struct GatewayRoute: Sendable {
     init(
         _ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
         path pathRules: [String: TextRule] = [:], body: JSONValue? = nil, bodyOptional: Bool = false,
-        query: [QueryParameter] = [], response: JSONValue, status: Int = 200, paginated: Bool = false,
-        errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil
+        query: [QueryParameter] = [], response: JSONValue, status: Int = 200, otherStatuses: [Int] = [],
+        paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil
     ) {
+        self.otherStatuses = otherStatuses
         self.pathRules = pathRules
         self.method = method
         self.path = path

@@ -191,6 +191,12 @@ public enum OpenAPIDocument {
             responses[String(route.successStatus)] = [
                 "description": "Success", "content": ["application/json": ["schema": envelope(data)]]
             ]
+            for status in route.otherStatuses {
+                responses[String(status)] = [
+                    "description": status == 202 ? "Accepted: the work goes on in the background" : "Success",
+                    "content": ["application/json": ["schema": envelope(data)]]
+                ]
+            }
             if route.successStatus == 200 && (route.method == "PUT") {
                 responses["201"] = [
                     "description": "Created", "content": ["application/json": ["schema": envelope(data)]]

@@ -31,6 +31,6 @@ extension GatewayRoute {
         InfrastructureRoutes.routes + TenantRoutes.routes + APIKeyRoutes.routes + SubscriberRoutes.routes
         + DeviceRoutes.routes + LiveActivityRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes
         + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
-        + StatsRoutes.routes + LiveActivitySendRoutes.routes
+        + StatsRoutes.routes + LiveActivitySendRoutes.routes + ErasureRoutes.routes
         + WorkflowRoutes.routes + WebhookRoutes.routes
 }

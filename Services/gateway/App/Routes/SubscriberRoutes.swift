@@ -5,7 +5,7 @@ import Foundation
 
 /// Subscribers by the tenant's own ids: `PUT` upserts (attributes are merged key by key, a null
 /// value removes a key; `timezone` and `locale` are set when present, null clears them), `GET`,
-/// `DELETE` (idempotent; removes the subscriber's devices and topic subscriptions) and the list.
+/// `DELETE` (idempotent; erases the person everywhere: `Eraser`, docs/data-lifecycle.md) and the list.
 /// `GET` and `PUT` by id are batched across concurrent requests (`SubscriberBatches`).
 enum SubscriberRoutes {
     static let subscriber = Schema.object([
@@ -57,9 +57,15 @@ enum SubscriberRoutes {
                 deferred: { g, c, done in g.getSubscriber(c, done) }),
             GatewayRoute(
                 "DELETE", "/v1/subscribers/{id}", id: "deleteSubscriber",
-                "Delete a subscriber with its devices and topic subscriptions (idempotent)",
+                """
+                Erase a subscriber everywhere (idempotent): devices, aliases, installations, topic subscriptions, \
+                Live Activities and push-to-start tokens, events, receipts, workflow runs (cancelled first), digests; \
+                in the ledger their deliveries, stored requests and webhook events are kept without their id and \
+                device tokens, so counts stay. 200 when done within the request's time; 202 when it goes on in the \
+                background (poll GET /v1/erasures/{id}). Again for an erased id: the latest erasure, deleted false
+                """,
                 access: .tenant(.subscribersWrite, clientKeys: false), path: idPath,
-                response: Schema.object(["id": Schema.string(), "deleted": Schema.boolean]),
+                response: ErasureRoutes.deletion, otherStatuses: [202],
                 handler: { g, c in try await g.deleteSubscriber(c) }),
             GatewayRoute(
                 "GET", "/v1/subscribers/{id}/topics", id: "listSubscriberTopics",
@@ -151,22 +157,25 @@ extension Gateway {
         return .success(.json(encodedData: json))
     }
 
+    /// Erases the subscriber (`Eraser`): what fits in the request's budget now, the rest in the
+    /// background (`202`). Waits for runs being cancelled as long as the budget lasts.
     func deleteSubscriber(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let id = try SubscriberRoutes.subscriberID(context)
-        let deleted = try await postgres.withTransaction { tx -> Int in
-            try await tx.execute(
-                "DELETE FROM subscriber_aliases WHERE tenant_id = $1::uuid AND subscriber_id = $2", [tenant, id])
-            // Its devices go with it (ON DELETE CASCADE): device.unregistered for the active ones.
-            try await tx.execute(
-                """
-                WITH d AS (SELECT tenant_id, token, subscriber_id, environment, active FROM devices
-                           WHERE tenant_id = $1::uuid AND subscriber_id = $2)
-                \(DeviceRoutes.unregisteredEvents(from: "d"))
-                """, [tenant, id])
-            return try await tx.execute("DELETE FROM subscribers WHERE tenant_id = $1::uuid AND id = $2", [tenant, id])
+        let deadline = ContinuousClock.now + configuration.erasure.requestBudget
+        let started = try await eraser.start(tenantId: tenant, subscriberId: id, apiKeyId: context.key?.id)
+        guard var record = started.record else { throw APIError.internalError }
+        if !record.completed {
+            while try await eraser.advance(record.id, until: deadline, wait: true) == .waiting,
+                ContinuousClock.now + .milliseconds(50) < deadline
+            {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            record = try await eraser.read(record.id, tenantId: tenant) ?? record
         }
-        return .json(["id": .string(id), "deleted": .bool(deleted > 0)])
+        return .json(
+            ["id": .string(id), "deleted": .bool(started.deleted), "erasure": record.json],
+            status: record.completed ? 200 : 202)
     }
 
     func listSubscribers(_ context: RequestContext) async throws -> Response {
