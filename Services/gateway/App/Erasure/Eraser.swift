@@ -138,7 +138,7 @@ struct Eraser: Sendable {
             """
             SELECT id FROM erasures WHERE status = 'running' AND requested_at < now() - make_interval(secs => $1)
             ORDER BY requested_at LIMIT $2
-            """, [settings.requestBudget.erasureSeconds, limit]
+            """, [settings.requestBudget.sqlSeconds, limit]
         ).map { try $0.decode(UUID.self, at: 0) }
     }
 
@@ -200,11 +200,4 @@ public struct ErasureSettings: Sendable {
     public var runCancelWait: Duration = .seconds(30)
 
     public init() {}
-}
-
-extension Duration {
-    /// Seconds as a double, for `make_interval(secs => …)`.
-    var erasureSeconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
 }

@@ -84,7 +84,7 @@ struct ErasureSteps {
             return .more
         }
         let live = try await WorkflowRunStore.liveRuns(on: tx, tenantId: tenant, subscriberIds: record.subjectIds)
-        if live > 0, Date().timeIntervalSince(asked) < settings.runCancelWait.erasureSeconds { return .waiting }
+        if live > 0, Date().timeIntervalSince(asked) < settings.runCancelWait.sqlSeconds { return .waiting }
         let erased = try await WorkflowRunStore.eraseRuns(
             on: tx, tenantId: tenant, subscriberIds: record.subjectIds, limit: batchSize)
         try await add([
