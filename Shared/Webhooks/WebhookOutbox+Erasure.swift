@@ -6,12 +6,12 @@ import Foundation
 /// subscriber or a token (`keys`, through `bk_erase_keys`). The events stay, so what was announced
 /// keeps its shape and count.
 extension WebhookOutbox {
-    /// Rewrites the tenant's outbox rows and webhook messages that mention one of `needles`;
-    /// answers how many rows of each. Scans the tenant's rows (kept for the webhooks' retention).
     /// The members of an event's data that name a subscriber or a device (at any depth, so the
     /// deliveries of a batch too).
     public static let personKeys = ["subscriberId", "deviceToken", "token", "anonymousId", "to"]
 
+    /// Rewrites the tenant's outbox rows and webhook messages that mention one of `needles`;
+    /// answers how many rows of each. Scans the tenant's rows (kept for the webhooks' retention).
     public static func eraseStrings(on connection: PostgresConnection, tenantId: UUID, needles: [String])
         async throws -> (outbox: Int, messages: Int)
     {

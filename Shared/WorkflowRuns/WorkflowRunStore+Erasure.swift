@@ -13,16 +13,8 @@ extension WorkflowRunStore {
         on connection: PostgresConnection, tenantId: UUID, subscriberIds: [String]
     ) async throws -> Int {
         try await connection.query(
-            """
-            WITH i AS (
-                INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT id, \(WorkflowRunInputKind.cancel.sql), $3::jsonb, 'erasure' FROM workflow_runs
-                WHERE tenant_id = $1::uuid AND subscriber_id = ANY ($2::text[])
-                  AND status IN (\(WorkflowRunStatus.liveSQL))
-                ON CONFLICT (run_id, dedupe_key) DO NOTHING
-                RETURNING run_id)
-            UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """, [tenantId, subscriberIds, JSONValue.object(["reason": "the subscriber was erased"])]
+            cancelRequestSQL(matching: "subscriber_id = ANY ($2::text[])", dedupeKey: "erasure"),
+            [tenantId, subscriberIds, JSONValue.object(["reason": "the subscriber was erased"])]
         ).count
     }
 
@@ -45,13 +37,11 @@ extension WorkflowRunStore {
         public var digestWindows = 0
         public var throttles = 0
         public var triggerSkips = 0
-
-        public var total: Int { runs + digestEvents + digestWindows + throttles + triggerSkips }
     }
 
     /// Deletes up to `limit` runs of `subscriberIds` (their inbox with them, by cascade; a run a
     /// replica is saving is waited for, its row locked), the digest events gathered into them, and
-    /// the subscriber's digest windows, throttles and trigger skips. Nothing left: `total == 0`.
+    /// the subscriber's digest windows, throttles and trigger skips. Fewer than `limit` runs: none left.
     public static func eraseRuns(
         on connection: PostgresConnection, tenantId: UUID, subscriberIds: [String], limit: Int
     ) async throws -> ErasedRuns {

@@ -136,16 +136,24 @@ public struct WorkflowRunStore: Sendable {
         reason: String
     ) async throws -> Int {
         try await connection.query(
-            """
-            WITH i AS (
-                INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
-                SELECT id, \(WorkflowRunInputKind.cancel.sql), $3::jsonb, 'cancel-all' FROM workflow_runs
-                WHERE tenant_id = $1::uuid AND workflow_key = $2 AND status IN (\(WorkflowRunStatus.liveSQL))
-                ON CONFLICT (run_id, dedupe_key) DO NOTHING
-                RETURNING run_id)
-            UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
-            """, [tenantId, workflowKey, JSONValue.object(["reason": .string(reason)])]
+            cancelRequestSQL(matching: "workflow_key = $2", dedupeKey: "cancel-all"),
+            [tenantId, workflowKey, JSONValue.object(["reason": .string(reason)])]
         ).count
+    }
+
+    /// Asks the tenant's ($1) live runs matching `predicate` (over `workflow_runs`, reading $2) to
+    /// cancel: a `cancel` input with payload $3, once per run and `dedupeKey`, each run woken now.
+    /// Rows: the runs asked.
+    static func cancelRequestSQL(matching predicate: String, dedupeKey: String) -> String {
+        """
+        WITH i AS (
+            INSERT INTO workflow_run_inputs (run_id, kind, payload, dedupe_key)
+            SELECT id, \(WorkflowRunInputKind.cancel.sql), $3::jsonb, '\(dedupeKey)' FROM workflow_runs
+            WHERE tenant_id = $1::uuid AND \(predicate) AND status IN (\(WorkflowRunStatus.liveSQL))
+            ON CONFLICT (run_id, dedupe_key) DO NOTHING
+            RETURNING run_id)
+        UPDATE workflow_runs SET wake_at = '-infinity', updated_at = now() WHERE id IN (SELECT run_id FROM i) RETURNING id
+        """
     }
 
     // MARK: - (c) List, (d) read

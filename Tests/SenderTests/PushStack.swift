@@ -35,7 +35,8 @@ final class PushStack: Sendable {
     let senderEnvironment: [String: String]
     /// The gateway's environment, for another gateway process on the same stack (`startGateway`).
     let gatewayEnvironment: [String: String]
-    /// The replicas started, kept alive with the stack (a released ServiceProcess is killed).
+    /// The processes started on the stack after it came up (sender replicas, more gateways), kept
+    /// alive with it (a released ServiceProcess is killed).
     let senders = Mutex<[ServiceProcess]>([])
 
     /// - Parameters:

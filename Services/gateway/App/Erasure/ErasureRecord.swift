@@ -14,7 +14,8 @@ enum ErasureStep: String, Sendable, CaseIterable {
     case runs
     /// The ledger, anonymised through `Ledger.erasePage` (waits while a send still holds the person).
     case ledger
-    /// Webhook events not yet sent and messages kept: the person's strings made "".
+    /// Webhook events not yet sent and messages kept: the person's ids and tokens made "(erased)"
+    /// where an event names a person (`WebhookOutbox.eraseStrings`).
     case webhooks
 }
 
