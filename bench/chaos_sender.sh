@@ -30,11 +30,7 @@ TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
 : "${BK_SENDER_ENV:=BUZZKIT_SENDER_CLAIM_IDLE=5s BUZZKIT_SENDER_RECLAIM_INTERVAL=1s BUZZKIT_SENDER_STALE_SENDING=10s BUZZKIT_OUTBOX_SWEEP_INTERVAL=1s BUZZKIT_OUTBOX_REQUEUE_AFTER=5s}"
 BASE_SENDER_ENV="$BK_SENDER_ENV"
 export BK_SENDER_ENV
-WORK="$(mktemp -d /tmp/bk-chaos-sender.XXXXXX)"
-PIDS=()
-trap stack_cleanup EXIT
-trap 'exit 130' INT TERM
-stack_up
+stack_start chaos-sender
 bk_log "inserting a topic of $DEVICES devices"
 stack_devices u "$DEVICES" everyone
 "${PSQL[@]}" -c "COPY (SELECT token FROM devices WHERE tenant_id = '$BUZZKIT_TENANT') TO STDOUT" >"$WORK/devices.txt"

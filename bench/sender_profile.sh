@@ -22,11 +22,7 @@ TRANSPORTS="${BK_PROFILE_TRANSPORTS:-curl nghttp2}"
 OUT="${BK_PROFILE_OUT:-/tmp/bk-sender-profile}"
 command -v valgrind >/dev/null || bk_die "valgrind missing (apt-get install valgrind)"
 mkdir -p "$OUT"
-WORK="$(mktemp -d /tmp/bk-sender-profile.XXXXXX)"
-PIDS=()
-trap stack_cleanup EXIT
-trap 'exit 130' INT TERM
-stack_up
+stack_start sender-profile
 bk_log "inserting a topic of $DEVICES devices"
 stack_devices u "$DEVICES" everyone
 for r in a b; do kill "${SENDER_PID[$r]}" 2>/dev/null || true; wait "${SENDER_PID[$r]}" 2>/dev/null || true; done

@@ -1,4 +1,5 @@
-# The send path's benchmark stack, shared by bench/transactional.sh and bench/chaos_sender.sh.
+# The send path's benchmark stack, shared by bench/transactional.sh, bench/chaos_sender.sh,
+# bench/sender_profile.sh and bench/workflows.sh.
 # Sourced, never run (after deploy/lib/common.sh and bench/lib.sh). What `./deploy/local up` runs
 # for the send path, from the same release binaries, on private ports in $WORK: PostgreSQL, Redis
 # (AOF), the APNs simulator (recording every accepted push, so counts come from what "Apple" took),
@@ -22,6 +23,16 @@ stack_cleanup() {
   bk_stop_redis "$WORK/redis"
   bk_stop_postgres "$WORK/pg"
   rm -rf "$WORK"
+}
+
+# stack_start NAME: a work folder for the stack ($WORK, /tmp/bk-NAME.XXXXXX), everything it starts
+# stopped and the folder removed when the script ends, then stack_up.
+stack_start() {
+  WORK="$(mktemp -d "/tmp/bk-$1.XXXXXX")"
+  PIDS=()
+  trap stack_cleanup EXIT
+  trap 'exit 130' INT TERM
+  stack_up
 }
 
 # stack_up: builds and starts everything (see above).

@@ -25,11 +25,7 @@ cd "$BK_ROOT"
 
 COUNT="${1:-5000}"; RATE="${2:-500}"; TOPIC_DEVICES="${3:-100000}"
 TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
-WORK="$(mktemp -d /tmp/bk-transactional.XXXXXX)"
-PIDS=()
-trap stack_cleanup EXIT
-trap 'exit 130' INT TERM
-stack_up
+stack_start transactional
 
 ROUNDS=0
 for _ in $TRANSPORTS; do ROUNDS=$(( ROUNDS + 1 )); done

@@ -26,17 +26,13 @@ cd "$BK_ROOT"
 wf_stack_up() {
   local replicas="${BK_WORKFLOW_REPLICAS:-2}"
   source bench/sender_stack.sh
-  WORK="$(mktemp -d /tmp/bk-workflow-sends.XXXXXX)"
-  PIDS=()
   WF_PIDS=()
   WF_PORTS=()
-  trap stack_cleanup EXIT
-  trap 'exit 130' INT TERM
   if [ -z "${BK_BIN_DIR:-}" ] && [ -z "${BK_PUSH_NO_BUILD:-}" ] && [ -z "${BK_WORKFLOW_BIN:-}" ]; then
     bk_log "building workflow (release)"
     bench_release_build .build-release-push workflow >/dev/null
   fi
-  stack_up
+  stack_start workflow-sends
   wf_start_replicas "$replicas"
 }
 
