@@ -371,8 +371,10 @@ final class Connection {
                     loop.setInterest(self, EPOLLIN.rawValue | EPOLLOUT.rawValue)
                     return
                 }
+                let why = Self.errorText(errno)
                 ERR_clear_error()
-                close(HTTP2Error(.connectionBroken, "the connection broke while writing: \(Self.errorText(errno))"))
+                closeAfterReadingWhatArrived(
+                    HTTP2Error(.connectionBroken, "the connection broke while writing: \(why)"))
                 return
             }
             output.removeAll(keepingCapacity: true)
@@ -405,6 +407,15 @@ final class Connection {
     }
 
     // MARK: - Closing
+
+    /// A write failed: the server may have said GOAWAY and closed just before, and its last frames
+    /// are still readable. Reading them first lets nghttp2 refuse the streams above the GOAWAY's
+    /// last stream id (they go back to the queue) instead of ending every written request
+    /// `connectionBroken` as if the server might have processed it.
+    private func closeAfterReadingWhatArrived(_ error: HTTP2Error) {
+        read()  // ends the connection itself at the end of the stream or on a read error
+        if state != .closed { close(error) }
+    }
 
     /// Ends the connection. `error` nil: an orderly end (the requests still on it, if any, go
     /// back to the queue or end `connectionBroken`). `goingAway`: say GOAWAY first (best effort).
