@@ -112,6 +112,9 @@ let package = Package(
         // Read queries over tables one service writes and another reads (events and receipts:
         // written by ingest, read by the gateway's routes), each with its row decoding.
         .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
+        // The send policy (migration 0021): categories, subscribers' preferences and their history,
+        // frequency caps and the decision every send path asks for. SQL and row decoding only.
+        .target(name: "BuzzKitPolicy", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Policy"),
 
         // Workflow runs in Postgres (migration 0011): the gateway starts, cancels and reads runs, the
         // workflow service claims and advances them. SQL and row decoding only.
@@ -155,6 +158,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
                 "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger",
+                "BuzzKitPolicy",
                 "BuzzKitWebhooks", "BuzzKitRuntime"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),

@@ -297,6 +297,19 @@ final class SchemathesisStack: Sendable {
             ])
         try await send(
             "POST", "/v1/webhooks", ["url": "http://127.0.0.1:9/hooks/seed", "events": ["receipt.opened"]])
+        // The categories hooks.py names (buzzkit-category-key), kept from deletion by an enabled
+        // workflow that sends in both.
+        try await send("PUT", "/v1/categories/news", ["name": "News"])
+        try await send("PUT", "/v1/categories/offers", ["name": "Offers", "defaultEnabled": false])
+        try await send(
+            "PUT", "/v1/workflows/category-keeper",
+            [
+                "trigger": ["event": "category.kept"],
+                "steps": [
+                    ["name": "first", "send": ["title": "News", "category": "news"]],
+                    ["name": "second", "send": ["title": "Offers", "category": "offers"]]
+                ]
+            ])
     }
 
     private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {

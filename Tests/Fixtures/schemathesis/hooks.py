@@ -16,6 +16,8 @@ schemathesis each one, and nothing else:
 - buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
+- buzzkit-category-key: the key of an existing category of the tenant: one of the two the stack
+  makes (an enabled workflow sends in both, so they cannot be deleted under the run).
 - buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time (a key drawn
   twice would replay the first answer, which is the point of the header).
 - buzzkit-webhook-url: an https URL whose host resolves to public addresses, or (as this run's
@@ -62,6 +64,7 @@ schemathesis.openapi.format(
 )
 schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
 schemathesis.openapi.format("buzzkit-idempotency-key", st.uuids().map(str))
+schemathesis.openapi.format("buzzkit-category-key", st.sampled_from(["news", "offers"]))
 _STEP_NAMES = itertools.count(1)
 schemathesis.openapi.format(
     "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))

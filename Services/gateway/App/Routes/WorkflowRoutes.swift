@@ -71,16 +71,7 @@ enum WorkflowRoutes {
                 "Walk a workflow for a sample or real subscriber and trigger event on a simulated clock: the timeline with every decision and the rendered content; sends and stores nothing",
                 access: read, path: keyPath, body: WorkflowSchemas.dryRunRequest,
                 response: WorkflowSchemas.dryRunResponse,
-                errors: [.notFound], handler: { g, c in try await g.dryRunWorkflow(c) }),
-            GatewayRoute(
-                "GET", "/v1/settings", id: "getSettings",
-                "The tenant's workflow settings: quiet hours (in each subscriber's zone) and the default time zone",
-                access: read, response: WorkflowSchemas.settings, handler: { g, c in try await g.getSettings(c) }),
-            GatewayRoute(
-                "PATCH", "/v1/settings", id: "updateSettings",
-                "Change the tenant's quiet hours and default time zone (null removes one; absent keeps it)",
-                access: write, body: WorkflowSchemas.settingsPatch, response: WorkflowSchemas.settings,
-                handler: { g, c in try await g.updateSettings(c) })
+                errors: [.notFound], handler: { g, c in try await g.dryRunWorkflow(c) })
         ] + WorkflowRunRoutes.routes
     }
 

@@ -381,19 +381,4 @@ enum WorkflowSchemas {
         ],
         required: ["key", "version", "triggerMatches", "status", "failure", "startedAt", "endedAt", "timeline", "steps"]
     )
-
-    static let settings = Schema.object(
-        [
-            "quietHours": Schema.nullable(TenantRoutes.quietHours),
-            "defaultTimezone": Schema.nullable(
-                Schema.adding(
-                    ["description": "IANA zone for subscribers without one (else UTC)"],
-                    to: Schema.timezone))
-        ], required: ["quietHours", "defaultTimezone"])
-
-    static let settingsPatch = Schema.object(
-        [
-            "quietHours": Schema.nullable(TenantRoutes.quietHours),
-            "defaultTimezone": Schema.nullable(Schema.timezone)
-        ], description: "Members left out keep their value; null removes one")
 }

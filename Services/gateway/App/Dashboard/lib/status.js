@@ -6,7 +6,7 @@ import { vocabulary } from './vocabulary.js';
 
 /** The badge tone of every value of each vocabulary drawn as a badge (good, info, warn, bad, muted). */
 export const TONES = {
-  deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad' },
+  deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad', suppressed: 'muted' },
   messageStatus: { queued: 'muted', fanning_out: 'info', fanned_out: 'info', completed: 'good', failed: 'bad' },
   workflowRunStatus: { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad', throttled: 'warn' },
   workflowStepStatus: { running: 'info', done: 'good', interrupted: 'bad' },
