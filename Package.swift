@@ -106,7 +106,7 @@ let package = Package(
             name: "BuzzKitIntake",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
-                "BuzzKitContracts", "BuzzKitLedger"
+                "BuzzKitContracts", "BuzzKitLedger", "BuzzKitPolicy"
             ],
             path: "Shared/Intake"),
         // Read queries over tables one service writes and another reads (events and receipts:
@@ -183,7 +183,7 @@ let package = Package(
             name: "APNsSenderApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitContracts",
-                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger"
+                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger", "BuzzKitPolicy"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp"], path: "Services/apns-sender/Main"),
@@ -296,7 +296,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
                 "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger",
-                "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitPolicy"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

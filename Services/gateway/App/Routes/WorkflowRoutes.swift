@@ -121,13 +121,15 @@ extension Gateway {
         let tenant = try context.tenant
         let key = try WorkflowRoutes.key(context)
         let definition: WorkflowDefinition
-        switch WorkflowDefinition.parse(try context.request.jsonBody()) {
+        let requestBody = try context.request.jsonBody()
+        switch WorkflowDefinition.parse(requestBody) {
         case .success(let d): definition = d
         case .failure(let rejection): throw rejection.apiError
         }
         let canonical = String(decoding: definition.canonicalJSON, as: UTF8.self)
         let digest = Data(Digest.sha256(definition.canonicalJSON))
         let (row, status, changed) = try await postgres.withTransaction { tx -> (PostgresRow, Int, Bool) in
+            try await WorkflowCategories.check(requestBody, tenant: tenant, on: tx)
             func current() async throws -> PostgresRow? {
                 try await tx.query(
                     """

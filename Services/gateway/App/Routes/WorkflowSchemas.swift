@@ -219,7 +219,9 @@ enum WorkflowSchemas {
                         "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
                     "policy": Schema.string(
                         "Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
-                    "title": text, "subtitle": text, "body": text, "sound": text, "category": text, "threadId": text,
+                    "title": text, "subtitle": text, "body": text, "sound": text,
+                    "category": CategoryRoutes.reference("The send policy's category (also aps.category)"),
+                    "threadId": text,
                     "deepLink": templated(MessageContent.deepLinkRule), "image": templated(MessageContent.imageRule),
                     "data": Schema.anyObject,
                     "action": Schema.object(
