@@ -53,13 +53,15 @@ export function choices(name, all = 'All') {
 }
 
 /**
- * Delivery statuses by where they stand: still on their way, sent, or ended without reaching
- * APNs's acceptance. Every delivery status is in exactly one group.
+ * Delivery statuses by where they stand: still on their way, sent, ended without reaching
+ * APNs's acceptance, or held back by the send policy (no APNs request; not a failure). Every
+ * delivery status is in exactly one group.
  */
 export const DELIVERY = {
   pending: ['queued', 'sending'],
   sent: ['sent'],
   failed: ['failed', 'expired', 'invalid_token'],
+  suppressed: ['suppressed'],
 };
 
 /**
