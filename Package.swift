@@ -106,12 +106,15 @@ let package = Package(
             name: "BuzzKitIntake",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitRedis", "BuzzKitPostgres", "BuzzKitAudience",
-                "BuzzKitContracts", "BuzzKitLedger"
+                "BuzzKitContracts", "BuzzKitLedger", "BuzzKitPolicy"
             ],
             path: "Shared/Intake"),
         // Read queries over tables one service writes and another reads (events and receipts:
         // written by ingest, read by the gateway's routes), each with its row decoding.
         .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
+        // The send policy (migration 0023): categories, subscribers' preferences and their history,
+        // frequency caps and the decision every send path asks for. SQL and row decoding only.
+        .target(name: "BuzzKitPolicy", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Policy"),
 
         // Workflow runs in Postgres (migration 0011): the gateway starts, cancels and reads runs, the
         // workflow service claims and advances them. SQL and row decoding only.
@@ -155,6 +158,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
                 "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger",
+                "BuzzKitPolicy",
                 "BuzzKitWebhooks", "BuzzKitRuntime"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
@@ -179,7 +183,7 @@ let package = Package(
             name: "APNsSenderApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitContracts",
-                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger"
+                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger", "BuzzKitPolicy"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp"], path: "Services/apns-sender/Main"),
@@ -292,7 +296,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
                 "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger",
-                "BuzzKitWorkflows", "BuzzKitWorkflowRuns"
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitPolicy"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

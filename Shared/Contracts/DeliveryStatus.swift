@@ -3,7 +3,8 @@
 /// `queued` (a device of a chunk no replica holds yet) → `sending` (a device of a chunk a replica
 /// holds) → `sent` (APNs accepted it) | `failed` (`error_code` says why, `DeliveryErrorCode`)
 /// | `expired` (its message's `expiresAt` passed first) | `invalidToken` (APNs said the token is
-/// gone; the device or Live Activity token is deactivated). `queued` and `sending` are never
+/// gone; the device or Live Activity token is deactivated) | `suppressed` (the send policy held it
+/// back, `deliveries.suppressed_reason` says why, and no APNs request went out; migration 0021). `queued` and `sending` are never
 /// stored in a `deliveries` row any more: a delivery row is written once, with its outcome, and
 /// a pending device is read from `delivery_chunks` (migrations 0016 and 0018); older rows may
 /// still hold them. The raw values are the SQL `CHECK` list of `deliveries.status` (migration
@@ -15,6 +16,7 @@ public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable {
     case failed
     case expired
     case invalidToken = "invalid_token"
+    case suppressed
 
     /// The delivery's outcome is known (it is no longer pending).
     public var isDecided: Bool { self != .queued && self != .sending }

@@ -208,7 +208,7 @@ public struct LiveActivityResult: Sendable, Hashable {
             case .sent: self = .sent
             case .invalidToken: self = .invalidToken
             case .queued, .sending: self = .sending
-            case .failed, .expired: self = .failed
+            case .failed, .expired, .suppressed: self = .failed
             }
         }
     }

@@ -2,6 +2,7 @@ import BuzzKitAudience
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitLedger
+import BuzzKitPolicy
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWire
@@ -87,6 +88,13 @@ public struct MessageIntake: Sendable {
                     details: [["path": "segment", "message": .string("no segment with the key \(segment)")]])
             }
             request.target = .expression(expression, segment: segment)
+        }
+        if let category = request.content.category,
+            !(try await Policy(postgres: postgres).missingCategories([category], tenant: tenantId)).isEmpty
+        {
+            throw ValidationIssue.apiError(
+                [ValidationIssue(path: "category", message: "no category with the key \(category)")],
+                message: "the message names an unknown category: \(category)")
         }
         return Prepared(id: UUID(), tenantId: tenantId, request: request)
     }

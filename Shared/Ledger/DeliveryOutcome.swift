@@ -1,5 +1,6 @@
 import BuzzKitAPNs
 import BuzzKitContracts
+import BuzzKitWire
 import Foundation
 
 /// How one device's delivery ended: its status, its error code, the last answer and the attempts
@@ -15,6 +16,8 @@ public struct DeliveryOutcome: Sendable {
     /// APNs called the token invalid (410, BadDeviceToken): since when, and why. The token is
     /// deactivated in the transaction that records the delivery.
     public var invalidation: (at: Date, reason: String)?
+    /// Why the send policy held it back (status `suppressed`, no attempt); nil otherwise.
+    public var suppressedReason: SuppressionReason?
 
     /// An outcome reached without APNs's answer (the tenant cannot send, the message expired or
     /// cannot be built, no client): no attempt.
@@ -26,6 +29,13 @@ public struct DeliveryOutcome: Sendable {
         self.lastReason = lastReason
         self.errorCode = errorCode
         attempts = []
+    }
+
+    /// The send policy held the push back (`Policy.decide`): `suppressed` with its reason, no
+    /// attempt, no APNs request.
+    public init(device: ChunkDevice, suppressed reason: SuppressionReason) {
+        self.init(device: device, status: .suppressed, errorCode: nil)
+        suppressedReason = reason
     }
 
     /// THE mapping from what APNs answered to the ledger's outcome, for every sender:

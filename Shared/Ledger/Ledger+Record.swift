@@ -162,8 +162,8 @@ extension Ledger {
     /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunks, $6 their
     /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
     /// from 1, message, token, subscriber, environment, status, attempt count, last status, last
-    /// reason, error code, first request, attempts), $21 the messages of the deliveries. Answers
-    /// the messages completed.
+    /// reason, error code, first request, attempts), $21 the messages of the deliveries, $22 each
+    /// delivery's suppression reason (NULL unless `suppressed`). Answers the messages completed.
     static func recordSQL(onConflict: String) -> String {
         """
         WITH requests AS (
@@ -175,14 +175,14 @@ extension Ledger {
         ), recorded AS (
             INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
                                     attempt_count, apns_id, last_status, last_reason, error_code, sending_by, sent_at,
-                                    payload_id, attempts)
+                                    payload_id, attempts, suppressed_reason)
             SELECT u.id, ($6::uuid[])[u.chunk], u.message, u.token, u.subscriber, u.environment, u.status, u.attempts,
                    NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
-                   u.payload, u.log
+                   u.payload, u.log, u.suppressed
             FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
-                        $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[])
+                        $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
                 AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
-                     error_code, payload, log)
+                     error_code, payload, log, suppressed)
             \(onConflict)
             RETURNING \(deliveryReturning)
         ), \(deliveryEvents(recorded: "recorded")), \(MessageCompletion.cte(
@@ -248,7 +248,7 @@ extension Ledger {
             [
                 requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
                 chunkIds.value, tenants.value, instance
-            ] + rows.parameters + [messageIds.value]
+            ] + rows.parameters + [messageIds.value, rows.suppressed.value]
         return RecordWrite(parameters: parameters, invalid: invalid)
     }
 
@@ -267,6 +267,7 @@ extension Ledger {
         var status = PostgresArrayText(), attempts = PostgresArrayText(), lastStatus = PostgresArrayText()
         var lastReason = PostgresArrayText(), errorCode = PostgresArrayText(), payload = PostgresArrayText()
         var log = PostgresArrayText()
+        var suppressed = PostgresArrayText()
 
         init(capacity: Int) {
             token = PostgresArrayText(capacity: 2 + capacity * 68)
@@ -287,6 +288,7 @@ extension Ledger {
             errorCode.append(outcome.errorCode?.rawValue)
             if let first = attemptLog.firstPayload { payload.append(first) } else { payload.appendNull() }
             log.append(utf8: attemptLog.bytes)
+            suppressed.append(outcome.suppressedReason?.rawValue)
         }
 
         var parameters: [any PostgresEncodable] {

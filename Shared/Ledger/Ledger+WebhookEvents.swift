@@ -22,7 +22,8 @@ extension Ledger {
     /// outbox row per endpoint and up to 100 of them (`insertBatchesSQL`: one request each);
     /// `delivery.failed` for the others, with APNs's status and reason when APNs answered (a
     /// reason without an answer, a transport error's text, is not APNs's), `invalidToken` for
-    /// `invalid_token`, its id the delivery's.
+    /// `invalid_token`, its id the delivery's. A `suppressed` delivery (the send policy held it
+    /// back, nothing went to APNs) announces neither.
     static func deliveryEvents(recorded: String) -> String {
         let sent = WebhookOutbox.insertBatchesSQL(
             WebhookEventSource(
@@ -41,7 +42,8 @@ extension Ledger {
                     deviceToken: "d.device_token", environment: "d.environment", status: "d.status",
                     reason: "CASE WHEN d.last_status > 0 THEN d.last_reason END",
                     httpStatus: "NULLIF(d.last_status, 0)", errorCode: "d.error_code", failedAt: "now()"),
-                filter: "d.status <> '\(DeliveryStatus.sent.rawValue)'"))
+                filter:
+                    "d.status NOT IN ('\(DeliveryStatus.sent.rawValue)', '\(DeliveryStatus.suppressed.rawValue)')"))
         return """
             delivery_sent_events AS (
                 \(sent)

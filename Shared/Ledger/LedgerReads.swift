@@ -12,16 +12,17 @@ public enum LedgerReads {
     /// A message's deliveries, recorded and pending: `deliveries` rows (each written once, with its
     /// outcome) and the devices of the chunks still to send, with the columns `id, message_id,
     /// subscriber_id, device_token, environment, status, attempt_count, apns_id, last_status,
-    /// last_reason, error_code, sent_at, created_at, updated_at`. `$1` the message, `$2` its
+    /// last_reason, error_code, sent_at, created_at, updated_at, suppressed_reason`. `$1` the message, `$2` its
     /// tenant. A message's own chunks come by `delivery_chunks_message`; the few direct batches
     /// (several messages each) by `delivery_chunks_direct`.
     public static let deliveriesSQL = """
         SELECT id, message_id, subscriber_id, device_token, environment, status, attempt_count, apns_id, last_status,
-               last_reason, error_code, sent_at, created_at, updated_at
+               last_reason, error_code, sent_at, created_at, updated_at, suppressed_reason
         FROM deliveries WHERE message_id = $1::uuid AND tenant_id = $2::uuid
         UNION ALL
         SELECT bk_delivery_id(u.m, u.t), u.m, u.s, u.t, u.e, \(pendingStatus), 0, bk_delivery_id(u.m, u.t),
-               NULL::int, NULL::text, NULL::text, NULL::timestamptz, k.created_at, coalesce(k.claimed_at, k.created_at)
+               NULL::int, NULL::text, NULL::text, NULL::timestamptz, k.created_at, coalesce(k.claimed_at, k.created_at),
+               NULL::text
         FROM delivery_chunks k
         CROSS JOIN LATERAL unnest(k.message_ids, k.tokens, k.subscriber_ids, k.environments) AS u(m, t, s, e)
         WHERE (k.message_id = $1::uuid OR (k.message_id IS NULL AND k.tenant_id = $2::uuid)) AND u.m = $1::uuid
@@ -34,7 +35,8 @@ public enum LedgerReads {
             SELECT bk_delivery_id(u.m, u.t) AS id, u.m AS message_id, u.s AS subscriber_id, u.t AS device_token,
                    u.e AS environment, \(pendingStatus) AS status, 0 AS attempt_count, bk_delivery_id(u.m, u.t) AS apns_id,
                    NULL::int AS last_status, NULL::text AS last_reason, NULL::text AS error_code,
-                   NULL::timestamptz AS sent_at, k.created_at, coalesce(k.claimed_at, k.created_at) AS updated_at
+                   NULL::timestamptz AS sent_at, k.created_at, coalesce(k.claimed_at, k.created_at) AS updated_at,
+                   NULL::text AS suppressed_reason
             FROM delivery_chunks k
             CROSS JOIN LATERAL unnest(k.message_ids, k.tokens, k.subscriber_ids, k.environments) AS u(m, t, s, e)
             WHERE k.tenant_id = $2::uuid

@@ -79,6 +79,16 @@ extension ErrorCode {
     /// that is not there, which no schema can state).
     public static let noPushToStartToken = ErrorCode("no_push_to_start_token", httpStatus: 404)
 
+    // MARK: - The send policy
+
+    /// `DELETE /v1/categories/{key}` of a category an enabled workflow sends in, that is the
+    /// tenant's default category or that a frequency cap counts (409; `details.usedBy` says where).
+    public static let categoryInUse = ErrorCode("category_in_use", httpStatus: 409)
+    /// A client (SDK) key reading or changing a subscriber's preferences without a valid
+    /// `BuzzKit-Subscriber-Signature` for that subscriber (the HMAC-SHA256 of the subscriber id
+    /// with the tenant's identity secret), or identifying with a signature that is not valid (403).
+    public static let forbiddenSubscriber = ErrorCode("forbidden_subscriber", httpStatus: 403)
+
     // MARK: - The server
 
     /// A bug; the message leaks nothing, the log has the request id (500).
@@ -94,6 +104,7 @@ extension ErrorCode {
         .invalidJSON, .tenantRequired, .unauthorized, .installationRequired, .forbiddenScope, .forbiddenTenant,
         .forbiddenInstallation, .notFound, .tenantNotFound, .methodNotAllowed, .installationExists, .conflict,
         .idempotencyKeyReused, .payloadTooLarge, .validationFailed, .rateLimited, .batchTooLarge, .ingestUnavailable,
-        .liveActivityNotFound, .noPushToStartToken, .internalError, .notReady, .upstreamTimeout, .workflowDisabled
+        .liveActivityNotFound, .noPushToStartToken, .internalError, .notReady, .upstreamTimeout, .workflowDisabled,
+        .categoryInUse, .forbiddenSubscriber
     ]
 }

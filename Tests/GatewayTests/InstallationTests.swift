@@ -35,6 +35,10 @@ struct InstallationTests {
                 "PUT", "/v1/subscribers/\(identity)/live-activity-start-tokens/MatchAttributes",
                 ["token": .string(token), "environment": "sandbox"]
             )
+        case "getPreferences":
+            return ("GET", "/v1/subscribers/\(identity)/preferences", nil)
+        case "putPreferences":
+            return ("PUT", "/v1/subscribers/\(identity)/preferences", ["all": false])
         case "identify":
             return (
                 "POST", "/v1/identify",
@@ -45,6 +49,9 @@ struct InstallationTests {
             return (route.method, route.path, nil)
         }
     }
+
+    /// Client-key routes that also need `BuzzKit-Subscriber-Signature`.
+    static let signed: Set<String> = ["getPreferences", "putPreferences"]
 
     static func event(_ id: String) -> JSONValue {
         ["id": .string(id), "name": "app.opened", "timestamp": .string(ISO8601DateFormatter().string(from: Date()))]
@@ -59,7 +66,8 @@ struct InstallationTests {
             #expect(
                 Set(routes.map(\.operationID)) == [
                     "trackEvents", "registerDevice", "deleteDevice", "identify",
-                    "registerLiveActivity", "endLiveActivity", "registerLiveActivityStartToken"
+                    "registerLiveActivity", "endLiveActivity", "registerLiveActivityStartToken",
+                    "getPreferences", "putPreferences"
                 ])
             // Tenant B with its own client key and installation.
             let b = try await h.createTenant("tenant-b")
@@ -88,10 +96,19 @@ struct InstallationTests {
                 let garbage = try await h.send(m2, p2, key: h.clientKey, body: b2, installation: "nope")
                 #expect(garbage.status == 401 && garbage.code == "unauthorized", "\(label)")
                 let own = try await h.send(m2, p2, key: h.clientKey, body: b2, installation: token)
-                #expect((200..<300).contains(own.status), "\(label): \(own.status) \(own.envelope)")
+                // Preferences also need the subscriber's signature (PolicyRoutesTests has the signed
+                // calls): the installation is accepted, the missing signature is what refuses.
+                if Self.signed.contains(route.operationID) {
+                    #expect(own.status == 403 && own.code == "forbidden_subscriber", "\(label): \(own.envelope)")
+                } else {
+                    #expect((200..<300).contains(own.status), "\(label): \(own.status) \(own.envelope)")
+                }
 
                 // Server keys never need the header and may act for anyone.
                 let (m3, p3, b3) = Self.request(route, identity: "server-\(index)")
+                if Self.signed.contains(route.operationID) {
+                    _ = try await h.send("PUT", "/v1/subscribers/server-\(index)", key: h.tenantKey, body: [:])
+                }
                 let server = try await h.send(m3, p3, key: h.tenantKey, body: b3)
                 #expect((200..<300).contains(server.status), "\(label): \(server.status) \(server.envelope)")
             }

@@ -60,6 +60,8 @@ struct SchemathesisTests {
                 ("tenant key, cursor taught", ["Authorization: Bearer \(stack.tenantKey)"], "empty")
             ]
             for run in runs {
+                // The categories hooks.py names, as the run before may have left them.
+                try await stack.seedCategories()
                 let fixtures = TestEnvironment.repositoryRoot + "/Tests/Fixtures/schemathesis"
                 var arguments = [
                     "--config-file", fixtures + "/schemathesis.toml", "--no-color",
@@ -297,6 +299,24 @@ final class SchemathesisStack: Sendable {
             ])
         try await send(
             "POST", "/v1/webhooks", ["url": "http://127.0.0.1:9/hooks/seed", "events": ["receipt.opened"]])
+        try await seedCategories()
+    }
+
+    /// The categories hooks.py names (buzzkit-category-key), kept from deletion by an enabled
+    /// workflow that sends in both; seeded again before each run (the stateful phase of the one
+    /// before may have deleted the workflow and then the categories).
+    func seedCategories() async throws {
+        try await send("PUT", "/v1/categories/news", ["name": "News"])
+        try await send("PUT", "/v1/categories/offers", ["name": "Offers", "defaultEnabled": false])
+        try await send(
+            "PUT", "/v1/workflows/category-keeper",
+            [
+                "enabled": true, "trigger": ["event": "category.kept"],
+                "steps": [
+                    ["name": "first", "send": ["title": "News", "category": "news"]],
+                    ["name": "second", "send": ["title": "Offers", "category": "offers"]]
+                ]
+            ])
     }
 
     private func send(_ method: String, _ path: String, _ body: JSONValue) async throws {

@@ -4,6 +4,7 @@ import BuzzKitLedger
 import BuzzKitMigrations
 import BuzzKitPostgres
 import BuzzKitTestSupport
+import BuzzKitWire
 import BuzzKitWorkflowRuns
 import BuzzKitWorkflows
 import Testing
@@ -22,6 +23,8 @@ struct StatusCheckTests {
         ("messages", "kind", Set(MessageKind.allCases.map(\.rawValue))),
         ("messages", "environment", Set(APNsEnvironment.allCases.map(\.rawValue))),
         ("deliveries", "status", Set(DeliveryStatus.allCases.map(\.rawValue))),
+        ("deliveries", "suppressed_reason", Set(SuppressionReason.allCases.map(\.rawValue))),
+        ("messages", "suppressed_reason", Set(SuppressionReason.allCases.map(\.rawValue))),
         ("delivery_chunks", "kind", Set(ChunkKind.allCases.map(\.rawValue))),
         ("live_activities", "environment", Set(APNsEnvironment.allCases.map(\.rawValue))),
         ("live_activities", "state", Set(LiveActivityVocabulary.State.allCases.map(\.rawValue))),
@@ -37,7 +40,10 @@ struct StatusCheckTests {
     /// The `CHECK`s of the ledger's tables that are not a vocabulary: (table, its columns).
     static let rules: Set<String> = [
         "live_activities(token)", "live_activity_start_tokens(token)",
-        "delivery_chunks(environments,message_ids,subscriber_ids,tokens)"
+        "delivery_chunks(environments,message_ids,subscriber_ids,tokens)",
+        // Migration 0023: a suppressed delivery has its reason and nothing else has one; a message
+        // has a reason only when its sender decided its policy.
+        "deliveries(status,suppressed_reason)", "messages(policy_decided_at,suppressed_reason)"
     ]
 
     static let tables = [

@@ -2,6 +2,7 @@ import BuzzKitAPNs
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitLedger
+import BuzzKitPolicy
 import BuzzKitPush
 import Foundation
 
@@ -14,21 +15,24 @@ import Foundation
 /// 2. A device whose message expired ends `expired` without a push; a tenant without usable
 ///    credentials ends its devices `failed` (`apns_credentials_missing` / `apns_credentials_invalid`)
 ///    with no APNs call; a message that no longer validates, `failed` / `message_invalid`.
-/// 3. Every other device is pushed at once through the (team, environment) client: the first
+/// 3. The send policy decides the pushes left, ONE statement for the chunk (`Policy.decide`:
+///    preferences, categories, frequency caps counted exactly under concurrency): a device whose
+///    (message, subscriber) it holds back ends `suppressed` with the reason, with no APNs request.
+/// 4. Every other device is pushed at once through the (team, environment) client: the first
 ///    attempts as ONE batch (`APNsClient.sendWithRetries(batch:)`), then `RetryPolicy` retries. Each
 ///    push carries the delivery's id as `apns-id` and the message's collapse id. A device named by
 ///    several messages of the chunk (a direct batch) gets them in turn, in the order they were made.
 ///    Each result becomes the device's outcome through the ledger's one mapping
 ///    (`DeliveryOutcome(device:result:)`).
-/// 4. Record: ONE statement writes every delivery once with its outcome and attempts, deletes the
+/// 5. Record: ONE statement writes every delivery once with its outcome and attempts, deletes the
 ///    chunk and completes the messages nothing is pending for any more (`Ledger.record`). A fan-out
 ///    chunk's message that statement could not complete is tested again after the commit
 ///    (`Ledger.completeIfDone`: another replica may have recorded its other last chunk at the
 ///    same moment).
 ///
-/// A replica that stops between 1 and 4 leaves its chunk claimed; another replica's sweeper takes
+/// A replica that stops between 1 and 5 leaves its chunk claimed; another replica's sweeper takes
 /// it over after `staleSending` (`takeOverStaleClaims`) and sends it again under the same apns-ids.
-/// One that stops between 4 and the completion test leaves the message `fanned_out`: the outbox
+/// One that stops between 5 and the completion test leaves the message `fanned_out`: the outbox
 /// sweeper completes it (`Ledger.completeStragglers`).
 struct DeliverySender: Sendable {
     let ledger: Ledger
@@ -39,6 +43,8 @@ struct DeliverySender: Sendable {
     let instance: String
     let logger: Logger
     var metrics: SenderMetrics = .unregistered()
+    /// The send policy, on the ledger's pool.
+    var policy: Policy { Policy(postgres: ledger.postgres) }
 
     func handle(_ entry: DeliveryChunk) async throws {
         let started = ContinuousClock.now
@@ -74,6 +80,7 @@ struct DeliverySender: Sendable {
         }
         let sendStarted = ContinuousClock.now
         let now = Date()
+        let verdicts = try await decidePolicy(chunk, prepared, now: now)
         var outcomes: [DeliveryOutcome] = []
         outcomes.reserveCapacity(chunk.devices.count)
         // Rounds: a device's n-th push of this chunk goes in round n.
@@ -86,6 +93,10 @@ struct DeliverySender: Sendable {
                 continue
             }
             guard let message = state.message else { continue }
+            if let reason = verdicts[Self.candidate(device, message)]?.suppressed {
+                outcomes.append(DeliveryOutcome(device: device, suppressed: reason))
+                continue
+            }
             let round = earlier[device.token, default: 0]
             earlier[device.token] = round + 1
             if round == rounds.count { rounds.append([]) }
@@ -107,6 +118,26 @@ struct DeliverySender: Sendable {
         metrics.total.observe(done - started)
         metrics.deliveries.increment(by: outcomes.count)
         metrics.requests.increment(by: outcomes.reduce(0) { $0 + $1.attempts.count })
+    }
+
+    /// The policy's verdicts for the chunk's pushes that would go out (ONE statement, counting
+    /// what it lets through against the caps); none asked when nothing is to be sent.
+    private func decidePolicy(_ chunk: ClaimedChunk, _ prepared: [UUID: Prepared], now: Date) async throws
+        -> [PolicyCandidate: PolicyVerdict]
+    {
+        var candidates: [PolicyCandidate] = []
+        for device in chunk.devices {
+            guard let state = prepared[device.messageId], Self.endedUnsent(device, state, now: now) == nil,
+                let message = state.message, message.governedByPolicy
+            else { continue }
+            candidates.append(Self.candidate(device, message))
+        }
+        guard !candidates.isEmpty else { return [:] }
+        return try await policy.decide(candidates, tenant: chunk.tenantId, now: now)
+    }
+
+    static func candidate(_ device: ChunkDevice, _ message: PreparedMessage) -> PolicyCandidate {
+        PolicyCandidate(messageId: device.messageId, subscriberId: device.subscriberId, category: message.category)
     }
 
     /// The completion test after a fan-out chunk's commit. The chunk is recorded whatever happens

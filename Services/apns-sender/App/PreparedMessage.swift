@@ -15,6 +15,13 @@ struct PreparedMessage: Sendable {
     var expiresAt: Date?
     /// The request for every device, with an empty token.
     var template: APNsRequest
+    /// The category the message names (pushes only): the send policy's (`Policy.decide`) and the
+    /// notification's `aps.category`. nil: the tenant's default category governs it.
+    var category: String? = nil
+
+    /// Whether the send policy decides its deliveries: a tenant's push (a silent workflow push
+    /// that hands a plan to the device is not a notification a person opts out of).
+    var governedByPolicy: Bool { kind == .push }
 
     /// True when `expiresAt` passed: deliveries end `expired` without being sent.
     func isExpired(now: Date) -> Bool { expiresAt.map { $0 < now } ?? false }
@@ -74,7 +81,8 @@ final class PreparedMessageCache: Sendable {
                 throw UnsendableMessage(description: rejection.issues.map(\.description).joined(separator: "; "))
             case .success(let content):
                 let template = APNsRequest(deviceToken: "", topic: bundleId, content: content, messageId: messageId)
-                return PreparedMessage(id: id, kind: kind, expiresAt: content.expiresAt, template: template)
+                return PreparedMessage(
+                    id: id, kind: kind, expiresAt: content.expiresAt, template: template, category: content.category)
             }
         case .localPlan:
             guard let plan = contentJSON["local"].flatMap(LocalPlan.init(json:)) else {

@@ -2,6 +2,7 @@ import BuzzKitCore
 import BuzzKitCrypto
 import BuzzKitHTTPServer
 import BuzzKitIntake
+import BuzzKitPolicy
 import BuzzKitPostgres
 import BuzzKitRedis
 import BuzzKitWebhooks
@@ -37,6 +38,8 @@ public final class Gateway: Sendable {
     let installationCache: InstallationCache
     let installations: InstallationAuthenticator
     let sealer: AESGCM
+    /// Categories, preferences and frequency caps (`BuzzKitPolicy`, their one owner).
+    let policy: Policy
     /// Webhook endpoints (Shared/Webhooks), and the resolver that checks where their URLs lead.
     let webhookEndpoints: WebhookEndpointStore
     var webhookResolver: WebhookHostResolver { Self.webhookResolver }
@@ -64,6 +67,7 @@ public final class Gateway: Sendable {
         self.redis = redis
         self.logger = logger
         sealer = try AESGCM(key: configuration.secretKey)
+        policy = Policy(postgres: postgres)
         webhookEndpoints = try WebhookEndpointStore(postgres: postgres, secretKey: configuration.secretKey)
         liveActivityReplies = LiveActivityReplies(
             redis: redis, stream: configuration.liveActivityStream, logger: logger)

@@ -18,6 +18,8 @@ schemathesis each one, and nothing else:
 - buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
+- buzzkit-category-key: the key of an existing category of the tenant: one of the two the stack
+  makes (an enabled workflow sends in both, so they cannot be deleted under the run).
 - buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time, from
   uuid4 rather than a hypothesis strategy, which draws the same value again (a key drawn twice
   replays the first answer, which is the point of the header: a replayed POST answered with an
@@ -67,6 +69,7 @@ schemathesis.openapi.format(
 )
 schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
 schemathesis.openapi.format("buzzkit-idempotency-key", st.just(None).map(lambda _: str(uuid.uuid4())))
+schemathesis.openapi.format("buzzkit-category-key", st.sampled_from(["news", "offers"]))
 _TEMPLATES = ["{{ trigger.data.name }}", "Hi {{ subscriber.id }}", "https://example.com/p/{{ trigger.data.postId }}"]
 schemathesis.openapi.format(
     "buzzkit-workflow-text",

@@ -2,7 +2,9 @@
 ///
 /// The list is fixed by the public API: `tenants:write`, `keys:write`, `messages:send`,
 /// `messages:read`, `events:write`, `subscribers:read`, `subscribers:write`, `workflows:read`,
-/// `workflows:write`, `webhooks:read`, `webhooks:write`. A key lacking the scope of a route gets `403 forbidden_scope` naming it.
+/// `workflows:write`, `webhooks:read`, `webhooks:write`, `settings:read`, `settings:write` (categories
+/// and the tenant's settings; keys that held `workflows:read` / `workflows:write` before migration
+/// 0021 were given them). A key lacking the scope of a route gets `403 forbidden_scope` naming it.
 public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
     public let rawValue: String
     public init?(rawValue: String) {
@@ -25,11 +27,14 @@ public struct Scope: RawRepresentable, Sendable, Hashable, Comparable, CustomStr
     public static let workflowsWrite = Scope("workflows:write")
     public static let webhooksRead = Scope("webhooks:read")
     public static let webhooksWrite = Scope("webhooks:write")
+    public static let settingsRead = Scope("settings:read")
+    public static let settingsWrite = Scope("settings:write")
 
     /// Every scope; a bootstrap workspace key holds all of them.
     public static let all: [Scope] = [
         .tenantsWrite, .keysWrite, .messagesSend, .messagesRead, .eventsWrite,
-        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite, .webhooksRead, .webhooksWrite
+        .subscribersRead, .subscribersWrite, .workflowsRead, .workflowsWrite, .webhooksRead, .webhooksWrite,
+        .settingsRead, .settingsWrite
     ]
 
     /// Scopes a tenant key may hold: everything but the workspace administration scopes.

@@ -39,6 +39,9 @@ public struct GatewayRoute: Sendable {
     public var requestBodyOptional: Bool
     /// The route's own query parameters (pagination's `cursor` and `limit` are added by `paginated`).
     public var query: [QueryParameter]
+    /// The route's own request headers (the pipeline's, such as `BuzzKit-Tenant`, are added by the
+    /// document).
+    public var headers: [QueryParameter]
     /// JSON schema of the envelope's `data` on success (the item schema for lists).
     public var response: JSONValue
     public var successStatus: Int
@@ -63,8 +66,9 @@ public struct GatewayRoute: Sendable {
     init(
         _ method: String, _ path: String, id operationID: String, _ summary: String, access: Access,
         path pathRules: [String: TextRule] = [:], body: JSONValue? = nil, bodyOptional: Bool = false,
-        query: [QueryParameter] = [], response: JSONValue, status: Int = 200, otherStatuses: [Int] = [],
-        paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?, deferred: DeferredHandler? = nil
+        query: [QueryParameter] = [], headers: [QueryParameter] = [], response: JSONValue, status: Int = 200,
+        otherStatuses: [Int] = [], paginated: Bool = false, errors: [ErrorCode] = [], handler: Handler?,
+        deferred: DeferredHandler? = nil
     ) {
         self.otherStatuses = otherStatuses
         self.pathRules = pathRules
@@ -76,6 +80,7 @@ public struct GatewayRoute: Sendable {
         self.requestBody = body
         self.requestBodyOptional = bodyOptional
         self.query = query
+        self.headers = headers
         self.response = response
         self.successStatus = status
         self.paginated = paginated
@@ -135,7 +140,7 @@ public struct GatewayRoute: Sendable {
     }
 }
 
-/// A query parameter of a route, as the OpenAPI document describes it.
+/// A query parameter (or a header) of a route, as the OpenAPI document describes it.
 public struct QueryParameter: Sendable {
     public var name: String
     public var description: String

@@ -146,6 +146,12 @@ public enum OpenAPIDocument {
                 "description": .string(parameter.description), "schema": parameter.schema
             ])
         }
+        for header in route.headers {
+            parameters.append([
+                "name": .string(header.name), "in": "header", "required": false,
+                "description": .string(header.description), "schema": header.schema
+            ])
+        }
         if route.actsOnTenant {
             parameters.append([
                 "name": .string(TenantResolver.header), "in": "header", "required": false,

@@ -9,7 +9,10 @@ import Foundation
 /// again is harmless, and so is identifying an installation under its own anonymous id (nothing
 /// moves: that subscriber is no longer anonymous). Client (SDK) keys may call it for their own
 /// installation's anonymous id only; the installation records the subscriber id (identify again
-/// under another id moves it).
+/// under another id moves it). `signature` (optional) is the subscriber id's signature the
+/// tenant's backend made (`SubscriberSignature`): when given it must be valid (403
+/// `forbidden_subscriber`), so an app learns at once that the signature it will pass for
+/// preferences is wrong.
 enum IdentifyRoutes {
     static var routes: [GatewayRoute] {
         [
@@ -21,14 +24,19 @@ enum IdentifyRoutes {
                         "anonymousId": Schema.string(FieldRules.identifierRule),
                         "subscriberId": Schema.string(
                             FieldRules.identifierRule,
-                            "The subscriber's id; the anonymous id itself keeps the installation's subscriber")
+                            "The subscriber's id; the anonymous id itself keeps the installation's subscriber"),
+                        "signature": Schema.nullable(
+                            Schema.string(
+                                SubscriberSignature.rule,
+                                "The subscriber id's HMAC-SHA256 with the tenant's identity secret, as its backend "
+                                    + "made it; when given it must be valid (else 403 forbidden_subscriber)"))
                     ],
                     required: ["anonymousId", "subscriberId"]),
                 response: Schema.object([
                     "anonymousId": Schema.string(), "subscriberId": Schema.string(),
                     "devicesMoved": Schema.integer
                 ]),
-                handler: { g, c in try await g.identify(c) })
+                errors: [.forbiddenSubscriber], handler: { g, c in try await g.identify(c) })
         ]
     }
 }
@@ -37,9 +45,10 @@ extension Gateway {
     func identify(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
         let body = try context.request.jsonBody()
-        var v = Validator(body, allowed: ["anonymousId", "subscriberId"])
+        var v = Validator(body, allowed: ["anonymousId", "subscriberId", "signature"])
         let anonymous = v.string("anonymousId", required: true, rule: FieldRules.identifierRule)
         let subscriber = v.string("subscriberId", required: true, rule: FieldRules.identifierRule)
+        let signature = v.string("signature", rule: SubscriberSignature.rule)
         try v.check()
         guard let anonymous, let subscriber else { throw APIError.internalError }
         // A client key identifies its own installation only, and the installation remembers the
@@ -50,6 +59,7 @@ extension Gateway {
             guard own.anonymousID == anonymous else { throw InstallationAuthenticator.forbidden }
             installation = own
         }
+        if let signature { try await verifySignature(signature, subscriber: subscriber, tenant: tenant) }
         let moved = try await postgres.withTransaction { tx -> Int in
             if anonymous == subscriber {
                 try await tx.execute(

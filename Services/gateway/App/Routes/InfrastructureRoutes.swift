@@ -32,5 +32,6 @@ extension GatewayRoute {
         + DeviceRoutes.routes + LiveActivityRoutes.routes + IdentifyRoutes.routes + InstallationRoutes.routes
         + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
         + StatsRoutes.routes + LiveActivitySendRoutes.routes + ErasureRoutes.routes
-        + WorkflowRoutes.routes + WebhookRoutes.routes
+        + WorkflowRoutes.routes + WebhookRoutes.routes + SettingsRoutes.routes + CategoryRoutes.routes
+        + PreferenceRoutes.routes
 }

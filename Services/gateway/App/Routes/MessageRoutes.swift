@@ -54,7 +54,7 @@ enum MessageRoutes {
     static let deliveryColumns = """
         id, message_id, subscriber_id, device_token, environment, status, attempt_count,
         coalesce(apns_id, id) AS apns_id, last_status, last_reason, error_code, \(isoColumn("sent_at")),
-        \(isoColumn("created_at")), \(isoColumn("updated_at"))
+        \(isoColumn("created_at")), \(isoColumn("updated_at")), suppressed_reason
         """
 
     static func deliveryJSON(_ row: PostgresRow) throws -> [String: JSONValue] {
@@ -68,7 +68,7 @@ enum MessageRoutes {
             "lastStatus": (try row.decode(Int?.self, named: "last_status")).map { .int(Int64($0)) } ?? .null,
             "lastReason": try row.text("last_reason"), "errorCode": try row.text("error_code"),
             "sentAt": try row.text("sent_at"), "createdAt": try row.text("created_at"),
-            "updatedAt": try row.text("updated_at")
+            "updatedAt": try row.text("updated_at"), "suppressedReason": try row.text("suppressed_reason")
         ]
     }
 }

@@ -97,7 +97,9 @@ enum MessageSchemas {
             "deepLink": Schema.nullable(Schema.string(MessageContent.deepLinkRule)),
             "action": Schema.nullable(Schema.ref("PushAction")),
             "actions": Schema.nullable(Schema.array(Schema.ref("PushButton"), maxItems: MessageContent.maxButtons)),
-            "category": text, "image": Schema.nullable(Schema.string(MessageContent.imageRule)),
+            "category": Schema.nullable(
+                CategoryRoutes.reference("The send policy's category, also the notification's aps.category")),
+            "image": Schema.nullable(Schema.string(MessageContent.imageRule)),
             "sound": text,
             "badge": Schema.nullable(["type": "integer", "minimum": 0, "maximum": .int(Int64(Int32.max))]),
             "threadId": text,
@@ -286,7 +288,11 @@ enum MessageSchemas {
             "attemptCount": Schema.integer,
             "apnsId": Schema.nullable(Schema.string()), "lastStatus": Schema.nullable(Schema.integer),
             "lastReason": Schema.nullable(Schema.string()), "errorCode": Schema.nullable(Schema.string()),
-            "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp
+            "sentAt": Schema.nullable(Schema.timestamp), "createdAt": Schema.timestamp, "updatedAt": Schema.timestamp,
+            "suppressedReason": Schema.nullable(
+                Schema.string(
+                    "Why the send policy held it back (status suppressed, no APNs request); null otherwise",
+                    enumeration: SuppressionReason.allCases.map(\.rawValue)))
         ]
         return Schema.object(properties, required: Array(properties.keys))
     }

@@ -119,7 +119,7 @@ extension Gateway {
             switch DeliveryStatus(rawValue: status) {
             case .sent?: sent[at, default: 0] += n
             case .failed?, .expired?, .invalidToken?: failed[at, default: 0] += n
-            case .queued?, .sending?, nil: break
+            case .queued?, .sending?, .suppressed?, nil: break
             }
         }
         var deliveries: [String: JSONValue] = [:]

@@ -71,16 +71,7 @@ enum WorkflowRoutes {
                 "Walk a workflow for a sample or real subscriber and trigger event on a simulated clock: the timeline with every decision and the rendered content; sends and stores nothing",
                 access: read, path: keyPath, body: WorkflowSchemas.dryRunRequest,
                 response: WorkflowSchemas.dryRunResponse,
-                errors: [.notFound], handler: { g, c in try await g.dryRunWorkflow(c) }),
-            GatewayRoute(
-                "GET", "/v1/settings", id: "getSettings",
-                "The tenant's workflow settings: quiet hours (in each subscriber's zone) and the default time zone",
-                access: read, response: WorkflowSchemas.settings, handler: { g, c in try await g.getSettings(c) }),
-            GatewayRoute(
-                "PATCH", "/v1/settings", id: "updateSettings",
-                "Change the tenant's quiet hours and default time zone (null removes one; absent keeps it)",
-                access: write, body: WorkflowSchemas.settingsPatch, response: WorkflowSchemas.settings,
-                handler: { g, c in try await g.updateSettings(c) })
+                errors: [.notFound], handler: { g, c in try await g.dryRunWorkflow(c) })
         ] + WorkflowRunRoutes.routes
     }
 
@@ -130,13 +121,15 @@ extension Gateway {
         let tenant = try context.tenant
         let key = try WorkflowRoutes.key(context)
         let definition: WorkflowDefinition
-        switch WorkflowDefinition.parse(try context.request.jsonBody()) {
+        let requestBody = try context.request.jsonBody()
+        switch WorkflowDefinition.parse(requestBody) {
         case .success(let d): definition = d
         case .failure(let rejection): throw rejection.apiError
         }
         let canonical = String(decoding: definition.canonicalJSON, as: UTF8.self)
         let digest = Data(Digest.sha256(definition.canonicalJSON))
         let (row, status, changed) = try await postgres.withTransaction { tx -> (PostgresRow, Int, Bool) in
+            try await WorkflowCategories.check(requestBody, tenant: tenant, on: tx)
             func current() async throws -> PostgresRow? {
                 try await tx.query(
                     """

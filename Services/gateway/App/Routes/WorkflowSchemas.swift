@@ -225,7 +225,9 @@ enum WorkflowSchemas {
                         "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
                     "policy": Schema.string(
                         "Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
-                    "title": text, "subtitle": text, "body": text, "sound": text, "category": text, "threadId": text,
+                    "title": text, "subtitle": text, "body": text, "sound": text,
+                    "category": CategoryRoutes.reference("The send policy's category (also aps.category)"),
+                    "threadId": text,
                     "deepLink": templated(MessageContent.deepLinkRule), "image": templated(MessageContent.imageRule),
                     "data": Schema.anyObject,
                     "action": Schema.object(
@@ -387,19 +389,4 @@ enum WorkflowSchemas {
         ],
         required: ["key", "version", "triggerMatches", "status", "failure", "startedAt", "endedAt", "timeline", "steps"]
     )
-
-    static let settings = Schema.object(
-        [
-            "quietHours": Schema.nullable(TenantRoutes.quietHours),
-            "defaultTimezone": Schema.nullable(
-                Schema.adding(
-                    ["description": "IANA zone for subscribers without one (else UTC)"],
-                    to: Schema.timezone))
-        ], required: ["quietHours", "defaultTimezone"])
-
-    static let settingsPatch = Schema.object(
-        [
-            "quietHours": Schema.nullable(TenantRoutes.quietHours),
-            "defaultTimezone": Schema.nullable(Schema.timezone)
-        ], description: "Members left out keep their value; null removes one")
 }

@@ -6,7 +6,7 @@ import { vocabulary } from './vocabulary.js';
 
 /** The badge tone of every value of each vocabulary drawn as a badge (good, info, warn, bad, muted). */
 export const TONES = {
-  deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad' },
+  deliveryStatus: { queued: 'muted', sending: 'info', sent: 'good', failed: 'bad', expired: 'warn', invalid_token: 'bad', suppressed: 'muted' },
   messageStatus: { queued: 'muted', fanning_out: 'info', fanned_out: 'info', completed: 'good', failed: 'bad' },
   workflowRunStatus: { running: 'info', completed: 'good', cancelled: 'warn', failed: 'bad', throttled: 'warn' },
   workflowStepStatus: { running: 'info', done: 'good', interrupted: 'bad' },
@@ -53,13 +53,15 @@ export function choices(name, all = 'All') {
 }
 
 /**
- * Delivery statuses by where they stand: still on their way, sent, or ended without reaching
- * APNs's acceptance. Every delivery status is in exactly one group.
+ * Delivery statuses by where they stand: still on their way, sent, ended without reaching
+ * APNs's acceptance, or held back by the send policy (no APNs request; not a failure). Every
+ * delivery status is in exactly one group.
  */
 export const DELIVERY = {
   pending: ['queued', 'sending'],
   sent: ['sent'],
   failed: ['failed', 'expired', 'invalid_token'],
+  suppressed: ['suppressed'],
 };
 
 /**

@@ -1,0 +1,22 @@
+import BuzzKitPostgres
+
+/// The send policy's one owner: every statement on `categories`, `policy_settings`,
+/// `frequency_caps`, `subscriber_preferences`, `subscriber_category_preferences`,
+/// `subscriber_preference_changes` and `frequency_cap_counters` (migration 0021) lives in this
+/// module, whichever process runs it. docs/policy.md has the whole picture.
+///
+/// | facet | who calls it | what it does |
+/// |---|---|---|
+/// | `putCategory`, `category`, `categories`, `deleteCategory` | the gateway (`/v1/categories`) | the tenant's categories; a category in use (an enabled workflow's send, the default category, a cap) is not deleted (409 `category_in_use`) |
+/// | `missingCategories` | the gateway (a message, a workflow's save or enable) | which named categories do not exist (422), optionally locking the others until the caller's transaction ends |
+/// | `settings`, `replaceSettings` | the gateway (`/v1/settings`) | the default category and the frequency caps |
+/// | `preferences`, `changePreferences`, `preferenceHistory` | the gateway (`/v1/subscribers/{id}/preferences`) | a subscriber's choices, each change kept with its time and source |
+/// | `decide` | apns-sender (each chunk), the workflow service (each send step) | whether each (message, subscriber) goes out or why not; one statement per chunk, caps counted exactly under concurrency |
+/// | `evaluate` | the gateway (a workflow's dry run) | the same decision, read only: counts nothing |
+public struct Policy: Sendable {
+    public let postgres: PostgresClient
+
+    public init(postgres: PostgresClient) {
+        self.postgres = postgres
+    }
+}
