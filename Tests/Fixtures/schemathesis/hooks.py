@@ -34,7 +34,12 @@ schemathesis each one, and nothing else:
   empty string) only when BUZZKIT_SCHEMATHESIS_CURSOR=empty. Untaught, schemathesis sends other
   values, the gateway answers 422, and the test accepts exactly that finding: the documented exception.
 
-No request is filtered or rewritten: a request the document calls valid goes out as generated.
+- x-max-utf8-bytes, the document's one keyword of its own: a string's limit in bytes of UTF-8
+  (APNs counts a collapse id in bytes), which JSON Schema cannot state (its maxLength counts code
+  points). A body with a longer string is not drawn (`filter_body`): schemathesis knows only
+  maxLength, and 64 code points of Greek are 128 bytes.
+
+No other request is filtered or rewritten: a request the document calls valid goes out as generated.
 The one exception keeps the run standing: it does not revoke its own API keys
 (BUZZKIT_SCHEMATHESIS_KEEP_KEYS), which would turn the rest of the run into 401s.
 """
@@ -161,6 +166,49 @@ schemathesis.openapi.format(
         [],
     ),
 )
+
+
+def _within_utf8_limits(schema, value, document, depth=0):
+    """False when `value` holds a string longer in UTF-8 than an x-max-utf8-bytes of `schema`
+    (references resolved; every branch of a oneOf / anyOf / allOf is held to its limits)."""
+    if depth > 40 or not isinstance(schema, dict):
+        return True
+    while "$ref" in schema:
+        node = document
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        schema = node
+    limit = schema.get("x-max-utf8-bytes")
+    if isinstance(value, str) and limit is not None and len(value.encode("utf-8")) > limit:
+        return False
+    for key in ("oneOf", "anyOf", "allOf"):
+        for branch in schema.get(key, []):
+            if not _within_utf8_limits(branch, value, document, depth + 1):
+                return False
+    for key in ("then", "else"):
+        if key in schema and not _within_utf8_limits(schema[key], value, document, depth + 1):
+            return False
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        for name, member in value.items():
+            member_schema = properties.get(name, extra if isinstance(extra, dict) else None)
+            if member_schema is not None and not _within_utf8_limits(member_schema, member, document, depth + 1):
+                return False
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return all(_within_utf8_limits(schema["items"], item, document, depth + 1) for item in value)
+    return True
+
+
+@schemathesis.hook
+def filter_body(context, body):
+    """Bodies within the document's x-max-utf8-bytes limits only (see above)."""
+    operation = context.operation
+    if operation is None:
+        return True
+    content = (operation.definition.raw.get("requestBody") or {}).get("content", {})
+    schema = (content.get("application/json") or {}).get("schema")
+    return schema is None or _within_utf8_limits(schema, body, operation.schema.raw_schema)
 
 
 @schemathesis.hook
