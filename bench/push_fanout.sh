@@ -19,6 +19,12 @@
 # .build-release-push; BK_BIN_DIR=DIR runs the release binaries in DIR instead (another
 # checkout's: before/after; builds without the transport setting run their own client each
 # round); BK_PUSH_WALDUMP=1 prints the WAL of each send by record type (pg_waldump --stats=record).
+# BK_PUSH_POLICY=1 (issue 26's figure) adds, after the transport rounds, two rounds on the last
+# transport: the same send again without a category, then one in category `news`, which a third of
+# the subscribers switched off, under a cap of 3 a day per subscriber that already counts two earlier
+# sends (so the cap is read, locked and appended for every other subscriber, and lets them through);
+# it prints both rounds' CPU per device, the ratio (goal <= 1.10) and the APNs requests of each
+# (the suppressed third must cost none).
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -115,12 +121,32 @@ recorded() {
   echo "$total"
 }
 
-# send_round TRANSPORT: one message to the topic with the replicas on TRANSPORT; appends the
-# round's summary line to SUMMARY.
+# seed_policy: category `news` (enabled by default), switched off by every third subscriber; a cap
+# of 3 a day on it; two earlier `news` sends counted for every subscriber an hour ago.
+seed_policy() {
+  "${PSQL[@]}" <<SQL
+INSERT INTO categories (tenant_id, key, name) VALUES ('$BUZZKIT_TENANT', 'news', 'News');
+INSERT INTO subscriber_category_preferences (tenant_id, subscriber_id, category_key, enabled)
+  SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0'), 'news', false FROM generate_series(3, $DEVICES, 3) n;
+INSERT INTO frequency_caps (tenant_id, position, category_key, max_count, window_seconds)
+  VALUES ('$BUZZKIT_TENANT', 0, 'news', 3, 86400);
+INSERT INTO frequency_cap_counters (tenant_id, subscriber_id, sends)
+  SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0'),
+         ARRAY[(now() - interval '1 hour', 'news', gen_random_uuid())::bk_cap_send,
+               (now() - interval '50 minutes', 'news', gen_random_uuid())::bk_cap_send]
+  FROM generate_series(1, $DEVICES) n;
+ANALYZE;
+SQL
+}
+
+# send_round TRANSPORT [CATEGORY]: one message to the topic with the replicas on TRANSPORT (in
+# CATEGORY when given); appends the round's summary line to SUMMARY.
 SUMMARY=()
 round=0
 send_round() {
-  local transport="$1" id reply deadline done_count t0 t1 sent rps cpu0 cpu1 wal0 wal1 wal_bytes line
+  local transport="$1" category="${2:-}" id reply deadline done_count t0 t1 sent rps cpu0 cpu1 wal0 wal1 wal_bytes line
+  local body='{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}'
+  if [ -n "$category" ]; then body="$body,\"category\":\"$category\"}"; else body="$body}"; fi
   round=$(( round + 1 ))
   start_senders "$transport"
   bk_log "round $round ($transport): one message to topic 'everyone' ($(bench_load_note))"
@@ -135,7 +161,7 @@ send_round() {
   fi
   t0="$(date +%s.%N)"
   reply="$(curl -sf -X POST "http://127.0.0.1:$GWPORT/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
-    -H 'Content-Type: application/json' -d '{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}}')"
+    -H 'Content-Type: application/json' -d "$body")"
   id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$reply")"
   deadline=$(( $(date +%s) + 300 ))
   while :; do
@@ -168,18 +194,20 @@ for size, kind, count in sorted(rows, reverse=True)[:10]:
     print("WAL: %s %d records, %.0f bytes per delivery" % (kind, count, size / n))
 ' "$DEVICES" >&2 || true
   fi
-  line="$(python3 - "$cpu0" "$cpu1" "$DEVICES" "$wal_bytes" "$(getconf CLK_TCK)" "$transport" "$rps" "$sent" "$t0" "$t1" <<'PY'
+  suppressed="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$id' AND status = 'suppressed'")"
+  line="$(python3 - "$cpu0" "$cpu1" "$DEVICES" "$wal_bytes" "$(getconf CLK_TCK)" "$transport${category:++$category}" "$rps" "$sent" "$t0" "$t1" "$suppressed" <<'PY'
 import sys
 a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
 n, wal, hz, transport, rps, sent = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], int(sys.argv[7]), int(sys.argv[8])
+suppressed = int(sys.argv[11])
 elapsed = float(sys.argv[10]) - float(sys.argv[9])
 names = ["postgres", "apns-sender x2", "apns-sim", "redis", "gateway"]
 per = [(y - x) / hz * 1e6 / n for x, y in zip(a, b)]
 ours = sum(per[:5])
 machine = per[5]
-print("%-8s %6d deliveries/s (%d sent); CPU per delivery (us): %s; stack %.0f, whole machine %.0f (others %.0f); WAL %.0f bytes"
-      % (transport, rps, sent, ", ".join("%s %.0f" % (name, v) for name, v in zip(names, per)), ours, machine,
-         max(0.0, machine - ours), wal / n))
+print("%-8s %6d deliveries/s (%d sent, %d suppressed); CPU per delivery (us): %s; stack %.0f, whole machine %.0f (others %.0f); WAL %.0f bytes"
+      % (transport, rps, sent, suppressed, ", ".join("%s %.0f" % (name, v) for name, v in zip(names, per)), ours,
+         machine, max(0.0, machine - ours), wal / n))
 PY
 )"
   echo "$line" >&2
@@ -190,6 +218,12 @@ SELECT 'attempts without an answer: ' || count(*) || ' ' || coalesce(a.error, ''
 SELECT 'APNs latency ms p50 / p90 / p99 / max: ' || array_to_string(percentile_disc(ARRAY[0.5, 0.9, 0.99, 1])
   WITHIN GROUP (ORDER BY a.latency_ms), ' / ') FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.message_id = '$id';
 SQL
+  # APNs requests this round (both replicas; they restart every round, so their counters start at 0).
+  APNS_REQUESTS=0
+  for port in "${SENDER_PORTS[@]}"; do
+    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^bk_apns_requests_total / {print int($2)}')"
+    APNS_REQUESTS=$(( APNS_REQUESTS + ${n:-0} ))
+  done
   # Where a chunk's time went, per replica (from /metrics; read after the run, so it costs it nothing).
   for port in "${SENDER_PORTS[@]}"; do
     curl -sf "http://127.0.0.1:$port/metrics" | python3 -c '
@@ -217,6 +251,14 @@ print(line)
 }
 
 for transport in $TRANSPORTS; do send_round "$transport"; done
+if [ -n "${BK_PUSH_POLICY:-}" ]; then
+  bk_log "policy rounds: seeding category 'news' (a third switched off), a cap of 3 a day, two earlier sends each"
+  seed_policy
+  send_round "$transport"
+  REQUESTS_PLAIN="$APNS_REQUESTS"
+  send_round "$transport" news
+  REQUESTS_POLICY="$APNS_REQUESTS"
+fi
 grep 'connection closed' "$WORK/sim.out" | sort | uniq -c | sed 's/^/apns-sim: /' >&2 || true
 kill "$GW_PID" 2>/dev/null || true; wait "$GW_PID" 2>/dev/null || true
 # Every backend of the services has exited now, and a backend flushes its statistics when it exits.
@@ -244,3 +286,15 @@ for line in sys.argv[2:]:
     print("  %-8s %.1f%% of the simulator ceiling; senders %.0f us per delivery (goal: <= 25, stack <= 70, >= 28000/s)"
           % (transport, 100.0 * rps / ceiling, sender))
 PY
+if [ -n "${BK_PUSH_POLICY:-}" ]; then
+  python3 - "${SUMMARY[-2]}" "${SUMMARY[-1]}" "$REQUESTS_PLAIN" "$REQUESTS_POLICY" "$DEVICES" <<'PY'
+import re, sys
+plain, policy = sys.argv[1], sys.argv[2]
+requests_plain, requests_policy, devices = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+stack = lambda line: float(re.search(r"stack (\d+)", line).group(1))
+print("send policy: stack CPU per device %.0f us without a category, %.0f us in 'news' (a third suppressed): "
+      "ratio %.2f (goal <= 1.10); APNs requests %d and %d (suppressed third: %d requests saved of %d devices)"
+      % (stack(plain), stack(policy), stack(policy) / stack(plain), requests_plain, requests_policy,
+         requests_plain - requests_policy, devices))
+PY
+fi
