@@ -41,7 +41,9 @@ extension Policy {
     /// 1. its category: the one it names when the tenant has it, else the default category;
     /// 2. a critical category goes out, uncounted;
     /// 3. `all: false` → `unsubscribed`; the category off (chosen, or by default) → `category_disabled`;
-    /// 4. when the tenant has caps: the subscriber's counter row is locked (subscribers in order,
+    /// 4. when a cap counts it (one of its category, or one without a category; a push no cap
+    ///    counts touches no counter, so a tenant capping `marketing` pays nothing more for its
+    ///    other pushes): the subscriber's counter row is locked (subscribers in order,
     ///    so replicas never wait on each other in a circle) and each of its candidates, in order,
     ///    is let through and appended if every cap counting it has a slot left, else
     ///    `frequency_capped`. A message already counted for the subscriber goes out again (a
@@ -186,25 +188,27 @@ extension Policy {
                        CASE WHEN g.critical THEN NULL
                             WHEN NOT coalesce(sp.all_enabled, true) THEN 'unsubscribed'
                             WHEN NOT coalesce(cp.enabled, g.default_enabled) THEN 'category_disabled'
-                       END AS reason
-                FROM pairs p JOIN governing g ON g.c IS NOT DISTINCT FROM p.c
+                       END AS reason,
+                       NOT g.critical AND EXISTS (
+                           SELECT 1 FROM unnest(st.cap_categories) k WHERE k IS NULL OR k = g.category
+                       ) AS capped
+                FROM pairs p JOIN governing g ON g.c IS NOT DISTINCT FROM p.c CROSS JOIN settings st
                 LEFT JOIN subscriber_preferences sp ON sp.tenant_id = $1::uuid AND sp.subscriber_id = p.s
                 LEFT JOIN subscriber_category_preferences cp
                        ON cp.tenant_id = $1::uuid AND cp.subscriber_id = p.s AND cp.category_key = g.category
             ), wanted AS (
                 SELECT d.s, array_agg(ROW($5::timestamptz, d.category, d.m)::bk_cap_send ORDER BY d.n) AS candidates
-                FROM decided d CROSS JOIN settings st
-                WHERE d.reason IS NULL AND NOT d.critical AND st.cap_limits IS NOT NULL
+                FROM decided d
+                WHERE d.reason IS NULL AND d.capped
                 GROUP BY d.s
             ), \(counted)
             SELECT d.n, d.category, d.critical,
                    coalesce(d.reason, CASE
-                       WHEN w.s IS NULL THEN NULL
+                       WHEN NOT d.capped THEN NULL
                        WHEN c.subscriber_id IS NULL THEN '\(uncounted)'
                        WHEN EXISTS (SELECT 1 FROM unnest(c.sends) x WHERE x.message = d.m) THEN NULL
                        ELSE 'frequency_capped' END)
             FROM decided d
-            LEFT JOIN wanted w ON w.s = d.s
             LEFT JOIN counted c ON c.subscriber_id = d.s
             ORDER BY d.n
             """

@@ -125,6 +125,51 @@ struct PolicyEndToEndTests {
         try outcome.get()
     }
 
+    /// A cap on one category counts that category only: the tenant's other pushes (another
+    /// category, none) go out without touching a counter row, also beside a capped push to the same
+    /// subscriber in the same decision.
+    @Test("a category's cap counts that category only; other pushes touch no counter")
+    func aCategoryCapCountsOnlyItsCategory() async throws {
+        let schema = try await MigratedSchema.start("policycat", poolSize: 2)
+        let outcome: Result<Void, any Error>
+        do {
+            let postgres = schema.postgres
+            let tenant = try await schema.makeTenant()
+            try await postgres.execute(
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, 'busy'), ($1::uuid, 'calm')", [tenant])
+            try await postgres.execute(
+                "INSERT INTO categories (tenant_id, key, name) VALUES ($1::uuid, 'news', 'News'), ($1::uuid, 'other', 'Other')",
+                [tenant])
+            try await postgres.withTransaction { tx in
+                try await Policy.changeSettings(
+                    tenant: tenant, defaultCategory: nil,
+                    frequencyCaps: [FrequencyCap(category: "news", limit: 1, window: .day)], on: tx)
+            }
+            let news = [UUID(), UUID()].map { PolicyCandidate(messageId: $0, subscriberId: "busy", category: "news") }
+            let other = PolicyCandidate(messageId: UUID(), subscriberId: "busy", category: "other")
+            let plain = PolicyCandidate(messageId: UUID(), subscriberId: "busy", category: nil)
+            let calm = PolicyCandidate(messageId: UUID(), subscriberId: "calm", category: "other")
+            let verdicts = try await Policy(postgres: postgres).decide(news + [other, plain, calm], tenant: tenant)
+            #expect(verdicts[news[0]]?.suppressed == nil)
+            #expect(verdicts[news[1]]?.suppressed == .frequencyCapped)
+            #expect(verdicts[other]?.suppressed == nil && verdicts[plain]?.suppressed == nil)
+            #expect(verdicts[calm]?.suppressed == nil)
+            let counters = try await postgres.query(
+                """
+                SELECT subscriber_id, array_length(sends, 1) FROM frequency_cap_counters
+                WHERE tenant_id = $1::uuid ORDER BY subscriber_id
+                """, [tenant])
+            #expect(counters.count == 1)
+            #expect(try counters.first?.decode(String.self, at: 0) == "busy")
+            #expect(try counters.first?.decode(Int.self, at: 1) == 1)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        await schema.stop()
+        try outcome.get()
+    }
+
     static func race(_ postgres: PostgresClient) async throws {
         let tenant = UUID()
         try await postgres.execute(
