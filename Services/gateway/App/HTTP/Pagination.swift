@@ -39,6 +39,17 @@ struct Page {
 
     static func cursor(for key: String) -> String { Base64URL.encode(Array(("k:" + key).utf8)) }
 
+    /// The cursor of a list ordered by a positive bigint id (newest first), nil on the first page:
+    /// a cursor that decodes but holds no such id is refused like any other foreign cursor.
+    func idCursor() throws(APIError) -> Int64? {
+        guard let after else { return nil }
+        guard let id = Int64(after), id > 0 else {
+            try Validator.throwIfAny([ValidationIssue(path: "cursor", message: "is not a cursor this API returned")])
+            return nil
+        }
+        return id
+    }
+
     /// The list response. `rows` was fetched with `limit + 1` rows to learn whether more exist.
     func response(_ rows: [[String: JSONValue]], key: (([String: JSONValue]) -> String)) -> Response {
         let hasMore = rows.count > limit

@@ -63,6 +63,13 @@ struct Validator {
         return text
     }
 
+    /// A PATCH's nullable string field: nil when absent (unchanged), `.some(nil)` when null
+    /// (cleared), else the value checked against `rule`.
+    mutating func patchString(_ name: String, rule: TextRule) -> String?? {
+        guard has(name) else { return nil }
+        return isNull(name) ? .some(nil) : .some(string(name, rule: rule))
+    }
+
     /// A string field of `1...maxLength` characters, then `check` (nil: fine, else the problem).
     /// Prefer `string(_:required:rule:)`: a `TextRule` is what the document states as well.
     mutating func string(

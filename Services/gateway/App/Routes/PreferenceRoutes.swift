@@ -200,15 +200,7 @@ extension Gateway {
         let tenant = try context.tenant
         let subscriber = try PreferenceRoutes.subscriber(context)
         let page = try Page(context.request)
-        var before: Int64?
-        if let after = page.after {
-            guard let id = Int64(after) else {
-                try Validator.throwIfAny([ValidationIssue(path: "cursor", message: "is not a cursor this API returned")]
-                )
-                return .json(nil)
-            }
-            before = id
-        }
+        let before = try page.idCursor()
         let changes = try await policy.preferenceHistory(
             tenant: tenant, subscriber: subscriber, before: before, limit: page.limit + 1)
         if changes.isEmpty && before == nil,

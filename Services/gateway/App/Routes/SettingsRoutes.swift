@@ -171,20 +171,8 @@ extension Gateway {
                 quiet = (start, end)
             }
         }
-        var zone: String??
-        if v.has("defaultTimezone") {
-            zone =
-                v.isNull("defaultTimezone")
-                ? .some(nil)
-                : .some(v.string("defaultTimezone", rule: FieldRules.timezoneRule))
-        }
-        var defaultCategory: String??
-        if v.has("defaultCategory") {
-            defaultCategory =
-                v.isNull("defaultCategory")
-                ? .some(nil)
-                : .some(v.string("defaultCategory", rule: FieldRules.keyRule))
-        }
+        let zone = v.patchString("defaultTimezone", rule: FieldRules.timezoneRule)
+        let defaultCategory = v.patchString("defaultCategory", rule: FieldRules.keyRule)
         var caps: [FrequencyCap]?
         if v.has("frequencyCaps") { caps = Self.frequencyCaps(&v) }
         try v.check()

@@ -112,10 +112,7 @@ extension Gateway {
         var change = WebhookEndpointStore.Change()
         change.url = try await webhookURL(&v, required: false)
         change.events = webhookEvents(&v, required: false)
-        if v.has("description") {
-            change.description =
-                v.isNull("description") ? .some(nil) : v.string("description", rule: WebhookSchemas.descriptionRule)
-        }
+        change.description = v.patchString("description", rule: WebhookSchemas.descriptionRule)
         if v.has("enabled") {
             if v.isNull("enabled") {
                 v.add("enabled", "must be true or false")
@@ -171,15 +168,7 @@ extension Gateway {
         let tenant = try context.tenant
         let id = try WebhookRoutes.endpointID(context)
         let page = try Page(context.request)
-        var before: Int64?
-        if let after = page.after {
-            guard let value = Int64(after), value > 0 else {
-                throw ValidationIssue.apiError(
-                    [ValidationIssue(path: "cursor", message: "is not a cursor this API returned")],
-                    message: "the request is invalid: 1 field is invalid")
-            }
-            before = value
-        }
+        let before = try page.idCursor()
         guard
             let (records, next) = try await webhookEndpoints.attempts(
                 tenantId: tenant, endpointId: id, before: before, limit: page.limit)
