@@ -79,6 +79,12 @@ struct ErasureEndToEndTests {
                 "INSERT INTO subscriber_aliases (tenant_id, anonymous_id, subscriber_id) VALUES ($1::uuid, $2, $3)",
                 [stack.tenantID, anonymous, person])
             try await stack.subscribe([person, keeper], topic: "news")
+            // A preference (its row and its history name the person); none of the sends below is
+            // in that category.
+            #expect(try await stack.api("PUT", "/v1/categories/offers", body: ["name": "Offers"]).status == 201)
+            let preference = try await stack.api(
+                "PUT", "/v1/subscribers/\(person)/preferences", body: ["categories": ["offers": false]])
+            #expect(preference.status == 200, "\(preference.envelope)")
 
             // Workflow runs: one that sends (its title names the person), one digest left open.
             try await stack.putWorkflow("welcome", Self.welcome)
