@@ -44,6 +44,9 @@ struct WorkflowPolicyEndToEndTests {
     func suppressedStepGoesOn() async throws {
         try await withStack { stack, _ in
             #expect(try await stack.api("PUT", "/v1/categories/offers", body: ["name": "Offers"]).status == 201)
+            #expect(
+                try await stack.api("PATCH", "/v1/settings", body: ["frequencyCaps": [["limit": 5, "window": "1d"]]])
+                    .status == 200)
             let token = PushStack.token()
             try await stack.addSubscriber("alice", tokens: [token])
             #expect(
@@ -74,6 +77,15 @@ struct WorkflowPolicyEndToEndTests {
             #expect(deliveries.first?["suppressedReason"] == "category_disabled")
             let pushes = try await stack.alerts(token, atLeast: 1)
             #expect(pushes.map { $0["aps"]?["alert"]?["title"] } == ["Your cart"])
+            // Counted once, by the workflow service: the push let through; the suppressed one not.
+            let plain = try #require(byStep["plain"]?["messageIds"]?.arrayValue?.first?.stringValue)
+            let counted = try await stack.postgres.query(
+                """
+                SELECT array_agg((x).message::text) FROM frequency_cap_counters f, unnest(f.sends) AS x
+                WHERE f.tenant_id = $1::uuid AND f.subscriber_id = 'alice'
+                """, [stack.tenantID]
+            ).first?.decode([String]?.self)
+            #expect(counted == .some([plain]), "\(String(describing: counted))")
         }
     }
 
