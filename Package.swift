@@ -175,7 +175,8 @@ let package = Package(
             name: "WorkflowApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime", "BuzzKitLedger"
+                "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime", "BuzzKitLedger",
+                "BuzzKitPolicy"
             ],
             path: "Services/workflow/App"),
         .executableTarget(name: "Workflow", dependencies: ["WorkflowApp"], path: "Services/workflow/Main"),

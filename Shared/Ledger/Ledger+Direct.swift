@@ -16,6 +16,9 @@ extension Ledger {
         /// Its tenant's chunk, claimed by the caller; nil when the message has no active device.
         public var chunkId: UUID?
         public var devices: [ChunkDevice]
+        /// The send policy decided by its sender already (a workflow's send step): nil, or
+        /// `(suppressed reason or nil)` to apply to every device without deciding again.
+        public var decided: SuppressionReason?? = nil
     }
 
     /// ONE statement takes every `queued` message of `ids` (of tenants that can send) naming at
@@ -50,7 +53,8 @@ extension Ledger {
                 DirectMessage(
                     id: message, tenantId: try row.decode(UUID.self, at: 1),
                     content: try row.decode(JSONValue.self, at: 2), createdAt: try row.decode(Date.self, at: 3),
-                    kind: try row.decode(String.self, at: 4), chunkId: chunkId, devices: devices))
+                    kind: try row.decode(String.self, at: 4), chunkId: chunkId, devices: devices,
+                    decided: try Self.decidedPolicy(row, at: 9)))
         }
         // Committed already, their chunks claimed: a failure here must not stop the sends. The
         // outbox sweeper completes what this leaves (`completeStragglers`).
@@ -63,10 +67,18 @@ extension Ledger {
         return taken
     }
 
+    /// `messages.policy_decided_at` and `suppressed_reason` at `index` and the next column: nil
+    /// when the sender did not decide, else its decision (nil: let through).
+    public static func decidedPolicy(_ row: PostgresRow, at index: Int) throws -> SuppressionReason?? {
+        guard try row.decode(Date?.self, at: index) != nil else { return nil }
+        return .some(try row.decode(String?.self, at: index + 1).flatMap(SuppressionReason.init(rawValue:)))
+    }
+
     /// $1 the batch's message ids (of tenants that can send), $2 this replica, $3 the most
     /// subscribers a direct message names. One row per message taken, in the order of $1: id,
-    /// tenant, content, created_at, kind, its tenant's chunk (NULL without an active device), and
-    /// its devices' tokens, subscriber ids and environments (in the chunk's order).
+    /// tenant, content, created_at, kind, its tenant's chunk (NULL without an active device), its
+    /// devices' tokens, subscriber ids and environments (in the chunk's order), and the policy its
+    /// sender decided (`policy_decided_at`, `suppressed_reason`).
     ///
     /// `m` locks the messages it takes (`SKIP LOCKED`: one replica per message); a message
     /// already past `queued` or naming more subscribers is not taken.
@@ -81,7 +93,7 @@ extension Ledger {
     static let takeSQL = """
         WITH m AS MATERIALIZED (
             SELECT x.id, x.tenant_id, x.target, x.environment, x.content, x.created_at, x.kind,
-                   array_position($1::uuid[], x.id) AS n
+                   x.policy_decided_at, x.suppressed_reason, array_position($1::uuid[], x.id) AS n
             FROM messages x
             WHERE x.id = ANY($1::uuid[]) AND (x.status = 'queued') IS TRUE
               AND jsonb_typeof(x.target->'to') = 'array' AND jsonb_array_length(x.target->'to') <= $3
@@ -116,7 +128,8 @@ extension Ledger {
             RETURNING x.id
         )
         SELECT m.id, m.tenant_id, m.content, m.created_at, m.kind,
-               CASE WHEN p.message_id IS NOT NULL THEN c.id END, p.tokens, p.subscribers, p.environments
+               CASE WHEN p.message_id IS NOT NULL THEN c.id END, p.tokens, p.subscribers, p.environments,
+               m.policy_decided_at, m.suppressed_reason
         FROM m JOIN done ON done.id = m.id
         LEFT JOIN per_message p ON p.message_id = m.id
         LEFT JOIN chunks c ON c.tenant_id = m.tenant_id

@@ -35,6 +35,11 @@ public struct WorkflowMessageInsert: Sendable {
     public var version: Int
     public var runId: UUID
     public var step: String
+    /// When the workflow service decided the send policy for this push (nil: apns-sender decides
+    /// per subscriber, as for local plans and cancels).
+    public var policyDecidedAt: Date?
+    /// That decision: nil lets it through, else every device's delivery is suppressed with it.
+    public var suppressedReason: SuppressionReason?
 
     public init(
         id: UUID, tenantId: UUID, subscriberId: String, kind: MessageKind = .push, content: JSONValue,
@@ -101,17 +106,19 @@ extension Ledger {
         let rows = try await tx.query(
             """
             INSERT INTO messages (id, tenant_id, target, content, kind, workflow_key, workflow_version, workflow_run_id,
-                                  workflow_step)
-            SELECT id, tenant, target::jsonb, content::jsonb, kind, key, version, run, step
+                                  workflow_step, policy_decided_at, suppressed_reason)
+            SELECT id, tenant, target::jsonb, content::jsonb, kind, key, version, run, step, decided, reason
             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::uuid[],
-                        $9::text[]) AS t(id, tenant, target, content, kind, key, version, run, step)
+                        $9::text[], $10::timestamptz[], $11::text[])
+                 AS t(id, tenant, target, content, kind, key, version, run, step, decided, reason)
             ON CONFLICT (id) DO NOTHING RETURNING id
             """,
             [
                 messages.map(\.id), messages.map(\.tenantId),
                 messages.map { MessageTarget.subscribers([$0.subscriberId]).jsonValue.jsonString },
                 messages.map(\.content.jsonString), messages.map(\.kind.rawValue), messages.map(\.workflowKey),
-                messages.map(\.version), messages.map(\.runId), messages.map(\.step)
+                messages.map(\.version), messages.map(\.runId), messages.map(\.step),
+                messages.map(\.policyDecidedAt), messages.map { $0.suppressedReason?.rawValue }
             ])
         return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
     }

@@ -13,6 +13,7 @@ import BuzzKitPostgres
 /// | `preferences`, `changePreferences`, `preferenceHistory` | the gateway (`/v1/subscribers/{id}/preferences`) | a subscriber's choices, each change kept with its time and source |
 /// | `decide` | apns-sender (each chunk), the workflow service (each send step) | whether each (message, subscriber) goes out or why not; one statement per chunk, caps counted exactly under concurrency |
 /// | `evaluate` | the gateway (a workflow's dry run) | the same decision, read only: counts nothing |
+/// | `lockCounters` | the workflow service (a claim, an event group) | locks the cap counters of the subscribers it may decide for, in order, before its first `decide` |
 public struct Policy: Sendable {
     public let postgres: PostgresClient
 

@@ -287,6 +287,40 @@ struct WorkflowEngineTests {
         #expect(elsewhere.sends.count == 1)
     }
 
+    @Test func dropInQuietHoursSuppressesTheSendAndTheRunGoesOn() {
+        let quiet = QuietHours(start: WallClockTime("22:00")!, end: WallClockTime("08:00")!)
+        let text = steps(
+            #"{"name": "s", "send": {"title": "Hi", "policy": "drop"}}, "#
+                + #"{"name": "b", "branch": {"if": {"suppressed": "s"}, "then": [{"name": "t", "exit": {}}]}}"#)
+        // 23:30 in Berlin: a message recorded suppressed (quiet_hours), no timer, the branch sees it.
+        var run = RunDriver(text, at: "2024-06-01T21:30:00Z", quietHours: quiet)
+        #expect(run.sends.map(\.suppressed) == [.quietHours] && run.state.timer == nil)
+        #expect(run.state.outcome("s")?.decision == .suppressed && run.state.outcome("s")?.suppressed == .quietHours)
+        #expect(run.state.receiptsFor != nil)
+        run.apply(.receipts([:]), at: "2024-06-01T21:30:00Z")
+        #expect(run.state.outcome("b")?.decision == .then && run.state.status == .completed)
+        // Outside quiet hours it is sent and left to the runtime's policy (not suppressed here).
+        var day = RunDriver(text, at: "2024-06-01T12:00:00Z", quietHours: quiet)
+        #expect(day.sends.map(\.suppressed) == [nil] && day.state.outcome("s")?.decision == .sent)
+        day.apply(.receipts([:]), at: "2024-06-01T12:00:00Z")
+        #expect(day.state.outcome("b")?.decision == .otherwise)
+    }
+
+    @Test func theRuntimesPolicyDecisionIsRecordedBeforeTheBranchReadsIt() {
+        var run = RunDriver(
+            steps(
+                #"{"name": "s", "send": {"title": "Hi", "category": "offers"}}, "#
+                    + #"{"name": "b", "branch": {"if": {"suppressed": "s"}, "then": [{"name": "t", "exit": {}}]}}"#),
+            at: "2024-06-01T12:00:00Z")
+        let id = run.sends.first?.messageId ?? ""
+        run.state = WorkflowEngine.recordPolicy(run.state, messageId: id, suppressed: .categoryDisabled)
+        #expect(run.state.outcome("s")?.decision == .suppressed)
+        #expect(run.state.outcome("s")?.reason?.hasPrefix("suppressed: category_disabled") == true)
+        #expect((try? WorkflowRunState(json: run.state.jsonValue)) == run.state)
+        run.apply(.receipts([:]), at: "2024-06-01T12:00:00Z")
+        #expect(run.state.outcome("b")?.decision == .then && run.state.status == .completed)
+    }
+
     @Test func templateMissesRenderEmptyAndAreReported() {
         let run = RunDriver(
             steps(

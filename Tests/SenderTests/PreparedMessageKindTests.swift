@@ -55,6 +55,25 @@ struct PreparedMessageKindTests {
         #expect(prepared.isExpired(now: expires.addingTimeInterval(1)))
     }
 
+    /// A push whose sender decided the policy (a workflow's send step) is not decided again: every
+    /// device gets the stored verdict; a silent workflow push never carries one.
+    @Test func aDecidedPushIsNotGovernedByThePolicyAgain() throws {
+        let undecided = try PreparedMessageCache.prepare(
+            id: id, kind: "push", contentJSON: ["title": "Hi"], createdAt: created, bundleId: "b")
+        #expect(undecided.governedByPolicy && undecided.decided == nil)
+        let through = try PreparedMessageCache.prepare(
+            id: id, kind: "push", contentJSON: ["title": "Hi"], createdAt: created, bundleId: "b", decided: .some(nil))
+        #expect(!through.governedByPolicy && through.decided == .some(nil))
+        let held = try PreparedMessageCache.prepare(
+            id: id, kind: "push", contentJSON: ["title": "Hi"], createdAt: created, bundleId: "b",
+            decided: .some(.quietHours))
+        #expect(!held.governedByPolicy && held.decided == .some(.quietHours))
+        let plan = try PreparedMessageCache.prepare(
+            id: id, kind: "local_cancel", contentJSON: ["cancel": ["runId": "r"]], createdAt: created, bundleId: "b",
+            decided: .some(.quietHours))
+        #expect(plan.decided == nil && !plan.governedByPolicy)
+    }
+
     @Test func aKindThisBuildDoesNotKnowIsUnsendable() {
         #expect(throws: UnsendableMessage.self) {
             try PreparedMessageCache.prepare(

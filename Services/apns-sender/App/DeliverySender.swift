@@ -18,6 +18,8 @@ import Foundation
 /// 3. The send policy decides the pushes left, ONE statement for the chunk (`Policy.decide`:
 ///    preferences, categories, frequency caps counted exactly under concurrency): a device whose
 ///    (message, subscriber) it holds back ends `suppressed` with the reason, with no APNs request.
+///    A message whose sender decided already (`messages.policy_decided_at`: a workflow's send
+///    step) gets that decision on every device and is neither decided nor counted again.
 /// 4. Every other device is pushed at once through the (team, environment) client: the first
 ///    attempts as ONE batch (`APNsClient.sendWithRetries(batch:)`), then `RetryPolicy` retries. Each
 ///    push carries the delivery's id as `apns-id` and the message's collapse id. A device named by
@@ -93,7 +95,8 @@ struct DeliverySender: Sendable {
                 continue
             }
             guard let message = state.message else { continue }
-            if let reason = verdicts[Self.candidate(device, message)]?.suppressed {
+            let decided = message.decided ?? verdicts[Self.candidate(device, message)]?.suppressed
+            if let reason = decided {
                 outcomes.append(DeliveryOutcome(device: device, suppressed: reason))
                 continue
             }

@@ -54,7 +54,7 @@ struct DirectMessages: Sendable {
                 // Unsendable content is the ledger's to record per device (message_invalid).
                 known[message.id] = try? PreparedMessageCache.prepare(
                     id: message.id, kind: message.kind, contentJSON: message.content, createdAt: message.createdAt,
-                    bundleId: apns.bundleId ?? "")
+                    bundleId: apns.bundleId ?? "", decided: message.decided)
             }
             if chunks[tenant] == nil {
                 chunks[tenant] = ClaimedChunk(id: chunkId, tenantId: tenant, messageId: nil, devices: [])

@@ -1,5 +1,6 @@
 import BuzzKitAPNs
 import BuzzKitContracts
+import BuzzKitLedger
 import BuzzKitPostgres
 import BuzzKitWire
 import Foundation
@@ -18,10 +19,15 @@ struct PreparedMessage: Sendable {
     /// The category the message names (pushes only): the send policy's (`Policy.decide`) and the
     /// notification's `aps.category`. nil: the tenant's default category governs it.
     var category: String? = nil
+    /// The policy its sender decided already (a workflow's send step, decided and counted with
+    /// the run): every device gets it and nothing is decided or counted again. nil: not decided;
+    /// `.some(nil)`: let through; `.some(reason)`: every delivery suppressed.
+    var decided: SuppressionReason?? = nil
 
-    /// Whether the send policy decides its deliveries: a tenant's push (a silent workflow push
-    /// that hands a plan to the device is not a notification a person opts out of).
-    var governedByPolicy: Bool { kind == .push }
+    /// Whether the send policy decides its deliveries here: a tenant's push its sender did not
+    /// decide (a silent workflow push that hands a plan to the device is not a notification a
+    /// person opts out of).
+    var governedByPolicy: Bool { kind == .push && decided == nil }
 
     /// True when `expiresAt` passed: deliveries end `expired` without being sent.
     func isExpired(now: Date) -> Bool { expiresAt.map { $0 < now } ?? false }
@@ -43,11 +49,15 @@ final class PreparedMessageCache: Sendable {
     func get(_ id: UUID, tenant: UUID, bundleId: String) async throws -> PreparedMessage? {
         if let hit = cache.withLock({ $0[id] }), hit.template.topic == bundleId { return hit }
         let rows = try await postgres.query(
-            "SELECT kind, content, created_at FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+            """
+            SELECT kind, content, created_at, policy_decided_at, suppressed_reason
+            FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid
+            """, [id, tenant])
         guard let row = rows.first else { return nil }
         let prepared = try Self.prepare(
             id: id, kind: try row.decode(String.self, at: 0), contentJSON: try row.decode(JSONValue.self, at: 1),
-            createdAt: try row.decode(Date.self, at: 2), bundleId: bundleId)
+            createdAt: try row.decode(Date.self, at: 2), bundleId: bundleId,
+            decided: try Ledger.decidedPolicy(row, at: 3))
         cache.withLock {
             if $0.count >= 1000 { $0.removeAll() }
             $0[id] = prepared
@@ -56,13 +66,17 @@ final class PreparedMessageCache: Sendable {
     }
 
     /// `prepare` for `messages.kind` as stored: a kind this build does not know is unsendable.
-    static func prepare(id: UUID, kind: String, contentJSON: JSONValue, createdAt: Date, bundleId: String) throws
-        -> PreparedMessage
-    {
+    static func prepare(
+        id: UUID, kind: String, contentJSON: JSONValue, createdAt: Date, bundleId: String,
+        decided: SuppressionReason?? = nil
+    ) throws -> PreparedMessage {
         guard let known = MessageKind(rawValue: kind) else {
             throw UnsendableMessage(description: "unknown message kind '\(kind)'")
         }
-        return try prepare(id: id, kind: known, contentJSON: contentJSON, createdAt: createdAt, bundleId: bundleId)
+        var prepared = try prepare(
+            id: id, kind: known, contentJSON: contentJSON, createdAt: createdAt, bundleId: bundleId)
+        if prepared.kind == .push { prepared.decided = decided }
+        return prepared
     }
 
     /// Builds the request every device of the message gets, by kind: a push re-validates its

@@ -1,6 +1,7 @@
 import BuzzKitContracts
 import BuzzKitCrypto
 import BuzzKitLedger
+import BuzzKitPolicy
 import BuzzKitPostgres
 import BuzzKitWire
 import BuzzKitWorkflowRuns
@@ -55,10 +56,15 @@ struct RunAdvancer {
                 break  // the state carries the timer, the awaited event and the status
             case .send(let send):
                 guard let id = UUID(uuidText: send.messageId) else { continue }
-                result.messages.append(
-                    message(
-                        id: id, subscriberId: send.subscriberId, kind: .push, content: send.contentJSON,
-                        step: send.step, state: result.state))
+                var row = message(
+                    id: id, subscriberId: send.subscriberId, kind: .push, content: send.contentJSON,
+                    step: send.step, state: result.state)
+                let suppressed = try await decidePolicy(send, messageId: id)
+                row.policyDecidedAt = environment.now
+                row.suppressedReason = suppressed
+                result.state = WorkflowEngine.recordPolicy(
+                    result.state, messageId: send.messageId, suppressed: suppressed)
+                result.messages.append(row)
             case .askReceipts(_, let messageIds):
                 let receipts = try await WorkflowRunStore.receipts(
                     on: connection, tenantId: tenantId,
@@ -119,6 +125,19 @@ struct RunAdvancer {
                 result.state, definition: definition, input: input, environment: environment)
             try await apply(next, to: &result)
         }
+    }
+
+    /// The send policy for a push of this run, decided (and counted against the caps) in the
+    /// caller's transaction, so the counters and the message row commit or roll back together;
+    /// apns-sender applies it to every device and does not decide again. A step the engine
+    /// decided already (`policy: "drop"` in quiet hours) is not asked about: nothing is counted.
+    /// A step redone after a crash names the same message, which the counters let through again.
+    private func decidePolicy(_ send: WorkflowSendAction, messageId: UUID) async throws -> SuppressionReason? {
+        if let decided = send.suppressed { return decided }
+        let candidate = PolicyCandidate(
+            messageId: messageId, subscriberId: send.subscriberId, category: send.content.category)
+        let verdicts = try await Policy.decide([candidate], tenant: tenantId, now: environment.now, on: connection)
+        return verdicts[candidate]?.suppressed
     }
 
     /// A message row of this run's (`kind` decides how the sender builds the push).

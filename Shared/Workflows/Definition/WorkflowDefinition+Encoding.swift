@@ -96,6 +96,7 @@ extension WorkflowCondition {
         case .opened(let s): ["opened": .string(s)]
         case .delivered(let s): ["delivered": .string(s)]
         case .matched(let s): ["matched": .string(s)]
+        case .suppressed(let s): ["suppressed": .string(s)]
         case .all(let items): ["all": .array(items.map(\.jsonValue))]
         case .any(let items): ["any": .array(items.map(\.jsonValue))]
         case .not(let inner): ["not": inner.jsonValue]

@@ -402,7 +402,7 @@ struct DefinitionReader {
     }
 
     private mutating func condition(_ value: JSONValue?, _ path: String, depth: Int) -> WorkflowCondition? {
-        let forms = "an expression string or one of {opened}, {delivered}, {matched}, {all}, {any}, {not}"
+        let forms = "an expression string or one of {opened}, {delivered}, {matched}, {suppressed}, {all}, {any}, {not}"
         guard depth <= WorkflowLimits.maxConditionDepth else {
             add(path, "conditions nested deeper than \(WorkflowLimits.maxConditionDepth) levels")
             return nil
@@ -421,12 +421,17 @@ struct DefinitionReader {
             let (key, inner) = o.first!
             let p = join(path, key)
             switch key {
-            case "opened", "delivered", "matched":
+            case "opened", "delivered", "matched", "suppressed":
                 guard case .string(let step) = inner, !step.isEmpty else {
                     add(p, "must be the name of a step")
                     return nil
                 }
-                return key == "opened" ? .opened(step) : key == "delivered" ? .delivered(step) : .matched(step)
+                switch key {
+                case "opened": return .opened(step)
+                case "delivered": return .delivered(step)
+                case "suppressed": return .suppressed(step)
+                default: return .matched(step)
+                }
             case "all", "any":
                 guard case .array(let items) = inner, !items.isEmpty else {
                     add(p, "must be a non-empty array of conditions")
@@ -560,10 +565,14 @@ struct DefinitionReader {
         } else if o["deliver"].map({ !$0.isNull }) ?? false {
             deliver = nil
         }
+        // A local window's plan is already on the device: nothing is there to drop.
+        if deliver == .local, o["policy"]?.stringValue == QuietHoursPolicy.drop.rawValue {
+            add(join(path, "policy"), "\"drop\" is for push sends only (a local send may respect or ignore)")
+        }
         var policy: QuietHoursPolicy? = .respect
         if let text = string(o, "policy", path, required: false) {
             policy = QuietHoursPolicy(rawValue: text)
-            if policy == nil { add(join(path, "policy"), "must be \"respect\" or \"ignore\"") }
+            if policy == nil { add(join(path, "policy"), "must be \"respect\", \"ignore\" or \"drop\"") }
         } else if o["policy"].map({ !$0.isNull }) ?? false {
             policy = nil
         }

@@ -38,9 +38,12 @@ extension DefinitionReader {
         switch condition {
         case .expression(let e):
             checkStepPaths(e.expression, path, at: step, index)
-        case .opened(let name), .delivered(let name):
-            let key = if case .opened = condition { "opened" } else { "delivered" }
-            checkNamed(name, path + "." + key, at: step, index, kind: .send)
+        case .opened(let name):
+            checkNamed(name, path + ".opened", at: step, index, kind: .send)
+        case .delivered(let name):
+            checkNamed(name, path + ".delivered", at: step, index, kind: .send)
+        case .suppressed(let name):
+            checkNamed(name, path + ".suppressed", at: step, index, kind: .send)
         case .matched(let name):
             checkNamed(name, path + ".matched", at: step, index, kind: .waitFor)
         case .all(let items):

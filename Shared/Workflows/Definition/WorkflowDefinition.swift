@@ -157,6 +157,9 @@ public indirect enum WorkflowCondition: Sendable, Hashable {
     case delivered(String)
     /// `{matched: "<waitFor step>"}`: the wait ended with its event (not by its timeout).
     case matched(String)
+    /// `{suppressed: "<send step>"}`: the send policy held that step's push back (any reason:
+    /// preferences, a frequency cap, `policy: "drop"` in quiet hours).
+    case suppressed(String)
     case all([WorkflowCondition])
     case any([WorkflowCondition])
     case not(WorkflowCondition)
@@ -178,6 +181,9 @@ public enum QuietHoursPolicy: String, Sendable, Hashable, CaseIterable {
     case respect
     /// Sent at its moment whatever the quiet hours.
     case ignore
+    /// A moment inside quiet hours is not sent: the step's message is recorded with its
+    /// deliveries suppressed (`quiet_hours`) and the run goes on. Push sends only.
+    case drop
 }
 
 public struct WorkflowSend: Sendable, Hashable {

@@ -14,6 +14,10 @@ import Foundation
 /// each `after` the start) with the same key that arrive before its window closes; the others are
 /// shown as starting a digest of their own. A throttle lets the run pass unless its step is in
 /// `throttled`.
+///
+/// The send policy: `policy` holds the decision for each send step (by step name) as the caller
+/// evaluated it without counting (`Policy.evaluate`); a step in it ends `suppressed` with that
+/// reason, as a live run records it. `policy: "drop"` inside quiet hours needs nothing from it.
 public enum WorkflowDryRun {
     /// An event the simulation delivers to a `waitFor`.
     public struct Arrival: Sendable, Hashable {
@@ -99,8 +103,18 @@ public enum WorkflowDryRun {
         _ definition: WorkflowDefinition, subscriber: WorkflowSubscriber, event: WorkflowEvent,
         receipts: [String: WorkflowReceipts] = [:], arrivals: [String: Arrival] = [:],
         acknowledged: Set<String> = [], events: [Arrival] = [], throttled: Set<String> = [],
+        policy: [String: SuppressionReason] = [:],
         start: Date, quietHours: QuietHours? = nil, defaultTimeZone: String? = nil
     ) -> Timeline {
+        /// The policy's decisions recorded on the sends of `advance`, as the runtime does.
+        func decided(_ advance: WorkflowAdvance) -> WorkflowAdvance {
+            var advance = advance
+            for case .send(let send) in advance.actions where send.suppressed == nil {
+                advance.state = WorkflowEngine.recordPolicy(
+                    advance.state, messageId: send.messageId, suppressed: policy[send.step])
+            }
+            return advance
+        }
         func environment(_ now: Date) -> WorkflowEnvironment {
             WorkflowEnvironment(
                 now: now, quietHours: quietHours, defaultTimeZone: defaultTimeZone,
@@ -124,6 +138,9 @@ public enum WorkflowDryRun {
                         "idempotencyKey": .string(send.idempotencyKey)
                     ]
                     if !send.missing.isEmpty { detail["missing"] = .array(send.missing.map(JSONValue.string)) }
+                    if let reason = send.suppressed ?? policy[send.step] {
+                        detail["suppressed"] = .string(reason.rawValue)
+                    }
                     entries.append(Entry(at: now, step: send.step, kind: .send, detail: .object(detail)))
                 case .scheduleTimer(let timer):
                     entries.append(
@@ -189,9 +206,10 @@ public enum WorkflowDryRun {
 
         let triggerMatches = WorkflowEngine.triggers(definition, event: event, subscriber: subscriber)
         var now = WorkflowTime.quantized(start)
-        var advance = WorkflowEngine.start(
-            runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
-            trigger: event, subscriber: subscriber, environment: environment(now))
+        var advance = decided(
+            WorkflowEngine.start(
+                runId: "dry-run", workflowKey: "dry-run", version: 0, definition: definition,
+                trigger: event, subscriber: subscriber, environment: environment(now)))
         record(advance, at: now, previous: nil)
         // The further trigger events: those of the run's digest key before its close join it.
         var collector = WorkflowDigestCollector(list: definition.digest?.digest.list)
@@ -255,8 +273,8 @@ public enum WorkflowDryRun {
             } else {
                 break
             }
-            let next = WorkflowEngine.advance(
-                state, definition: definition, input: input, environment: environment(now))
+            let next = decided(
+                WorkflowEngine.advance(state, definition: definition, input: input, environment: environment(now)))
             if !next.changed { continue }  // an arrival its `where` refused: the timeout comes next
             record(next, at: now, previous: state)
             advance = next

@@ -85,6 +85,10 @@ public struct WorkflowSendAction: Sendable, Hashable {
     public var content: MessageContent
     /// Template paths that rendered empty.
     public var missing: [String]
+    /// Decided by the engine already (`policy: "drop"` in quiet hours: `quietHours`): the runtime
+    /// records the message suppressed without asking the policy. nil: the runtime asks
+    /// `Policy.decide` and reports it with `WorkflowEngine.recordPolicy`.
+    public var suppressed: SuppressionReason? = nil
 }
 
 /// The plan of a local window, to send as a silent push.

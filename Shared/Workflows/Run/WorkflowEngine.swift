@@ -233,6 +233,18 @@ struct RunMachine {
                     return
                 }
             case .send(let send):
+                if send.policy == .drop, let quiet = environment.quietHours {
+                    let (zone, zoneName, _) = WorkflowZones.subscriberZone(
+                        state.subscriber.timezone,
+                        tenantDefault: environment.defaultTimeZone)
+                    if quiet.shift(now, in: zone) != nil {
+                        state.outcomes.append(outcome)
+                        let why = "\(WorkflowTime.text(now)) is inside quiet hours \(quiet) in \(zoneName)"
+                        guard perform(send, step: stepName, dropped: why) else { return }
+                        next = entry.successor
+                        continue
+                    }
+                }
                 if send.policy == .respect, let quiet = environment.quietHours {
                     let (zone, zoneName, _) = WorkflowZones.subscriberZone(
                         state.subscriber.timezone,
@@ -571,6 +583,7 @@ struct RunMachine {
         case .opened(let step): return messages(of: step).contains { receipts[$0]?.opened == true }
         case .delivered(let step): return messages(of: step).contains { receipts[$0]?.delivered == true }
         case .matched(let step): return state.outcome(step)?.decision == .matched
+        case .suppressed(let step): return state.outcome(step)?.suppressed != nil
         case .all(let items): return items.allSatisfy { evaluate($0, document, receipts) }
         case .any(let items): return items.contains { evaluate($0, document, receipts) }
         case .not(let inner): return !evaluate(inner, document, receipts)
@@ -586,6 +599,10 @@ struct RunMachine {
             switch c {
             case .opened(let step), .delivered(let step):
                 for id in messages(of: step) where !ids.contains(id) { ids.append(id) }
+            case .suppressed(let step):
+                // The policy's decision reaches the state after the runtime carried the send out
+                // (`recordPolicy`): asking puts the branch after that, even in the same advance.
+                for id in messages(of: step) where !ids.contains(id) { ids.append(id) }
             case .all(let items), .any(let items): items.forEach(collect)
             case .not(let inner): collect(inner)
             case .expression, .matched: break
@@ -598,7 +615,8 @@ struct RunMachine {
     // MARK: - Sends
 
     /// Renders and validates the content and queues the send; false when the run failed.
-    private mutating func perform(_ send: WorkflowSend, step: String) -> Bool {
+    /// `dropped`: `policy: "drop"` inside quiet hours (why): the message is recorded suppressed.
+    private mutating func perform(_ send: WorkflowSend, step: String, dropped: String? = nil) -> Bool {
         var missing: [String] = []
         let rendered = WorkflowTemplate.render(.object(send.content), document(event: nil), missing: &missing)
         switch MessageContent.validate(rendered) {
@@ -616,14 +634,16 @@ struct RunMachine {
                     WorkflowSendAction(
                         step: step, messageId: messageId, idempotencyKey: "\(state.runId):\(step)",
                         subscriberId: state.subscriber.id, delivery: .push, contentJSON: rendered, content: content,
-                        missing: missing)))
+                        missing: missing, suppressed: dropped == nil ? nil : .quietHours)))
             var reason = send.deliver == .local ? "sent as a push: the local window had no plan" : "sent"
+            if let dropped { reason = "suppressed: quiet_hours (\(dropped); the policy drops it)" }
             if !missing.isEmpty { reason += "; rendered empty: " + missing.joined(separator: ", ") }
             if let i = state.outcomes.lastIndex(where: { $0.step == step }) {
                 state.outcomes[i].messageIds.append(messageId)
                 state.outcomes[i].missing = missing
+                if dropped != nil { state.outcomes[i].suppressed = .quietHours }
             }
-            endCurrent(.sent, reason: reason)
+            endCurrent(dropped == nil ? .sent : .suppressed, reason: reason)
             return true
         }
     }

@@ -90,6 +90,12 @@ extension WorkflowStepOutcome {
         missing = r.optional("missing")?.arrayValue?.compactMap(\.stringValue) ?? []
         if let e = r.optional("event") { event = try WorkflowEvent(stateJSON: e) }
         shiftedFrom = try r.optionalDate("shiftedFrom")
+        if let text = try r.optionalString("suppressed") {
+            guard let reason = SuppressionReason(rawValue: text) else {
+                throw WorkflowStateError("outcome.suppressed: unknown reason \(text)")
+            }
+            suppressed = reason
+        }
         if let rc = r.optional("receipts")?.objectValue {
             receipts = rc.mapValues {
                 WorkflowReceipts(

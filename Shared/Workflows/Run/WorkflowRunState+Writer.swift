@@ -206,6 +206,10 @@ extension WorkflowStepOutcome {
             w.key("shiftedFrom", first: &first)
             w.date(shiftedFrom)
         }
+        if let suppressed {
+            w.key("suppressed", first: &first)
+            w.string(suppressed.rawValue)
+        }
         if let receipts {
             w.key("receipts", first: &first)
             w.raw("{")

@@ -228,6 +228,9 @@ public struct WorkflowStepOutcome: Sendable, Hashable {
     public var event: WorkflowEvent?
     /// A send moved out of quiet hours: the moment it was due before the shift.
     public var shiftedFrom: Date?
+    /// A send the policy held back (decision `suppressed`): why. Its message is recorded with
+    /// every delivery suppressed; `{suppressed: step}` reads it.
+    public var suppressed: SuppressionReason?
     /// The receipts a branch decided on, by message id.
     public var receipts: [String: WorkflowReceipts]?
 

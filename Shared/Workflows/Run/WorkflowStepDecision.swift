@@ -12,6 +12,9 @@ public enum WorkflowStepDecision: String, Sendable, Hashable, CaseIterable {
     /// A branch took its `else` arm.
     case otherwise = "else"
     case sent
+    /// A send the policy held back (preferences, a frequency cap, `policy: "drop"` in quiet
+    /// hours): its message is recorded with every delivery suppressed and the run goes on.
+    case suppressed
     /// A local send's plan was acknowledged by a device: nothing sent at the moment.
     case scheduledOnDevice = "scheduled_on_device"
     /// A local send with no acknowledgement: the same content went as a push.

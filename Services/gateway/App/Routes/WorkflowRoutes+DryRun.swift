@@ -1,4 +1,6 @@
+import BuzzKitCrypto
 import BuzzKitHTTPServer
+import BuzzKitPolicy
 import BuzzKitPostgres
 import BuzzKitWire
 import BuzzKitWorkflows
@@ -217,14 +219,58 @@ extension Gateway {
                     occurredAt: start.addingTimeInterval(sample.after)),
                 after: sample.after)
         }
-        let timeline = WorkflowDryRun.walk(
-            definition, subscriber: subscriber, event: trigger, receipts: receipts,
-            arrivals: arrivals, acknowledged: acknowledged, events: events, throttled: throttled, start: start,
-            quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone)
+        func walk(_ policy: [String: SuppressionReason]) -> WorkflowDryRun.Timeline {
+            WorkflowDryRun.walk(
+                definition, subscriber: subscriber, event: trigger, receipts: receipts,
+                arrivals: arrivals, acknowledged: acknowledged, events: events, throttled: throttled, policy: policy,
+                start: start, quietHours: settings.quietHours, defaultTimeZone: settings.defaultTimeZone)
+        }
+        var timeline = walk([:])
+        let policy = try await dryRunPolicy(tenant: tenant, subscriber: subscriber, definition, timeline, at: start)
+        if !policy.isEmpty { timeline = walk(policy) }
         guard case .object(var body) = timeline.jsonValue else { throw APIError.internalError }
         body["key"] = .string(key)
         body["version"] = .int(Int64(version))
         return .json(.object(body))
+    }
+}
+
+extension Gateway {
+    /// The send policy's decision for each send step of a dry run, by step name, evaluated without
+    /// counting anything (`Policy.evaluate`: no counter row is written or appended): the sends of
+    /// the first walk in their order, with the category they rendered, then every other send step
+    /// with its literal category (a step the first walk did not reach may be reached once a
+    /// `{suppressed}` branch turns). Only the suppressed ones are answered.
+    func dryRunPolicy(
+        tenant: UUID, subscriber: WorkflowSubscriber, _ definition: WorkflowDefinition,
+        _ timeline: WorkflowDryRun.Timeline, at now: Date
+    ) async throws -> [String: SuppressionReason] {
+        var steps: [String] = []
+        var categories: [String: String?] = [:]
+        for entry in timeline.entries where entry.kind == .send {
+            guard let step = entry.step, categories[step] == nil, entry.detail["suppressed"] == nil else { continue }
+            steps.append(step)
+            categories[step] = .some(entry.detail["content"]?["category"]?.stringValue)
+        }
+        for step in definition.index.names where categories[step] == nil {
+            guard case .send(let send)? = definition.index[step]?.step.kind, send.policy != .drop else { continue }
+            let literal = send.content["category"]?.stringValue
+            if let literal, literal.contains("{{") { continue }
+            steps.append(step)
+            categories[step] = .some(literal)
+        }
+        guard !steps.isEmpty else { return [:] }
+        let candidates = steps.map { step in
+            PolicyCandidate(
+                messageId: UUID.nameBased("buzzkit.dry-run:\(step)"), subscriberId: subscriber.id,
+                category: categories[step] ?? nil)
+        }
+        let verdicts = try await policy.evaluate(candidates, tenant: tenant, now: now)
+        var answer: [String: SuppressionReason] = [:]
+        for (step, candidate) in zip(steps, candidates) {
+            if let reason = verdicts[candidate]?.suppressed { answer[step] = reason }
+        }
+        return answer
     }
 }
 

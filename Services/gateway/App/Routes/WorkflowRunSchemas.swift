@@ -54,7 +54,7 @@ enum WorkflowRunSchemas {
                 to: Schema.timestamp),
             "endedAt": Schema.timestamp,
             "decision": Schema.string(
-                "waited; matched / timed_out; then / else; sent; scheduled_on_device / fallback_sent; exited; collected / joined (digest); passed / throttled (throttle); cancelled; failed",
+                "waited; matched / timed_out; then / else; sent / suppressed (the send policy held it back); scheduled_on_device / fallback_sent; exited; collected / joined (digest); passed / throttled (throttle); cancelled; failed",
                 enumeration: WorkflowStepDecision.allCases.map(\.rawValue)),
             "reason": Schema.string(
                 "Why, in words: the zone a time was read in, the branch condition's value, a quiet-hours shift"),
@@ -63,6 +63,9 @@ enum WorkflowRunSchemas {
             "event": event,
             "shiftedFrom": Schema.adding(
                 ["description": "A send moved out of quiet hours: when it was due before"], to: Schema.timestamp),
+            "suppressed": Schema.string(
+                "A send the policy held back: why (its message's deliveries are suppressed with it)",
+                enumeration: SuppressionReason.allCases.map(\.rawValue)),
             "receipts": Schema.map(
                 Schema.object(
                     ["delivered": Schema.boolean, "opened": Schema.boolean], required: ["delivered", "opened"]),

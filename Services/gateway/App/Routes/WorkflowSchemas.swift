@@ -30,7 +30,8 @@ enum WorkflowSchemas {
         "step names are unique in the whole workflow (branches included)",
         "at most \(WorkflowLimits.maxSteps) steps in all, branches nested at most \(WorkflowLimits.maxBranchDepth) deep, conditions at most \(WorkflowLimits.maxConditionDepth)",
         "where and if expressions are the audience language over rooted paths: trigger.where reads event., trigger., subscriber.; cancelOn and waitFor where also steps.; branch if reads trigger., subscriber., steps. (event.name, event.data.x, trigger.data.x, subscriber.id|timezone|locale|attributes.y, steps.<name>.outcome, steps.<name>.event.data.x); two paths may be compared",
-        "a condition names only steps before it: opened and delivered a send step, matched a waitFor step, steps.<name>.event a waitFor step",
+        "a condition names only steps before it: opened, delivered and suppressed a send step, matched a waitFor step, steps.<name>.event a waitFor step",
+        "policy: \"drop\" is for push sends only (not with deliver: \"local\")",
         "{{ path }} templates in send content read trigger. and subscriber. paths and are closed with }}",
         "send content follows POST /v1/messages's x-rules (unique button ids, at most 4096 bytes of payload) where no template decides it",
         "a send with deliver: \"local\" comes directly after a waitUntil step in the same list",
@@ -118,6 +119,10 @@ enum WorkflowSchemas {
                 "delivered", stepReference("a send step"), "A send step's notification was delivered"),
             "WorkflowConditionMatched": single(
                 "matched", stepReference("a waitFor step"), "A waitFor step's event arrived"),
+            "WorkflowConditionSuppressed": single(
+                "suppressed", stepReference("a send step"),
+                "The send policy held a send step's push back (any reason: preferences, a frequency cap, policy drop in quiet hours)"
+            ),
             "WorkflowConditionAll": single(
                 "all", Schema.array(Schema.ref("WorkflowCondition"), minItems: 1), "Every condition holds"),
             "WorkflowConditionAny": single(
@@ -224,7 +229,8 @@ enum WorkflowSchemas {
                     "deliver": Schema.string(
                         "push (default) or local (directly after a waitUntil)", enumeration: ["push", "local"]),
                     "policy": Schema.string(
-                        "Quiet hours: respect (default) or ignore", enumeration: ["respect", "ignore"]),
+                        "Quiet hours: respect (default: moved to their end), ignore (sent), drop (suppressed with reason quiet_hours; push sends only)",
+                        enumeration: QuietHoursPolicy.allCases.map(\.rawValue)),
                     "title": text, "subtitle": text, "body": text, "sound": text,
                     "category": CategoryRoutes.reference("The send policy's category (also aps.category)"),
                     "threadId": text,
@@ -244,10 +250,11 @@ enum WorkflowSchemas {
     static var condition: JSONValue {
         [
             "description":
-                "An expression string, or {opened|delivered: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
+                "An expression string, or {opened|delivered|suppressed: <send step>}, {matched: <waitFor step>}, {all|any: [...]}, {not: ...}",
             "oneOf": [
                 expression, Schema.ref("WorkflowConditionOpened"), Schema.ref("WorkflowConditionDelivered"),
-                Schema.ref("WorkflowConditionMatched"), Schema.ref("WorkflowConditionAll"),
+                Schema.ref("WorkflowConditionMatched"), Schema.ref("WorkflowConditionSuppressed"),
+                Schema.ref("WorkflowConditionAll"),
                 Schema.ref("WorkflowConditionAny"), Schema.ref("WorkflowConditionNot")
             ]
         ]

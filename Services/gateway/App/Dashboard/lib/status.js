@@ -12,7 +12,7 @@ export const TONES = {
   workflowStepStatus: { running: 'info', done: 'good', interrupted: 'bad' },
   workflowStepDecision: {
     waited: 'info', matched: 'good', timed_out: 'warn', then: 'good', else: 'warn', sent: 'good',
-    scheduled_on_device: 'good', fallback_sent: 'warn', exited: 'muted', cancelled: 'bad', failed: 'bad',
+    scheduled_on_device: 'good', fallback_sent: 'warn', suppressed: 'warn', exited: 'muted', cancelled: 'bad', failed: 'bad',
     collected: 'good', joined: 'muted', passed: 'good', throttled: 'warn',
   },
   dryRunEntryKind: {
