@@ -19,7 +19,7 @@ schemathesis each one, and nothing else:
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
 - buzzkit-category-key: the key of an existing category of the tenant: one of the two the stack
-  makes (an enabled workflow sends in both, so they cannot be deleted under the run).
+  makes (KEEP_CATEGORIES), which the run never deletes (below).
 - buzzkit-idempotency-key: a key naming one intended operation: a new UUID each time, from
   uuid4 rather than a hypothesis strategy, which draws the same value again (a key drawn twice
   replays the first answer, which is the point of the header: a replayed POST answered with an
@@ -40,8 +40,11 @@ schemathesis each one, and nothing else:
   maxLength, and 64 code points of Greek are 128 bytes.
 
 No other request is filtered or rewritten: a request the document calls valid goes out as generated.
-The one exception keeps the run standing: it does not revoke its own API keys
-(BUZZKIT_SCHEMATHESIS_KEEP_KEYS), which would turn the rest of the run into 401s.
+The exceptions keep the run standing: it does not revoke its own API keys
+(BUZZKIT_SCHEMATHESIS_KEEP_KEYS), which would turn the rest of the run into 401s, and it does not
+delete the two categories buzzkit-category-key draws from (an enabled workflow sending in both
+guarded them only until the stateful phase disabled or deleted that workflow first, after which
+every later draw of the format named a category that no longer existed).
 """
 
 import datetime
@@ -74,7 +77,8 @@ schemathesis.openapi.format(
 )
 schemathesis.openapi.format("buzzkit-workflow-step-reference", st.nothing())
 schemathesis.openapi.format("buzzkit-idempotency-key", st.just(None).map(lambda _: str(uuid.uuid4())))
-schemathesis.openapi.format("buzzkit-category-key", st.sampled_from(["news", "offers"]))
+KEEP_CATEGORIES = ["news", "offers"]
+schemathesis.openapi.format("buzzkit-category-key", st.sampled_from(KEEP_CATEGORIES))
 _TEMPLATES = ["{{ trigger.data.name }}", "Hi {{ subscriber.id }}", "https://example.com/p/{{ trigger.data.postId }}"]
 schemathesis.openapi.format(
     "buzzkit-workflow-text",
@@ -213,8 +217,12 @@ def filter_body(context, body):
 
 @schemathesis.hook
 def before_call(context, case, kwargs):
-    """The run's own keys stay: revoking one would leave the rest of the run unauthorized."""
+    """The run's own keys and the categories its format draws from stay (see above)."""
     parameters = case.path_parameters or {}
-    if (case.method.upper(), case.operation.path) == ("DELETE", "/v1/api-keys/{id}"):
+    operation = (case.method.upper(), case.operation.path)
+    if operation == ("DELETE", "/v1/api-keys/{id}"):
         if str(parameters.get("id", "")).lower() in KEEP_KEYS:
             parameters["id"] = "00000000-0000-4000-8000-000000000000"
+    if operation == ("DELETE", "/v1/categories/{key}"):
+        if str(parameters.get("key", "")) in KEEP_CATEGORIES:
+            parameters["key"] = "not-a-kept-category"
