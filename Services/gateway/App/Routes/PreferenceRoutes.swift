@@ -134,17 +134,12 @@ enum PreferenceRoutes {
             "categories": .object(record.categories.mapValues(value))
         ]
     }
-
-    /// The subscriber id of the path.
-    static func subscriber(_ context: RequestContext) throws(APIError) -> String {
-        try Gateway.pathParameter(context, "id", rule: FieldRules.identifierRule)
-    }
 }
 
 extension Gateway {
     func getPreferences(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        let subscriber = try PreferenceRoutes.subscriber(context)
+        let subscriber = try SubscriberRoutes.subscriberID(context)
         try await requireSubscriberSignature(context, subscriber: subscriber)
         guard let stored = try await policy.preferences(tenant: tenant, subscriber: subscriber) else {
             throw APIError.notFound("subscriber")
@@ -155,7 +150,7 @@ extension Gateway {
     /// `PUT /v1/subscribers/{id}/preferences {all?, categories?, source?}`.
     func putPreferences(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        let subscriber = try PreferenceRoutes.subscriber(context)
+        let subscriber = try SubscriberRoutes.subscriberID(context)
         let client = context.key?.kind == .client
         try await requireSubscriberSignature(context, subscriber: subscriber)
         var v = Validator(try context.request.jsonBody(), allowed: ["all", "categories", "source"])
@@ -198,7 +193,7 @@ extension Gateway {
 
     func listPreferenceChanges(_ context: RequestContext) async throws -> Response {
         let tenant = try context.tenant
-        let subscriber = try PreferenceRoutes.subscriber(context)
+        let subscriber = try SubscriberRoutes.subscriberID(context)
         let page = try Page(context.request)
         let before = try page.idCursor()
         let changes = try await policy.preferenceHistory(
