@@ -281,7 +281,8 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
-                "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "GatewayApp", "IngestApp", "BuzzKitTestSupport"
+                "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "BuzzKitPolicy", "GatewayApp", "IngestApp",
+                "BuzzKitTestSupport"
             ],
             path: "Tests/GatewayTests"),
         .testTarget(
