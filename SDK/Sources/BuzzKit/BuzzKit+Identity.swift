@@ -5,13 +5,15 @@ extension BuzzKit {
     /// Identifies this installation as `subscriberId` (your own user id). Events tracked from now
     /// on are sent under it; events already queued keep the identity they were tracked under.
     /// Under a new id it links the anonymous id to the subscriber (`POST /v1/identify`) and
-    /// flushes at once; identifying again under the same id (and the same signature) does nothing.
+    /// flushes at once; identifying again under the same id does nothing (unless it brings a new
+    /// signature: that is kept and sent with a new identify).
     ///
     /// `signature` is what your backend computed for this subscriber: the lowercase hex
     /// HMAC-SHA256 of `subscriberId` keyed with the tenant's identity secret. The server checks it
     /// at identify (a wrong one: the identify is refused with 403 `forbidden_subscriber`, logged),
     /// and the SDK keeps it for the calls that act for the subscriber (`preferences`), which need
-    /// it. Default nil: events, devices and tokens work without it; `preferences` does not.
+    /// it, across launches, until `reset()` or an identify as someone else. Default nil: events,
+    /// devices and tokens work without it; `preferences` does not.
     public func identify(_ subscriberId: String, signature: String? = nil) {
         guard !subscriberId.isEmpty, subscriberId.utf8.count <= EventBatch.maxIdentityBytes else {
             logger.error("identify ignored: invalid subscriber id", ["length": String(subscriberId.utf8.count)])
@@ -19,7 +21,10 @@ extension BuzzKit {
         }
         let signature = signature.flatMap { $0.isEmpty ? nil : $0.lowercased() }
         let anonymous: String? = state.withLock { s in
-            guard s.subscriberId != subscriberId || s.subscriberSignature != signature else { return nil }
+            // The same id again without a signature keeps the one given before (apps that
+            // identify at every launch need not keep the signature themselves).
+            let unchanged = s.subscriberId == subscriberId && (signature == nil || s.subscriberSignature == signature)
+            guard !unchanged else { return nil }
             s.subscriberId = subscriberId
             s.subscriberSignature = signature
             return s.anonymousId
