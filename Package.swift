@@ -319,7 +319,7 @@ let package = Package(
         .testTarget(
             name: "SDKTests",
             dependencies: [
-                "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",
+                "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension", "BuzzKitCrypto",
                 "BuzzKitTestSupport"
             ],
             path: "Tests/SDKTests"),
