@@ -54,7 +54,8 @@ struct PolicyEndToEndTests {
                 uniqueKeysWithValues: try await stack.deliveries(marketing).compactMap { d in
                     d["subscriberId"]?.stringValue.map { ($0, d["apnsId"] ?? .null) }
                 })
-            #expect(apnsIds["out"] == .null && apnsIds["nomarketing"] == .null && apnsIds["plain"] != .null, "\(apnsIds)")
+            #expect(
+                apnsIds["out"] == .null && apnsIds["nomarketing"] == .null && apnsIds["plain"] != .null, "\(apnsIds)")
             let second = try await stack.waitSettled(promos)
             #expect(second["counts"]?["suppressed"] == 1, "\(second)")
             #expect(try await stack.deliveries(promos).first?["suppressedReason"] == "category_disabled")
