@@ -19,7 +19,18 @@ extension Policy {
     public func putCategory(tenant: UUID, key: String, _ definition: Category.Definition) async throws -> (
         Category, created: Bool
     ) {
-        let rows = try await postgres.query(
+        try await postgres.withTransaction { tx in
+            try await Self.putCategory(tenant: tenant, key: key, definition, on: tx)
+        }
+    }
+
+    /// The upsert, then, for a critical category, a look at the caps: one that counts it is refused
+    /// (422 at `critical`, rolled back), since a critical push is never capped. The upsert's row
+    /// lock orders it with a settings change naming the category (`FOR SHARE` there).
+    private static func putCategory(
+        tenant: UUID, key: String, _ definition: Category.Definition, on tx: PostgresConnection
+    ) async throws -> (Category, created: Bool) {
+        let rows = try await tx.query(
             """
             INSERT INTO categories AS c (tenant_id, key, name, description, default_enabled, critical)
             VALUES ($1::uuid, $2, $3, $4, $5, $6)
@@ -30,6 +41,21 @@ extension Policy {
             """,
             [tenant, key, definition.name, definition.description, definition.defaultEnabled, definition.critical])
         guard let row = rows.first else { throw APIError.internalError }
+        if definition.critical {
+            let caps = try await tx.query(
+                "SELECT position FROM frequency_caps WHERE tenant_id = $1::uuid AND category_key = $2 ORDER BY position",
+                [tenant, key])
+            if let first = caps.first {
+                let index = try first.decode(Int.self, at: 0)
+                throw ValidationIssue.apiError(
+                    [
+                        ValidationIssue(
+                            path: "critical",
+                            message: "frequencyCaps[\(index)] counts this category and a critical push is never "
+                                + "capped: remove the cap first")
+                    ], message: "the category is invalid: 1 field is invalid")
+            }
+        }
         return (try Self.category(row), try row.decode(Bool.self, at: 7))
     }
 
@@ -123,6 +149,22 @@ extension Policy {
             """, [tenant, Array(keys).sorted()])
         let found = Set(try rows.map { try $0.decode(String.self, at: 0) })
         return keys.subtracting(found)
+    }
+
+    /// Whether each of `keys` that exists is critical (a key absent from the answer: no such
+    /// category); with `lock`, `FOR SHARE` as `missingCategories`.
+    static func criticalFlags(
+        _ keys: Set<String>, tenant: UUID, lock: Bool, on connection: PostgresConnection
+    ) async throws -> [String: Bool] {
+        guard !keys.isEmpty else { return [:] }
+        let rows = try await connection.query(
+            """
+            SELECT key, critical FROM categories WHERE tenant_id = $1::uuid AND key = ANY($2::text[])
+            \(lock ? "FOR SHARE" : "")
+            """, [tenant, Array(keys).sorted()])
+        var flags: [String: Bool] = [:]
+        for row in rows { flags[try row.decode(String.self, at: 0)] = try row.decode(Bool.self, at: 1) }
+        return flags
     }
 
     /// `missingCategories` on a pooled connection (no lock).

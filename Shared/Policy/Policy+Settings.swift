@@ -33,7 +33,8 @@ extension Policy {
 
     /// Writes what a `PATCH /v1/settings` changes inside the caller's transaction: the default
     /// category (`.some(nil)` removes it) and the caps (replaced as a whole). Every category named
-    /// must exist (422 with the field's path: `defaultCategory`, `frequencyCaps[1].category`);
+    /// must exist, and a cap's must not be critical (422 with the field's path: `defaultCategory`,
+    /// `frequencyCaps[1].category`);
     /// they stay locked against deletion until the transaction ends, so nothing is half-written.
     public static func changeSettings(
         tenant: UUID, defaultCategory: String??, frequencyCaps: [FrequencyCap]?, on tx: PostgresConnection
@@ -41,16 +42,23 @@ extension Policy {
         var named = Set<String>()
         if case .some(.some(let key)) = defaultCategory { named.insert(key) }
         for cap in frequencyCaps ?? [] { if let key = cap.category { named.insert(key) } }
-        let missing = try await missingCategories(named, tenant: tenant, lock: true, on: tx)
+        let critical = try await criticalFlags(named, tenant: tenant, lock: true, on: tx)
+        let missing = named.subtracting(critical.keys)
         var issues: [ValidationIssue] = []
         if case .some(.some(let key)) = defaultCategory, missing.contains(key) {
             issues.append(ValidationIssue(path: "defaultCategory", message: "no category with the key \(key)"))
         }
         for (index, cap) in (frequencyCaps ?? []).enumerated() {
-            if let key = cap.category, missing.contains(key) {
+            guard let key = cap.category else { continue }
+            if missing.contains(key) {
                 issues.append(
                     ValidationIssue(
                         path: "frequencyCaps[\(index)].category", message: "no category with the key \(key)"))
+            } else if critical[key] == true {
+                issues.append(
+                    ValidationIssue(
+                        path: "frequencyCaps[\(index)].category",
+                        message: "\(key) is a critical category: critical pushes are never capped"))
             }
         }
         if !issues.isEmpty {

@@ -148,6 +148,26 @@ struct PolicyRoutesTests {
                 "PATCH", "/v1/settings", key: h.tenantKey,
                 body: ["frequencyCaps": .array(Array(repeating: ["limit": 1, "window": "1h"], count: 11))])
             #expect(tooMany.status == 422 && Self.paths(tooMany) == ["frequencyCaps"])
+            // A critical push is never capped: a cap cannot name a critical category, and a
+            // category a cap counts cannot become critical.
+            #expect(
+                try await h.send(
+                    "PUT", "/v1/categories/alerts", key: h.tenantKey, body: ["name": "Alerts", "critical": true]
+                ).status == 201)
+            let criticalCap = try await h.send(
+                "PATCH", "/v1/settings", key: h.tenantKey,
+                body: ["frequencyCaps": [["category": "alerts", "limit": 1, "window": "1d"]]])
+            #expect(
+                criticalCap.status == 422 && Self.paths(criticalCap) == ["frequencyCaps[0].category"],
+                "\(criticalCap.envelope)")
+            let madeCritical = try await h.send(
+                "PUT", "/v1/categories/news", key: h.tenantKey, body: ["name": "News", "critical": true])
+            #expect(madeCritical.status == 422 && Self.paths(madeCritical) == ["critical"], "\(madeCritical.envelope)")
+            let news = try await h.send("GET", "/v1/categories/news", key: h.tenantKey)
+            #expect(news.data?["critical"] == false)
+            #expect(
+                try await h.send("GET", "/v1/settings", key: h.tenantKey).data?["frequencyCaps"]?.arrayValue?.count
+                    == 2)
         }
     }
 
