@@ -75,7 +75,7 @@ struct RunRetentionTests {
             #expect(try await count(f, "SELECT count(*) FROM workflow_runs") == 0)
             #expect(try await count(f, "SELECT count(*) FROM workflow_run_triggers") == 0)
             #expect(try await count(f, "SELECT count(*) FROM workflow_run_inputs") == 0)
-            #expect(try await count(f, "SELECT count(*) FROM pg_class WHERE relname = 'workflow_runs_legacy' AND relnamespace = current_schema()::regnamespace") == 0)
+            #expect(try await count(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'workflow_runs_legacy'") == 0)
             let oldest = try #require(pass.oldest)
             #expect(oldest > Date().addingTimeInterval(50 * Self.day))
         } finally: {

@@ -26,7 +26,9 @@ public final class RunRetentionService: Service {
     private let ahead: Gauge
     private let dropped: Counter
 
-    public init(postgres: PostgresClient, configuration: WorkflowConfiguration, logger: Logger, metrics: MetricsRegistry) {
+    public init(
+        postgres: PostgresClient, configuration: WorkflowConfiguration, logger: Logger, metrics: MetricsRegistry
+    ) {
         retention = WorkflowRunRetention(postgres: postgres, retentionDays: configuration.runRetentionDays)
         self.logger = logger
         loop = BackgroundLoop(
