@@ -75,7 +75,8 @@ struct RunRetentionTests {
             #expect(try await count(f, "SELECT count(*) FROM workflow_runs") == 0)
             #expect(try await count(f, "SELECT count(*) FROM workflow_run_triggers") == 0)
             #expect(try await count(f, "SELECT count(*) FROM workflow_run_inputs") == 0)
-            #expect(try await count(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'workflow_runs_legacy'") == 0)
+            let legacy = "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1"
+            #expect(try await f.postgres.query(legacy, ["workflow_runs_legacy"])[0].decode(Int.self, at: 0) == 0)
             let oldest = try #require(pass.oldest)
             #expect(oldest > Date().addingTimeInterval(50 * Self.day))
         } finally: {
