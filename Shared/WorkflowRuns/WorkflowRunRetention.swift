@@ -1,4 +1,5 @@
 import BuzzKitPostgres
+import BuzzKitRetention
 import BuzzKitWorkflows
 import Foundation
 

@@ -1,5 +1,6 @@
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitRetention
 import BuzzKitTestSupport
 import BuzzKitWire
 import BuzzKitWorkflowRuns

@@ -12,8 +12,8 @@ import Foundation
 /// then drops the table it detached, which no one reads any more. Both must run outside a
 /// transaction block: call these on a connection with no transaction open.
 ///
-/// Generic over the table; it lives here while runs are its only user, and moves to
-/// `BuzzKitPostgres` when the ledger's retention uses it too.
+/// `maintain` is the whole pass for a table whose rows are never in use past their time (webhook
+/// attempts); the runs' pass (`WorkflowRunRetention`) adds its own test of what is still live.
 public struct TimePartitions: Sendable {
     /// The partitioned table (of the connection's current schema).
     public let parent: String
@@ -73,8 +73,73 @@ public struct TimePartitions: Sendable {
         try await connection.execute("DROP TABLE \(name)")
     }
 
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        /// False: another session held the lock; nothing was done.
+        public var ran: Bool = false
+        public var created: [String] = []
+        public var dropped: [String] = []
+        /// Partitions after the pass.
+        public var partitions: Int = 0
+        /// Partitions wholly after `now`.
+        public var partitionsAhead: Int = 0
+        /// The oldest data there can be: the lower bound of the oldest partition (for the legacy
+        /// partition, its oldest row's `oldestColumn`); nil when there is none.
+        public var oldest: Date?
+
+        public init() {}
+    }
+
+    /// One pass under the table's advisory lock: makes the weeks up to `weeksAhead` past the week
+    /// after `now` (the database's clock when nil) and drops every partition wholly older than
+    /// `now - retention`.
+    public func maintain(
+        on connection: PostgresConnection, now given: Date?, retention: Duration, weeksAhead: Int,
+        oldestColumn: String
+    ) async throws -> Pass {
+        guard try await tryLock(on: connection) else { return Pass() }
+        do {
+            var pass = Pass()
+            pass.ran = true
+            let now = try await Self.now(on: connection, given)
+            let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
+            pass.created = try await createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
+                .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+            for partition in try await list(on: connection) where partition.detachPending || partition.upper <= cutoff {
+                try await detachAndDrop(on: connection, partition)
+                pass.dropped.append(partition.name)
+            }
+            let remaining = try await list(on: connection)
+            pass.partitions = remaining.count
+            pass.partitionsAhead = remaining.filter { ($0.lower ?? .distantPast) >= now }.count
+            pass.oldest = try await oldest(on: connection, remaining.first, column: oldestColumn)
+            try await unlock(on: connection)
+            return pass
+        } catch {
+            try? await unlock(on: connection)
+            throw error
+        }
+    }
+
+    /// `given`, or the database's clock.
+    public static func now(on connection: PostgresConnection, _ given: Date?) async throws -> Date {
+        if let given { return given }
+        return try await connection.query("SELECT now()").first?.decode(Date.self, at: 0) ?? Date()
+    }
+
+    /// The lower bound of `partition`, or for the legacy partition (no lower bound) its oldest
+    /// `column` (a scan: the legacy partition is temporary).
+    public func oldest(on connection: PostgresConnection, _ partition: Partition?, column: String) async throws -> Date?
+    {
+        guard let partition else { return nil }
+        if let lower = partition.lower { return lower }
+        return try await connection.query(
+            "SELECT min(\(Self.quote(column))) FROM \(Self.quote(partition.name))"
+        ).first?.decode(Date?.self, at: 0)
+    }
+
     /// `name` as a quoted SQL identifier.
-    static func quote(_ name: String) -> String {
+    public static func quote(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
