@@ -147,9 +147,9 @@ final class WebhookDispatcher: Service {
 }
 
 /// Every `sweepInterval`: disables endpoints failing for longer than `disableAfter` (with their
-/// `webhook.disabled` attempt), deletes ended messages past the retention, and runs a
-/// `WebhookAttemptRetention` pass: the weekly partitions of `webhook_attempts` made ahead, the
-/// weeks wholly past the retention dropped (docs/data-lifecycle.md, "Retention"). On `/metrics`,
+/// `webhook.disabled` attempt) and deletes ended messages past the retention; at start and hourly
+/// it also runs a `WebhookAttemptRetention` pass: the weekly partitions of `webhook_attempts` made
+/// ahead, the weeks wholly past the retention dropped (docs/data-lifecycle.md, "Retention"). On `/metrics`,
 /// labelled `table="webhook_attempts"`: `bk_retention_days`, `bk_retention_oldest_seconds`,
 /// `bk_retention_partitions`, `bk_retention_partitions_ahead`, `bk_retention_dropped_total`.
 final class WebhookSweeper: Service {
@@ -164,6 +164,10 @@ final class WebhookSweeper: Service {
     private let partitions: Gauge
     private let ahead: Gauge
     private let dropped: Counter
+    /// When the last attempts' retention pass ran: it runs at most every `attemptsRetentionInterval`
+    /// (1 h), not every sweep (while the legacy partition exists, a pass reads its oldest row by a scan).
+    private let lastAttemptsPass = Mutex<ContinuousClock.Instant?>(nil)
+    static let attemptsRetentionInterval: Duration = .seconds(3600)
 
     init(
         postgres: PostgresClient, configuration: WebhooksConfiguration, metrics: WebhooksMetrics, logger: Logger,
@@ -198,7 +202,13 @@ final class WebhookSweeper: Service {
                 logger.notice("webhooks.endpoint.disabled", metadata: ["endpoint": id.uuidString.lowercased()])
             }
             try await WebhookDeliveryStore.purge(on: postgres, retention: configuration.retention)
-            try await maintainAttempts()
+            let due = lastAttemptsPass.withLock { last in
+                last.map { ContinuousClock.now - $0 >= Self.attemptsRetentionInterval } ?? true
+            }
+            if due {
+                try await maintainAttempts()
+                lastAttemptsPass.withLock { $0 = ContinuousClock.now }
+            }
         }
     }
 
