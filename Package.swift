@@ -292,7 +292,8 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
-                "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "GatewayApp", "IngestApp", "BuzzKitTestSupport"
+                "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "BuzzKitPolicy", "GatewayApp", "IngestApp",
+                "BuzzKitTestSupport"
             ],
             path: "Tests/GatewayTests"),
         .testTarget(
@@ -329,7 +330,7 @@ let package = Package(
         .testTarget(
             name: "SDKTests",
             dependencies: [
-                "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension",
+                "BuzzKitWire", "BuzzKit", "BuzzKitNotificationServiceExtension", "BuzzKitCrypto",
                 "BuzzKitTestSupport"
             ],
             path: "Tests/SDKTests"),

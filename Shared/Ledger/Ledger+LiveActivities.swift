@@ -393,7 +393,7 @@ extension Ledger {
                     AS u(m, t, sub, e)
                 ON CONFLICT (id) DO NOTHING
                 RETURNING \(Self.deliveryReturning)
-            ), \(Self.deliveryEvents(recorded: "recorded")), \(MessageCompletion.cte(
+            ), \(Self.deliveryEvents(recorded: "recorded", tenants: "ARRAY(SELECT tenant_id FROM stale)")), \(MessageCompletion.cte(
                 match: "m.id IN (SELECT unnest(s.message_ids) FROM stale s)", recorded: "ARRAY(SELECT id FROM stale)",
                 written: """
                     (SELECT bk_delivery_id(u.m, u.t) AS id, u.m AS message_id, '\(DeliveryStatus.failed.rawValue)'::text AS status

@@ -13,17 +13,18 @@ extension Ledger {
         public var status: MessageStatus?
     }
 
-    /// Takes up to `limit` messages untouched for `olderThan` in `queued` or `fanning_out`
-    /// (created in the last 24 hours), touches them in the same statement (`FOR UPDATE SKIP
-    /// LOCKED`, so concurrent replicas never pick the same one) and answers them, to be put on
-    /// their stream again. Read through `messages_unfinished`.
+    /// Takes up to `limit` messages untouched for `olderThan` in `queued` or `fanning_out`,
+    /// whatever their age (a message accepted is sent however late its sender comes back, or a
+    /// backup is restored; one whose `expiresAt` passed ends its deliveries `expired`), touches
+    /// them in the same statement (`FOR UPDATE SKIP LOCKED`, so concurrent replicas never pick the
+    /// same one) and answers them, to be put on their stream again. Read through
+    /// `messages_unfinished`, which holds only unfinished messages.
     public func touchUnfinished(olderThan: Duration, limit: Int = 500) async throws -> [UnfinishedMessage] {
         let rows = try await postgres.query(
             """
             UPDATE messages m SET updated_at = now()
             FROM (SELECT id FROM messages
                   WHERE status IN ('queued', 'fanning_out') AND updated_at < now() - make_interval(secs => $1)
-                    AND created_at > now() - interval '24 hours'
                   ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) stale
             WHERE m.id = stale.id
             RETURNING m.id, m.tenant_id, m.target, m.status

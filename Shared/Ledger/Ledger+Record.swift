@@ -185,7 +185,7 @@ extension Ledger {
                      error_code, payload, log, suppressed)
             \(onConflict)
             RETURNING \(deliveryReturning)
-        ), \(deliveryEvents(recorded: "recorded")), \(MessageCompletion.cte(
+        ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]")), \(MessageCompletion.cte(
             match: "m.id = ANY($21::uuid[])", recorded: "$5::uuid[]",
             written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
         SELECT id FROM completed

@@ -24,7 +24,10 @@ extension Ledger {
     /// reason without an answer, a transport error's text, is not APNs's), `invalidToken` for
     /// `invalid_token`, its id the delivery's. A `suppressed` delivery (the send policy held it
     /// back, nothing went to APNs) announces neither.
-    static func deliveryEvents(recorded: String) -> String {
+    ///
+    /// `tenants` (a uuid[] expression naming every tenant of `recorded`'s rows) gates each CTE:
+    /// when no endpoint of those tenants wants the type, the CTE reads none of the rows.
+    static func deliveryEvents(recorded: String, tenants: String) -> String {
         let sent = WebhookOutbox.insertBatchesSQL(
             WebhookEventSource(
                 from: "\(recorded) d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deliverySent),
@@ -32,7 +35,8 @@ extension Ledger {
                 data: WebhookEventData.deliverySent(
                     deliveryId: "d.id", messageId: "d.message_id", subscriberId: "d.subscriber_id",
                     deviceToken: "d.device_token", environment: "d.environment", sentAt: "d.sent_at"),
-                filter: "d.status = '\(DeliveryStatus.sent.rawValue)'"))
+                filter: "d.status = '\(DeliveryStatus.sent.rawValue)'",
+                gate: WebhookEventSource.subscribed(tenants: tenants, to: .deliverySent)))
         let failed = WebhookOutbox.insertSQL(
             WebhookEventSource(
                 from: "\(recorded) d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deliveryFailed),
@@ -43,7 +47,8 @@ extension Ledger {
                     reason: "CASE WHEN d.last_status > 0 THEN d.last_reason END",
                     httpStatus: "NULLIF(d.last_status, 0)", errorCode: "d.error_code", failedAt: "now()"),
                 filter:
-                    "d.status NOT IN ('\(DeliveryStatus.sent.rawValue)', '\(DeliveryStatus.suppressed.rawValue)')"))
+                    "d.status NOT IN ('\(DeliveryStatus.sent.rawValue)', '\(DeliveryStatus.suppressed.rawValue)')",
+                gate: WebhookEventSource.subscribed(tenants: tenants, to: .deliveryFailed)))
         return """
             delivery_sent_events AS (
                 \(sent)

@@ -9,8 +9,8 @@ import Foundation
 ///
 /// An event is written once per endpoint subscribed to its type, by joining the producer's rows
 /// with `webhook_subscriptions` (primary key `(tenant_id, event_type, endpoint_id)`): for a tenant
-/// with no endpoint wanting the type, the cost is one index probe per distinct (tenant, type) and
-/// nothing is written; the `data` expression is never evaluated.
+/// with no endpoint wanting the type, nothing is written and the `data` expression is never
+/// evaluated; a hot producer adds a `gate` so that the join is not even run then.
 ///
 /// Three forms:
 /// - `insertSQL(_:)`: SQL to put in the producer's own statement as a CTE
@@ -30,7 +30,7 @@ public enum WebhookOutbox {
         SELECT bk_ws.endpoint_id, bk_ws.tenant_id, \(source.eventId), bk_ws.event_type, \(source.occurredAt), \(source.data)
         FROM \(source.from)
         JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
-        \(source.filter.map { "WHERE " + $0 } ?? "")
+        \(source.whereClause)
         """
     }
 
@@ -54,7 +54,7 @@ public enum WebhookOutbox {
                        / \(WebhookEventType.batchLimit) AS batch
             FROM \(source.from)
             JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
-            \(source.filter.map { "WHERE " + $0 } ?? "")
+            \(source.whereClause)
         ) bk_i
         GROUP BY bk_i.endpoint_id, bk_i.tenant_id, bk_i.event_type, bk_i.batch
         RETURNING jsonb_array_length(data->'\(WebhookEventType.batchMember)') AS items
@@ -142,10 +142,15 @@ public struct WebhookEventSource: Sendable {
     public var data: String
     /// A condition on the producer's rows (no WHERE).
     public var filter: String?
+    /// A condition that names none of the producer's rows (`subscribed(tenants:to:)`), evaluated
+    /// once per statement: when it is false, Postgres reads none of the rows (a one-time filter
+    /// above the join), so a hot producer whose tenants have no endpoint for the type pays one
+    /// probe per statement instead of one per row. Exact: it reads the statement's own snapshot.
+    public var gate: String?
 
     public init(
         from: String, tenantId: String, type: String, eventId: String, occurredAt: String, data: String,
-        filter: String? = nil
+        filter: String? = nil, gate: String? = nil
     ) {
         self.from = from
         self.tenantId = tenantId
@@ -154,8 +159,24 @@ public struct WebhookEventSource: Sendable {
         self.occurredAt = occurredAt
         self.data = data
         self.filter = filter
+        self.gate = gate
     }
 
     /// A type as a SQL literal.
     public static func literal(_ type: WebhookEventType) -> String { "'\(type.rawValue)'::text" }
+
+    /// A `gate`: some endpoint of one of `tenants` (a uuid[] expression, e.g. a parameter) is
+    /// subscribed to `type` (the primary key's prefix).
+    public static func subscribed(tenants: String, to type: WebhookEventType) -> String {
+        """
+        EXISTS (SELECT 1 FROM webhook_subscriptions bk_gate
+                WHERE bk_gate.tenant_id = ANY(\(tenants)) AND bk_gate.event_type = \(literal(type)))
+        """
+    }
+
+    /// `filter` and `gate` as a WHERE clause (empty without either).
+    var whereClause: String {
+        let conditions = [filter, gate].compactMap { $0 }
+        return conditions.isEmpty ? "" : "WHERE " + conditions.map { "(\($0))" }.joined(separator: " AND ")
+    }
 }

@@ -17,6 +17,7 @@ failure.png) and the exit status is 1.
 """
 import json
 import os
+import secrets
 import sys
 import time
 import urllib.error
@@ -277,6 +278,142 @@ def subscribers(page):
     shot(page, "subscriber")
     no_xss(page, "subscriber")
     step("subscribers by id prefix; attributes as text, devices active/inactive, topics, events newest first")
+
+
+def categories_and_preferences(page):
+    """Issue 26: the Categories page (create, edit, a delete refused while an enabled workflow sends
+    in the category, the default category and frequency caps with the API's problems at their
+    fields), a subscriber's preferences switched from the dashboard (recorded as source dashboard)
+    and a push in the category they turned off: suppressed, with its reason, on the message page."""
+    status, devices = api("GET", "/v1/subscribers/pro-2/devices")
+    check(status == 200 and devices["data"], f"pro-2's devices: {status} {devices}")
+    status, _ = api("PUT", "/v1/subscribers/pref-1", {"attributes": {"plan": "trial"}})
+    check(status in (200, 201), f"subscriber pref-1: {status}")
+    status, _ = api("PUT", f"/v1/subscribers/pref-1/devices/{secrets.token_hex(32)}",
+                    {"environment": "sandbox", "bundleId": devices["data"][0]["bundleId"]})
+    check(status in (200, 201), f"pref-1's device: {status}")
+
+    # Create a category, see it listed, edit it.
+    page.get_by_test_id("nav-categories").click()
+    expect(page.get_by_role("heading", name="Categories", level=1)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("category-new").click()
+    page.get_by_test_id("category-key-input").fill("offers")
+    page.get_by_test_id("category-name-input").fill("Offers " + XSS)
+    page.get_by_test_id("category-description-input").fill("Sales and discounts")
+    page.get_by_test_id("category-save").click()
+    page.wait_for_url("**/dashboard#/categories/offers", timeout=TIMEOUT)
+    expect(page.get_by_test_id("category-description-input")).to_have_value("Sales and discounts", timeout=TIMEOUT)
+    page.get_by_test_id("category-description-input").fill("Sales, discounts and coupons")
+    page.get_by_test_id("category-save").click()
+    expect(page.get_by_test_id("saved")).to_be_visible(timeout=TIMEOUT)
+    status, stored = api("GET", "/v1/categories/offers")
+    check(status == 200 and stored["data"]["description"] == "Sales, discounts and coupons"
+          and stored["data"]["defaultEnabled"] and not stored["data"]["critical"], f"offers: {stored}")
+    page.get_by_test_id("nav-categories").click()
+    row = page.get_by_test_id("category-row").filter(has_text="offers")
+    expect(row).to_have_count(1, timeout=TIMEOUT)
+    expect(row.get_by_test_id("category-name")).to_have_text("Offers " + XSS, timeout=TIMEOUT)
+    expect(row.get_by_test_id("category-description")).to_have_text("Sales, discounts and coupons", timeout=TIMEOUT)
+    expect(row.get_by_test_id("category-default")).to_have_text("on", timeout=TIMEOUT)
+    no_xss(page, "categories")
+    step("a category created and edited on the Categories page, listed with its name as text")
+
+    # A category an enabled workflow sends in is not deleted: the 409's code, message and the use.
+    status, _ = api("PUT", "/v1/categories/alerts", {"name": "Alerts", "critical": True})
+    check(status == 201, f"category alerts: {status}")
+    status, answer = api("PUT", "/v1/workflows/alerting", {
+        "trigger": {"event": "login.new_device"}, "enabled": True,
+        "steps": [{"name": "tell", "send": {"title": "New sign-in", "body": "Was it you?", "category": "alerts"}}]})
+    check(status in (200, 201), f"workflow alerting: {status} {answer}")
+    status, refused = api("DELETE", "/v1/categories/alerts")
+    check(status == 409 and refused["error"]["code"] == "category_in_use", f"deleting alerts: {status} {refused}")
+    page.reload()  # the list was drawn before alerts was made
+    page.get_by_test_id("category-row").filter(has_text="alerts").click()
+    expect(page.get_by_role("heading", name="Alerts", level=1)).to_be_visible(timeout=TIMEOUT)
+    EXPECTED_CONSOLE_ERRORS["409"] += 1
+    page.get_by_test_id("category-delete").click()
+    page.get_by_test_id("category-delete").click()  # confirm
+    error = page.get_by_test_id("error")
+    expect(error).to_contain_text("category_in_use: " + refused["error"]["message"], timeout=TIMEOUT)
+    expect(page.get_by_test_id("category-uses")).to_contain_text("the enabled workflow alerting sends in it", timeout=TIMEOUT)
+    check(page.get_by_test_id("category-uses").locator("a").get_attribute("href") == "#/workflows/alerting",
+          "the use does not link to its workflow")
+    shot(page, "category-in-use")
+    check(api("GET", "/v1/categories/alerts")[0] == 200, "alerts was deleted")
+    step("deleting a category an enabled workflow sends in shows the 409 category_in_use with its use")
+
+    # Frequency caps: a bad window is refused at its field; a good one is saved.
+    page.get_by_test_id("nav-categories").click()
+    expect(page.get_by_test_id("settings-save")).to_be_visible(timeout=TIMEOUT)
+    page.get_by_test_id("cap-add").click()
+    cap = page.get_by_test_id("cap-row").first
+    cap.get_by_test_id("cap-category").select_option("offers")
+    cap.get_by_test_id("cap-limit").fill("100")
+    cap.get_by_test_id("cap-window").fill("2w")
+    page.get_by_test_id("settings-save").click()
+    status, refused = api("PATCH", "/v1/settings", {"frequencyCaps": [{"category": "offers", "limit": 100, "window": "2w"}]})
+    check(status == 422, f"the API took a 2w window: {status}")
+    issue = next(i for i in refused["error"]["details"] if i["path"] == "frequencyCaps[0].window")
+    expect(page.get_by_test_id("problem-frequencyCaps[0].window")).to_have_text(issue["message"], timeout=TIMEOUT)
+    expect(page.get_by_test_id("problem-frequencyCaps[0].limit")).to_have_text("", timeout=TIMEOUT)
+    expect(page.get_by_test_id("error")).to_contain_text("validation_failed", timeout=TIMEOUT)
+    shot(page, "categories")
+    check(api("GET", "/v1/settings")[1]["data"]["frequencyCaps"] == [], "a refused change was written")
+    cap.get_by_test_id("cap-window").fill("7d")
+    page.get_by_test_id("settings-save").click()
+    expect(page.get_by_test_id("settings-saved")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_test_id("problem-frequencyCaps[0].window")).to_have_text("", timeout=TIMEOUT)
+    settings = api("GET", "/v1/settings")[1]["data"]
+    check(settings["frequencyCaps"] == [{"category": "offers", "limit": 100, "window": "7d"}], f"caps: {settings}")
+    step("a cap with a bad window shows the API's problem at the window field; a good one is saved")
+
+    # A subscriber switches offers off from the dashboard: the history says dashboard.
+    page.get_by_test_id("nav-subscribers").click()
+    page.get_by_test_id("subscriber-search").fill("pref-")
+    expect(page.get_by_test_id("subscriber-row")).to_have_count(1, timeout=TIMEOUT)
+    page.get_by_test_id("subscriber-row").click()
+    offers = page.locator("[data-testid=preference-row][data-key=offers]")
+    expect(offers.get_by_test_id("preference-note")).to_have_text("Default (on)", timeout=TIMEOUT)
+    expect(offers.get_by_test_id("preference-switch")).to_be_checked(timeout=TIMEOUT)
+    alerts = page.locator("[data-testid=preference-row][data-key=alerts]")
+    expect(alerts.get_by_test_id("preference-switch")).to_be_disabled(timeout=TIMEOUT)
+    expect(page.get_by_test_id("history-row")).to_have_count(0, timeout=TIMEOUT)
+    offers.get_by_test_id("preference-switch").click()
+    history = page.get_by_test_id("history-row")
+    expect(history).to_have_count(1, timeout=TIMEOUT)
+    expect(history.get_by_test_id("history-source")).to_have_text("dashboard", timeout=TIMEOUT)
+    expect(history.get_by_test_id("history-changes")).to_have_text("offers default → off", timeout=TIMEOUT)
+    expect(offers.get_by_test_id("preference-note")).to_contain_text("Chosen (default on)", timeout=TIMEOUT)
+    expect(offers.get_by_test_id("preference-switch")).not_to_be_checked(timeout=TIMEOUT)
+    status, changes = api("GET", "/v1/subscribers/pref-1/preferences/history")
+    check(status == 200 and [c["source"] for c in changes["data"]] == ["dashboard"]
+          and changes["data"][0]["categories"] == {"offers": {"from": None, "to": False}}, f"history: {changes}")
+    shot(page, "subscriber-preferences")
+    no_xss(page, "subscriber preferences")
+    step("a subscriber's category switched off on their page, the change recorded with source dashboard")
+
+    # A push in the category they turned off: suppressed, category_disabled, on the message page.
+    status, sent = api("POST", "/v1/messages", {"to": "pref-1", "title": "Weekend offer", "body": "20% off", "category": "offers"})
+    check(status in (200, 201, 202), f"send in offers: {status} {sent}")
+    message_id = sent["data"].get("id") or sent["data"].get("messageId")
+    page.goto(f"{URL}/dashboard#/messages/{message_id}")
+    expect(page.get_by_test_id("message-status")).to_have_text("completed", timeout=TIMEOUT)
+    rows = page.get_by_test_id("delivery-row")
+    expect(rows).to_have_count(1, timeout=TIMEOUT)
+    expect(rows.get_by_test_id("delivery-status")).to_have_text("suppressed", timeout=TIMEOUT)
+    expect(rows.get_by_test_id("delivery-reason")).to_have_text("category_disabled", timeout=TIMEOUT)
+    expect(page.get_by_test_id("stat-suppressed")).to_contain_text("1", timeout=TIMEOUT)
+    page.get_by_test_id("delivery-filter").locator("[data-value=sent]").click()
+    expect(rows).to_have_count(0, timeout=TIMEOUT)
+    page.get_by_test_id("delivery-filter").locator("[data-value=suppressed]").click()
+    expect(rows).to_have_count(1, timeout=TIMEOUT)
+    shot(page, "message-suppressed")
+    rows.first.locator("td").first.click()
+    expect(page.get_by_role("heading", name="Delivery", level=1)).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_test_id("delivery-reason")).to_have_text("category_disabled", timeout=TIMEOUT)
+    expect(page.get_by_text("the send policy held this push back")).to_be_visible(timeout=TIMEOUT)
+    shot(page, "delivery-suppressed")
+    step("a push in a category the subscriber turned off shows as suppressed, category_disabled")
 
 
 def workflows(page):
@@ -718,15 +855,16 @@ def webhooks(page):
 
 # Answers the scenarios ask for on purpose, which the browser logs as console errors: 401 and 422
 # always; a 404 only as many times as a scenario announced one.
-EXPECTED_CONSOLE_ERRORS = {"404": 0}
+EXPECTED_CONSOLE_ERRORS = {"404": 0, "409": 0}
 
 
 def expected_console_error(text):
     if "401" in text or "422" in text:
         return True
-    if "status of 404" in text and EXPECTED_CONSOLE_ERRORS["404"] > 0:
-        EXPECTED_CONSOLE_ERRORS["404"] -= 1
-        return True
+    for code in EXPECTED_CONSOLE_ERRORS:
+        if f"status of {code}" in text and EXPECTED_CONSOLE_ERRORS[code] > 0:
+            EXPECTED_CONSOLE_ERRORS[code] -= 1
+            return True
     return False
 
 
@@ -747,6 +885,7 @@ def main():
             delivery(page, message_id)
             messages_list(page)
             subscribers(page)
+            categories_and_preferences(page)
             workflows(page)
             workflow_runs(page)
             digest_and_throttle(page)

@@ -54,9 +54,11 @@ test('delivery, message and run statuses each fall in exactly one group', () => 
   }
 });
 
-test('every key kind has words', () => {
-  const { missing, unknown } = difference('apiKeyKind', Object.keys(DESCRIPTIONS.apiKeyKind));
-  assert.deepEqual([missing, unknown], [[], []]);
+test('every key kind and every suppressed reason has words', () => {
+  for (const name of ['apiKeyKind', 'suppressedReason']) {
+    const { missing, unknown } = difference(name, Object.keys(DESCRIPTIONS[name]));
+    assert.deepEqual([missing, unknown], [[], []], name);
+  }
 });
 
 test('tone and label', () => {

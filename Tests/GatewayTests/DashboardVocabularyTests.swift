@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitPolicy
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
@@ -33,6 +34,9 @@ struct DashboardVocabularyTests {
         #expect(strings("workflowStepDecision")?.contains("scheduled_on_device") == true)
         #expect(strings("dryRunEntryKind")?.contains("acknowledgement") == true)
         #expect(strings("apiKeyKind") == APIKeyKind.allCases.map(\.rawValue))
+        #expect(strings("suppressedReason") == SuppressionReason.allCases.map(\.rawValue))
+        #expect(strings("preferenceSource") == PreferenceSource.allCases.map(\.rawValue))
+        #expect(strings("capWindow") == CapWindow.allCases.map(\.rawValue))
         for kind in APIKeyKind.allCases {
             #expect(
                 lists["scopesByKeyKind"]?[kind.rawValue]?.arrayValue?.compactMap(\.stringValue)

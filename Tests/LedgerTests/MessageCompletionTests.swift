@@ -152,6 +152,31 @@ struct MessageCompletionTests {
         }
     }
 
+    @Test func theSweeperRequeuesUnfinishedMessagesWhateverTheirAge() async throws {
+        let f = try await Fixture.start()
+        try await withCleanup {
+            // Accepted three days ago and never fanned out (the senders were down, or a backup of
+            // that day was restored): still sent, however late.
+            let queued = try await f.message(.queued, age: 600)
+            let fanning = try await f.message(.fanningOut, age: 600)
+            try await f.postgres.execute(
+                "UPDATE messages SET created_at = now() - interval '3 days' WHERE id = ANY($1::uuid[])",
+                [[queued, fanning]])
+            // Not stale: touched a moment ago, or finished.
+            let recent = try await f.message(.queued, age: 0)
+            let done = try await f.message(.fannedOut, age: 600)
+
+            let taken = try await f.ledger.touchUnfinished(olderThan: .seconds(60))
+            #expect(Set(taken.map(\.id)) == [queued, fanning])
+            #expect(Set(taken.map(\.status)) == [.queued, .fanningOut])
+            // Touched: not taken again until they are stale once more.
+            #expect(try await f.ledger.touchUnfinished(olderThan: .seconds(60)).isEmpty)
+            _ = (recent, done)
+        } finally: {
+            await f.schema.stop()
+        }
+    }
+
     @Test func theSweeperCompletesStragglersOnlyOldestFirstAndBounded() async throws {
         let f = try await Fixture.start()
         try await withCleanup {

@@ -49,6 +49,13 @@ struct PolicyEndToEndTests {
                     d["subscriberId"]?.stringValue.map { ($0, d["suppressedReason"] ?? .null) }
                 })
             #expect(reasons == ["out": "unsubscribed", "nomarketing": "category_disabled", "plain": .null])
+            // Nothing went to APNs for a suppressed delivery: it has no apns-id; the sent one has.
+            let apnsIds = Dictionary(
+                uniqueKeysWithValues: try await stack.deliveries(marketing).compactMap { d in
+                    d["subscriberId"]?.stringValue.map { ($0, d["apnsId"] ?? .null) }
+                })
+            #expect(
+                apnsIds["out"] == .null && apnsIds["nomarketing"] == .null && apnsIds["plain"] != .null, "\(apnsIds)")
             let second = try await stack.waitSettled(promos)
             #expect(second["counts"]?["suppressed"] == 1, "\(second)")
             #expect(try await stack.deliveries(promos).first?["suppressedReason"] == "category_disabled")

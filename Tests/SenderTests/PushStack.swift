@@ -32,6 +32,9 @@ final class PushStack: Sendable {
     let workspaceKey: String
     let secretKey: String
     let keyId: String
+    /// The public half of the demo tenant's APNs key, for another simulator that must accept its
+    /// provider tokens (a stack restored from a backup of this one).
+    let providerPublicKeyPEM: String
     let senderEnvironment: [String: String]
     /// The gateway's environment, for another gateway process on the same stack (`startGateway`).
     let gatewayEnvironment: [String: String]
@@ -75,6 +78,7 @@ final class PushStack: Sendable {
         clientKey = bootstrap.clientKey!
         tenantID = bootstrap.tenantID!
         workspaceKey = bootstrap.workspaceKey
+        providerPublicKeyPEM = key.publicKeyPEM
         simulator = try await APNsSimulator(
             keyId: keyId, teamId: Self.teamId, publicKeyPEM: key.publicKeyPEM, record: record)
         let separator = serverURL.contains("?") ? "&" : "?"
@@ -242,10 +246,11 @@ final class PushStack: Sendable {
     /// Waits until the message reached a final state: `completed` (every delivery decided) or
     /// `failed`. A completed message must say so consistently: nothing queued or sending,
     /// `pending` 0 and a `completedAt`.
-    func waitSettled(_ id: String, limit: Duration = .seconds(60)) async throws -> JSONValue {
+    /// `baseURL`: another gateway than the stack's own (one on a restored copy of its database).
+    func waitSettled(_ id: String, limit: Duration = .seconds(60), baseURL: String? = nil) async throws -> JSONValue {
         var last: JSONValue = .null
         let settled = try await RedisTestSupport.eventually(limit: limit) {
-            let reply = try await api("GET", "/v1/messages/\(id)")
+            let reply = try await api("GET", "/v1/messages/\(id)", baseURL: baseURL)
             last = reply.data ?? .null
             let status = last["status"]?.stringValue
             return status == "failed" || status == "completed"
@@ -262,14 +267,14 @@ final class PushStack: Sendable {
     }
 
     /// Every delivery of a message (walks the cursor).
-    func deliveries(_ id: String, status: String? = nil) async throws -> [JSONValue] {
+    func deliveries(_ id: String, status: String? = nil, baseURL: String? = nil) async throws -> [JSONValue] {
         var all: [JSONValue] = []
         var cursor: String?
         repeat {
             var path = "/v1/messages/\(id)/deliveries?limit=200"
             if let status { path += "&status=\(status)" }
             if let cursor { path += "&cursor=\(cursor)" }
-            let reply = try await api("GET", path)
+            let reply = try await api("GET", path, baseURL: baseURL)
             guard reply.status == 200 else {
                 throw StackError(description: "list failed: \(reply.status) \(reply.envelope)")
             }

@@ -94,9 +94,10 @@ bk_docker_stop_ours() {
 # The base images the Dockerfile's stages and the compose files' services start from.
 bk_base_image_names() {
   {
-    # FROM lines' images, without the Dockerfile's own stages (FROM x AS name ... FROM name).
+    # FROM lines' images, without the Dockerfile's own stages (FROM x AS name ... FROM name) and
+    # `scratch` (Docker's reserved empty image: nothing to pull).
     awk 'toupper($1) == "FROM" { from[$2] = 1; if (toupper($3) == "AS") stage[$4] = 1 }
-         END { for (image in from) if (!(image in stage)) print image }' "$BK_ROOT/deploy/Dockerfile"
+         END { for (image in from) if (!(image in stage) && image != "scratch") print image }' "$BK_ROOT/deploy/Dockerfile"
     grep -hE '^\s+image:' "$BK_ROOT"/deploy/docker-compose*.yml | awk '{print $2}' | grep -v '^buzzkit'
   } | sort -u
 }

@@ -53,8 +53,11 @@ extension BuzzKit {
         Task { await client.start() }
     }
 
-    /// Identifies the installation (see the instance method).
-    public static func identify(_ subscriberId: String) { withShared("identify") { $0.identify(subscriberId) } }
+    /// Identifies the installation, with the subscriber's signature when the app has one (see the
+    /// instance method).
+    public static func identify(_ subscriberId: String, signature: String? = nil) {
+        withShared("identify") { $0.identify(subscriberId, signature: signature) }
+    }
 
     /// Forgets the subscriber (see the instance method).
     public static func reset() { withShared("reset") { $0.reset() } }

@@ -83,8 +83,8 @@ extension BuzzKit {
         case networkFailure
     }
 
-    /// One pass: a pending identify, a pending device registration, Live Activity tokens, then
-    /// the queue.
+    /// One pass: a pending identify, queued preference changes, a pending device registration,
+    /// Live Activity tokens, then the queue.
     ///
     /// Per batch: 2xx deletes it; an API error (4xx other than 408/429) drops it, logged; a
     /// network failure (or 5xx, 408, 429) counts an attempt on each of its events, gives up on
@@ -93,6 +93,7 @@ extension BuzzKit {
         var result = FlushPassResult.finished
         // Without the identify, the subscriber's events would be refused: retry it all later.
         if await sendPendingIdentify() == .networkFailure { return .networkFailure }
+        if await sendPendingPreferences() == .networkFailure { result = .networkFailure }
         if await sendPendingDeviceRegistration() == .networkFailure { result = .networkFailure }
         if await activities.sendPending() == .networkFailure { result = .networkFailure }
         while true {

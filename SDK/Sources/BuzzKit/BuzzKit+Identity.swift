@@ -5,15 +5,28 @@ extension BuzzKit {
     /// Identifies this installation as `subscriberId` (your own user id). Events tracked from now
     /// on are sent under it; events already queued keep the identity they were tracked under.
     /// Under a new id it links the anonymous id to the subscriber (`POST /v1/identify`) and
-    /// flushes at once; identifying again under the same id does nothing.
-    public func identify(_ subscriberId: String) {
+    /// flushes at once; identifying again under the same id does nothing (unless it brings a new
+    /// signature: that is kept and sent with a new identify).
+    ///
+    /// `signature` is what your backend computed for this subscriber: the lowercase hex
+    /// HMAC-SHA256 of `subscriberId` keyed with the tenant's identity secret. The server checks it
+    /// at identify (a wrong one: the identify is refused with 403 `forbidden_subscriber`, logged),
+    /// and the SDK keeps it for the calls that act for the subscriber (`preferences`), which need
+    /// it, across launches, until `reset()` or an identify as someone else. Default nil: events,
+    /// devices and tokens work without it; `preferences` does not.
+    public func identify(_ subscriberId: String, signature: String? = nil) {
         guard !subscriberId.isEmpty, subscriberId.utf8.count <= EventBatch.maxIdentityBytes else {
             logger.error("identify ignored: invalid subscriber id", ["length": String(subscriberId.utf8.count)])
             return
         }
+        let signature = signature.flatMap { $0.isEmpty ? nil : $0.lowercased() }
         let anonymous: String? = state.withLock { s in
-            guard s.subscriberId != subscriberId else { return nil }
+            // The same id again without a signature keeps the one given before (apps that
+            // identify at every launch need not keep the signature themselves).
+            let unchanged = s.subscriberId == subscriberId && (signature == nil || s.subscriberSignature == signature)
+            guard !unchanged else { return nil }
             s.subscriberId = subscriberId
+            s.subscriberSignature = signature
             return s.anonymousId
         }
         guard let anonymous else { return }
@@ -21,7 +34,8 @@ extension BuzzKit {
             do {
                 try await store.setValues([
                     StateKey.subscriberId: subscriberId,
-                    StateKey.pendingIdentify: anonymous + "\u{1F}" + subscriberId
+                    StateKey.subscriberSignature: signature,
+                    StateKey.pendingIdentify: [anonymous, subscriberId, signature ?? ""].joined(separator: "\u{1F}")
                 ])
                 if try await store.value(StateKey.deviceToken) != nil {
                     try await store.setValue("1", for: StateKey.deviceRegistrationPending)
@@ -43,6 +57,7 @@ extension BuzzKit {
         let fresh = Self.newIdentifier()
         state.withLock { s in
             s.subscriberId = nil
+            s.subscriberSignature = nil
             s.anonymousId = fresh
         }
         jobs.submit { [self] in
@@ -50,7 +65,7 @@ extension BuzzKit {
                 // A pending identify stays: it links the old anonymous id, and its installation
                 // must be identified for the old subscriber's queued events to be accepted.
                 try await store.setValues([
-                    StateKey.subscriberId: nil, StateKey.anonymousId: fresh,
+                    StateKey.subscriberId: nil, StateKey.subscriberSignature: nil, StateKey.anonymousId: fresh,
                     StateKey.sessionStart: nil,
                     StateKey.backgroundAt: nil, StateKey.lastActiveAt: nil
                 ])
@@ -62,12 +77,14 @@ extension BuzzKit {
 
     func sendPendingIdentify() async -> FlushPassResult {
         guard let pending = try? await store.value(StateKey.pendingIdentify) else { return .finished }
-        let parts = pending.split(separator: "\u{1F}", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else {
+        // anonymous id, subscriber id and (since signatures) the signature, "" for none.
+        let parts = pending.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2 || parts.count == 3 else {
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
             return .finished
         }
-        switch await api.identify(anonymousId: parts[0], subscriberId: parts[1]) {
+        let signature = parts.count == 3 && !parts[2].isEmpty ? parts[2] : nil
+        switch await api.identify(anonymousId: parts[0], subscriberId: parts[1], signature: signature) {
         case .accepted:
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
         case .rejected(let status, let error):

@@ -35,6 +35,8 @@ public final class BuzzKit: Sendable {
     struct ClientState: Sendable {
         var anonymousId: String
         var subscriberId: String?
+        /// The signature `identify(_:signature:)` was given for `subscriberId` (lowercased).
+        var subscriberSignature: String?
         var delegate: (any BuzzKitDelegate)?
         var deepLinkHandler: DeepLinkHandler?
         var flushTimer: (deadline: Date, work: ScheduledWork)?
@@ -48,6 +50,9 @@ public final class BuzzKit: Sendable {
         var inForeground = false
         var heartbeat: ScheduledWork?
         var pushesStarted = false
+        /// Queued preference changes the server refused or that were given up, by queue row, for
+        /// the `Preferences.update` call that waits for its row (the newest 32).
+        var droppedPreferenceChanges: [Int64: PreferencesError] = [:]
     }
 
     /// Opens the queue database (in the app group's container when `appGroup` is set, else in
@@ -71,7 +76,11 @@ public final class BuzzKit: Sendable {
             anonymousId = fresh
         }
         let subscriberId = try store.valueNow(StateKey.subscriberId)
-        state = Mutex(ClientState(anonymousId: anonymousId ?? Self.newIdentifier(), subscriberId: subscriberId))
+        let signature = subscriberId == nil ? nil : try store.valueNow(StateKey.subscriberSignature)
+        state = Mutex(
+            ClientState(
+                anonymousId: anonymousId ?? Self.newIdentifier(), subscriberId: subscriberId,
+                subscriberSignature: signature))
         activities = Activities()
         activities.attach(self)
     }

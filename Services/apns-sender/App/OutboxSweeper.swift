@@ -7,8 +7,8 @@ import Foundation
 /// The durability half of the outbox rule: the gateway inserts a message, then adds it to
 /// `bk:messages`; when that XADD fails (or its entry is lost with Redis's last second, or
 /// dead-lettered), the message would sit in `queued` forever. Every `interval` this sweeper takes
-/// messages untouched for `requeueAfter` in `queued` or `fanning_out` (created in the last 24
-/// hours), touches them in the same statement (`Ledger.touchUnfinished`: `FOR UPDATE SKIP LOCKED`,
+/// messages untouched for `requeueAfter` in `queued` or `fanning_out` (whatever their age),
+/// touches them in the same statement (`Ledger.touchUnfinished`: `FOR UPDATE SKIP LOCKED`,
 /// so concurrent replicas never pick the same one) and adds them to `bk:messages` (or its direct
 /// sibling) again. A fan-out is idempotent, so an extra entry costs a little work, never a double
 /// send.

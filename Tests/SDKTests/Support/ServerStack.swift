@@ -14,7 +14,10 @@ struct StackError: Error, CustomStringConvertible {
 final class ServerStack: Sendable {
     let schema: String
     let redis: ThrowawayRedis
-    let gateway: ServiceProcess
+    /// The gateway running now (`stopGateway()` / `startGateway()` replace it on the same port).
+    var gateway: ServiceProcess { currentGateway.withLock { $0 } }
+    private let currentGateway: Mutex<ServiceProcess>
+    private let gatewayEnvironment: [String: String]
     let ingest: ServiceProcess
     let baseURL: URL
     let tenantKey: String
@@ -55,11 +58,10 @@ final class ServerStack: Sendable {
         self.clientKey = clientKey
         let port = freeLoopbackPort()
         baseURL = URL(string: "http://127.0.0.1:\(port)")!
-        gateway = try ServiceProcess(
-            executable: "gateway",
-            environment: common.merging([
-                "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
-            ]) { _, new in new })
+        gatewayEnvironment = common.merging([
+            "BUZZKIT_HTTP_PORT": String(port), "BUZZKIT_RATE_LIMIT_ENABLED": "false"
+        ]) { _, new in new }
+        currentGateway = Mutex(try ServiceProcess(executable: "gateway", environment: gatewayEnvironment))
         let ingestPort = freeLoopbackPort()
         ingest = try ServiceProcess(
             executable: "ingest",
@@ -80,6 +82,22 @@ final class ServerStack: Sendable {
         guard ready, process.isRunning else {
             throw StackError(description: "\(process.name) not ready: \(process.output)")
         }
+    }
+
+    /// Stops the gateway (SIGTERM, waited for): its port refuses connections until `startGateway()`.
+    func stopGateway() async throws {
+        let process = gateway
+        process.signal(SIGTERM)
+        guard await process.waitForExit(timeout: .seconds(15)) != nil else {
+            throw StackError(description: "the gateway did not stop: \(process.output.suffix(2000))")
+        }
+    }
+
+    /// Starts a new gateway on the same port, database and Redis, and waits until it is ready.
+    func startGateway() async throws {
+        let process = try ServiceProcess(executable: "gateway", environment: gatewayEnvironment)
+        currentGateway.withLock { $0 = process }
+        try await waitReady(baseURL, process)
     }
 
     func close() async {
@@ -103,6 +121,19 @@ final class ServerStack: Sendable {
         return try BuzzKit(
             configuration: configuration,
             platform: Platform(clock: clock, transport: transport ?? URLSessionTransport(timeout: 10)))
+    }
+
+    /// A request with the tenant key: the status and the decoded envelope.
+    func send(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> (
+        status: Int, envelope: Envelope
+    ) {
+        var headers = ["Authorization": "Bearer \(tenantKey)"]
+        if body != nil { headers["Content-Type"] = "application/json" }
+        let response = try await http.send(
+            TransportRequest(
+                method: method, url: URL(string: baseURL.absoluteString + path)!, headers: headers,
+                body: body?.jsonBytes ?? []))
+        return (response.status, try Envelope.decode(response.body))
     }
 
     /// The envelope's `data` of a GET with the tenant key (200 expected).

@@ -25,11 +25,16 @@ struct APIClient: Sendable {
     }
 
     /// Sends one request as the installation of `anonymousId` (nil: without an installation).
-    func call(_ method: String, _ path: String, body: JSONValue?, as anonymousId: String?) async -> APIOutcome {
+    func call(
+        _ method: String, _ path: String, body: JSONValue?, as anonymousId: String?,
+        headers extra: [String: String] = [:]
+    ) async -> APIOutcome {
         guard let url = URL(string: baseURL.absoluteString.trimmingTrailingSlash + path) else {
             return .rejected(status: 0, error: APIError(.badRequest, "cannot build a URL for \(path)"))
         }
-        var headers = ["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]
+        var headers = extra.merging(["Authorization": "Bearer \(apiKey)", "Accept": "application/json"]) { _, new in
+            new
+        }
         var bytes: [UInt8] = []
         if let body {
             bytes = body.jsonBytes
@@ -80,15 +85,34 @@ struct APIClient: Sendable {
         return await call("POST", "/v1/events", body: batch.jsonValue, as: sender)
     }
 
-    /// `POST /v1/identify {anonymousId, subscriberId}`, as that anonymous id's installation.
-    func identify(anonymousId: String, subscriberId: String) async -> APIOutcome {
-        let outcome = await call(
-            "POST", "/v1/identify",
-            body: ["anonymousId": .string(anonymousId), "subscriberId": .string(subscriberId)],
-            as: anonymousId)
+    /// `POST /v1/identify {anonymousId, subscriberId, signature?}`, as that anonymous id's installation.
+    func identify(anonymousId: String, subscriberId: String, signature: String?) async -> APIOutcome {
+        var body: [String: JSONValue] = ["anonymousId": .string(anonymousId), "subscriberId": .string(subscriberId)]
+        if let signature { body["signature"] = .string(signature) }
+        let outcome = await call("POST", "/v1/identify", body: .object(body), as: anonymousId)
         if case .accepted = outcome { await installations?.identified(subscriberId, anonymousId: anonymousId) }
         return outcome
     }
+
+    /// `GET /v1/subscribers/{id}/preferences`, with the subscriber's signature.
+    func preferences(subscriber: String, signature: String, as anonymousId: String) async -> APIOutcome {
+        await call(
+            "GET", "/v1/subscribers/\(subscriber.pathEscaped)/preferences", body: nil, as: anonymousId,
+            headers: [Self.signatureHeader: signature])
+    }
+
+    /// `PUT /v1/subscribers/{id}/preferences {all?, categories?}`, with the subscriber's signature
+    /// (the server records a client key's change with source `sdk`).
+    func changePreferences(subscriber: String, signature: String, _ change: PreferenceChange, as anonymousId: String)
+        async -> APIOutcome
+    {
+        await call(
+            "PUT", "/v1/subscribers/\(subscriber.pathEscaped)/preferences", body: change.jsonValue, as: anonymousId,
+            headers: [Self.signatureHeader: signature])
+    }
+
+    /// The header that carries the tenant backend's signature of the subscriber id.
+    static let signatureHeader = "BuzzKit-Subscriber-Signature"
 
     /// `PUT /v1/subscribers/{id}/devices/{token}`.
     func registerDevice(subscriber: String, token: String, body: JSONValue, as anonymousId: String) async -> APIOutcome

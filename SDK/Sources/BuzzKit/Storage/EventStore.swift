@@ -7,8 +7,9 @@ import Foundation
 /// under and its failed attempts), `state` (key/value: anonymous id, subscriber id, stored app
 /// version and build, session times, API settings for the extension), `cancel_on` (event name
 /// to pending local notification id), `installations` (the per-installation token of each
-/// anonymous id, and the subscriber it identified as) and `activity_tokens` (Live Activity tokens
-/// kept to register, or re-register, with the server). Every event is inserted before any network I/O, and rows
+/// anonymous id, and the subscriber it identified as), `activity_tokens` (Live Activity tokens
+/// kept to register, or re-register, with the server) and `preference_changes` (the queue of
+/// preference changes, `EventStore+Preferences.swift`). Every event is inserted before any network I/O, and rows
 /// leave `events` only when the server acknowledged them, rejected them, or after too many failed
 /// attempts, so a process killed mid-flush loses nothing.
 final class EventStore: Sendable {
@@ -41,6 +42,13 @@ final class EventStore: Sendable {
                 CREATE TABLE IF NOT EXISTS activity_tokens (
                     kind TEXT NOT NULL, key TEXT NOT NULL, attributes_type TEXT NOT NULL, token TEXT,
                     pending INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (kind, key));
+                CREATE TABLE IF NOT EXISTS preference_changes (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    subscriber_id TEXT NOT NULL,
+                    signature TEXT NOT NULL,
+                    change TEXT NOT NULL,
+                    revision INTEGER NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0);
                 """)
         }
     }
@@ -228,6 +236,8 @@ final class EventStore: Sendable {
 enum StateKey {
     static let anonymousId = "anonymousId"
     static let subscriberId = "subscriberId"
+    /// The signature `identify(_:signature:)` was given for `subscriberId`.
+    static let subscriberSignature = "subscriberSignature"
     static let pendingIdentify = "pendingIdentify"
     static let appVersion = "appVersion"
     static let appBuild = "appBuild"
@@ -244,4 +254,7 @@ enum StateKey {
     static let lastActiveAt = "lastActiveAt"
     /// The notification permission last read from the platform.
     static let observedPermission = "observedPermission"
+    /// The last preferences the server answered (`data` of GET/PUT preferences, JSON), for the
+    /// subscriber it names.
+    static let preferences = "preferences"
 }

@@ -12,6 +12,8 @@ import * as subscribers from './pages/subscribers.js';
 import * as subscriber from './pages/subscriber.js';
 import * as segments from './pages/segments.js';
 import * as segment from './pages/segment.js';
+import * as categories from './pages/categories.js';
+import * as category from './pages/category.js';
 import * as keys from './pages/keys.js';
 import * as workflows from './pages/workflows.js';
 import * as workflow from './pages/workflow.js';
@@ -28,6 +30,7 @@ const NAV = [
   { path: 'messages', label: 'Messages', icon: icons.messages, scope: 'messages:read' },
   { path: 'subscribers', label: 'Subscribers', icon: icons.subscribers, scope: 'subscribers:read' },
   { path: 'segments', label: 'Segments', icon: icons.segments, scope: 'subscribers:read' },
+  { path: 'categories', label: 'Categories', icon: icons.categories, scope: 'settings:read' },
   { path: 'workflows', label: 'Workflows', icon: icons.workflows, scope: 'workflows:read' },
   { path: 'live-activities', label: 'Live Activities', icon: icons.live, scope: 'subscribers:read' },
   { path: 'webhooks', label: 'Webhooks', icon: icons.webhooks, scope: 'webhooks:read' },
@@ -45,6 +48,9 @@ const ROUTES = [
   [/^segments$/, segments],
   [/^segments\/new$/, segment, []],
   [/^segments\/(.+)$/, segment, ['key']],
+  [/^categories$/, categories],
+  [/^categories\/new$/, category, []],
+  [/^categories\/(.+)$/, category, ['key']],
   [/^workflows$/, workflows],
   [/^workflows\/new$/, workflow, []],
   [/^workflows\/([^/]+)\/runs$/, runs, ['key']],

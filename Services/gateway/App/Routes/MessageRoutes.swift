@@ -53,7 +53,8 @@ enum MessageRoutes {
 
     static let deliveryColumns = """
         id, message_id, subscriber_id, device_token, environment, status, attempt_count,
-        coalesce(apns_id, id) AS apns_id, last_status, last_reason, error_code, \(isoColumn("sent_at")),
+        CASE WHEN status IN ('\(DeliveryStatus.suppressed.rawValue)', '\(DeliveryStatus.expired.rawValue)') THEN NULL
+             ELSE coalesce(apns_id, id) END AS apns_id, last_status, last_reason, error_code, \(isoColumn("sent_at")),
         \(isoColumn("created_at")), \(isoColumn("updated_at")), suppressed_reason
         """
 

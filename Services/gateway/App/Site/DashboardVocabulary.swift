@@ -1,5 +1,6 @@
 import BuzzKitAPNs
 import BuzzKitContracts
+import BuzzKitPolicy
 import BuzzKitWire
 import BuzzKitWorkflows
 
@@ -7,8 +8,9 @@ import BuzzKitWorkflows
 /// JavaScript module the gateway writes when it starts from the very types the API answers with.
 ///
 /// The pages never list a status, kind or scope of their own: they import these lists (the
-/// delivery filter, the run filter, the interruption levels, the scopes a key may hold) and key
-/// their presentation on them (`lib/status.js` gives every value a tone and a label). The file is
+/// delivery filter and a suppressed delivery's reason, the run filter, the interruption levels, a
+/// frequency cap's windows, the scopes a key may hold) and key their presentation on them
+/// (`lib/status.js` gives every value a tone and a label). The file is
 /// not in the source tree, so there is no copy to keep in step; a value added to one of these
 /// types appears in the dashboard at the next start, and the dashboard's unit tests (run against
 /// this module by `DashboardScriptTests`) fail until `lib/status.js` says how to show it.
@@ -19,6 +21,7 @@ enum DashboardVocabulary {
     /// Each vocabulary by the name the module exports it under, in the order the server lists it.
     static let lists: [(name: String, value: JSONValue)] = [
         ("deliveryStatus", strings(DeliveryStatus.allCases.map(\.rawValue))),
+        ("suppressedReason", strings(SuppressionReason.allCases.map(\.rawValue))),
         ("messageStatus", strings(MessageStatus.allCases.map(\.rawValue))),
         ("messageKind", strings(MessageKind.allCases.map(\.rawValue))),
         ("workflowRunStatus", strings(WorkflowRunStatus.shown.map(\.rawValue))),
@@ -31,6 +34,8 @@ enum DashboardVocabulary {
         ("liveActivityEndedBy", strings(LiveActivityRoutes.endedBy)),
         ("liveActivityTokenStatus", strings(LiveActivityRoutes.tokenStatuses)),
         ("pushPriority", strings(LiveActivitySendRoutes.priorities)),
+        ("preferenceSource", strings(PreferenceSource.allCases.map(\.rawValue))),
+        ("capWindow", strings(CapWindow.allCases.map(\.rawValue))),
         ("interruptionLevel", strings(InterruptionLevel.allCases.map(\.rawValue))),
         ("apnsEnvironment", strings(APNsEnvironment.allCases.map(\.rawValue))),
         ("apiKeyKind", strings(APIKeyKind.allCases.map(\.rawValue))),

@@ -25,6 +25,8 @@ export const TONES = {
   },
   liveActivityState: { active: 'good', ended: 'muted' },
   liveActivityTokenStatus: { active: 'good', invalid: 'bad' },
+  suppressedReason: { unsubscribed: 'warn', category_disabled: 'warn', frequency_capped: 'warn', quiet_hours: 'info' },
+  preferenceSource: { api: 'muted', sdk: 'info', dashboard: 'good' },
 };
 
 /** Words for the values of vocabularies offered as choices where a label alone says too little. */
@@ -33,6 +35,12 @@ export const DESCRIPTIONS = {
     workspace: 'Workspace key (every tenant)',
     tenant: 'Tenant key (one tenant)',
     client: 'Client key (SDK, events only)',
+  },
+  suppressedReason: {
+    unsubscribed: 'The subscriber turned off every notification.',
+    category_disabled: 'The subscriber turned off this category (or it is off by default).',
+    frequency_capped: 'A frequency cap had no slot left for the subscriber.',
+    quiet_hours: 'The send fell in quiet hours and its policy drops it.',
   },
 };
 

@@ -9,6 +9,7 @@ export const icons = {
   messages: ['M4 5h16v11H8l-4 4z'],
   subscribers: ['M9 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8z', 'M2 21v-1a6 6 0 0 1 6-6h2a6 6 0 0 1 6 6v1', 'M17 11a3 3 0 1 0 0-6', 'M22 21v-1a5 5 0 0 0-4-4.9'],
   segments: ['M12 3a9 9 0 1 0 9 9h-9z', 'M15 3.5A9 9 0 0 1 20.5 9H15z'],
+  categories: ['M4 4h7v7H4z', 'M13 4h7v7h-7z', 'M4 13h7v7H4z', 'M16.5 13v7', 'M13 16.5h7'],
   workflows: ['M4 5h6v4H4z', 'M14 15h6v4h-6z', 'M7 9v3h10v3'],
   live: ['M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18z', 'M12 7v5l3 2'],
   keys: ['M15 7a4 4 0 1 1-3.9 4.9L4 19v-3h3v-3h3l1.1-1.1A4 4 0 0 1 15 7z'],

@@ -2,13 +2,18 @@
 import { api } from '../lib/api.js';
 import { h } from '../lib/dom.js';
 import { bytes, dateTime, json, number } from '../lib/format.js';
+import { DESCRIPTIONS } from '../lib/status.js';
 import { badge, card, code, copyButton, pageHeader, statusBadge, table } from '../lib/ui.js';
+import { suppressedReason } from './message.js';
 
 export async function render(main, params, ctx) {
   const { data } = await api('GET', `/v1/deliveries/${encodeURIComponent(params.id)}`, { signal: ctx.signal });
   const d = data.delivery;
   const facts = [
-    ['Status', statusBadge('deliveryStatus', d.status)], ['Device token', h('code', { class: 'break' }, d.deviceToken)],
+    ['Status', statusBadge('deliveryStatus', d.status)],
+    d.suppressedReason ? ['Suppressed because', h('div', {}, suppressedReason(d.suppressedReason),
+      h('div', { class: 'muted small' }, DESCRIPTIONS.suppressedReason[d.suppressedReason] ?? ''))] : null,
+    ['Device token', h('code', { class: 'break' }, d.deviceToken)],
     ['Subscriber', h('a', { href: `#/subscribers/${encodeURIComponent(d.subscriberId)}` }, d.subscriberId)],
     ['Environment', d.environment], ['apns-id', h('code', {}, d.apnsId ?? '—')], ['Attempts', number(d.attemptCount)],
     ['Error', d.errorCode ?? '—'], ['Created', dateTime(d.createdAt)], ['Sent', dateTime(d.sentAt)],
@@ -18,9 +23,10 @@ export async function render(main, params, ctx) {
     h('a', { href: `#/messages/${d.messageId}`, class: 'back' }, 'Message'),
     pageHeader('Delivery', d.id),
     h('div', { class: 'grid-2 wide-right' },
-      card('Delivery', h('dl', { class: 'facts' }, facts.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+      card('Delivery', h('dl', { class: 'facts' }, facts.filter(Boolean).flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
       h('div', { class: 'stack' }, data.attempts.length ? data.attempts.map(attempt)
-        : card('Attempts', h('p', { class: 'muted' }, 'Not attempted yet.')))));
+        : card('Attempts', h('p', { class: 'muted' }, d.suppressedReason
+          ? 'None: the send policy held this push back, no request went to APNs.' : 'Not attempted yet.')))));
 }
 
 function attempt(a) {

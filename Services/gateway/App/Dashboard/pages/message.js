@@ -3,7 +3,7 @@ import { api } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { dateTime, json, number, percent, relative, shortToken, target } from '../lib/format.js';
 import { pollUntilSettled } from '../lib/poll.js';
-import { MESSAGE, allDeliveries, failedDeliveries, label, messageSettled, pendingDeliveries } from '../lib/status.js';
+import { DESCRIPTIONS, MESSAGE, allDeliveries, failedDeliveries, label, messageSettled, pendingDeliveries } from '../lib/status.js';
 import { card, code, empty, pageHeader, pager, segmented, stat, statusBadge, table } from '../lib/ui.js';
 import { deliveryStatus } from '../lib/vocabulary.js';
 import { messageTitle } from './messages.js';
@@ -23,7 +23,8 @@ export async function render(main, params, ctx) {
     render: (rows) => put(deliveries, rows.length ? table([
       { label: 'Device', cell: (d) => h('code', { title: d.deviceToken }, shortToken(d.deviceToken)) },
       { label: 'Subscriber', cell: (d) => h('a', { href: `#/subscribers/${encodeURIComponent(d.subscriberId)}` }, d.subscriberId) },
-      { label: 'Status', cell: (d) => h('span', { 'data-testid': 'delivery-status' }, statusBadge('deliveryStatus', d.status)) },
+      { label: 'Status', cell: (d) => h('span', { class: 'chips' }, h('span', { 'data-testid': 'delivery-status' }, statusBadge('deliveryStatus', d.status)),
+        d.suppressedReason ? suppressedReason(d.suppressedReason) : null) },
       { label: 'APNs', cell: (d) => (d.lastStatus ? `${d.lastStatus}${d.lastReason ? ` ${d.lastReason}` : ''}` : '—') },
       { label: 'Attempts', class: 'num', cell: (d) => number(d.attemptCount) },
       { label: 'Sent', cell: (d) => (d.sentAt ? relative(d.sentAt) : '—') },
@@ -43,6 +44,7 @@ export async function render(main, params, ctx) {
       stat('Sent', number(c.sent), `devices · ${percent(c.sent, message.audienceSize)}`, 'stat-sent'),
       stat('In flight', number(message.pending ?? pendingDeliveries(c)), null, 'stat-pending'),
       stat('Failed', number(failed), failed ? `${number(c.invalid_token)} invalid tokens` : null, 'stat-failed'),
+      c.suppressed ? stat('Suppressed', number(c.suppressed), 'devices · held back by the send policy', 'stat-suppressed') : null,
       stat('Delivered', number(message.receipts?.delivered ?? 0), 'subscribers (receipts)', 'stat-delivered'),
       stat('Opened', number(message.receipts?.opened ?? 0), message.openRate === null || message.openRate === undefined ? 'subscribers' : `subscribers · ${(message.openRate * 100).toFixed(1)}% open rate`, 'stat-opened'));
     put(tabs, segmented([['', `All ${number(allDeliveries(c))}`],
@@ -71,6 +73,12 @@ export async function render(main, params, ctx) {
     },
     signal: ctx.signal,
   });
+}
+
+/** Why the send policy held a delivery back, its words on hover. */
+export function suppressedReason(reason) {
+  return h('span', { 'data-testid': 'delivery-reason', title: DESCRIPTIONS.suppressedReason[reason] ?? '' },
+    statusBadge('suppressedReason', reason));
 }
 
 /** Where a workflow's message came from: the workflow, version, run and send step (nothing for POST /v1/messages). */
