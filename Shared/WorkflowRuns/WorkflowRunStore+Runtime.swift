@@ -64,12 +64,12 @@ public struct WorkflowRunInsert: Sendable {
 extension WorkflowRunStore {
     /// Up to `limit` runs due at `now` (`wake_at <= now`: timer due, inbox not empty, pending),
     /// locked `FOR UPDATE SKIP LOCKED` (another replica's claim is skipped, never waited on), with
-    /// their inboxes.
+    /// their inboxes. Through `bk_workflow_runs_due` (migration 0024), which merges the partitions'
+    /// wake indexes whatever the statistics say.
     public static func claimDue(on tx: PostgresConnection, now: Date, limit: Int) async throws -> [ClaimedWorkflowRun] {
         let rows = try await tx.query(
             """
-            SELECT \(WorkflowRunRecord.columns), timer_token FROM workflow_runs
-            WHERE wake_at <= $1::timestamptz ORDER BY wake_at LIMIT $2 FOR UPDATE SKIP LOCKED
+            SELECT \(WorkflowRunRecord.columns), timer_token FROM bk_workflow_runs_due($1::timestamptz, $2::int)
             """, [now, limit])
         var claimed: [ClaimedWorkflowRun] = []
         claimed.reserveCapacity(rows.count)

@@ -138,4 +138,15 @@ BEGIN
 END
 $fn$;
 
+-- The due runs for a run worker's claim, oldest wake first. A function only to plan the claim with
+-- sorts off: over the partitions, a planner whose statistics are behind (a burst of runs inserted
+-- and not analyzed yet) sorts every due row of every partition, then locks the first n, instead of
+-- merging the partitions' wake indexes and stopping at n. bench/workflows.sh sends, 100,000 runs
+-- due at once: 222 ms per claim of 100 with the sort, Postgres 1,200 us per workflow send instead of
+-- about 300.
+CREATE FUNCTION bk_workflow_runs_due(due_at timestamptz, n integer) RETURNS SETOF workflow_runs
+LANGUAGE sql VOLATILE SET enable_sort = off AS $$
+    SELECT * FROM workflow_runs WHERE wake_at <= due_at ORDER BY wake_at LIMIT n FOR UPDATE SKIP LOCKED
+$$;
+
 SELECT bk_retention_create_weeks('workflow_runs', 4);
