@@ -120,7 +120,10 @@ let package = Package(
         // workflow service claims and advances them. SQL and row decoding only.
         .target(
             name: "BuzzKitWorkflowRuns",
-            dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWebhooks"],
+            dependencies: [
+                "BuzzKitWire", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWebhooks",
+                "BuzzKitRetention"
+            ],
             path: "Shared/WorkflowRuns"),
 
         // The delivery ledger (messages, deliveries, delivery_chunks, delivery_payloads, the
@@ -141,8 +144,16 @@ let package = Package(
         // the webhooks service sends through it. SQL, signing and address checks; no HTTP.
         .target(
             name: "BuzzKitWebhooks",
-            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitCrypto"],
+            dependencies: ["BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitCrypto", "BuzzKitRetention"],
             path: "Shared/Webhooks"),
+
+        // Retention by time partitions (docs/data-lifecycle.md): weekly partitions made ahead,
+        // dropped by a concurrent detach, one pass at a time under an advisory lock. The owners of
+        // partitioned tables (workflow runs, webhook attempts) run it.
+        .target(
+            name: "BuzzKitRetention",
+            dependencies: ["BuzzKitPostgres"],
+            path: "Shared/Retention"),
 
         // MARK: - What every service process shares
         .target(
@@ -334,7 +345,8 @@ let package = Package(
             name: "WorkflowTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitContracts",
-                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger", "WorkflowApp", "BuzzKitTestSupport"
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger", "WorkflowApp", "BuzzKitTestSupport",
+                "BuzzKitRetention"
             ],
             path: "Tests/WorkflowTests"),
         .testTarget(

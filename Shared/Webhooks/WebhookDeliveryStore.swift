@@ -267,8 +267,8 @@ public enum WebhookDeliveryStore {
         }
     }
 
-    /// Deletes messages that ended (delivered or failed) and attempts older than `retention`,
-    /// at most `limit` of each per call. Answers how many rows went.
+    /// Deletes messages that ended (delivered or failed) older than `retention`, at most `limit`
+    /// per call; answers how many went. Attempts go by whole weeks (`WebhookAttemptRetention`).
     @discardableResult
     public static func purge(on postgres: PostgresClient, retention: Duration, limit: Int = 10_000) async throws -> Int
     {
@@ -278,12 +278,7 @@ public enum WebhookDeliveryStore {
                 SELECT endpoint_id, id FROM webhook_messages
                 WHERE created_at < now() - $1::int8 * interval '1 millisecond' AND status <> 'pending' LIMIT $2)
             """, [retention.milliseconds, limit])
-        let attempts = try await postgres.execute(
-            """
-            DELETE FROM webhook_attempts WHERE id IN (
-                SELECT id FROM webhook_attempts WHERE attempted_at < now() - $1::int8 * interval '1 millisecond' LIMIT $2)
-            """, [retention.milliseconds, limit])
-        return messages + attempts
+        return messages
     }
 
     static func words(_ duration: Duration) -> String {

@@ -39,7 +39,7 @@ extension WorkflowRunStore {
         public var triggerSkips = 0
     }
 
-    /// Deletes up to `limit` runs of `subscriberIds` (their inbox with them, by cascade; a run a
+    /// Deletes up to `limit` runs of `subscriberIds` (their inbox and trigger record with them; a run a
     /// replica is saving is waited for, its row locked), the digest events gathered into them, and
     /// the subscriber's digest windows, throttles and trigger skips. Fewer than `limit` runs: none left.
     public static func eraseRuns(
@@ -48,9 +48,14 @@ extension WorkflowRunStore {
         let rows = try await connection.query(
             """
             WITH doomed AS (
-                SELECT id FROM workflow_runs WHERE tenant_id = $1::uuid AND subscriber_id = ANY ($2::text[])
+                SELECT id, workflow_key, trigger_key FROM workflow_runs
+                WHERE tenant_id = $1::uuid AND subscriber_id = ANY ($2::text[])
                 LIMIT $3 FOR UPDATE),
             de AS (DELETE FROM workflow_digest_events WHERE run_id IN (SELECT id FROM doomed) RETURNING 1),
+            ri AS (DELETE FROM workflow_run_inputs WHERE run_id IN (SELECT id FROM doomed)),
+            rt AS (DELETE FROM workflow_run_triggers t USING doomed d
+                   WHERE t.tenant_id = $1::uuid AND t.workflow_key = d.workflow_key AND t.trigger_key = d.trigger_key
+                     AND t.run_id = d.id),
             r AS (DELETE FROM workflow_runs WHERE id IN (SELECT id FROM doomed) RETURNING 1),
             w AS (DELETE FROM workflow_digest_windows WHERE tenant_id = $1::uuid AND subscriber_id = ANY ($2::text[])
                   RETURNING 1),

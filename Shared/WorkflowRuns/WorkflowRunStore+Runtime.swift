@@ -64,12 +64,12 @@ public struct WorkflowRunInsert: Sendable {
 extension WorkflowRunStore {
     /// Up to `limit` runs due at `now` (`wake_at <= now`: timer due, inbox not empty, pending),
     /// locked `FOR UPDATE SKIP LOCKED` (another replica's claim is skipped, never waited on), with
-    /// their inboxes.
+    /// their inboxes. Through `bk_workflow_runs_due` (migration 0024), which merges the partitions'
+    /// wake indexes whatever the statistics say.
     public static func claimDue(on tx: PostgresConnection, now: Date, limit: Int) async throws -> [ClaimedWorkflowRun] {
         let rows = try await tx.query(
             """
-            SELECT \(WorkflowRunRecord.columns), timer_token FROM workflow_runs
-            WHERE wake_at <= $1::timestamptz ORDER BY wake_at LIMIT $2 FOR UPDATE SKIP LOCKED
+            SELECT \(WorkflowRunRecord.columns), timer_token FROM bk_workflow_runs_due($1::timestamptz, $2::int)
             """, [now, limit])
         var claimed: [ClaimedWorkflowRun] = []
         claimed.reserveCapacity(rows.count)
@@ -202,17 +202,25 @@ extension WorkflowRunStore {
         }
         let rows = try await tx.query(
             """
-            WITH inserted AS (
+            WITH t AS (
+                SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[],
+                                     $8::text[], $9::text[], $10::text[], $11::text[], $12::timestamptz[],
+                                     $13::timestamptz[], $14::timestamptz[])
+                    AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
+            ), claimed AS (
+                -- One run per (workflow, trigger) (migration 0024: the runs' own table is partitioned).
+                INSERT INTO workflow_run_triggers (tenant_id, workflow_key, trigger_key, run_id)
+                SELECT tenant, key, trigger, id FROM t
+                ON CONFLICT DO NOTHING
+                RETURNING run_id
+            ), inserted AS (
                 INSERT INTO workflow_runs AS r (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
                                                 failure_code, state, reacts_to, timer_token, timer_due_at, wake_at,
                                                 started_at, ended_at)
                 SELECT id, tenant, key, version, subscriber, trigger, status, failure, state::jsonb,
                        CASE WHEN reacts = '' THEN '{}'::text[] ELSE string_to_array(reacts, E'\\x1F') END,
                        token, due, due, started, ended
-                FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[],
-                            $9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
-                    AS t(id, tenant, key, version, subscriber, trigger, status, failure, state, reacts, token, due, started, ended)
-                ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING
+                FROM t WHERE id IN (SELECT run_id FROM claimed)
                 RETURNING \(endedReturning)
             ), run_events AS (
                 \(endedEvents(from: "inserted e", filter: nil))

@@ -56,10 +56,15 @@ public struct WorkflowRunStore: Sendable {
         let id = UUID()
         let inserted = try await connection.query(
             """
+            WITH claimed AS (
+                -- One run per (workflow, trigger) (migration 0024: the runs' own table is partitioned).
+                INSERT INTO workflow_run_triggers (tenant_id, workflow_key, trigger_key, run_id)
+                VALUES ($2::uuid, $3, $6, $1::uuid) ON CONFLICT DO NOTHING RETURNING run_id)
             INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
                                        start_input, reacts_to, wake_at)
-            VALUES ($1::uuid, $2::uuid, $3, $4, $5, $6, \(WorkflowRunStatus.pending.sql), $7::jsonb, $8::text[], '-infinity')
-            ON CONFLICT (tenant_id, workflow_key, trigger_key) DO NOTHING RETURNING id
+            SELECT $1::uuid, $2::uuid, $3::text, $4::int, $5::text, $6::text, \(WorkflowRunStatus.pending.sql),
+                   $7::jsonb, $8::text[], '-infinity'
+            FROM claimed RETURNING id
             """,
             [
                 id, tenantId, workflowKey, version, subscriberId, triggerKey,
@@ -67,7 +72,7 @@ public struct WorkflowRunStore: Sendable {
             ])
         if !inserted.isEmpty { return Start(runId: id, created: true) }
         let existing = try await connection.query(
-            "SELECT id FROM workflow_runs WHERE tenant_id = $1::uuid AND workflow_key = $2 AND trigger_key = $3",
+            "SELECT run_id FROM workflow_run_triggers WHERE tenant_id = $1::uuid AND workflow_key = $2 AND trigger_key = $3",
             [tenantId, workflowKey, triggerKey])
         guard let row = existing.first else {
             throw PostgresError(

@@ -147,7 +147,11 @@ final class WebhookDispatcher: Service {
 }
 
 /// Every `sweepInterval`: disables endpoints failing for longer than `disableAfter` (with their
-/// `webhook.disabled` attempt) and deletes what is past retention.
+/// `webhook.disabled` attempt) and deletes ended messages past the retention; at start and hourly
+/// it also runs a `WebhookAttemptRetention` pass: the weekly partitions of `webhook_attempts` made
+/// ahead, the weeks wholly past the retention dropped (docs/data-lifecycle.md, "Retention"). On `/metrics`,
+/// labelled `table="webhook_attempts"`: `bk_retention_days`, `bk_retention_oldest_seconds`,
+/// `bk_retention_partitions`, `bk_retention_partitions_ahead`, `bk_retention_dropped_total`.
 final class WebhookSweeper: Service {
     let name = "webhooks.sweeper"
     let postgres: PostgresClient
@@ -155,6 +159,15 @@ final class WebhookSweeper: Service {
     let metrics: WebhooksMetrics
     let logger: Logger
     private let loop: BackgroundLoop
+    private let attempts: WebhookAttemptRetention
+    private let oldest: Gauge
+    private let partitions: Gauge
+    private let ahead: Gauge
+    private let dropped: Counter
+    /// When the last attempts' retention pass ran: it runs at most every `attemptsRetentionInterval`
+    /// (1 h), not every sweep (while the legacy partition exists, a pass reads its oldest row by a scan).
+    private let lastAttemptsPass = Mutex<ContinuousClock.Instant?>(nil)
+    static let attemptsRetentionInterval: Duration = .seconds(3600)
 
     init(
         postgres: PostgresClient, configuration: WebhooksConfiguration, metrics: WebhooksMetrics, logger: Logger,
@@ -166,6 +179,16 @@ final class WebhookSweeper: Service {
         self.logger = logger
         loop = BackgroundLoop(
             name: "webhooks-sweeper", interval: configuration.sweepInterval, logger: logger, metrics: registry)
+        attempts = WebhookAttemptRetention(postgres: postgres, retention: configuration.retention)
+        let labels = [("table", "webhook_attempts")]
+        registry.gauge("bk_retention_days", help: "Retention in force, days", labels: labels)
+            .set(Int(configuration.retention.components.seconds / 86_400))
+        oldest = registry.gauge(
+            "bk_retention_oldest_seconds", help: "Oldest data kept (lower bound of the oldest partition), Unix time",
+            labels: labels)
+        partitions = registry.gauge("bk_retention_partitions", help: "Partitions of the table", labels: labels)
+        ahead = registry.gauge("bk_retention_partitions_ahead", help: "Partitions wholly in the future", labels: labels)
+        dropped = registry.counter("bk_retention_dropped_total", help: "Partitions dropped", labels: labels)
     }
 
     func shutdown() async { loop.stop() }
@@ -179,6 +202,27 @@ final class WebhookSweeper: Service {
                 logger.notice("webhooks.endpoint.disabled", metadata: ["endpoint": id.uuidString.lowercased()])
             }
             try await WebhookDeliveryStore.purge(on: postgres, retention: configuration.retention)
+            let due = lastAttemptsPass.withLock { last in
+                last.map { ContinuousClock.now - $0 >= Self.attemptsRetentionInterval } ?? true
+            }
+            if due {
+                try await maintainAttempts()
+                lastAttemptsPass.withLock { $0 = ContinuousClock.now }
+            }
         }
+    }
+
+    /// One retention pass over `webhook_attempts` (`now`: the database's clock when nil); answers
+    /// the partitions dropped.
+    @discardableResult
+    func maintainAttempts(now: Date? = nil) async throws -> [String] {
+        let pass = try await attempts.maintain(now: now)
+        guard pass.ran else { return [] }
+        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
+        dropped.increment(by: pass.dropped.count)
+        oldest.set(Int(pass.oldest?.timeIntervalSince1970 ?? 0))
+        partitions.set(pass.partitions)
+        ahead.set(pass.partitionsAhead)
+        return pass.dropped
     }
 }

@@ -18,7 +18,7 @@ import Foundation
 /// | `BUZZKIT_WEBHOOKS_POLL_INTERVAL` | `100ms` | how long a replica that found nothing to do waits before looking again |
 /// | `BUZZKIT_WEBHOOKS_LEASE` | `60s` | a claimed message not recorded within this (its replica died) is sent again by another, same `webhook-id`; more than the timeout |
 /// | `BUZZKIT_WEBHOOKS_SWEEP_INTERVAL` | `60s` | how often failing endpoints are disabled and old rows dropped |
-/// | `BUZZKIT_WEBHOOKS_RETENTION` | `720h` (30 days) | ended messages and attempts older than this are deleted (replay reaches this far back) |
+/// | `BUZZKIT_WEBHOOKS_RETENTION` | `720h` (30 days) | ended messages older than this are deleted (replay reaches this far back); attempts go by whole weeks once wholly older |
 /// | `BUZZKIT_WEBHOOKS_CA_FILE` | system store | CA certificates to trust for `https://` endpoints instead (tests) |
 public struct WebhooksConfiguration: Sendable {
     public var secretKey: [UInt8]

@@ -14,6 +14,8 @@ import Foundation
 /// | `BUZZKIT_WORKFLOW_CLAIM_IDLE` | `60s` | a `bk:events` entry pending this long (a dead replica's, or one that failed) is taken over and retried |
 /// | `BUZZKIT_WORKFLOW_RECLAIM_INTERVAL` | `15s` | how often such entries are looked for |
 /// | `BUZZKIT_WORKFLOW_MAX_DELIVERIES` | `5` | deliveries after which a failing `bk:events` entry goes to `{bk:events}:dead` |
+/// | `BUZZKIT_RUN_RETENTION_DAYS` | `30` | finished runs are kept at least this long after they ended; then their week's partition is dropped (docs/data-lifecycle.md) |
+/// | `BUZZKIT_RUN_RETENTION_INTERVAL` | `1h` | how often the retention pass runs (also at start) |
 /// | `BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE` | unset | tests only: a file holding seconds (a decimal number) added to the system clock, re-read as it changes |
 public struct WorkflowConfiguration: Sendable {
     public var eventsStream: StreamName = .events
@@ -35,6 +37,10 @@ public struct WorkflowConfiguration: Sendable {
     public var maxDeliveries: Int = 5
     /// How often runs of deleted workflows are swept for a cancel (also at start). Default 5 min.
     public var deletedSweepInterval: Duration = .seconds(300)
+    /// Finished runs are kept at least this long after they ended. Default 30 days.
+    public var runRetentionDays: Int = 30
+    /// How often the retention pass runs (also at start). Default 1 h.
+    public var retentionInterval: Duration = .seconds(3600)
     public var clock: WorkflowClock = .system
 
     public init(consumerName: String) {
@@ -54,6 +60,8 @@ public struct WorkflowConfiguration: Sendable {
         claimIdleTime = reader.duration("BUZZKIT_WORKFLOW_CLAIM_IDLE", default: claimIdleTime)
         reclaimInterval = reader.duration("BUZZKIT_WORKFLOW_RECLAIM_INTERVAL", default: reclaimInterval)
         maxDeliveries = reader.int("BUZZKIT_WORKFLOW_MAX_DELIVERIES", default: maxDeliveries, range: 1...1000)
+        runRetentionDays = reader.int("BUZZKIT_RUN_RETENTION_DAYS", default: runRetentionDays, range: 1...36_500)
+        retentionInterval = reader.duration("BUZZKIT_RUN_RETENTION_INTERVAL", default: retentionInterval)
         if let path = reader.raw("BUZZKIT_WORKFLOW_CLOCK_OFFSET_FILE"), !path.isEmpty {
             clock = .offsetFile(path)
         }

@@ -4,13 +4,14 @@ import BuzzKitRedis
 import BuzzKitRuntime
 
 /// Assembles the workflow service: the `bk:events` consumer (triggers, cancelOn, waitFor),
-/// `timerWorkers` run workers (timers, inboxes, pending starts) and the deleted-workflow sweeper.
+/// `timerWorkers` run workers (timers, inboxes, pending starts), the deleted-workflow sweeper and
+/// the runs' retention (`RunRetentionService`).
 /// Any number of replicas may run side by side: runs are claimed with SKIP LOCKED and the
 /// stream is read in one consumer group.
 public enum WorkflowService {
     /// The service's parts, for a measurement of one alone (`buzzkit-bench workflows`).
     public enum Part: Sendable, CaseIterable {
-        case deletedSweeper, eventsConsumer, runWorkers
+        case deletedSweeper, retention, eventsConsumer, runWorkers
     }
 
     public static func makeServices(runtime: ServiceRuntime, configuration: WorkflowConfiguration) -> [any Service] {
@@ -41,6 +42,11 @@ public enum WorkflowService {
         if parts.contains(.deletedSweeper) {
             services.append(
                 DeletedWorkflowSweeper(
+                    postgres: postgres, configuration: configuration, logger: logger, metrics: registry))
+        }
+        if parts.contains(.retention) {
+            services.append(
+                RunRetentionService(
                     postgres: postgres, configuration: configuration, logger: logger, metrics: registry))
         }
         if parts.contains(.eventsConsumer) {

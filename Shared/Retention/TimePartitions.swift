@@ -1,0 +1,158 @@
+import BuzzKitPostgres
+import Foundation
+
+/// Weekly range partitions of a table partitioned by a `timestamptz` (migration 0024's
+/// `bk_retention_create_weeks` / `bk_retention_partitions`), and the one way to drop one without
+/// blocking its writers (docs/data-lifecycle.md, "Retention").
+///
+/// `DROP TABLE` of an attached partition takes `ACCESS EXCLUSIVE` on the parent: it waits for every
+/// transaction on the table and queues every later one behind it. `detachAndDrop` instead runs
+/// `DETACH PARTITION … CONCURRENTLY` (`SHARE UPDATE EXCLUSIVE` on the parent: inserts, updates and
+/// reads go on; it waits for the transactions that may still see the partition and blocks none),
+/// then drops the table it detached, which no one reads any more. Both must run outside a
+/// transaction block: call these on a connection with no transaction open.
+///
+/// `maintain` is the whole pass for a table whose rows are never in use past their time (webhook
+/// attempts); the runs' pass (`WorkflowRunRetention`) adds its own test of what is still live.
+public struct TimePartitions: Sendable {
+    /// The partitioned table (of the connection's current schema).
+    public let parent: String
+
+    public init(parent: String) {
+        self.parent = parent
+    }
+
+    /// One partition: its bounds (`lower` nil: `MINVALUE`, the legacy partition) and whether a
+    /// concurrent detach of it was interrupted.
+    public struct Partition: Sendable, Hashable {
+        public var name: String
+        public var lower: Date?
+        public var upper: Date
+        public var detachPending: Bool
+
+        public init(name: String, lower: Date?, upper: Date, detachPending: Bool) {
+            self.name = name
+            self.lower = lower
+            self.upper = upper
+            self.detachPending = detachPending
+        }
+    }
+
+    /// The partitions, oldest first.
+    public func list(on connection: PostgresConnection) async throws -> [Partition] {
+        try await connection.query(
+            """
+            SELECT part, lower_bound, upper_bound, detach_pending FROM bk_retention_partitions($1)
+            ORDER BY upper_bound
+            """, [parent]
+        ).map { row in
+            Partition(
+                name: try row.decode(String.self, at: 0), lower: try row.decode(Date?.self, at: 1),
+                upper: try row.decode(Date.self, at: 2), detachPending: try row.decode(Bool.self, at: 3))
+        }
+    }
+
+    /// Creates the weekly partitions after the newest one up to `weeksAhead` weeks past the week
+    /// after `now`; answers one line per partition (`created …` or `skipped …: why`).
+    @discardableResult
+    public func createWeeks(on connection: PostgresConnection, now: Date, weeksAhead: Int) async throws -> [String] {
+        try await connection.query(
+            "SELECT bk_retention_create_weeks($1, $2, $3::timestamptz)", [parent, weeksAhead, now]
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// Detaches `partition` concurrently (or finishes an interrupted detach of it) and drops it.
+    public func detachAndDrop(on connection: PostgresConnection, _ partition: Partition) async throws {
+        let parentName = Self.quote(parent)
+        let name = Self.quote(partition.name)
+        if partition.detachPending {
+            try await connection.execute("ALTER TABLE \(parentName) DETACH PARTITION \(name) FINALIZE")
+        } else {
+            try await connection.execute("ALTER TABLE \(parentName) DETACH PARTITION \(name) CONCURRENTLY")
+        }
+        try await connection.execute("DROP TABLE \(name)")
+    }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        /// False: another session held the lock; nothing was done.
+        public var ran: Bool = false
+        public var created: [String] = []
+        public var dropped: [String] = []
+        /// Partitions after the pass.
+        public var partitions: Int = 0
+        /// Partitions wholly after `now`.
+        public var partitionsAhead: Int = 0
+        /// The oldest data there can be: the lower bound of the oldest partition (for the legacy
+        /// partition, its oldest row's `oldestColumn`); nil when there is none.
+        public var oldest: Date?
+
+        public init() {}
+    }
+
+    /// One pass under the table's advisory lock: makes the weeks up to `weeksAhead` past the week
+    /// after `now` (the database's clock when nil) and drops every partition wholly older than
+    /// `now - retention`.
+    public func maintain(
+        on connection: PostgresConnection, now given: Date?, retention: Duration, weeksAhead: Int,
+        oldestColumn: String
+    ) async throws -> Pass {
+        guard try await tryLock(on: connection) else { return Pass() }
+        do {
+            var pass = Pass()
+            pass.ran = true
+            let now = try await Self.now(on: connection, given)
+            let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
+            pass.created = try await createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
+                .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+            for partition in try await list(on: connection) where partition.detachPending || partition.upper <= cutoff {
+                try await detachAndDrop(on: connection, partition)
+                pass.dropped.append(partition.name)
+            }
+            let remaining = try await list(on: connection)
+            pass.partitions = remaining.count
+            pass.partitionsAhead = remaining.filter { ($0.lower ?? .distantPast) >= now }.count
+            pass.oldest = try await oldest(on: connection, remaining.first, column: oldestColumn)
+            try await unlock(on: connection)
+            return pass
+        } catch {
+            try? await unlock(on: connection)
+            throw error
+        }
+    }
+
+    /// `given`, or the database's clock.
+    public static func now(on connection: PostgresConnection, _ given: Date?) async throws -> Date {
+        if let given { return given }
+        return try await connection.query("SELECT now()").first?.decode(Date.self, at: 0) ?? Date()
+    }
+
+    /// The lower bound of `partition`, or for the legacy partition (no lower bound) its oldest
+    /// `column` (a scan: the legacy partition is temporary).
+    public func oldest(on connection: PostgresConnection, _ partition: Partition?, column: String) async throws -> Date?
+    {
+        guard let partition else { return nil }
+        if let lower = partition.lower { return lower }
+        return try await connection.query(
+            "SELECT min(\(Self.quote(column))) FROM \(Self.quote(partition.name))"
+        ).first?.decode(Date?.self, at: 0)
+    }
+
+    /// `name` as a quoted SQL identifier.
+    public static func quote(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Takes the session advisory lock of this table's maintenance (one per table and schema), or
+    /// answers false when another session holds it. Release it with `unlock` on the same connection.
+    public func tryLock(on connection: PostgresConnection) async throws -> Bool {
+        try await connection.query(
+            "SELECT pg_try_advisory_lock(hashtext('buzzkit.retention:' || $1 || ':' || current_schema()))", [parent]
+        ).first?.decode(Bool.self, at: 0) ?? false
+    }
+
+    public func unlock(on connection: PostgresConnection) async throws {
+        try await connection.execute(
+            "SELECT pg_advisory_unlock(hashtext('buzzkit.retention:' || $1 || ':' || current_schema()))", [parent])
+    }
+}
