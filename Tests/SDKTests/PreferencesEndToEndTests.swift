@@ -169,6 +169,13 @@ struct PreferencesEndToEndTests {
             #expect(logs.contains(.error, "preference change dropped"))
             let server = try await tenant.preferences(alice)
             #expect(server.status == 404 || server.data?["categories"] == [:])
+            // The refused signature costs the preferences only: the identify goes again without
+            // it, so what the app tracks still reaches the subscriber.
+            client.track("after.refusal")
+            await client.flushEvents()
+            let tracked = try await tenant.stack.waitForEvent("after.refusal", of: alice)
+            #expect(tracked.contains { $0["name"] == "after.refusal" })
+            #expect(logs.contains(.error, "identify refused its signature"))
 
             // A signature that was right when the app got it, until the tenant replaced its secret
             // twice (the one before last stops verifying): the queued change is dropped with the

@@ -87,6 +87,14 @@ extension BuzzKit {
         switch await api.identify(anonymousId: parts[0], subscriberId: parts[1], signature: signature) {
         case .accepted:
             try? await store.setValue(nil, for: StateKey.pendingIdentify)
+        case .rejected(403, let error) where signature != nil && error?.code == .forbiddenSubscriber:
+            // The signature is not this subscriber's: only the calls that need it (preferences)
+            // must fail, with the server's code, while events keep reaching the subscriber. So
+            // the link is made again without it (the signature stays for those calls to report).
+            logger.error("identify refused its signature; identifying without it", ["status": "403"])
+            try? await store.setValue(
+                [parts[0], parts[1], ""].joined(separator: "\u{1F}"), for: StateKey.pendingIdentify)
+            return await sendPendingIdentify()
         case .rejected(let status, let error):
             logger.error(
                 "identify rejected by the API", ["status": String(status), "error.code": error?.code.rawValue ?? ""])
