@@ -170,7 +170,7 @@ let package = Package(
                 "BuzzKitHTTPServer", "BuzzKitAPNs", "BuzzKitContracts", "BuzzKitAudience",
                 "BuzzKitIntake", "BuzzKitQueries", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitLedger",
                 "BuzzKitPolicy",
-                "BuzzKitWebhooks", "BuzzKitRuntime"
+                "BuzzKitWebhooks", "BuzzKitRuntime", "BuzzKitRetention"
             ],
             path: "Services/gateway/App", resources: [.copy("Dashboard")]),
         .executableTarget(name: "Gateway", dependencies: ["GatewayApp"], path: "Services/gateway/Main"),
@@ -178,7 +178,7 @@ let package = Package(
             name: "IngestApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitRuntime", "BuzzKitWebhooks"
+                "BuzzKitContracts", "BuzzKitRuntime", "BuzzKitWebhooks", "BuzzKitRetention"
             ],
             path: "Services/ingest/App"),
         .executableTarget(name: "Ingest", dependencies: ["IngestApp"], path: "Services/ingest/Main"),
@@ -293,14 +293,15 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
                 "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "BuzzKitPolicy", "GatewayApp", "IngestApp",
-                "BuzzKitTestSupport"
+                "BuzzKitRetention", "BuzzKitTestSupport"
             ],
             path: "Tests/GatewayTests"),
         .testTarget(
             name: "IngestTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries", "IngestApp", "BuzzKitTestSupport"
+                "BuzzKitContracts", "BuzzKitIntake", "BuzzKitQueries", "IngestApp", "BuzzKitRetention",
+                "BuzzKitTestSupport"
             ],
             path: "Tests/IngestTests"),
         .testTarget(
@@ -353,7 +354,7 @@ let package = Package(
             name: "WebhooksTests",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient",
-                "BuzzKitMigrations", "BuzzKitWebhooks", "GatewayApp", "BuzzKitTestSupport"
+                "BuzzKitMigrations", "BuzzKitWebhooks", "BuzzKitRetention", "GatewayApp", "BuzzKitTestSupport"
             ],
             path: "Tests/WebhooksTests"),
         .testTarget(

@@ -92,7 +92,7 @@ public struct TimePartitions: Sendable {
 
     /// One pass under the table's advisory lock: makes the weeks up to `weeksAhead` past the week
     /// after `now` (the database's clock when nil) and drops every partition wholly older than
-    /// `now - retention`.
+    /// `now - retention`; records what it found (`RetentionStatus`).
     public func maintain(
         on connection: PostgresConnection, now given: Date?, retention: Duration, weeksAhead: Int,
         oldestColumn: String
@@ -113,6 +113,10 @@ public struct TimePartitions: Sendable {
             pass.partitions = remaining.count
             pass.partitionsAhead = remaining.filter { ($0.lower ?? .distantPast) >= now }.count
             pass.oldest = try await oldest(on: connection, remaining.first, column: oldestColumn)
+            try await RetentionStatus(
+                table: parent, retention: retention, oldestKept: pass.oldest, partitions: pass.partitions,
+                partitionsAhead: pass.partitionsAhead, droppedLastPass: pass.dropped.count
+            ).record(on: connection)
             try await unlock(on: connection)
             return pass
         } catch {

@@ -145,6 +145,11 @@ public struct WorkflowRunRetention: Sendable {
                 ).first?.decode(Date?.self, at: 0)
             }
         }
+        try await RetentionStatus(
+            table: "workflow_runs", retention: .seconds(retentionDays * 86_400), oldestKept: pass.oldest,
+            partitions: pass.partitions, partitionsAhead: pass.partitionsAhead, partitionsKept: pass.kept.count,
+            droppedLastPass: pass.dropped.count
+        ).record(on: connection)
         return pass
     }
 }

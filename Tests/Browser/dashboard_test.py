@@ -667,6 +667,18 @@ def overview(page):
     expect(page.get_by_test_id("funnel-24h-deliveries-sent")).to_contain_text("one per device", timeout=TIMEOUT)
     expect(page.get_by_test_id("funnel-24h-caption")).to_contain_text("Funnel in recipients", timeout=TIMEOUT)
     check(stats["data"]["deliveries"]["sent"] > funnel["sent"], f"devices and subscribers counted alike: {stats['data']}")
+    # Data retention: what the owners' passes recorded (ingest, workflow, webhooks all run here).
+    status, retention = api("GET", "/v1/retention")
+    check(status == 200, f"GET /v1/retention answered {status}")
+    tables = {t["table"]: t for t in retention["data"]["tables"]}
+    check(set(tables) == {"events", "workflow_runs", "webhook_attempts"}, f"retention passes: {sorted(tables)}")
+    expect(page.get_by_test_id("retention-row")).to_have_count(3, timeout=TIMEOUT)
+    for name, entry in tables.items():
+        seconds = entry["retentionSeconds"]
+        check(seconds % 86400 == 0, f"{name}: a retention of {seconds} s is not whole days")
+        words = "1 day" if seconds == 86400 else f"{seconds // 86400:,} days"
+        expect(page.get_by_test_id(f"retention-{name}")).to_have_text(words, timeout=TIMEOUT)
+    expect(page.get_by_test_id("retention-ledger")).to_contain_text("no retention yet", timeout=TIMEOUT)
     shot(page, "overview")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "overview-narrow")
@@ -674,7 +686,7 @@ def overview(page):
     check(width <= 390, f"the overview is {width} px wide on a 390 px screen")
     page.set_viewport_size({"width": 1440, "height": 900})
     no_xss(page, "overview")
-    step("the overview draws the funnel the API counts")
+    step("the overview draws the funnel the API counts and the data retention the passes recorded")
 
 
 def keys(browser, page):

@@ -1,6 +1,7 @@
 import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitRedis
+import BuzzKitRetention
 import BuzzKitTestSupport
 import Foundation
 import IngestApp
@@ -79,6 +80,14 @@ import Testing
                 }
                 #expect(recreated, "round \(round): \(name) was not created again")
             }
+            // Each pass records the events' retention for GET /v1/retention and the dashboard.
+            let statuses = try await RetentionStatus.all(on: harness.postgres)
+            let status = try #require(statuses.first { $0.table == "events" })
+            #expect(status.retention == .seconds(configuration.retentionDays * 86_400))
+            #expect(status.partitions >= configuration.partitionsAhead + 1)
+            #expect(status.partitionsAhead >= configuration.partitionsAhead)
+            let oldest = try #require(status.oldestKept)
+            #expect(oldest <= Date())
         }
     }
 }

@@ -1,4 +1,5 @@
 import BuzzKitPostgres
+import BuzzKitRetention
 import BuzzKitTestSupport
 import BuzzKitWebhooks
 import Foundation
@@ -43,6 +44,9 @@ struct WebhookAttemptRetentionTests {
             #expect(pass.dropped.count > 1)
             #expect(try await postgres.query("SELECT count(*) FROM webhook_attempts")[0].decode(Int.self, at: 0) == 0)
             #expect(try #require(pass.oldest) > Date().addingTimeInterval(22 * 86_400))
+            let status = try #require(try await RetentionStatus.all(on: postgres).first)
+            #expect(status.table == "webhook_attempts" && status.retention == .seconds(30 * 86_400))
+            #expect(status.oldestKept == pass.oldest && status.droppedLastPass == pass.dropped.count)
             // The id sequence outlived the legacy partition that owned it first.
             let next = try await postgres.query(insert, [endpoint, 61])[0].decode(Int.self, at: 0)
             #expect(next > ids.max()!)

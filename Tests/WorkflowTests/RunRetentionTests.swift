@@ -176,6 +176,11 @@ struct RunRetentionTests {
             #expect(text.contains(#"bk_retention_partitions_kept{table="workflow_runs"} 0"#))
             // An empty legacy partition: no data kept yet.
             #expect(text.contains(#"bk_retention_oldest_seconds{table="workflow_runs"} 0"#))
+            // And what the gateway shows (GET /v1/retention): the same, recorded by the pass.
+            let status = try await RetentionStatus.all(on: f.postgres)
+            #expect(status.map(\.table) == ["workflow_runs"])
+            #expect(status.first?.retention == .seconds(12 * 86_400) && status.first?.partitionsAhead == 4)
+            #expect(status.first?.oldestKept == nil && status.first?.partitionsKept == 0)
             #expect(
                 try WorkflowConfiguration(consumerName: "t", environment: ["BUZZKIT_RUN_RETENTION_DAYS": "90"])
                     .runRetentionDays == 90)

@@ -2,6 +2,8 @@ import BuzzKitContracts
 import BuzzKitCore
 import BuzzKitPostgres
 import BuzzKitRedis
+import BuzzKitRetention
+import Foundation
 
 /// Housekeeping of the event store, as a `Service` of two `BackgroundLoop`s:
 /// - `events.partitions`, at start and every `maintenanceInterval` (24 h):
@@ -52,7 +54,28 @@ public final class EventMaintenanceService: Service {
             "SELECT bk_events_maintain($1, $2)", [configuration.retentionDays, configuration.partitionsAhead])
         let actions = try rows.map { try $0.decode(String.self, at: 0) }
         for action in actions { logger.info("events.partitions", metadata: ["action": action]) }
+        try await recordStatus(dropped: actions.filter { $0.hasPrefix("dropped") }.count)
         return actions
+    }
+
+    /// Records what the events' partitions hold (`RetentionStatus`, for `GET /v1/retention` and the
+    /// dashboard): the monthly partitions (the default one, for stray times, is not counted) and
+    /// the lower bound of the oldest.
+    private func recordStatus(dropped: Int) async throws {
+        try await postgres.withConnection { connection in
+            let row = try await connection.query(
+                """
+                SELECT count(*) FILTER (WHERE lower_bound IS NOT NULL), count(*) FILTER (WHERE lower_bound >= now()),
+                       min(lower_bound)
+                FROM bk_retention_partitions('events')
+                """
+            ).first
+            try await RetentionStatus(
+                table: "events", retention: .seconds(configuration.retentionDays * 86_400),
+                oldestKept: try row?.decode(Date?.self, at: 2), partitions: try row?.decode(Int.self, at: 0) ?? 0,
+                partitionsAhead: try row?.decode(Int.self, at: 1) ?? 0, droppedLastPass: dropped
+            ).record(on: connection)
+        }
     }
 
     /// Trims `bk:ingest` below the oldest entry a consumer group has not acknowledged (or not yet read).

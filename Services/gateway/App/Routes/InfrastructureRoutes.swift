@@ -33,5 +33,5 @@ extension GatewayRoute {
         + TopicRoutes.routes + SegmentRoutes.routes + EventRoutes.routes + MessageRoutes.routes
         + StatsRoutes.routes + LiveActivitySendRoutes.routes + ErasureRoutes.routes
         + WorkflowRoutes.routes + WebhookRoutes.routes + SettingsRoutes.routes + CategoryRoutes.routes
-        + PreferenceRoutes.routes
+        + PreferenceRoutes.routes + RetentionRoutes.routes
 }

@@ -54,6 +54,14 @@ export function shortToken(token) {
   return token.length > 16 ? `${token.slice(0, 8)}…${token.slice(-6)}` : token;
 }
 
+/** A retention in words: whole days as days ("30 days", "1 day"), else hours ("36 h") or minutes. */
+export function duration(seconds) {
+  if (seconds === null || seconds === undefined || Number.isNaN(Number(seconds))) return '—';
+  if (seconds % 86400 === 0) return seconds === 86400 ? '1 day' : `${number(seconds / 86400)} days`;
+  if (seconds % 3600 === 0) return `${number(seconds / 3600)} h`;
+  return `${number(Math.round(seconds / 60))} min`;
+}
+
 export function bytes(count) {
   return count === 1 ? '1 byte' : `${number(count)} bytes`;
 }

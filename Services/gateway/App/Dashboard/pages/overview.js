@@ -1,11 +1,11 @@
 // The overview: sends over the last 24 hours and 7 days with the sent → delivered → opened funnel,
-// sends over time, events per hour, and delivery failures by reason.
+// sends over time, events per hour, delivery failures by reason, and how long data is kept.
 import { api, session } from '../lib/api.js';
 import { h, put } from '../lib/dom.js';
 import { bars, funnel, ranking } from '../lib/chart.js';
-import { number, percent } from '../lib/format.js';
+import { dateTime, duration, number, percent, relative } from '../lib/format.js';
 import { failedDeliveries } from '../lib/status.js';
-import { badge, card, empty, errorBox, loading, pageHeader, segmented, stat, statusBadge } from '../lib/ui.js';
+import { badge, card, empty, errorBox, loading, pageHeader, segmented, stat, statusBadge, table } from '../lib/ui.js';
 
 const hourTick = (at, long) => {
   const d = new Date(at);
@@ -17,13 +17,16 @@ export async function render(main, params, ctx) {
   main.append(pageHeader('Overview', 'How your pushes are doing.'));
   const canMessages = session.has('messages:read');
   const canEvents = session.has('subscribers:read');
+  const canRetention = session.has('settings:read');
   const windows = h('div', { class: 'grid-2' });
   const sends = h('div');
   const events = h('div');
   const failures = h('div');
+  const retention = h('div');
   main.append(windows);
   if (canMessages) main.append(h('div', { class: 'grid-2 wide-left' }, sends, failures));
   if (canEvents) main.append(events);
+  if (canRetention) main.append(retention);
   if (!canMessages && !canEvents) main.append(empty('Nothing to show', 'This key can read neither messages nor subscribers.'));
 
   const load = (window) => api('GET', '/v1/stats/messages', { query: { window }, signal: ctx.signal });
@@ -54,7 +57,34 @@ export async function render(main, params, ctx) {
         card('Top events', names.length ? ranking(names, { testid: 'event-names' }) : h('p', { class: 'muted' }, 'No events in the last 24 hours.'))));
     }).catch((error) => { if (error.name !== 'AbortError') put(events, errorBox(error)); }));
   }
+  if (canRetention) {
+    put(retention, loading());
+    tasks.push(api('GET', '/v1/retention', { signal: ctx.signal }).then(({ data }) => put(retention, retentionCard(data.tables)))
+      .catch((error) => { if (error.name !== 'AbortError') put(retention, errorBox(error)); }));
+  }
   await Promise.all(tasks);
+}
+
+const retentionNames = { events: 'Events', workflow_runs: 'Finished workflow runs', webhook_attempts: 'Webhook attempts' };
+
+// How long the deployment keeps each kind of data and the oldest it holds (the owners' last
+// retention passes); the ledger has no retention yet, which the card says.
+function retentionCard(tables) {
+  const note = h('p', { class: 'muted small', 'data-testid': 'retention-ledger' },
+    'Messages and deliveries (the ledger) have no retention yet: they are kept (erasing a subscriber anonymises theirs).');
+  if (!tables.length) {
+    return card('Data retention', h('div', { class: 'stack' },
+      h('p', { class: 'muted', 'data-testid': 'retention' }, 'No retention pass has run yet.'), note));
+  }
+  return card('Data retention', h('div', { class: 'stack' },
+    table([
+      { label: 'Data', cell: (t) => retentionNames[t.table] ?? t.table },
+      { label: 'Kept for', cell: (t) => h('span', { 'data-testid': `retention-${t.table}` }, duration(t.retentionSeconds)) },
+      { label: 'Oldest kept', cell: (t) => (t.oldestKept ? dateTime(t.oldestKept) : 'none yet') },
+      { label: 'Partitions', class: 'num', cell: (t) => `${number(t.partitions)} (${number(t.partitionsAhead)} ahead${t.partitionsKept ? `, ${number(t.partitionsKept)} kept for live runs` : ''})` },
+      { label: 'Checked', cell: (t) => relative(t.checkedAt) },
+    ], tables, { rowTestid: 'retention-row' }),
+    note), { aside: h('span', { class: 'muted small' }, 'whole deployment') });
 }
 
 function windowCard(title, stats, testid) {
