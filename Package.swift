@@ -114,7 +114,9 @@ let package = Package(
         .target(name: "BuzzKitQueries", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Queries"),
         // The send policy (migration 0023): categories, subscribers' preferences and their history,
         // frequency caps and the decision every send path asks for. SQL and row decoding only.
-        .target(name: "BuzzKitPolicy", dependencies: ["BuzzKitWire", "BuzzKitPostgres"], path: "Shared/Policy"),
+        .target(
+            name: "BuzzKitPolicy", dependencies: ["BuzzKitWire", "BuzzKitPostgres", "BuzzKitCrypto", "BuzzKitWebhooks"],
+            path: "Shared/Policy"),
 
         // Workflow runs in Postgres (migration 0011): the gateway starts, cancels and reads runs, the
         // workflow service claims and advances them. SQL and row decoding only.

@@ -1,4 +1,6 @@
+import BuzzKitCrypto
 import BuzzKitPostgres
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -26,7 +28,8 @@ public struct PreferenceChangeRecord: Sendable, Hashable {
     public struct Value: Sendable, Hashable {
         /// nil: it was the default (never chosen).
         public var from: Bool?
-        public var to: Bool
+        /// nil: back to the default (the choice removed; categories only).
+        public var to: Bool?
     }
 
     public var id: Int64
@@ -45,12 +48,29 @@ public struct PreferenceChangeRecord: Sendable, Hashable {
     }
 }
 
+extension PreferenceChangeRecord {
+    /// `subscriber.preferences_changed`, enqueued in the change's transaction (committed with it or
+    /// not at all); its id is derived from the history entry's, so it is the same event however
+    /// often it is built.
+    func webhookEvent(tenant: UUID, subscriber: String) -> WebhookEvent {
+        let data: [String: JSONValue] = [
+            "subscriberId": .string(subscriber), "changeId": .string(String(id)), "source": .string(source.rawValue),
+            "all": all?.jsonValue ?? .null, "categories": .object(categories.mapValues(\.jsonValue)),
+            "changedAt": .string(EventTimestamp.format(at))
+        ]
+        return WebhookEvent(
+            tenantId: tenant, type: .subscriberPreferencesChanged,
+            id: .nameBased("subscriber.preferences_changed:\(tenant.uuidString):\(id)"), occurredAt: at,
+            data: .object(data))
+    }
+}
+
 extension PreferenceChangeRecord.Value {
-    var jsonValue: JSONValue { ["from": from.map(JSONValue.bool) ?? .null, "to": .bool(to)] }
+    var jsonValue: JSONValue { ["from": from.map(JSONValue.bool) ?? .null, "to": to.map(JSONValue.bool) ?? .null] }
 
     init?(json: JSONValue?) {
-        guard let to = json?["to"]?.boolValue else { return nil }
-        self.init(from: json?["from"]?.boolValue, to: to)
+        guard let to = json?["to"], to == .null || to.boolValue != nil else { return nil }
+        self.init(from: json?["from"]?.boolValue, to: to.boolValue)
     }
 }
 
@@ -93,14 +113,16 @@ extension Policy {
             preferences: SubscriberPreferences(all: all, categories: chosen), updatedAt: updated, effective: effective)
     }
 
-    /// Applies `change` (what it names replaced, the rest kept) and records it in the history with
+    /// Applies `change` (what it names replaced, the rest kept) and `resets` (categories whose
+    /// choice is removed: they follow their default again) and records it in the history with
     /// `source`, in one transaction; a change that changes nothing records nothing. nil when the
     /// tenant has no such subscriber; 422 (`categories.<key>`) for a category that does not exist,
     /// and then nothing is written. Concurrent changes of one subscriber take turns (the
     /// subscriber's row is locked), so each history entry's `from` is what the one before left.
     /// Answers the change as recorded (nil when nothing changed) and the preferences after it.
     public func changePreferences(
-        tenant: UUID, subscriber: String, _ change: PreferenceChange, source: PreferenceSource
+        tenant: UUID, subscriber: String, _ change: PreferenceChange, resets: Set<String> = [],
+        source: PreferenceSource
     ) async throws -> (record: PreferenceChangeRecord?, preferences: StoredPreferences)? {
         let record: PreferenceChangeRecord?? = try await postgres.withTransaction { tx in
             let known = try await tx.query(
@@ -108,7 +130,7 @@ extension Policy {
                 [tenant, subscriber])
             guard !known.isEmpty else { return .none }
             let missing = try await Self.missingCategories(
-                Set(change.categories.keys), tenant: tenant, lock: true, on: tx)
+                Set(change.categories.keys).union(resets), tenant: tenant, lock: true, on: tx)
             if !missing.isEmpty {
                 let issues = missing.sorted().map {
                     ValidationIssue(path: "categories.\($0)", message: "no category with the key \($0)")
@@ -119,7 +141,10 @@ extension Policy {
                         "the preferences are invalid: \(issues.count) unknown \(issues.count == 1 ? "category" : "categories")"
                 )
             }
-            return .some(try await Self.apply(change, tenant: tenant, subscriber: subscriber, source: source, on: tx))
+            return .some(
+                try await Self.apply(
+                    change, resets: resets.subtracting(change.categories.keys), tenant: tenant,
+                    subscriber: subscriber, source: source, on: tx))
         }
         guard case .some(let written) = record,
             let preferences = try await preferences(tenant: tenant, subscriber: subscriber)
@@ -129,10 +154,10 @@ extension Policy {
 
     /// Writes what differs and its history row; nil when nothing differs.
     private static func apply(
-        _ change: PreferenceChange, tenant: UUID, subscriber: String, source: PreferenceSource,
+        _ change: PreferenceChange, resets: Set<String>, tenant: UUID, subscriber: String, source: PreferenceSource,
         on tx: PostgresConnection
     ) async throws -> PreferenceChangeRecord? {
-        let keys = change.categories.keys.sorted()
+        let keys = Set(change.categories.keys).union(resets).sorted()
         let current = try await tx.query(
             """
             SELECT NULL::text, all_enabled FROM subscriber_preferences WHERE tenant_id = $1::uuid AND subscriber_id = $2
@@ -155,7 +180,8 @@ extension Policy {
         }
         var categoryChanges: [String: PreferenceChangeRecord.Value] = [:]
         for key in keys {
-            guard let wanted = change.categories[key], chosen[key] != wanted else { continue }
+            let wanted = change.categories[key]
+            guard chosen[key] != wanted else { continue }
             categoryChanges[key] = .init(from: chosen[key], to: wanted)
         }
         guard allChange != nil || !categoryChanges.isEmpty else { return nil }
@@ -166,15 +192,23 @@ extension Policy {
                 ON CONFLICT (tenant_id, subscriber_id) DO UPDATE SET all_enabled = EXCLUDED.all_enabled, updated_at = now()
                 """, [tenant, subscriber, allChange.to])
         }
-        if !categoryChanges.isEmpty {
-            let changed = categoryChanges.keys.sorted()
+        let removed = categoryChanges.filter { $0.value.to == nil }.keys.sorted()
+        if !removed.isEmpty {
+            try await tx.execute(
+                """
+                DELETE FROM subscriber_category_preferences
+                WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND category_key = ANY($3::text[])
+                """, [tenant, subscriber, removed])
+        }
+        let changed = categoryChanges.filter { $0.value.to != nil }.keys.sorted()
+        if !changed.isEmpty {
             try await tx.execute(
                 """
                 INSERT INTO subscriber_category_preferences (tenant_id, subscriber_id, category_key, enabled)
                 SELECT $1::uuid, $2, u.k, u.e FROM unnest($3::text[], $4::boolean[]) AS u(k, e)
                 ON CONFLICT (tenant_id, subscriber_id, category_key) DO UPDATE
                 SET enabled = EXCLUDED.enabled, updated_at = now()
-                """, [tenant, subscriber, changed, changed.map { categoryChanges[$0]!.to }])
+                """, [tenant, subscriber, changed, changed.map { categoryChanges[$0]?.to ?? false }])
         }
         var record = PreferenceChangeRecord(
             id: 0, at: Date(), source: source, all: allChange, categories: categoryChanges)
@@ -186,6 +220,7 @@ extension Policy {
         guard let written = row.first else { throw APIError.internalError }
         record.id = try written.decode(Int64.self, at: 0)
         record.at = try written.decode(Date.self, at: 1)
+        try await WebhookOutbox.enqueue(on: tx, [record.webhookEvent(tenant: tenant, subscriber: subscriber)])
         return record
     }
 

@@ -24,6 +24,9 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Comparab
     case workflowRunCancelled = "workflow_run.cancelled"
     /// A Live Activity ended (by an `end` send or on the device).
     case liveActivityEnded = "live_activity.ended"
+    /// A subscriber's notification preferences changed (the API, the SDK or the dashboard), with
+    /// what changed from what to what.
+    case subscriberPreferencesChanged = "subscriber.preferences_changed"
     /// `POST /v1/webhooks/{id}/test`: sent to that endpoint only, whatever it subscribed to.
     case webhookTest = "webhook.test"
 

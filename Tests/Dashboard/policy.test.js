@@ -51,6 +51,9 @@ test('a history entry in words, the global switch first, categories by key', () 
     { member: 'offers', from: 'on', to: 'off' },
   ]);
   assert.deepEqual(historyLines({ all: null, categories: {} }), []);
+  // A choice taken back (PUT categories {"offers": null}) reads "on → default".
+  assert.deepEqual(historyLines({ all: null, categories: { offers: { from: true, to: null } } }),
+    [{ member: 'offers', from: 'on', to: 'default' }]);
 });
 
 test('what keeps a category from being deleted, in words, with where to look', () => {

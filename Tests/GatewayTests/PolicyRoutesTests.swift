@@ -236,6 +236,26 @@ struct PolicyRoutesTests {
                     .status == 404)
             #expect(
                 try await h.send("GET", "/v1/subscribers/bob/preferences/history", key: h.tenantKey).status == 404)
+
+            // null takes a choice back: the category follows its default again (offers: off by
+            // default), recorded with `to: null`; a second reset, or one of a category never
+            // chosen, changes nothing; an unknown category is 422 as ever.
+            let reset = try await h.send(
+                "PUT", "/v1/subscribers/alice/preferences", key: h.tenantKey,
+                body: ["categories": ["offers": nil, "security": nil]])
+            #expect(reset.status == 200 && reset.data?["changed"] == true, "\(reset.envelope)")
+            #expect(reset.data?["categories"] == ["news": false])
+            let offers = (reset.data?["effective"]?.arrayValue ?? []).first { $0["key"] == "offers" }
+            #expect(offers?["chosen"] == false && offers?["enabled"] == false)
+            let after = try await h.send(
+                "GET", "/v1/subscribers/alice/preferences/history?limit=1", key: h.tenantKey)
+            #expect(after.items.first?["categories"] == ["offers": ["from": true, "to": nil]])
+            let again = try await h.send(
+                "PUT", "/v1/subscribers/alice/preferences", key: h.tenantKey, body: ["categories": ["offers": nil]])
+            #expect(again.status == 200 && again.data?["changed"] == false)
+            let unknownReset = try await h.send(
+                "PUT", "/v1/subscribers/alice/preferences", key: h.tenantKey, body: ["categories": ["nope": nil]])
+            #expect(unknownReset.status == 422 && Self.paths(unknownReset) == ["categories.nope"])
         }
     }
 

@@ -12,14 +12,16 @@ import Testing
 /// every body against the API document with `jsonschema`: tools BuzzKit did not write.
 @Suite("webhooks end to end", .serialized, .requiresTestStack)
 struct WebhookEndToEndTests {
-    @Test("a test event, receipts and a removed device arrive signed, verified by standardwebhooks, as documented")
+    @Test(
+        "a test event, receipts, a removed device and a preference change arrive signed, verified by standardwebhooks, "
+            + "as documented")
     func producedEventsArriveSigned() async throws {
         try await withWebhookStack { stack in
             try await stack.startReceiver()
             try await stack.startIngest()
             try await stack.startWebhooks()
             let endpoint = try await stack.createEndpoint(events: [
-                "receipt.delivered", "receipt.opened", "device.unregistered"
+                "receipt.delivered", "receipt.opened", "device.unregistered", "subscriber.preferences_changed"
             ])
             #expect(endpoint.secret.hasPrefix("whsec_"))
             #expect((Data(base64Encoded: String(endpoint.secret.dropFirst(6)))?.count ?? 0) >= 24)
@@ -35,6 +37,10 @@ struct WebhookEndToEndTests {
                     "PUT", "/v1/subscribers/alice/devices/\(token)", body: ["environment": "sandbox"]
                 ).status == 201)
             #expect(try await stack.api("DELETE", "/v1/subscribers/alice/devices/\(token)").status == 200)
+            #expect(try await stack.api("PUT", "/v1/categories/offers", body: ["name": "Offers"]).status == 201)
+            let preferences = try await stack.api(
+                "PUT", "/v1/subscribers/alice/preferences", body: ["all": false, "categories": ["offers": false]])
+            #expect(preferences.status == 200, "\(preferences.envelope)")
             let messageId = UUID().uuidString.lowercased()
             let now = ISO8601DateFormatter().string(from: Date())
             let events = try await stack.api(
@@ -60,7 +66,8 @@ struct WebhookEndToEndTests {
             #expect(events.status == 202)
             let arrived = try await RedisTestSupport.eventually(limit: .seconds(60)) {
                 Set(stack.received().compactMap { $0["type"]?.stringValue }).isSuperset(of: [
-                    "webhook.test", "device.unregistered", "receipt.delivered", "receipt.opened"
+                    "webhook.test", "device.unregistered", "receipt.delivered", "receipt.opened",
+                    "subscriber.preferences_changed"
                 ])
             }
             try #require(arrived, "received: \(stack.received())")
@@ -78,6 +85,11 @@ struct WebhookEndToEndTests {
             let opened = byType["receipt.opened"]?.first?["body"]?["data"]
             #expect(opened?["messageId"]?.stringValue == messageId && opened?["eventId"] == "r2")
             #expect(byType["webhook.test"]?.first?["id"]?.stringValue == test.data?["webhookId"]?.stringValue)
+            let changed = byType["subscriber.preferences_changed"]?.first?["body"]?["data"]
+            #expect(byType["subscriber.preferences_changed"]?.count == 1)
+            #expect(changed?["subscriberId"] == "alice" && changed?["source"] == "api")
+            #expect(changed?["all"] == ["from": nil, "to": false])
+            #expect(changed?["categories"] == ["offers": ["from": nil, "to": false]])
             // Each attempt is in the endpoint's attempts, delivered, with the receiver's answer. The
             // receiver logs a request before it answers, and the service records the attempt after
             // the answer: the last one may be a moment behind.

@@ -56,7 +56,9 @@ enum PreferenceRoutes {
             "from": Schema.adding(
                 ["description": "The value before; null: it was the default"],
                 to: ["type": ["boolean", "null"]]),
-            "to": Schema.boolean
+            "to": Schema.adding(
+                ["description": "The value after; null: back to the default (a category's choice removed)"],
+                to: ["type": ["boolean", "null"]])
         ], required: ["from", "to"])
 
     static let historyEntry = Schema.object(
@@ -88,7 +90,10 @@ enum PreferenceRoutes {
                             Schema.adding(
                                 [
                                     "maxProperties": .int(Int64(maxCategoriesPerChange)),
-                                    "description": "Existing categories' keys: on or off (an unknown key is 422)"
+                                    "description": .string(
+                                        "Existing categories' keys: on, off, or null to remove the choice (the "
+                                            + "category follows its default again); an unknown key is 422"),
+                                    "additionalProperties": ["type": ["boolean", "null"]]
                                 ], to: choices)),
                         "source": Schema.nullable(
                             Schema.string(
@@ -126,7 +131,7 @@ enum PreferenceRoutes {
 
     static func json(_ record: PreferenceChangeRecord) -> [String: JSONValue] {
         func value(_ v: PreferenceChangeRecord.Value) -> JSONValue {
-            ["from": v.from.map(JSONValue.bool) ?? .null, "to": .bool(v.to)]
+            ["from": v.from.map(JSONValue.bool) ?? .null, "to": v.to.map(JSONValue.bool) ?? .null]
         }
         return [
             "id": .string(String(record.id)), "at": .string(EventTimestamp.format(record.at)),
@@ -156,6 +161,7 @@ extension Gateway {
         var v = Validator(try context.request.jsonBody(), allowed: ["all", "categories", "source"])
         let all = v.bool("all")
         var categories: [String: Bool] = [:]
+        var resets: Set<String> = []
         if let object = v.object("categories")?.objectValue {
             if object.count > PreferenceRoutes.maxCategoriesPerChange {
                 v.add("categories", "may name at most \(PreferenceRoutes.maxCategoriesPerChange) categories")
@@ -165,8 +171,10 @@ extension Gateway {
                     v.add("categories.\(key)", "is not a category key: \(problem)")
                 } else if let enabled = value.boolValue {
                     categories[key] = enabled
+                } else if value == .null {
+                    resets.insert(key)
                 } else {
-                    v.add("categories.\(key)", "must be true or false")
+                    v.add("categories.\(key)", "must be true, false or null (back to the category's default)")
                 }
             }
         }
@@ -184,7 +192,7 @@ extension Gateway {
         guard
             let (record, stored) = try await policy.changePreferences(
                 tenant: tenant, subscriber: subscriber, PreferenceChange(all: all, categories: categories),
-                source: source)
+                resets: resets, source: source)
         else { throw APIError.notFound("subscriber") }
         var json = PreferenceRoutes.json(stored, subscriber: subscriber)
         json["changed"] = .bool(record != nil)

@@ -138,6 +138,9 @@ enum WebhookSchemas {
         }
         let sentItem = object(
             delivery.merging(["sentAt": timestamp]) { a, _ in a }, "A delivery APNs accepted")
+        let onOffOrDefault: JSONValue = ["type": ["boolean", "null"]]
+        let preferenceChange = object(
+            ["from": onOffOrDefault, "to": onOffOrDefault], "From what to what (null: the default, never chosen)")
         return [
             .messageCompleted: object(
                 [
@@ -187,6 +190,14 @@ enum WebhookSchemas {
                     "activityId": Schema.string(), "subscriberId": Schema.string(), "attributesType": Schema.string(),
                     "endedBy": Schema.string(enumeration: ["send", "device"]), "endedAt": timestamp
                 ], "A Live Activity that ended"),
+            .subscriberPreferencesChanged: object(
+                [
+                    "subscriberId": Schema.string(), "changeId": Schema.string("The change's id in the history"),
+                    "source": Schema.string(enumeration: ["api", "sdk", "dashboard"]),
+                    "all": Schema.nullable(preferenceChange),
+                    "categories": Schema.adding(["additionalProperties": preferenceChange], to: ["type": "object"]),
+                    "changedAt": timestamp
+                ], "A subscriber's preferences changed: what changed, from what to what (null: the default)"),
             .webhookTest: object(
                 ["endpointId": Schema.uuid, "message": Schema.string()], "Sent by POST /v1/webhooks/{id}/test")
         ]
