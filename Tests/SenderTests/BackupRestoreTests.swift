@@ -132,6 +132,8 @@ struct BackupRestoreTests {
                     "SELECT id::text FROM messages WHERE workflow_run_id = $1::uuid", [UUID(uuidString: runId)!]
                 ).first?.decode(String.self, at: 0))
             expected[nudgeId] = Set(devicesOf["s0"]!)
+            // The run completes when its send is written; the push itself follows.
+            _ = try await stack.waitSettled(nudgeId, limit: .seconds(60))
             let originalPushes = try await stack.simulator.allPushes()
             let sourceDeliveries = try await Self.deliveries(stack.postgres)
 
