@@ -24,9 +24,10 @@ extension Policy {
         }
     }
 
-    /// The upsert, then, for a critical category, a look at the caps: one that counts it is refused
-    /// (422 at `critical`, rolled back), since a critical push is never capped. The upsert's row
-    /// lock orders it with a settings change naming the category (`FOR SHARE` there).
+    /// The upsert, then, for a critical category, a look at the caps: while one counts it the change
+    /// is refused (409 `category_in_use`, its `usedBy` the caps; rolled back), since a critical push
+    /// is never capped. The upsert's row lock orders it with a settings change naming the category
+    /// (`FOR SHARE` there).
     private static func putCategory(
         tenant: UUID, key: String, _ definition: Category.Definition, on tx: PostgresConnection
     ) async throws -> (Category, created: Bool) {
@@ -45,15 +46,13 @@ extension Policy {
             let caps = try await tx.query(
                 "SELECT position FROM frequency_caps WHERE tenant_id = $1::uuid AND category_key = $2 ORDER BY position",
                 [tenant, key])
-            if let first = caps.first {
-                let index = try first.decode(Int.self, at: 0)
-                throw ValidationIssue.apiError(
-                    [
-                        ValidationIssue(
-                            path: "critical",
-                            message: "frequencyCaps[\(index)] counts this category and a critical push is never "
-                                + "capped: remove the cap first")
-                    ], message: "the category is invalid: 1 field is invalid")
+            if !caps.isEmpty {
+                let usedBy = try caps.map { CategoryUse.frequencyCap(try $0.decode(Int.self, at: 0)) }
+                throw APIError(
+                    .categoryInUse,
+                    "the category \(key) cannot be critical while a frequency cap counts it (a critical push is "
+                        + "never capped): remove the cap first",
+                    details: ["usedBy": .array(usedBy.map(\.jsonValue))])
             }
         }
         return (try Self.category(row), try row.decode(Bool.self, at: 7))

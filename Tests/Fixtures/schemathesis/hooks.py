@@ -15,6 +15,8 @@ schemathesis each one, and nothing else:
 - buzzkit-workflow-text: a send step's text: text without placeholders, or with closed ones naming
   trigger. and subscriber. paths.
 - buzzkit-workflow-step-name: a step's name, unique in its workflow: every one drawn is new.
+- buzzkit-button-id: a notification button's id, unique within its message's actions: every one
+  drawn is new.
 - buzzkit-workflow-step-reference: the name of an earlier step of the right kind, which depends on
   the rest of the definition: none is drawn, so valid definitions are drawn without the conditions
   that name steps (those are covered by the workflow definition tests).
@@ -87,6 +89,8 @@ schemathesis.openapi.format(
 _STEP_NAMES = itertools.count(1)
 schemathesis.openapi.format(
     "buzzkit-workflow-step-name", st.just(None).map(lambda _: f"step-{next(_STEP_NAMES)}"))
+_BUTTON_IDS = itertools.count(1)
+schemathesis.openapi.format("buzzkit-button-id", st.just(None).map(lambda _: f"button-{next(_BUTTON_IDS)}"))
 schemathesis.openapi.format(
     "buzzkit-webhook-url", st.integers(min_value=0, max_value=999).map(lambda n: f"http://127.0.0.1:9/hooks/{n}"))
 

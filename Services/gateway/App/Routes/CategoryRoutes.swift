@@ -54,7 +54,7 @@ enum CategoryRoutes {
                                 ["description": "Ignores preferences and frequency caps (default false)"],
                                 to: Schema.boolean))
                     ], required: ["name"]),
-                response: category, handler: { g, c in try await g.putCategory(c) }),
+                response: category, errors: [.categoryInUse], handler: { g, c in try await g.putCategory(c) }),
             GatewayRoute(
                 "GET", "/v1/categories/{key}", id: "getCategory", "Read a category", access: read, path: keyPath,
                 response: category, errors: [.notFound], handler: { g, c in try await g.getCategory(c) }),

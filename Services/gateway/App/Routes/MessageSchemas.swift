@@ -150,6 +150,16 @@ enum MessageSchemas {
         ]
     }
 
+    /// A button's id: unique within its message's actions, which no schema of a single string can
+    /// state, so a format of its own (as a workflow step's name). No example: a generator would put
+    /// the same one on every button.
+    static let uniqueButtonId = Schema.custom(
+        format: "buzzkit-button-id",
+        """
+        1 to \(MessageContent.buttonIdRule.maxLength) characters and at most \(MessageContent.buttonIdRule.maxUTF8Bytes ?? 64) \
+        bytes of UTF-8; unique within the message's actions (an id used twice is 422)
+        """)
+
     static var button: JSONValue {
         Schema.adding(
             [
@@ -163,7 +173,7 @@ enum MessageSchemas {
             ],
             to: Schema.object(
                 [
-                    "id": Schema.string(MessageContent.buttonIdRule, "Unique within the message"),
+                    "id": uniqueButtonId,
                     "title": Schema.string(.length(1, Int.max)),
                     "destructive": Schema.nullable(Schema.boolean), "foreground": Schema.nullable(Schema.boolean),
                     "input": Schema.nullable(Schema.boolean),

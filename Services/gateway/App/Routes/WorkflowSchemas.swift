@@ -218,7 +218,7 @@ enum WorkflowSchemas {
             ],
             to: Schema.object(
                 [
-                    "id": Schema.string(MessageContent.buttonIdRule), "title": text,
+                    "id": MessageSchemas.uniqueButtonId, "title": text,
                     "destructive": Schema.boolean, "foreground": Schema.boolean, "input": Schema.boolean,
                     "placeholder": Schema.string(maxLength: 4096)
                 ], required: ["id", "title"]))
