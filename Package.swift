@@ -154,7 +154,7 @@ let package = Package(
         // partitioned tables (workflow runs, webhook attempts) run it.
         .target(
             name: "BuzzKitRetention",
-            dependencies: ["BuzzKitPostgres"],
+            dependencies: ["BuzzKitCore", "BuzzKitPostgres"],
             path: "Shared/Retention"),
 
         // MARK: - What every service process shares
@@ -189,7 +189,7 @@ let package = Package(
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitContracts", "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitRuntime", "BuzzKitLedger",
-                "BuzzKitPolicy"
+                "BuzzKitPolicy", "BuzzKitRetention"
             ],
             path: "Services/workflow/App"),
         .executableTarget(name: "Workflow", dependencies: ["WorkflowApp"], path: "Services/workflow/Main"),
@@ -213,7 +213,7 @@ let package = Package(
             name: "WebhooksApp",
             dependencies: [
                 "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitHTTPClient", "BuzzKitWebhooks",
-                "BuzzKitRuntime"
+                "BuzzKitRetention", "BuzzKitRuntime"
             ],
             path: "Services/webhooks/App"),
         .executableTarget(name: "Webhooks", dependencies: ["WebhooksApp"], path: "Services/webhooks/Main"),

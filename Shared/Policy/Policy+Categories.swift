@@ -140,18 +140,11 @@ extension Policy {
     public static func missingCategories(
         _ keys: Set<String>, tenant: UUID, lock: Bool = false, on connection: PostgresConnection
     ) async throws -> Set<String> {
-        guard !keys.isEmpty else { return [] }
-        let rows = try await connection.query(
-            """
-            SELECT key FROM categories WHERE tenant_id = $1::uuid AND key = ANY($2::text[])
-            \(lock ? "FOR SHARE" : "")
-            """, [tenant, Array(keys).sorted()])
-        let found = Set(try rows.map { try $0.decode(String.self, at: 0) })
-        return keys.subtracting(found)
+        keys.subtracting(try await criticalFlags(keys, tenant: tenant, lock: lock, on: connection).keys)
     }
 
     /// Whether each of `keys` that exists is critical (a key absent from the answer: no such
-    /// category); with `lock`, `FOR SHARE` as `missingCategories`.
+    /// category); with `lock`, the existing ones are locked as `missingCategories` says.
     static func criticalFlags(
         _ keys: Set<String>, tenant: UUID, lock: Bool, on connection: PostgresConnection
     ) async throws -> [String: Bool] {

@@ -66,7 +66,10 @@ extension PreferenceChangeRecord {
 }
 
 extension PreferenceChangeRecord.Value {
-    var jsonValue: JSONValue { ["from": from.map(JSONValue.bool) ?? .null, "to": to.map(JSONValue.bool) ?? .null] }
+    /// `{"from", "to"}` (null: the default), as the history, the API and the webhook event carry it.
+    public var jsonValue: JSONValue {
+        ["from": from.map(JSONValue.bool) ?? .null, "to": to.map(JSONValue.bool) ?? .null]
+    }
 
     init?(json: JSONValue?) {
         guard let to = json?["to"], to == .null || to.boolValue != nil else { return nil }
@@ -200,15 +203,15 @@ extension Policy {
                 WHERE tenant_id = $1::uuid AND subscriber_id = $2 AND category_key = ANY($3::text[])
                 """, [tenant, subscriber, removed])
         }
-        let changed = categoryChanges.filter { $0.value.to != nil }.keys.sorted()
-        if !changed.isEmpty {
+        let chosenNow = categoryChanges.compactMapValues(\.to).sorted { $0.key < $1.key }
+        if !chosenNow.isEmpty {
             try await tx.execute(
                 """
                 INSERT INTO subscriber_category_preferences (tenant_id, subscriber_id, category_key, enabled)
                 SELECT $1::uuid, $2, u.k, u.e FROM unnest($3::text[], $4::boolean[]) AS u(k, e)
                 ON CONFLICT (tenant_id, subscriber_id, category_key) DO UPDATE
                 SET enabled = EXCLUDED.enabled, updated_at = now()
-                """, [tenant, subscriber, changed, changed.map { categoryChanges[$0]?.to ?? false }])
+                """, [tenant, subscriber, chosenNow.map(\.key), chosenNow.map(\.value)])
         }
         var record = PreferenceChangeRecord(
             id: 0, at: Date(), source: source, all: allChange, categories: categoryChanges)

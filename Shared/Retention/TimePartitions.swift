@@ -97,8 +97,7 @@ public struct TimePartitions: Sendable {
         on connection: PostgresConnection, now given: Date?, retention: Duration, weeksAhead: Int,
         oldestColumn: String
     ) async throws -> Pass {
-        guard try await tryLock(on: connection) else { return Pass() }
-        do {
+        try await locked(on: connection) {
             var pass = Pass()
             pass.ran = true
             let now = try await Self.now(on: connection, given)
@@ -117,8 +116,18 @@ public struct TimePartitions: Sendable {
                 table: parent, retention: retention, oldestKept: pass.oldest, partitions: pass.partitions,
                 partitionsAhead: pass.partitionsAhead, droppedLastPass: pass.dropped.count
             ).record(on: connection)
-            try await unlock(on: connection)
             return pass
+        } ?? Pass()
+    }
+
+    /// `body` under the table's advisory lock (released after it, thrown or not); nil when
+    /// another session holds the lock (a pass of another replica), and then `body` does not run.
+    public func locked<T>(on connection: PostgresConnection, _ body: () async throws -> T) async throws -> T? {
+        guard try await tryLock(on: connection) else { return nil }
+        do {
+            let result = try await body()
+            try await unlock(on: connection)
+            return result
         } catch {
             try? await unlock(on: connection)
             throw error

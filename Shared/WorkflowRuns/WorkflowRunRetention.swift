@@ -65,27 +65,13 @@ public struct WorkflowRunRetention: Sendable {
     /// One pass as of `now` (the database's clock when nil; tests move it).
     public func maintain(now: Date? = nil) async throws -> Pass {
         try await postgres.withConnection { connection in
-            let partitions = Self.partitions
-            guard try await partitions.tryLock(on: connection) else { return Pass() }
-            do {
-                let pass = try await maintain(on: connection, now: now)
-                try await partitions.unlock(on: connection)
-                return pass
-            } catch {
-                try? await partitions.unlock(on: connection)
-                throw error
-            }
+            try await Self.partitions.locked(on: connection) { try await maintain(on: connection, now: now) } ?? Pass()
         }
     }
 
     private func maintain(on connection: PostgresConnection, now given: Date?) async throws -> Pass {
         var pass = Pass(ran: true)
-        let now: Date
-        if let given {
-            now = given
-        } else {
-            now = try await connection.query("SELECT now()").first?.decode(Date.self, at: 0) ?? Date()
-        }
+        let now = try await TimePartitions.now(on: connection, given)
         let cutoff = now.addingTimeInterval(-Double(retentionDays) * 86_400)
         let partitions = Self.partitions
         pass.created = try await partitions.createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
@@ -136,15 +122,7 @@ public struct WorkflowRunRetention: Sendable {
         let remaining = try await partitions.list(on: connection)
         pass.partitions = remaining.count
         pass.partitionsAhead = remaining.filter { ($0.lower ?? .distantPast) >= now }.count
-        if let oldest = remaining.first {
-            if let lower = oldest.lower {
-                pass.oldest = lower
-            } else {
-                pass.oldest = try await connection.query(
-                    "SELECT min(created_at) FROM \(TimePartitions.quote(oldest.name))"
-                ).first?.decode(Date?.self, at: 0)
-            }
-        }
+        pass.oldest = try await partitions.oldest(on: connection, remaining.first, column: "created_at")
         try await RetentionStatus(
             table: "workflow_runs", retention: .seconds(retentionDays * 86_400), oldestKept: pass.oldest,
             partitions: pass.partitions, partitionsAhead: pass.partitionsAhead, partitionsKept: pass.kept.count,

@@ -1,5 +1,6 @@
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitRetention
 import BuzzKitWebhooks
 import Foundation
 import Synchronization
@@ -160,10 +161,7 @@ final class WebhookSweeper: Service {
     let logger: Logger
     private let loop: BackgroundLoop
     private let attempts: WebhookAttemptRetention
-    private let oldest: Gauge
-    private let partitions: Gauge
-    private let ahead: Gauge
-    private let dropped: Counter
+    private let attemptsMetrics: RetentionMetrics
     /// When the last attempts' retention pass ran: it runs at most every `attemptsRetentionInterval`
     /// (1 h), not every sweep (while the legacy partition exists, a pass reads its oldest row by a scan).
     private let lastAttemptsPass = Mutex<ContinuousClock.Instant?>(nil)
@@ -180,15 +178,7 @@ final class WebhookSweeper: Service {
         loop = BackgroundLoop(
             name: "webhooks-sweeper", interval: configuration.sweepInterval, logger: logger, metrics: registry)
         attempts = WebhookAttemptRetention(postgres: postgres, retention: configuration.retention)
-        let labels = [("table", "webhook_attempts")]
-        registry.gauge("bk_retention_days", help: "Retention in force, days", labels: labels)
-            .set(Int(configuration.retention.components.seconds / 86_400))
-        oldest = registry.gauge(
-            "bk_retention_oldest_seconds", help: "Oldest data kept (lower bound of the oldest partition), Unix time",
-            labels: labels)
-        partitions = registry.gauge("bk_retention_partitions", help: "Partitions of the table", labels: labels)
-        ahead = registry.gauge("bk_retention_partitions_ahead", help: "Partitions wholly in the future", labels: labels)
-        dropped = registry.counter("bk_retention_dropped_total", help: "Partitions dropped", labels: labels)
+        attemptsMetrics = RetentionMetrics(registry, table: "webhook_attempts", retention: configuration.retention)
     }
 
     func shutdown() async { loop.stop() }
@@ -219,10 +209,8 @@ final class WebhookSweeper: Service {
         let pass = try await attempts.maintain(now: now)
         guard pass.ran else { return [] }
         for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
-        dropped.increment(by: pass.dropped.count)
-        oldest.set(Int(pass.oldest?.timeIntervalSince1970 ?? 0))
-        partitions.set(pass.partitions)
-        ahead.set(pass.partitionsAhead)
+        attemptsMetrics.observe(
+            dropped: pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions, ahead: pass.partitionsAhead)
         return pass.dropped
     }
 }

@@ -1,5 +1,6 @@
 import BuzzKitCore
 import BuzzKitPostgres
+import BuzzKitRetention
 import BuzzKitWorkflowRuns
 import Foundation
 
@@ -20,11 +21,7 @@ public final class RunRetentionService: Service {
     let retention: WorkflowRunRetention
     let logger: Logger
     private let loop: BackgroundLoop
-    private let oldest: Gauge
-    private let partitions: Gauge
-    private let kept: Gauge
-    private let ahead: Gauge
-    private let dropped: Counter
+    private let metrics: RetentionMetrics
 
     public init(
         postgres: PostgresClient, configuration: WorkflowConfiguration, logger: Logger, metrics: MetricsRegistry
@@ -33,19 +30,9 @@ public final class RunRetentionService: Service {
         self.logger = logger
         loop = BackgroundLoop(
             name: "workflow.retention", interval: configuration.retentionInterval, logger: logger, metrics: metrics)
-        let labels = [("table", "workflow_runs")]
-        metrics.gauge("bk_retention_days", help: "Retention in force, days", labels: labels)
-            .set(configuration.runRetentionDays)
-        oldest = metrics.gauge(
-            "bk_retention_oldest_seconds", help: "Oldest data kept (lower bound of the oldest partition), Unix time",
-            labels: labels)
-        partitions = metrics.gauge("bk_retention_partitions", help: "Partitions of the table", labels: labels)
-        kept = metrics.gauge(
-            "bk_retention_partitions_kept", help: "Partitions past the retention kept because they hold live data",
-            labels: labels)
-        ahead = metrics.gauge(
-            "bk_retention_partitions_ahead", help: "Partitions wholly in the future", labels: labels)
-        dropped = metrics.counter("bk_retention_dropped_total", help: "Partitions dropped", labels: labels)
+        self.metrics = RetentionMetrics(
+            metrics, table: "workflow_runs", retention: .seconds(configuration.runRetentionDays * 86_400),
+            keepsLiveData: true)
     }
 
     public func run() async throws { await loop.run { try await self.pass() } }
@@ -66,11 +53,9 @@ public final class RunRetentionService: Service {
                     "runs.recently_ended": String(week.recentlyEnded)
                 ])
         }
-        dropped.increment(by: pass.dropped.count)
-        oldest.set(Int(pass.oldest?.timeIntervalSince1970 ?? 0))
-        partitions.set(pass.partitions)
-        kept.set(pass.kept.count)
-        ahead.set(pass.partitionsAhead)
+        metrics.observe(
+            dropped: pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions,
+            ahead: pass.partitionsAhead, kept: pass.kept.count)
         return pass
     }
 }

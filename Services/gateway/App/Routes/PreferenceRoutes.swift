@@ -130,13 +130,10 @@ enum PreferenceRoutes {
     }
 
     static func json(_ record: PreferenceChangeRecord) -> [String: JSONValue] {
-        func value(_ v: PreferenceChangeRecord.Value) -> JSONValue {
-            ["from": v.from.map(JSONValue.bool) ?? .null, "to": v.to.map(JSONValue.bool) ?? .null]
-        }
-        return [
+        [
             "id": .string(String(record.id)), "at": .string(EventTimestamp.format(record.at)),
-            "source": .string(record.source.rawValue), "all": record.all.map(value) ?? .null,
-            "categories": .object(record.categories.mapValues(value))
+            "source": .string(record.source.rawValue), "all": record.all?.jsonValue ?? .null,
+            "categories": .object(record.categories.mapValues(\.jsonValue))
         ]
     }
 }

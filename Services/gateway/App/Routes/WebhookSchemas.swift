@@ -1,4 +1,5 @@
 import BuzzKitContracts
+import BuzzKitPolicy
 import BuzzKitWebhooks
 import BuzzKitWire
 
@@ -138,9 +139,6 @@ enum WebhookSchemas {
         }
         let sentItem = object(
             delivery.merging(["sentAt": timestamp]) { a, _ in a }, "A delivery APNs accepted")
-        let onOffOrDefault: JSONValue = ["type": ["boolean", "null"]]
-        let preferenceChange = object(
-            ["from": onOffOrDefault, "to": onOffOrDefault], "From what to what (null: the default, never chosen)")
         return [
             .messageCompleted: object(
                 [
@@ -193,9 +191,10 @@ enum WebhookSchemas {
             .subscriberPreferencesChanged: object(
                 [
                     "subscriberId": Schema.string(), "changeId": Schema.string("The change's id in the history"),
-                    "source": Schema.string(enumeration: ["api", "sdk", "dashboard"]),
-                    "all": Schema.nullable(preferenceChange),
-                    "categories": Schema.adding(["additionalProperties": preferenceChange], to: ["type": "object"]),
+                    "source": Schema.string(enumeration: PreferenceSource.allCases.map(\.rawValue)),
+                    "all": Schema.nullable(PreferenceRoutes.change),
+                    "categories": Schema.adding(
+                        ["additionalProperties": PreferenceRoutes.change], to: ["type": "object"]),
                     "changedAt": timestamp
                 ], "A subscriber's preferences changed: what changed, from what to what (null: the default)"),
             .webhookTest: object(
