@@ -136,7 +136,7 @@ let package = Package(
             name: "BuzzKitLedger",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitAPNs",
-                "BuzzKitCrypto", "BuzzKitWebhooks"
+                "BuzzKitCrypto", "BuzzKitWebhooks", "BuzzKitRetention", "BuzzKitWorkflows"
             ],
             path: "Shared/Ledger"),
 
@@ -197,7 +197,8 @@ let package = Package(
             name: "APNsSenderApp",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitAPNs", "BuzzKitContracts",
-                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger", "BuzzKitPolicy"
+                "BuzzKitAudience", "BuzzKitRuntime", "BuzzKitPush", "BuzzKitLedger", "BuzzKitPolicy",
+                "BuzzKitRetention"
             ],
             path: "Services/apns-sender/App"),
         .executableTarget(name: "APNsSender", dependencies: ["APNsSenderApp"], path: "Services/apns-sender/Main"),

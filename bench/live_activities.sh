@@ -72,14 +72,21 @@ SQL
 # written there; the run's own attempts are read through `delivery_attempts`, which shows both
 # (since migration 0018 a Live Activity send's attempts are inline, as a push's).
 ATTEMPT_ROWS="$("${PSQL[@]}" -c "SELECT coalesce(to_regclass('delivery_attempt_rows')::text, 'delivery_attempts')")"
+# Since migration 0027 the ledger's rows carry their message's week (message_time); older builds
+# have no such column.
+if [ "$("${PSQL[@]}" -c "SELECT count(*) FROM information_schema.columns WHERE table_name = 'messages' AND column_name = 'message_time'")" = 1 ]; then
+  MT_COL="message_time, " MT_VAL="'$(date -u -d '1 day ago' '+%Y-%m-%d %H:%M:%S+00')', "
+else
+  MT_COL="" MT_VAL=""
+fi
 "${PSQL[@]}" <<SQL
-INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size, created_at, updated_at)
-  SELECT md5('m' || n)::uuid, '$BUZZKIT_TENANT', jsonb_build_object('to', jsonb_build_array('la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'))),
+INSERT INTO messages (id, ${MT_COL}tenant_id, target, content, status, kind, audience_size, created_at, updated_at)
+  SELECT md5('m' || n)::uuid, ${MT_VAL}'$BUZZKIT_TENANT', jsonb_build_object('to', jsonb_build_array('la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'))),
          '{"liveActivity": {"event": "update"}}', 'fanned_out', 'live_activity', 1, now() - interval '1 day', now() - interval '1 day'
   FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;
-INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status, attempt_count, apns_id,
-                        last_status, sent_at, created_at, updated_at)
-  SELECT md5('d' || n)::uuid, '$BUZZKIT_TENANT', md5('m' || n)::uuid, encode(sha256(('la' || (n % $ACTIVITIES + 1))::bytea), 'hex'),
+INSERT INTO deliveries (id, tenant_id, message_id, ${MT_COL}device_token, subscriber_id, environment, status, attempt_count,
+                        apns_id, last_status, sent_at, created_at, updated_at)
+  SELECT md5('d' || n)::uuid, '$BUZZKIT_TENANT', md5('m' || n)::uuid, ${MT_VAL} encode(sha256(('la' || (n % $ACTIVITIES + 1))::bytea), 'hex'),
          'la' || lpad((n % $ACTIVITIES + 1)::text, 6, '0'), 'sandbox', 'sent', 1, md5('a' || n)::uuid, 200,
          now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
   FROM generate_series(1, ${BK_LA_HISTORY:-100000}) n;

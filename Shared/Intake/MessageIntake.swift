@@ -96,7 +96,7 @@ public struct MessageIntake: Sendable {
                 [ValidationIssue(path: "category", message: "no category with the key \(category)")],
                 message: "the message names an unknown category: \(category)")
         }
-        return Prepared(id: UUID(), tenantId: tenantId, request: request)
+        return Prepared(id: UUID.timeOrdered(), tenantId: tenantId, request: request)
     }
 
     /// Stores `messages` (`queued`) with ONE statement and one commit, then puts them on their

@@ -13,7 +13,7 @@ extension Ledger {
         guard !messages.isEmpty else { return [] }
         return try Self.completed(
             try await postgres.query(
-                "WITH \(MessageCompletion.cte(match: "m.id = ANY($1::uuid[])", recorded: "'{}'::uuid[]")) SELECT id FROM completed",
+                "WITH \(MessageCompletion.cte(match: "m.id = ANY($1::uuid[]) AND \(LedgerTime.prune("m.message_time", ids: "$1::uuid[]"))", recorded: "'{}'::uuid[]")) SELECT id FROM completed",
                 [messages]))
     }
 

@@ -92,10 +92,10 @@ extension Ledger {
     /// batch of 200 with 20,000 devices, where this takes a few.
     static let takeSQL = """
         WITH m AS MATERIALIZED (
-            SELECT x.id, x.tenant_id, x.target, x.environment, x.content, x.created_at, x.kind,
+            SELECT x.id, x.message_time, x.tenant_id, x.target, x.environment, x.content, x.created_at, x.kind,
                    x.policy_decided_at, x.suppressed_reason, array_position($1::uuid[], x.id) AS n
             FROM messages x
-            WHERE x.id = ANY($1::uuid[]) AND (x.status = 'queued') IS TRUE
+            WHERE x.id = ANY($1::uuid[]) AND \(LedgerTime.prune("x.message_time", ids: "$1::uuid[]")) AND (x.status = 'queued') IS TRUE
               AND jsonb_typeof(x.target->'to') = 'array' AND jsonb_array_length(x.target->'to') <= $3
             FOR UPDATE SKIP LOCKED
         ), devices_of AS MATERIALIZED (
@@ -124,7 +124,8 @@ extension Ledger {
             UPDATE messages x SET status = 'fanned_out', updated_at = now(),
                 audience_size = coalesce(p.size, 0), fanout_count = coalesce(p.size, 0)
             FROM m LEFT JOIN per_message p ON p.message_id = m.id
-            WHERE x.id = m.id
+            WHERE x.id = m.id AND x.message_time = m.message_time
+              AND \(LedgerTime.prune("x.message_time", ids: "$1::uuid[]"))
             RETURNING x.id
         )
         SELECT m.id, m.tenant_id, m.content, m.created_at, m.kind,

@@ -68,29 +68,29 @@ extension Ledger {
         let rows = try await connection.query(
             """
             WITH page AS (
-                SELECT id, created_at FROM messages
+                SELECT id, message_time, created_at FROM messages
                 WHERE tenant_id = $1::uuid AND created_at <= $4::timestamptz
                   AND ($5::timestamptz IS NULL OR (created_at, id) > ($5::timestamptz, $6::uuid))
                 ORDER BY created_at, id LIMIT $7),
             theirs AS (
-                SELECT d.id, d.message_id, d.payload_id, d.attempts FROM deliveries d
-                WHERE d.message_id IN (SELECT id FROM page)
+                SELECT d.id, d.message_id, d.message_time, d.payload_id, d.attempts FROM deliveries d
+                WHERE (d.message_id, d.message_time) IN (SELECT id, message_time FROM page)
                   AND (d.subscriber_id = ANY ($2::text[]) OR d.device_token = ANY ($3::text[]))),
             requests AS (
-                SELECT payload_id AS id FROM theirs WHERE payload_id IS NOT NULL
+                SELECT payload_id AS id, message_time FROM theirs WHERE payload_id IS NOT NULL
                 UNION
-                SELECT (a->>'p')::uuid FROM theirs, json_array_elements(theirs.attempts) AS a
+                SELECT (a->>'p')::uuid, theirs.message_time FROM theirs, json_array_elements(theirs.attempts) AS a
                 WHERE theirs.attempts IS NOT NULL AND a->>'p' IS NOT NULL),
             d AS (
                 UPDATE deliveries d SET subscriber_id = $8, device_token = $8
-                FROM theirs WHERE d.id = theirs.id
+                FROM theirs WHERE d.id = theirs.id AND d.message_time = theirs.message_time
                 RETURNING d.id),
             p AS (
                 UPDATE delivery_payloads p SET payload = $9, headers = (p.headers::jsonb - 'apns-collapse-id')::json
-                WHERE p.id IN (SELECT id FROM requests)
+                WHERE (p.id, p.message_time) IN (SELECT id, message_time FROM requests)
                   AND NOT EXISTS (
                       SELECT 1 FROM deliveries o
-                      WHERE o.message_id = p.message_id
+                      WHERE o.message_id = p.message_id AND o.message_time = p.message_time
                         AND NOT (o.subscriber_id = ANY ($2::text[]) OR o.device_token = ANY ($3::text[]))
                         AND (o.payload_id = p.id OR position(p.id::text IN coalesce(o.attempts::text, '')) > 0))
                 RETURNING p.id),
@@ -100,7 +100,7 @@ extension Ledger {
                 RETURNING 1),
             alone AS (
                 SELECT m.id FROM messages m
-                WHERE m.id IN (SELECT id FROM page) AND m.kind = 'push'
+                WHERE (m.id, m.message_time) IN (SELECT id, message_time FROM page) AND m.kind = 'push'
                   AND CASE WHEN jsonb_typeof(m.target->'to') = 'array'
                            THEN jsonb_array_length(m.target->'to') > 0
                                 AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.target->'to') AS t(v)
@@ -115,7 +115,7 @@ extension Ledger {
                         THEN NULL ELSE m.fanout_after_subscriber END,
                     fanout_after_token = CASE WHEN m.fanout_after_subscriber = ANY ($2::text[])
                         THEN NULL ELSE m.fanout_after_token END
-                WHERE m.id IN (SELECT id FROM page)
+                WHERE (m.id, m.message_time) IN (SELECT id, message_time FROM page)
                   AND (m.id IN (SELECT message_id FROM theirs) OR m.id IN (SELECT id FROM alone)
                        OR m.target->'to' ?| $2::text[] OR m.target->>'to' = ANY ($2::text[])
                        OR m.fanout_after_subscriber = ANY ($2::text[]))

@@ -23,7 +23,8 @@ extension Ledger {
         let rows = try await postgres.query(
             """
             UPDATE messages SET status = 'fanning_out', updated_at = now()
-            WHERE id = $1::uuid AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid"))
+              AND tenant_id = $2::uuid AND status IN ('queued', 'fanning_out')
             RETURNING target, environment, fanout_after_subscriber, fanout_after_token, created_at, fanout_count
             """, [message, tenant])
         guard let row = rows.first else { return nil }
@@ -106,7 +107,7 @@ extension Ledger {
         try await postgres.execute(
             """
             UPDATE messages SET status = 'fanned_out', updated_at = now(), audience_size = $2
-            WHERE id = $1::uuid AND status = 'fanning_out'
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid")) AND status = 'fanning_out'
             """, [message, audience])
         do {
             return try await completeIfDone([message]).contains(message)
@@ -128,8 +129,9 @@ extension Ledger {
     static let failMessageSQL = """
         WITH failed AS (
             UPDATE messages SET status = 'failed', error_code = $2, error_message = $3, updated_at = now()
-            WHERE id = $1::uuid AND status IN ('queued', 'fanning_out')
-            RETURNING id, tenant_id, kind, error_code, error_message, updated_at
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid"))
+              AND status IN ('queued', 'fanning_out')
+            RETURNING id, message_time, tenant_id, kind, error_code, error_message, updated_at
         ), failed_events AS (
             \(MessageCompletion.events(from: "failed c", status: .failed, at: "c.updated_at", written: nil))
         )
@@ -179,7 +181,7 @@ extension Ledger {
                     fanout_after_token = CASE WHEN $9::text IS NULL THEN (SELECT token FROM last) END,
                     fanout_count = fanout_count + coalesce($12::int, (SELECT count(*) FROM page)::int),
                     fanout_devices = fanout_devices + (SELECT count(*) FROM page), updated_at = now()
-                WHERE id = $7::uuid AND (EXISTS (SELECT 1 FROM page) OR $9::text IS NOT NULL)
+                WHERE id = $7::uuid AND \(LedgerTime.prune("message_time", id: "$7::uuid")) AND (EXISTS (SELECT 1 FROM page) OR $9::text IS NOT NULL)
                   AND fanout_after_subscriber IS NOT DISTINCT FROM $10::text
                   AND fanout_after_token IS NOT DISTINCT FROM $11::text
                 RETURNING id

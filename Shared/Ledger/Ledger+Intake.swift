@@ -65,8 +65,8 @@ extension Ledger {
         if messages.count == 1, let message = messages.first {
             try await postgres.execute(
                 """
-                INSERT INTO messages (id, tenant_id, target, content, environment)
-                VALUES ($1::uuid, $2::uuid, $3::jsonb, $4::jsonb, $5)
+                INSERT INTO messages (id, message_time, tenant_id, target, content, environment)
+                VALUES ($1::uuid, \(LedgerTime.newMessage("$1::uuid")), $2::uuid, $3::jsonb, $4::jsonb, $5)
                 """,
                 [message.id, message.tenantId, message.target.jsonValue, message.content, message.environment])
             return
@@ -87,8 +87,8 @@ extension Ledger {
         }
         try await postgres.execute(
             """
-            INSERT INTO messages (id, tenant_id, target, content, environment)
-            SELECT id, tenant, target::jsonb, content::jsonb, environment
+            INSERT INTO messages (id, message_time, tenant_id, target, content, environment)
+            SELECT id, \(LedgerTime.newMessage("id")), tenant, target::jsonb, content::jsonb, environment
             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])
                 AS t(id, tenant, target, content, environment)
             """, [ids.value, tenants.value, targets.value, contents.value, environments.value])
@@ -105,13 +105,17 @@ extension Ledger {
         guard !messages.isEmpty else { return [] }
         let rows = try await tx.query(
             """
-            INSERT INTO messages (id, tenant_id, target, content, kind, workflow_key, workflow_version, workflow_run_id,
-                                  workflow_step, policy_decided_at, suppressed_reason)
-            SELECT id, tenant, target::jsonb, content::jsonb, kind, key, version, run, step, decided, reason
+            INSERT INTO messages (id, message_time, tenant_id, target, content, kind, workflow_key, workflow_version,
+                                  workflow_run_id, workflow_step, policy_decided_at, suppressed_reason)
+            SELECT id, \(LedgerTime.newMessage("id")), tenant, target::jsonb, content::jsonb, kind, key, version, run, step,
+                   decided, reason
             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::uuid[],
                         $9::text[], $10::timestamptz[], $11::text[])
                  AS t(id, tenant, target, content, kind, key, version, run, step, decided, reason)
-            ON CONFLICT (id) DO NOTHING RETURNING id
+            -- A time-ordered id (a run's since migration 0027) is refused by the primary key; an
+            -- older run's name-based id is filed at the time it is written, so look for it first.
+            WHERE bk_uuid7_time(t.id) IS NOT NULL OR NOT EXISTS (SELECT 1 FROM messages x WHERE x.id = t.id)
+            ON CONFLICT (id, message_time) DO NOTHING RETURNING id
             """,
             [
                 messages.map(\.id), messages.map(\.tenantId),

@@ -239,7 +239,9 @@ extension Ledger {
                     AS r(i, message_id, tenant_id, event, subscriber_id, activity_id, attributes_type, ts, content)
             ),
             replayed AS MATERIALIZED (
-                SELECT r.i FROM request r WHERE EXISTS (SELECT 1 FROM messages m WHERE m.id = r.message_id)
+                SELECT r.i FROM request r
+                WHERE EXISTS (SELECT 1 FROM messages m
+                              WHERE m.id = r.message_id AND \(LedgerTime.prune("m.message_time", id: "r.message_id")))
             ),
             fresh AS MATERIALIZED (
                 SELECT r.* FROM request r WHERE r.i NOT IN (SELECT i FROM replayed)
@@ -263,12 +265,12 @@ extension Ledger {
             \(starts ? startTargets : "")
             ),
             message AS (
-                INSERT INTO messages (id, tenant_id, target, content, status, kind, audience_size)
-                SELECT f.message_id, f.tenant_id, jsonb_build_object('to', jsonb_build_array(f.subscriber_id)),
+                INSERT INTO messages (id, message_time, tenant_id, target, content, status, kind, audience_size)
+                SELECT f.message_id, \(LedgerTime.newMessage("f.message_id")), f.tenant_id, jsonb_build_object('to', jsonb_build_array(f.subscriber_id)),
                        f.content::jsonb, 'fanned_out', 'live_activity', n.count
                 FROM fresh f
                 JOIN (SELECT i, count(*)::int AS count FROM target WHERE decision = '\(send)' GROUP BY i) n ON n.i = f.i
-                ON CONFLICT (id) DO NOTHING
+                ON CONFLICT (id, message_time) DO NOTHING
                 RETURNING id
             ),
             written AS MATERIALIZED (
@@ -335,7 +337,7 @@ extension Ledger {
         let rows = try await postgres.query(
             """
             SELECT message_id, id, device_token, status, last_status, last_reason, coalesce(apns_id, id)::text
-            FROM deliveries WHERE message_id = ANY($1::uuid[])
+            FROM deliveries WHERE message_id = ANY($1::uuid[]) AND \(LedgerTime.prune("message_time", ids: "$1::uuid[]"))
             UNION ALL
             SELECT u.m, bk_delivery_id(u.m, u.t), u.t, '\(DeliveryStatus.sending.rawValue)', NULL::int, NULL::text,
                    bk_delivery_id(u.m, u.t)::text
@@ -382,16 +384,16 @@ extension Ledger {
             ), gone AS (
                 DELETE FROM delivery_chunks k USING stale s WHERE k.id = s.id
             ), recorded AS (
-                INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
-                                        attempt_count, last_reason, error_code, sending_by, attempts)
-                SELECT bk_delivery_id(u.m, u.t), s.tenant_id, u.m, u.t, u.sub, u.e, '\(DeliveryStatus.failed.rawValue)',
+                INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                        status, attempt_count, last_reason, error_code, sending_by, attempts)
+                SELECT bk_delivery_id(u.m, u.t), s.tenant_id, u.m, \(LedgerTime.ofMessage("u.m")), u.t, u.sub, u.e, '\(DeliveryStatus.failed.rawValue)',
                        0, 'the liveactivity replica ' || s.sending_by || ' stopped after deciding this send (at '
                           || (to_json(s.claimed_at)#>>'{}') || ') and before recording it: whether APNs received it '
                           || 'is unknown, and it is not sent again',
                        '\(DeliveryErrorCode.senderLost.rawValue)', $3, '[]'::json
                 FROM stale s CROSS JOIN LATERAL unnest(s.message_ids, s.tokens, s.subscriber_ids, s.environments)
                     AS u(m, t, sub, e)
-                ON CONFLICT (id) DO NOTHING
+                ON CONFLICT (id, message_time) DO NOTHING
                 RETURNING \(Self.deliveryReturning)
             ), \(Self.deliveryEvents(recorded: "recorded", tenants: "ARRAY(SELECT tenant_id FROM stale)")), \(MessageCompletion.cte(
                 match: "m.id IN (SELECT unnest(s.message_ids) FROM stale s)", recorded: "ARRAY(SELECT id FROM stale)",

@@ -23,10 +23,10 @@ extension Ledger {
         let rows = try await postgres.query(
             """
             UPDATE messages m SET updated_at = now()
-            FROM (SELECT id FROM messages
+            FROM (SELECT id, message_time FROM messages
                   WHERE status IN ('queued', 'fanning_out') AND updated_at < now() - make_interval(secs => $1)
                   ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) stale
-            WHERE m.id = stale.id
+            WHERE m.id = stale.id AND m.message_time = stale.message_time
             RETURNING m.id, m.tenant_id, m.target, m.status
             """, [olderThan.sqlSeconds, limit])
         return try rows.map { row in

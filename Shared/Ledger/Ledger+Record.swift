@@ -157,7 +157,7 @@ extension Ledger {
     }
 
     private static let recordPlain = recordSQL(onConflict: "")
-    private static let recordTolerant = recordSQL(onConflict: "ON CONFLICT (id) DO NOTHING")
+    private static let recordTolerant = recordSQL(onConflict: "ON CONFLICT (id, message_time) DO NOTHING")
 
     /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunks, $6 their
     /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
@@ -167,16 +167,17 @@ extension Ledger {
     static func recordSQL(onConflict: String) -> String {
         """
         WITH requests AS (
-            INSERT INTO delivery_payloads (id, message_id, payload, headers)
-            SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[])
-            ON CONFLICT (id) DO NOTHING
+            INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
+            SELECT r.id, r.message, \(LedgerTime.ofMessage("r.message")), r.payload, r.headers
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
+            ON CONFLICT (id, message_time) DO NOTHING
         ), chunks AS (
             DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
         ), recorded AS (
-            INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
-                                    attempt_count, apns_id, last_status, last_reason, error_code, sending_by, sent_at,
-                                    payload_id, attempts, suppressed_reason)
-            SELECT u.id, ($6::uuid[])[u.chunk], u.message, u.token, u.subscriber, u.environment, u.status, u.attempts,
+            INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                    status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
+                                    sent_at, payload_id, attempts, suppressed_reason)
+            SELECT u.id, ($6::uuid[])[u.chunk], u.message, \(LedgerTime.ofMessage("u.message")), u.token, u.subscriber, u.environment, u.status, u.attempts,
                    NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
                    u.payload, u.log, u.suppressed
             FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
@@ -186,7 +187,7 @@ extension Ledger {
             \(onConflict)
             RETURNING \(deliveryReturning)
         ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]")), \(MessageCompletion.cte(
-            match: "m.id = ANY($21::uuid[])", recorded: "$5::uuid[]",
+            match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", ids: "$21::uuid[]"))", recorded: "$5::uuid[]",
             written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
         SELECT id FROM completed
         """

@@ -18,7 +18,8 @@ public enum LedgerReads {
     public static let deliveriesSQL = """
         SELECT id, message_id, subscriber_id, device_token, environment, status, attempt_count, apns_id, last_status,
                last_reason, error_code, sent_at, created_at, updated_at, suppressed_reason
-        FROM deliveries WHERE message_id = $1::uuid AND tenant_id = $2::uuid
+        FROM deliveries
+        WHERE message_id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
         UNION ALL
         SELECT bk_delivery_id(u.m, u.t), u.m, u.s, u.t, u.e, \(pendingStatus), 0, bk_delivery_id(u.m, u.t),
                NULL::int, NULL::text, NULL::text, NULL::timestamptz, k.created_at, coalesce(k.claimed_at, k.created_at),
@@ -44,12 +45,14 @@ public enum LedgerReads {
         """
 
     /// A message's delivery counts by status as a JSON object, recorded and pending (see
-    /// `deliveriesSQL`), for the message whose id is the SQL expression `message`.
-    public static func countsSQL(message: String) -> String {
+    /// `deliveriesSQL`), for the message whose id and `message_time` are the SQL expressions
+    /// `message` and `messageTime` (its week: the deliveries are read from that partition alone).
+    public static func countsSQL(message: String, messageTime: String) -> String {
         """
         (SELECT coalesce(jsonb_object_agg(c.status, c.n), '{}'::jsonb) FROM (
             SELECT status, sum(n)::bigint AS n FROM (
-                SELECT d.status, count(*) AS n FROM deliveries d WHERE d.message_id = \(message) GROUP BY d.status
+                SELECT d.status, count(*) AS n FROM deliveries d
+                WHERE d.message_id = \(message) AND d.message_time = \(messageTime) GROUP BY d.status
                 UNION ALL
                 SELECT \(pendingStatus), sum(cardinality(k.tokens))
                 FROM delivery_chunks k WHERE k.message_id = \(message) GROUP BY 1
@@ -59,5 +62,11 @@ public enum LedgerReads {
                 WHERE k.message_id IS NULL AND u.id = \(message) GROUP BY 1
             ) parts GROUP BY status) c)
         """
+    }
+
+    /// A condition confining `column` (a ledger table's `message_time`) to the week of the message
+    /// whose id is the SQL expression `id`, for reads by a message id (`LedgerTime.prune`).
+    public static func pruneByMessage(_ column: String, id: String) -> String {
+        LedgerTime.prune(column, id: id)
     }
 }

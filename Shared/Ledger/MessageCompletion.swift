@@ -27,7 +27,7 @@ import BuzzKitWebhooks
 /// completes messages includes `cte`, so a CTE added there that reads `completed` runs in the
 /// same statement, for exactly the messages completed.
 enum MessageCompletion {
-    /// A CTE named `completed` (`id`, `tenant_id`, `completed_at`, `kind`): the messages matching
+    /// A CTE named `completed` (`id`, `message_time`, `tenant_id`, `completed_at`, `kind`): the messages matching
     /// `match` (a predicate on `m`, the messages row) that are `fanned_out` and have no pending
     /// chunk other than those of `recorded` (a `uuid[]` expression: chunks this same statement
     /// deletes, which its snapshot still shows), set `completed` as of now; followed by the CTE
@@ -52,7 +52,7 @@ enum MessageCompletion {
                 UPDATE messages m SET status = 'completed', completed_at = now(), updated_at = now()
                 WHERE \(match) AND m.status = 'fanned_out'
                   AND NOT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = m.id AND k.id <> ALL(\(recorded)))\(directBatches ? direct : "")
-                RETURNING m.id, m.tenant_id, m.completed_at, m.kind
+                RETURNING m.id, m.message_time, m.tenant_id, m.completed_at, m.kind
             ), completed_events AS (
                 \(events(from: "completed c", status: .completed, at: "c.completed_at", written: written))
             )
@@ -60,7 +60,7 @@ enum MessageCompletion {
     }
 
     /// The `message.completed` events of the messages of `from` (alias `c`, columns `id`,
-    /// `tenant_id`, `kind`, and with `failed` also `error_code`, `error_message`), as the seam's
+    /// `message_time`, `tenant_id`, `kind`, and with `failed` also `error_code`, `error_message`), as the seam's
     /// INSERT (a CTE body). The event's id is derived from the message's, so a statement run
     /// again derives the same one. The counts are read only for messages an endpoint wants
     /// (the seam evaluates `data` for those rows alone): the deliveries the statement's snapshot
@@ -74,7 +74,8 @@ enum MessageCompletion {
 
                             UNION ALL
                             SELECT w.status FROM \($0) WHERE w.message_id = c.id
-                              AND NOT EXISTS (SELECT 1 FROM deliveries o WHERE o.id = w.id)
+                              AND NOT EXISTS (SELECT 1 FROM deliveries o
+                                              WHERE o.id = w.id AND o.message_time = c.message_time)
                 """
             } ?? ""
         let data = WebhookEventData.messageCompleted(
@@ -91,7 +92,8 @@ enum MessageCompletion {
                 data: """
                     (SELECT \(data)
                      FROM (SELECT \(count(.sent)), \(count(.failed)), \(count(.expired)), \(count(.invalidToken))
-                           FROM (SELECT d.status FROM deliveries d WHERE d.message_id = c.id\(own)) x) n)
+                           FROM (SELECT d.status FROM deliveries d
+                                 WHERE d.message_id = c.id AND d.message_time = c.message_time\(own)) x) n)
                     """))
     }
 }

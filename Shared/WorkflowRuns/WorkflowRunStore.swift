@@ -53,7 +53,7 @@ public struct WorkflowRunStore: Sendable {
         definition: WorkflowDefinition, subscriberId: String, trigger: WorkflowEvent,
         triggerKey: String
     ) async throws -> Start {
-        let id = UUID()
+        let id = UUID.timeOrdered()
         let inserted = try await connection.query(
             """
             WITH claimed AS (

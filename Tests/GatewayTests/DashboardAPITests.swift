@@ -39,16 +39,19 @@ struct DashboardAPITests {
                 let at = "2026-01-01T00:00:0\(n == 3 ? 2 : n)Z"
                 try await h.postgres.execute(
                     """
-                    INSERT INTO messages (id, tenant_id, target, content, created_at, status, audience_size)
-                    VALUES ($1::uuid, $2::uuid, '{"topic":"news"}', $3::jsonb, $4::timestamptz, 'fanned_out', 2)
+                    INSERT INTO messages (id, message_time, tenant_id, target, content, created_at, status, audience_size)
+                    VALUES ($1::uuid, $4::timestamptz, $2::uuid, '{"topic":"news"}', $3::jsonb, $4::timestamptz,
+                            'fanned_out', 2)
                     """, [id, h.tenantID, JSONValue.object(["title": .string("m\(n)")]), at])
                 ids.append(id)
             }
             try await h.postgres.execute(
                 """
-                INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status)
-                VALUES (gen_random_uuid(), $1::uuid, $2::uuid, 'a', 's1', 'sandbox', 'sent'),
-                       (gen_random_uuid(), $1::uuid, $2::uuid, 'b', 's2', 'sandbox', 'failed')
+                INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                        status)
+                SELECT gen_random_uuid(), $1::uuid, $2::uuid, m.message_time, d.token, d.subscriber, 'sandbox', d.status
+                FROM messages m, (VALUES ('a', 's1', 'sent'), ('b', 's2', 'failed')) AS d(token, subscriber, status)
+                WHERE m.id = $2::uuid
                 """, [h.tenantID, ids[6]])
             try await h.postgres.execute(
                 """
@@ -168,15 +171,17 @@ struct DashboardAPITests {
                 let id = UUID().uuidString.lowercased()
                 try await h.postgres.execute(
                     """
-                    INSERT INTO messages (id, tenant_id, target, content, created_at, status)
-                    VALUES ($1::uuid, $2::uuid, '{"topic":"t"}', '{"title":"x"}', now() - $3::interval, 'fanned_out')
+                    INSERT INTO messages (id, message_time, tenant_id, target, content, created_at, status)
+                    VALUES ($1::uuid, now() - $3::interval, $2::uuid, '{"topic":"t"}', '{"title":"x"}', now() - $3::interval,
+                            'fanned_out')
                     """, [id, h.tenantID, ago])
                 for (n, d) in deliveries.enumerated() {
                     try await h.postgres.execute(
                         """
-                        INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status,
-                                                last_reason, sent_at)
-                        VALUES (gen_random_uuid(), $1::uuid, $2::uuid, $3, $4, 'sandbox', $5, $6,
+                        INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id,
+                                                environment, status, last_reason, sent_at)
+                        VALUES (gen_random_uuid(), $1::uuid, $2::uuid, (SELECT message_time FROM messages WHERE id = $2::uuid),
+                                $3, $4, 'sandbox', $5, $6,
                                 CASE WHEN $5 = 'sent' THEN now() - $7::interval END)
                         """, [h.tenantID, id, "tok\(n)", d.0, d.1, d.2, ago])
                 }

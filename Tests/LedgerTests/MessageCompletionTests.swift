@@ -28,8 +28,8 @@ struct MessageCompletionTests {
             let id = UUID()
             try await postgres.execute(
                 """
-                INSERT INTO messages (id, tenant_id, target, content, status, updated_at)
-                VALUES ($1::uuid, $2::uuid, '{"topic": "t"}', '{"body": "b"}', $3, now() - make_interval(secs => $4))
+                INSERT INTO messages (id, message_time, tenant_id, target, content, status, updated_at)
+                VALUES ($1::uuid, now(), $2::uuid, '{"topic": "t"}', '{"body": "b"}', $3, now() - make_interval(secs => $4))
                 """, [id, tenant, status.rawValue, age])
             return id
         }

@@ -288,8 +288,8 @@ struct PushEndToEndTests {
             let id = UUID()
             try await stack.postgres.execute(
                 """
-                INSERT INTO messages (id, tenant_id, target, content, updated_at)
-                VALUES ($1::uuid, $2::uuid, '{"to": ["hank"]}', '{"body": "late but sent"}', now() - interval '1 minute')
+                INSERT INTO messages (id, message_time, tenant_id, target, content, updated_at)
+                VALUES ($1::uuid, now(), $2::uuid, '{"to": ["hank"]}', '{"body": "late but sent"}', now() - interval '1 minute')
                 """, [id, stack.tenantID])
             let message = try await stack.waitSettled(id.uuidString.lowercased())
             #expect(message["counts"]?["sent"]?.intValue == 1)

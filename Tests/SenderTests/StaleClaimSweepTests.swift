@@ -33,8 +33,9 @@ struct StaleClaimSweepTests {
             .decode(UUID.self, at: 0)
         try await postgres.execute(
             """
-            INSERT INTO deliveries (id, tenant_id, message_id, device_token, subscriber_id, environment, status, apns_id)
-            VALUES ($1::uuid, $2::uuid, $3::uuid, $4, 's', 'sandbox', 'sent', $1::uuid)
+            INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                    status, apns_id)
+            VALUES ($1::uuid, $2::uuid, $3::uuid, now(), $4, 's', 'sandbox', 'sent', $1::uuid)
             """, [recorded, tenant, message, recordedToken])
         // The dead replica's chunk claimed an hour ago; a live replica's just now.
         try await postgres.execute(

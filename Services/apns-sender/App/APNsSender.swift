@@ -139,7 +139,9 @@ public struct APNsSender: Sendable {
             },
             trimmedStreams: [messagesStream, messagesStream.direct, deliveriesStream], logger: runtime.logger,
             metrics: runtime.metrics)
-        return [clients, sweeper, deliveryService, fanoutService] + directServices
+        let retention = LedgerRetentionService(
+            postgres: runtime.postgres, configuration: configuration, logger: runtime.logger, metrics: runtime.metrics)
+        return [clients, sweeper, retention, deliveryService, fanoutService] + directServices
     }
 
     /// Puts orphan chunks on `bk:deliveries` again: queued chunks enqueued more than `olderThan`

@@ -29,6 +29,8 @@ import Foundation
 /// | `BUZZKIT_OUTBOX_SWEEP_INTERVAL` | `10s` | how often the outbox sweeper runs |
 /// | `BUZZKIT_OUTBOX_REQUEUE_AFTER` | `30s` | a message untouched this long in `queued`/`fanning_out` is put on `bk:messages` again; one `fanned_out` this long with nothing pending is completed (a replica stopped before its completion test) |
 /// | `BUZZKIT_CREDENTIALS_TTL` | `60s` | how long a tenant's APNs credentials stay cached |
+/// | `BUZZKIT_LEDGER_RETENTION_DAYS` | `90` | messages, deliveries and stored requests are kept this long (at least 7: the longest window `GET /v1/stats` reads), then dropped a week at a time |
+/// | `BUZZKIT_LEDGER_RETENTION_INTERVAL` | `1h` | how often the ledger's retention pass runs (and at start) |
 public struct SenderConfiguration: Sendable {
     public var secretKey: [UInt8]
     public var sandboxURL: String
@@ -51,6 +53,8 @@ public struct SenderConfiguration: Sendable {
     public var sweepInterval: Duration
     public var requeueAfter: Duration
     public var credentialsTTL: Duration
+    public var ledgerRetentionDays: Int = 90
+    public var ledgerRetentionInterval: Duration = .seconds(3600)
 
     public init(
         secretKey: [UInt8], sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
@@ -96,6 +100,8 @@ public struct SenderConfiguration: Sendable {
         let sweep = reader.duration("BUZZKIT_OUTBOX_SWEEP_INTERVAL", default: .seconds(10))
         let requeue = reader.duration("BUZZKIT_OUTBOX_REQUEUE_AFTER", default: .seconds(30))
         let ttl = reader.duration("BUZZKIT_CREDENTIALS_TTL", default: .seconds(60))
+        let ledgerRetentionDays = reader.int("BUZZKIT_LEDGER_RETENTION_DAYS", default: 90, range: 7...36_500)
+        let ledgerRetentionInterval = reader.duration("BUZZKIT_LEDGER_RETENTION_INTERVAL", default: .seconds(3600))
         try reader.validate()
         self.init(
             secretKey: key, sandboxURL: clients.sandboxURL, productionURL: clients.productionURL,
@@ -109,6 +115,8 @@ public struct SenderConfiguration: Sendable {
         self.fanoutConcurrency = fanoutConcurrency
         directBatchSize = directBatch
         self.directConsumers = directConsumers
+        self.ledgerRetentionDays = ledgerRetentionDays
+        self.ledgerRetentionInterval = ledgerRetentionInterval
     }
 
     func baseURL(_ environment: APNsEnvironment) -> String {

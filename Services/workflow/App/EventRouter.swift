@@ -265,7 +265,7 @@ final class EventRouter: Sendable {
         var pending = groups
         var runs: [Started] = []
         while !pending.isEmpty {
-            let candidates = pending.map { _ in UUID() }
+            let candidates = pending.map { _ in UUID.timeOrdered() }
             let windowRuns = try await WorkflowRunStore.openOrJoinDigests(
                 on: tx,
                 pending.enumerated().map { i, g in
@@ -338,7 +338,7 @@ final class EventRouter: Sendable {
     private func start(
         _ workflow: WorkflowCatalog.Triggered, lane l: Int, at index: Int, lanes: [Lane],
         subscriber: WorkflowSubscriber, settings: WorkflowCatalog.Settings, now: Date, on tx: PostgresConnection,
-        lookBacks: inout [String: [WorkflowEvent]], runId id: UUID = UUID()
+        lookBacks: inout [String: [WorkflowEvent]], runId id: UUID = UUID.timeOrdered()
     ) async throws -> Started {
         let lane = lanes[l]
         let trigger = lane.events[index]

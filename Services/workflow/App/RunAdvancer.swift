@@ -37,11 +37,17 @@ struct RunAdvancer {
         var lateness: [Double] = []
     }
 
-    /// The message id of a step's send: a name-based UUID of run id, step and purpose, so a step
-    /// executed again (after a crash before its commit) names the same message and the unique
-    /// key on `messages.id` refuses the second.
+    /// The message id of a step's send: name-based on run id, step and purpose, so a step
+    /// executed again (after a crash before its commit) names the same message and the ledger's
+    /// primary key refuses the second. A run with a time-ordered id (every run since migration
+    /// 0027) gives its sends time-ordered ids with the run's time: the ledger files them in the
+    /// run's week, the same week every time (docs/data-lifecycle.md, "Retention").
     static func messageId(runId: String, step: String, purpose: WorkflowMessagePurpose) -> String {
-        UUID.nameBased("buzzkit.workflow:\(runId):\(step):\(purpose.rawValue)").lowercasedText
+        let name = "buzzkit.workflow:\(runId):\(step):\(purpose.rawValue)"
+        if let runTime = UUID(uuidText: runId)?.timeOrderedDate {
+            return UUID.timeOrdered(at: runTime, name: name).lowercasedText
+        }
+        return UUID.nameBased(name).lowercasedText
     }
 
     /// Applies `advance` (from start or an input) and everything it leads to.

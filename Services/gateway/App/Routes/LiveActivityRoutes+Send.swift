@@ -192,7 +192,7 @@ enum LiveActivitySendRoutes {
     /// The message id of a request: from the tenant and its `Idempotency-Key` (a retry is the same
     /// message), else a new one.
     static func messageId(tenant: UUID, idempotencyKey: String?) -> UUID {
-        guard let key = idempotencyKey else { return UUID() }
+        guard let key = idempotencyKey else { return UUID.timeOrdered() }
         var digest = Digest.sha256(Array(("bk:la:" + tenant.lowercasedText + ":" + key).utf8))
         digest[6] = (digest[6] & 0x0F) | 0x50  // version 5-like (name-based), RFC 4122 variant
         digest[8] = (digest[8] & 0x3F) | 0x80

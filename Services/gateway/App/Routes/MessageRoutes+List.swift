@@ -79,7 +79,7 @@ extension Gateway {
             SELECT m.id, m.status, m.kind, m.target, m.content, m.environment, m.audience_size, m.error_code, m.error_message,
                    \(isoColumn("m.created_at", as: "created_at")), \(isoColumn("m.updated_at", as: "updated_at")),
                    \(isoColumn("m.completed_at", as: "completed_at")),
-                   \(LedgerReads.countsSQL(message: "m.id")) AS counts,
+                   \(LedgerReads.countsSQL(message: "m.id", messageTime: "m.message_time")) AS counts,
                    coalesce(r.delivered, 0) AS delivered, coalesce(r.opened, 0) AS opened, coalesce(r.dismissed, 0) AS dismissed
             FROM messages m
             LEFT JOIN message_receipt_counts r ON r.tenant_id = m.tenant_id AND r.message_id = m.id::text

@@ -90,11 +90,13 @@ extension Gateway {
             """
             SELECT id, status, kind, target, content, environment, audience_size, error_code, error_message,
                    \(isoColumn("created_at")), \(isoColumn("updated_at")), \(isoColumn("completed_at")),
-                   \(LedgerReads.countsSQL(message: "$1::uuid")) AS counts,
+                   \(LedgerReads.countsSQL(message: "$1::uuid", messageTime: "messages.message_time")) AS counts,
                    (SELECT count(DISTINCT subscriber_id) FROM deliveries
-                      WHERE message_id = $1::uuid AND status = 'sent') AS sent_subscribers,
+                      WHERE message_id = $1::uuid AND message_time = messages.message_time AND status = 'sent')
+                       AS sent_subscribers,
                    workflow_key, workflow_version, workflow_run_id, workflow_step
-            FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid
+            FROM messages
+            WHERE id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
         // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
@@ -143,7 +145,10 @@ extension Gateway {
             after = value
         }
         let message = try await postgres.query(
-            "SELECT 1 FROM messages WHERE id = $1::uuid AND tenant_id = $2::uuid", [id, tenant])
+            """
+            SELECT 1 FROM messages
+            WHERE id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
+            """, [id, tenant])
         guard !message.isEmpty else { throw APIError.notFound("message") }
         let rows = try await postgres.query(
             """

@@ -81,22 +81,22 @@ extension Gateway {
             """
             SELECT to_char(date_trunc($3, coalesce(d.sent_at, d.updated_at) AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"') AS at,
                    d.status, count(*) AS n
-            FROM messages m JOIN deliveries d ON d.message_id = m.id
+            FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.message_time = m.message_time
             WHERE m.tenant_id = $1::uuid AND m.created_at >= now() - $2::interval
             GROUP BY 1, 2
             """, [tenant, window.interval, window.bucket])
         let funnel = try await postgres.query(
             """
-            WITH recent AS (SELECT id FROM messages WHERE tenant_id = $1::uuid AND created_at >= now() - $2::interval)
+            WITH recent AS (SELECT id, message_time FROM messages WHERE tenant_id = $1::uuid AND created_at >= now() - $2::interval)
             SELECT (SELECT count(*) FROM (SELECT DISTINCT d.message_id, d.subscriber_id FROM recent m
-                                          JOIN deliveries d ON d.message_id = m.id WHERE d.status = 'sent') s) AS sent,
+                                          JOIN deliveries d ON d.message_id = m.id AND d.message_time = m.message_time WHERE d.status = 'sent') s) AS sent,
                    coalesce(sum(r.delivered), 0)::bigint AS delivered, coalesce(sum(r.opened), 0)::bigint AS opened
             FROM recent m JOIN message_receipt_counts r ON r.tenant_id = $1::uuid AND r.message_id = m.id::text
             """, [tenant, window.interval])
         let failures = try await postgres.query(
             """
             SELECT coalesce(d.last_reason, d.error_code, d.status) AS reason, d.status, count(*) AS n
-            FROM messages m JOIN deliveries d ON d.message_id = m.id
+            FROM messages m JOIN deliveries d ON d.message_id = m.id AND d.message_time = m.message_time
             WHERE m.tenant_id = $1::uuid AND m.created_at >= now() - $2::interval
               AND d.status IN ('failed', 'expired', 'invalid_token')
             GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT $3
