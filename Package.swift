@@ -313,7 +313,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres",
                 "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts", "GatewayApp",
                 "APNsSenderApp", "BuzzKitPush", "BuzzKit", "BuzzKitTestSupport", "BuzzKitAPNs", "BuzzKitLedger",
-                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitPolicy"
+                "BuzzKitWorkflows", "BuzzKitWorkflowRuns", "BuzzKitPolicy", "BuzzKitRetention"
             ],
             path: "Tests/SenderTests"),
         .testTarget(

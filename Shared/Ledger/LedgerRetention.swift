@@ -31,7 +31,7 @@ public struct LedgerRetention: Sendable {
     public var weeksAhead: Int
 
     /// The tables, children first (the order of a week's drop).
-    static let tables = ["deliveries", "delivery_payloads", "messages"].map(TimePartitions.init(parent:))
+    static let tables = ["deliveries", "delivery_payloads", "messages"].map { TimePartitions(parent: $0) }
     static let messages = TimePartitions(parent: "messages")
 
     public init(postgres: PostgresClient, retentionDays: Int = 90, weeksAhead: Int = 4) {

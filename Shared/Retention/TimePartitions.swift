@@ -1,9 +1,9 @@
 import BuzzKitPostgres
 import Foundation
 
-/// Weekly range partitions of a table partitioned by a `timestamptz` (migration 0024's
-/// `bk_retention_create_weeks` / `bk_retention_partitions`), and the one way to drop one without
-/// blocking its writers (docs/data-lifecycle.md, "Retention").
+/// Weekly (or daily) range partitions of a table partitioned by a `timestamptz` (migration 0024's
+/// `bk_retention_create_weeks` / `bk_retention_partitions`, 0028's `bk_retention_create_days`),
+/// and the one way to drop one without blocking its writers (docs/data-lifecycle.md, "Retention").
 ///
 /// `DROP TABLE` of an attached partition takes `ACCESS EXCLUSIVE` on the parent: it waits for every
 /// transaction on the table and queues every later one behind it. `detachAndDrop` instead runs
@@ -17,9 +17,19 @@ import Foundation
 public struct TimePartitions: Sendable {
     /// The partitioned table (of the connection's current schema).
     public let parent: String
+    /// How long one partition spans.
+    public let period: Period
 
-    public init(parent: String) {
+    /// A partition's span: a UTC week from Monday (most tables), or a UTC day (idempotency
+    /// records, kept 24 hours).
+    public enum Period: Sendable, Hashable {
+        case week
+        case day
+    }
+
+    public init(parent: String, period: Period = .week) {
         self.parent = parent
+        self.period = period
     }
 
     /// One partition: its bounds (`lower` nil: `MINVALUE`, the legacy partition) and whether a
@@ -61,6 +71,15 @@ public struct TimePartitions: Sendable {
         ).map { try $0.decode(String.self, at: 0) }
     }
 
+    /// Creates the daily partitions after the newest one up to `daysAhead` days past the day after
+    /// `now`; answers one line per partition (`created …` or `skipped …: why`).
+    @discardableResult
+    public func createDays(on connection: PostgresConnection, now: Date, daysAhead: Int) async throws -> [String] {
+        try await connection.query(
+            "SELECT bk_retention_create_days($1, $2, $3::timestamptz)", [parent, daysAhead, now]
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+
     /// Detaches `partition` concurrently (or finishes an interrupted detach of it) and drops it.
     public func detachAndDrop(on connection: PostgresConnection, _ partition: Partition) async throws {
         let parentName = Self.quote(parent)
@@ -90,20 +109,23 @@ public struct TimePartitions: Sendable {
         public init() {}
     }
 
-    /// One pass under the table's advisory lock: makes the weeks up to `weeksAhead` past the week
-    /// after `now` (the database's clock when nil) and drops every partition wholly older than
-    /// `now - retention`; records what it found (`RetentionStatus`).
+    /// One pass under the table's advisory lock: makes the partitions up to `ahead` periods past
+    /// the one after `now` (the database's clock when nil) and drops every partition wholly older
+    /// than `now - retention`; records what it found (`RetentionStatus`).
     public func maintain(
-        on connection: PostgresConnection, now given: Date?, retention: Duration, weeksAhead: Int,
-        oldestColumn: String
+        on connection: PostgresConnection, now given: Date?, retention: Duration, ahead: Int, oldestColumn: String
     ) async throws -> Pass {
         try await locked(on: connection) {
             var pass = Pass()
             pass.ran = true
             let now = try await Self.now(on: connection, given)
             let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
-            pass.created = try await createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
-                .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+            let made =
+                switch period {
+                case .week: try await createWeeks(on: connection, now: now, weeksAhead: ahead)
+                case .day: try await createDays(on: connection, now: now, daysAhead: ahead)
+                }
+            pass.created = made.filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
             for partition in try await list(on: connection) where partition.detachPending || partition.upper <= cutoff {
                 try await detachAndDrop(on: connection, partition)
                 pass.dropped.append(partition.name)

@@ -28,7 +28,7 @@ public struct WebhookAttemptRetention: Sendable {
         let weeksAhead = weeksAhead
         return try await postgres.withConnection { connection in
             try await Self.partitions.maintain(
-                on: connection, now: now, retention: retention, weeksAhead: weeksAhead, oldestColumn: "attempted_at")
+                on: connection, now: now, retention: retention, ahead: weeksAhead, oldestColumn: "attempted_at")
         }
     }
 }

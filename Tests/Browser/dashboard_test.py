@@ -671,14 +671,14 @@ def overview(page):
     status, retention = api("GET", "/v1/retention")
     check(status == 200, f"GET /v1/retention answered {status}")
     tables = {t["table"]: t for t in retention["data"]["tables"]}
-    check(set(tables) == {"events", "workflow_runs", "webhook_attempts"}, f"retention passes: {sorted(tables)}")
-    expect(page.get_by_test_id("retention-row")).to_have_count(3, timeout=TIMEOUT)
+    check(set(tables) == {"events", "messages", "workflow_runs", "webhook_attempts"}, f"retention passes: {sorted(tables)}")
+    expect(page.get_by_test_id("retention-row")).to_have_count(4, timeout=TIMEOUT)
     for name, entry in tables.items():
         seconds = entry["retentionSeconds"]
         check(seconds % 86400 == 0, f"{name}: a retention of {seconds} s is not whole days")
         words = "1 day" if seconds == 86400 else f"{seconds // 86400:,} days"
         expect(page.get_by_test_id(f"retention-{name}")).to_have_text(words, timeout=TIMEOUT)
-    expect(page.get_by_test_id("retention-ledger")).to_contain_text("no retention yet", timeout=TIMEOUT)
+    expect(page.get_by_test_id("retention-ledger")).to_contain_text("still going is kept past its time", timeout=TIMEOUT)
     shot(page, "overview")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "overview-narrow")

@@ -84,6 +84,53 @@ struct BehaviourTests {
         }
     }
 
+    /// Claims of one key at the same moment are ordered by the key's lock (no unique index holds
+    /// them since the records are partitioned by day): the request runs once.
+    @Test func concurrentClaimsOfOneKeyRunTheRequestOnce() async throws {
+        try await withGateway { h in
+            let replies = try await withThrowingTaskGroup(of: Reply.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await h.send(
+                            "POST", "/v1/tenants", key: h.workspaceKey, body: ["name": "raced"],
+                            headers: ["Idempotency-Key": "raced-once"])
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let ran = replies.filter { $0.status == 201 && $0.envelope.metadata["replayed"] == nil }
+            #expect(ran.count == 1)
+            #expect(replies.allSatisfy { $0.status == 201 || ($0.status == 409 && $0.code == "conflict") })
+            let created = try await h.postgres.query("SELECT count(*) FROM tenants WHERE name = 'raced'")
+            #expect(try created[0].decode(Int.self, at: 0) == 1)
+        }
+    }
+
+    /// An expired record is not replayed (the key runs again), and its day goes whole once past the
+    /// 24 hours; the days ahead are made.
+    @Test func anExpiredRecordIsForgottenAndItsDayDropped() async throws {
+        try await withGateway { h in
+            let scope = try #require(h.bootstrap.tenantID)
+            try await h.postgres.execute(
+                """
+                INSERT INTO idempotency_records (scope, idempotency_key, request_hash, status, response_body, created_at,
+                                                 expires_at)
+                VALUES ($1::uuid, 'old', '\\x00', 200, '{}', now() - interval '30 hours', now() - interval '6 hours')
+                """, [scope])
+            let fresh = try await h.send(
+                "POST", "/v1/identify", key: h.tenantKey, body: ["anonymousId": "a", "subscriberId": "b"],
+                headers: ["Idempotency-Key": "old"])
+            #expect(fresh.status == 200 && fresh.envelope.metadata["replayed"] == nil)
+            let records = "SELECT count(*) FROM idempotency_records WHERE idempotency_key = 'old'"
+            #expect(try await h.postgres.query(records)[0].decode(Int.self, at: 0) == 2)
+            // Two days on, every day before it has passed its 24 hours.
+            let pass = try await h.gateway.idempotencyRetention.pass(now: Date().addingTimeInterval(2 * 86_400))
+            #expect(pass.ran && pass.dropped.contains("idempotency_records_legacy"))
+            #expect(try await h.postgres.query(records)[0].decode(Int.self, at: 0) == 0)
+            #expect(pass.partitionsAhead >= 7)
+        }
+    }
+
     @Test func validationListsEveryProblemAtOnce() async throws {
         try await withGateway { h in
             let reply = try await h.send(

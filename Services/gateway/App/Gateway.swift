@@ -51,6 +51,8 @@ public final class Gateway: Sendable {
     /// Subscriber erasure: the request's part (`eraser`) and the loop that finishes the rest.
     let eraser: Eraser
     public let erasures: ErasureWorker
+    /// Idempotency records dropped by the day once past their 24 hours.
+    public let idempotencyRetention: IdempotencyRetention
     public let revocations: RevocationListener
     /// The OpenAPI document, built once from the route table.
     public let openAPIDocument: JSONValue
@@ -79,6 +81,7 @@ public final class Gateway: Sendable {
         eraser = Eraser(
             postgres: postgres, secretKey: configuration.secretKey, settings: configuration.erasure, logger: logger)
         erasures = ErasureWorker(eraser: eraser, logger: logger, metrics: metrics)
+        idempotencyRetention = IdempotencyRetention(postgres: postgres, logger: logger, metrics: metrics)
         subscriberBatches = SubscriberBatches(postgres: postgres, metrics: metrics)
         let intake = MessageIntake(postgres: postgres, redis: redis, logger: logger)
         messageIntake = intake
@@ -108,7 +111,9 @@ public final class Gateway: Sendable {
     /// The background services to run next to the HTTP server.
     /// The Live Activity answers' reader comes first, so it stops only after the HTTP server
     /// stopped and every send waiting on it answered.
-    public var services: [any Service] { [liveActivityReplies, revocations, lastUsed, erasures] }
+    public var services: [any Service] {
+        [liveActivityReplies, revocations, lastUsed, erasures, idempotencyRetention]
+    }
 
     /// Waits until the revocation listener is in place (so a revocation elsewhere reaches this replica).
     public func waitUntilListening() async { _ = try? await revocations.listening.wait() }

@@ -17,6 +17,12 @@ import Foundation
 /// scope and key): some hold a secret shown once (`POST /v1/api-keys`, `POST /v1/installations`),
 /// and a replay must show it again without the database holding it in clear. Records written
 /// before sealing are read as they are.
+///
+/// The records are partitioned by day of `created_at` and leave a day at a time
+/// (`IdempotencyRetention`, migration 0028), so "one record per key" is no unique index: a claim
+/// locks the key (a transaction advisory lock on its hash), then looks for a record of the last
+/// 24 hours, then inserts one. Two claims of one key are ordered by the lock; the second sees the
+/// first's record. An expired record is left to its day's drop.
 struct Idempotency: Sendable {
     let postgres: PostgresClient
     let sealer: AESGCM
@@ -57,27 +63,34 @@ struct Idempotency: Sendable {
         }
     }
 
+    /// The record of a key still in force: written within the last 24 hours (the day partitions it
+    /// can be in) and not expired. `$1` scope, `$2` key.
+    static let current = """
+        scope = $1::uuid AND idempotency_key = $2
+          AND created_at > now() - interval '24 hours' AND expires_at > now()
+        """
+
     /// Claims `key` for this request, or answers with what the first request got.
     func claim(scope: UUID, key: String, request: Request) async throws -> Claim {
         let hash = Data(Self.requestHash(request))
-        try await postgres.execute(
-            "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2 AND expires_at < now()",
-            [scope, key])
-        let inserted = try await postgres.query(
-            """
-            INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, $2, $3)
-            ON CONFLICT (scope, idempotency_key) DO NOTHING RETURNING 1
-            """, [scope, key, hash])
-        if inserted.count == 1 { return .claimed }
-        let rows = try await postgres.query(
-            """
-            SELECT request_hash, status, response_body FROM idempotency_records
-            WHERE scope = $1::uuid AND idempotency_key = $2
-            """, [scope, key])
-        guard let row = rows.first else {
-            throw APIError(.conflict, "a request with this Idempotency-Key is in flight; retry")
+        let existing = try await postgres.withTransaction { tx -> (Data, Int?, Data?)? in
+            // The lock first, in its own statement: the look that follows then sees a claim that
+            // committed while this one waited.
+            try await tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1::text || ':' || $2, 0))", [scope, key])
+            let rows = try await tx.query(
+                "SELECT request_hash, status, response_body FROM idempotency_records WHERE \(Self.current)",
+                [scope, key])
+            if let row = rows.first {
+                let stored: (Data, Int?, Data?) = try row.decode((Data, Int?, Data?).self)
+                return stored
+            }
+            try await tx.execute(
+                "INSERT INTO idempotency_records (scope, idempotency_key, request_hash) VALUES ($1::uuid, $2, $3)",
+                [scope, key, hash])
+            return nil
         }
-        let (storedHash, status, body) = try row.decode((Data, Int?, Data?).self)
+        guard let (storedHash, status, body) = existing else { return .claimed }
         guard storedHash == hash else {
             throw APIError(
                 .idempotencyKeyReused,
@@ -99,8 +112,7 @@ struct Idempotency: Sendable {
                 stored.metadata["requestId"] = nil
                 try await postgres.execute(
                     """
-                    UPDATE idempotency_records SET status = $3, response_body = $4
-                    WHERE scope = $1::uuid AND idempotency_key = $2
+                    UPDATE idempotency_records SET status = $3, response_body = $4 WHERE \(Self.current)
                     """,
                     [
                         scope, key, response.status,
@@ -108,7 +120,7 @@ struct Idempotency: Sendable {
                     ])
             } else {
                 try await postgres.execute(
-                    "DELETE FROM idempotency_records WHERE scope = $1::uuid AND idempotency_key = $2", [scope, key])
+                    "DELETE FROM idempotency_records WHERE \(Self.current)", [scope, key])
             }
         } catch {
             // The claim stays (a retry gets 409 conflict) until it expires in 24 hours.

@@ -6,13 +6,14 @@ import Foundation
 /// `GET /v1/retention`: how long the deployment keeps each kind of data and the oldest it still
 /// holds, as the owners' last retention passes recorded it (migration 0026, `RetentionStatus`;
 /// docs/data-lifecycle.md). Deployment-wide, the same for every tenant; the dashboard's Overview
-/// shows it. The ledger (messages, deliveries) has no retention yet and is not listed.
+/// shows it. `messages` stands for the whole ledger (messages, deliveries, stored requests: they
+/// are dropped together, a week at a time).
 enum RetentionRoutes {
     static let table = Schema.object(
         [
             "table": Schema.string(
                 "The table a retention applies to",
-                enumeration: ["events", "webhook_attempts", "workflow_runs"]),
+                enumeration: ["events", "idempotency_records", "messages", "webhook_attempts", "workflow_runs"]),
             "retentionSeconds": ["type": "integer", "minimum": 0, "description": "The retention in force"],
             "retentionDays": ["type": "number", "minimum": 0, "description": "The same, in days"],
             "oldestKept": Schema.nullable(
@@ -22,7 +23,7 @@ enum RetentionRoutes {
             "partitions": Schema.integer,
             "partitionsAhead": Schema.integer,
             "partitionsKept": Schema.adding(
-                ["description": "Partitions past their time kept for what they still hold (live runs)"],
+                ["description": "Partitions past their time kept for what they still hold (live runs and sends)"],
                 to: Schema.integer),
             "droppedLastPass": Schema.integer,
             "checkedAt": Schema.timestamp

@@ -65,13 +65,16 @@ export async function render(main, params, ctx) {
   await Promise.all(tasks);
 }
 
-const retentionNames = { events: 'Events', workflow_runs: 'Finished workflow runs', webhook_attempts: 'Webhook attempts' };
+const retentionNames = {
+  events: 'Events', messages: 'Messages and their deliveries', workflow_runs: 'Finished workflow runs', webhook_attempts: 'Webhook attempts',
+  idempotency_records: 'Idempotency keys',
+};
 
 // How long the deployment keeps each kind of data and the oldest it holds (the owners' last
-// retention passes); the ledger has no retention yet, which the card says.
+// retention passes), and what is kept past its time.
 function retentionCard(tables) {
   const note = h('p', { class: 'muted small', 'data-testid': 'retention-ledger' },
-    'Messages and deliveries (the ledger) have no retention yet: they are kept (erasing a subscriber anonymises theirs).');
+    'A week holding a send or a workflow run still going is kept past its time, and goes once they end.');
   if (!tables.length) {
     return card('Data retention', h('div', { class: 'stack' },
       h('p', { class: 'muted', 'data-testid': 'retention' }, 'No retention pass has run yet.'), note));
@@ -81,7 +84,7 @@ function retentionCard(tables) {
       { label: 'Data', cell: (t) => retentionNames[t.table] ?? t.table },
       { label: 'Kept for', cell: (t) => h('span', { 'data-testid': `retention-${t.table}` }, duration(t.retentionSeconds)) },
       { label: 'Oldest kept', cell: (t) => (t.oldestKept ? dateTime(t.oldestKept) : 'none yet') },
-      { label: 'Partitions', class: 'num', cell: (t) => `${number(t.partitions)} (${number(t.partitionsAhead)} ahead${t.partitionsKept ? `, ${number(t.partitionsKept)} kept for live runs` : ''})` },
+      { label: 'Partitions', class: 'num', cell: (t) => `${number(t.partitions)} (${number(t.partitionsAhead)} ahead${t.partitionsKept ? `, ${number(t.partitionsKept)} kept in use` : ''})` },
       { label: 'Checked', cell: (t) => relative(t.checkedAt) },
     ], tables, { rowTestid: 'retention-row' }),
     note), { aside: h('span', { class: 'muted small' }, 'whole deployment') });
