@@ -13,8 +13,13 @@ extension Ledger {
         guard !messages.isEmpty else { return [] }
         return try Self.completed(
             try await postgres.query(
-                "WITH \(MessageCompletion.cte(match: "m.id = ANY($1::uuid[]) AND \(LedgerTime.prune("m.message_time", ids: "$1::uuid[]"))", recorded: "'{}'::uuid[]")) SELECT id FROM completed",
-                [messages]))
+                """
+                WITH \(MessageCompletion.cte(
+                    match: "m.id = ANY($1::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$2", upper: "$3"))",
+                    recorded: "'{}'::uuid[]"))
+                SELECT id FROM completed
+                """,
+                [messages, LedgerTime.Range(of: messages).lower, LedgerTime.Range(of: messages).upper]))
     }
 
     /// The stragglers: up to `limit` messages `fanned_out` for longer than `olderThan` with

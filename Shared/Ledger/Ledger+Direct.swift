@@ -31,7 +31,9 @@ extension Ledger {
     public func takeDirect(_ ids: [UUID], instance: String, maxSubscribers: Int) async throws -> [DirectMessage] {
         var parameter = PostgresArrayText(capacity: 2 + ids.count * 37)
         for id in ids { parameter.append(id) }
-        let rows = try await postgres.query(Self.takeSQL, [parameter.value, instance, maxSubscribers])
+        let range = LedgerTime.Range(of: ids)
+        let rows = try await postgres.query(
+            Self.takeSQL, [parameter.value, instance, maxSubscribers, range.lower, range.upper])
         var taken: [DirectMessage] = []
         taken.reserveCapacity(rows.count)
         for row in rows {
@@ -95,7 +97,7 @@ extension Ledger {
             SELECT x.id, x.message_time, x.tenant_id, x.target, x.environment, x.content, x.created_at, x.kind,
                    x.policy_decided_at, x.suppressed_reason, array_position($1::uuid[], x.id) AS n
             FROM messages x
-            WHERE x.id = ANY($1::uuid[]) AND \(LedgerTime.prune("x.message_time", ids: "$1::uuid[]")) AND (x.status = 'queued') IS TRUE
+            WHERE x.id = ANY($1::uuid[]) AND \(LedgerTime.prune("x.message_time", lower: "$4", upper: "$5")) AND (x.status = 'queued') IS TRUE
               AND jsonb_typeof(x.target->'to') = 'array' AND jsonb_array_length(x.target->'to') <= $3
             FOR UPDATE SKIP LOCKED
         ), devices_of AS MATERIALIZED (
@@ -125,7 +127,7 @@ extension Ledger {
                 audience_size = coalesce(p.size, 0), fanout_count = coalesce(p.size, 0)
             FROM m LEFT JOIN per_message p ON p.message_id = m.id
             WHERE x.id = m.id AND x.message_time = m.message_time
-              AND \(LedgerTime.prune("x.message_time", ids: "$1::uuid[]"))
+              AND \(LedgerTime.prune("x.message_time", lower: "$4", upper: "$5"))
             RETURNING x.id
         )
         SELECT m.id, m.tenant_id, m.content, m.created_at, m.kind,

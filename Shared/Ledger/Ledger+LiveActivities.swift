@@ -337,14 +337,19 @@ extension Ledger {
         let rows = try await postgres.query(
             """
             SELECT message_id, id, device_token, status, last_status, last_reason, coalesce(apns_id, id)::text
-            FROM deliveries WHERE message_id = ANY($1::uuid[]) AND \(LedgerTime.prune("message_time", ids: "$1::uuid[]"))
+            FROM deliveries
+            WHERE message_id = ANY($1::uuid[]) AND \(LedgerTime.prune("message_time", lower: "$2", upper: "$3"))
             UNION ALL
             SELECT u.m, bk_delivery_id(u.m, u.t), u.t, '\(DeliveryStatus.sending.rawValue)', NULL::int, NULL::text,
                    bk_delivery_id(u.m, u.t)::text
             FROM delivery_chunks k CROSS JOIN LATERAL unnest(k.message_ids, k.tokens) AS u(m, t)
             WHERE k.message_id = ANY($1::uuid[])
             ORDER BY 1, 3
-            """, [ids.value])
+            """,
+            [
+                ids.value, LedgerTime.Range(of: entries.map(\.messageId)).lower,
+                LedgerTime.Range(of: entries.map(\.messageId)).upper
+            ])
         var byMessage: [UUID: [PostgresRow]] = [:]
         for row in rows { byMessage[try row.decode(UUID.self, at: 0), default: []].append(row) }
         return try entries.map { entry in

@@ -163,13 +163,18 @@ extension Ledger {
     /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
     /// from 1, message, token, subscriber, environment, status, attempt count, last status, last
     /// reason, error code, first request, attempts), $21 the messages of the deliveries, $22 each
-    /// delivery's suppression reason (NULL unless `suppressed`). Answers the messages completed.
+    /// delivery's suppression reason (NULL unless `suppressed`), $23-$24 the times $21 are filed
+    /// between (`LedgerTime.Range`). Answers the messages completed. Each message's
+    /// `message_time` is worked out once (`times`) and joined to its rows.
     static func recordSQL(onConflict: String) -> String {
         """
-        WITH requests AS (
+        WITH times AS MATERIALIZED (
+            \(LedgerTime.messageTimes("$21::uuid[]"))
+        ), requests AS (
             INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
-            SELECT r.id, r.message, \(LedgerTime.ofMessage("r.message")), r.payload, r.headers
+            SELECT r.id, r.message, t.message_time, r.payload, r.headers
             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
+            JOIN times t ON t.id = r.message
             ON CONFLICT (id, message_time) DO NOTHING
         ), chunks AS (
             DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
@@ -177,17 +182,19 @@ extension Ledger {
             INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
                                     status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
                                     sent_at, payload_id, attempts, suppressed_reason)
-            SELECT u.id, ($6::uuid[])[u.chunk], u.message, \(LedgerTime.ofMessage("u.message")), u.token, u.subscriber, u.environment, u.status, u.attempts,
+            SELECT u.id, ($6::uuid[])[u.chunk], u.message, t.message_time, u.token, u.subscriber, u.environment, u.status, u.attempts,
                    NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
                    u.payload, u.log, u.suppressed
             FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
                         $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
                 AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
                      error_code, payload, log, suppressed)
+            JOIN times t ON t.id = u.message
             \(onConflict)
             RETURNING \(deliveryReturning)
         ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]")), \(MessageCompletion.cte(
-            match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", ids: "$21::uuid[]"))", recorded: "$5::uuid[]",
+            match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$23", upper: "$24"))",
+            recorded: "$5::uuid[]",
             written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
         SELECT id FROM completed
         """
@@ -245,11 +252,12 @@ extension Ledger {
         }
         var messageIds = PostgresArrayText(capacity: 2 + messages.count * 37)
         for message in messages { messageIds.append(message) }
+        let range = LedgerTime.Range(of: messages)
         let parameters: [any PostgresEncodable] =
             [
                 requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
                 chunkIds.value, tenants.value, instance
-            ] + rows.parameters + [messageIds.value, rows.suppressed.value]
+            ] + rows.parameters + [messageIds.value, rows.suppressed.value, range.lower, range.upper]
         return RecordWrite(parameters: parameters, invalid: invalid)
     }
 

@@ -1,3 +1,6 @@
+import BuzzKitWire
+import Foundation
+
 /// How the ledger's statements name a message's week (migration 0027; docs/data-lifecycle.md,
 /// "Retention"). `messages`, `deliveries` and `delivery_payloads` are partitioned by
 /// `message_time`: a message's is the time in its id when the id is time-ordered (UUID version
@@ -12,19 +15,52 @@ enum LedgerTime {
 
     /// The `message_time` of a row under message `id` (a delivery, a stored request): the time in
     /// the id, else the message row's (a lookup in every week, for the few messages whose id has
-    /// no time), else now (a message deleted with its tenant).
+    /// no time), else now (a message deleted with its tenant). About 3 us a call (text work on
+    /// the id): a statement writing many rows computes it once per message (`messageTimes`).
     static func ofMessage(_ id: String) -> String {
         "coalesce(bk_uuid7_time(\(id)), (SELECT x.message_time FROM messages x WHERE x.id = \(id) LIMIT 1), now())"
     }
 
-    /// A condition that confines `column` (a `message_time`) to the week of message `id` when the
-    /// id has a time; true otherwise. With the id known at planning it leaves one partition.
+    /// A condition that confines `column` (a `message_time`) to the time in message `id`, or to
+    /// any time when the id has none. A range over values known when the statement starts, so it
+    /// leaves one partition in a custom plan and in a generic one (pruned as it starts); an OR
+    /// with a test of the id would prune in neither.
     static func prune(_ column: String, id: String) -> String {
-        "(bk_uuid7_time(\(id)) IS NULL OR \(column) = bk_uuid7_time(\(id)))"
+        "\(column) BETWEEN coalesce(bk_uuid7_time(\(id)), '-infinity'::timestamptz)"
+            + " AND coalesce(bk_uuid7_time(\(id)), 'infinity'::timestamptz)"
     }
 
-    /// `prune` for an array of message ids.
-    static func prune(_ column: String, ids: String) -> String {
-        "(bk_uuid7_times(\(ids)) IS NULL OR \(column) = ANY(bk_uuid7_times(\(ids))))"
+    /// `prune` for several message ids: `column` between the parameters `lower` and `upper`
+    /// (`Range(of:)`, computed in Swift: a SQL function over an array costs a call of its own per
+    /// statement), NULL standing for no bound.
+    static func prune(_ column: String, lower: String, upper: String) -> String {
+        "\(column) BETWEEN coalesce(\(lower)::timestamptz, '-infinity'::timestamptz)"
+            + " AND coalesce(\(upper)::timestamptz, 'infinity'::timestamptz)"
+    }
+
+    /// The times messages of `ids` can be filed at: from a second before the earliest time in
+    /// them to a second after the latest (a batch's ids are made together: one week), or no
+    /// bounds (nil) when one has no time.
+    struct Range: Sendable {
+        var lower: Date?
+        var upper: Date?
+
+        init<S: Sequence<UUID>>(of ids: S) {
+            var lowest: Date?
+            var highest: Date?
+            for id in ids {
+                guard let time = id.timeOrderedDate else { return }
+                lowest = min(lowest ?? time, time)
+                highest = max(highest ?? time, time)
+            }
+            lower = lowest?.addingTimeInterval(-1)
+            upper = highest?.addingTimeInterval(1)
+        }
+    }
+
+    /// A CTE body listing `id` and `message_time` of each message of `ids` (a `uuid[]`
+    /// expression), for a statement that writes many rows under few messages to join.
+    static func messageTimes(_ ids: String) -> String {
+        "SELECT m.id, \(ofMessage("m.id")) AS message_time FROM unnest(\(ids)) AS m(id)"
     }
 }

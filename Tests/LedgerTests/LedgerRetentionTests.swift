@@ -219,6 +219,20 @@ struct LedgerRetentionTests {
             #expect(pruned.filter { $0.contains(" on deliveries_") }.count == 1)
             let all = try await f.postgres.query(sql, [UUID()]).map { try $0.decode(String.self, at: 0) }
             #expect(all.filter { $0.contains(" on deliveries_") }.count >= 5)
+            // A generic plan (a statement prepared and run often) prunes as it starts.
+            let generic = try await f.postgres.withConnection { connection in
+                try await connection.executeScript(
+                    """
+                    SET plan_cache_mode = force_generic_plan;
+                    PREPARE by_message(uuid) AS SELECT * FROM deliveries
+                    WHERE message_id = $1 AND \(LedgerReads.pruneByMessage("message_time", id: "$1"));
+                    """)
+                let plan = try await connection.query("EXPLAIN EXECUTE by_message('\(id.lowercasedText)')")
+                    .map { try $0.decode(String.self, at: 0) }
+                try await connection.executeScript("DEALLOCATE by_message; RESET plan_cache_mode;")
+                return plan
+            }
+            #expect(generic.contains { $0.contains("Subplans Removed") }, "\(generic)")
             // SQL reads the same time from the id as Swift does.
             let time = try await f.postgres.query("SELECT bk_uuid7_time($1::uuid)", [id])[0].decode(Date.self, at: 0)
             #expect(abs(time.timeIntervalSince(id.timeOrderedDate!)) < 0.001)

@@ -24,8 +24,8 @@
 -- What changes for the statements on the ledger: the primary keys are (id, message_time) (a
 -- unique index of a partitioned table must hold the partition key; as message_time is a function
 -- of the message, (id, message_time) is as unique as id was); ON CONFLICT names both columns. A
--- lookup by a message id adds `message_time = bk_uuid7_time(id)` when the id has a time
--- (Shared/Ledger's `LedgerTime`); without one it probes each week's index.
+-- lookup by a message id confines message_time to the time in the id, or to everything when the
+-- id has none (Shared/Ledger's `LedgerTime`): one week's index, or each week's.
 
 -- The time in a version 7 UUID (its first 48 bits, milliseconds since 1970); NULL for any other id.
 CREATE FUNCTION bk_uuid7_time(id uuid) RETURNS timestamptz
@@ -33,15 +33,6 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     -- One expression with no FROM, so the planner inlines it (a per-row call costs no function call).
     SELECT CASE WHEN substr(id::text, 15, 1) = '7'
                 THEN to_timestamp(('x' || substr(id::text, 1, 8) || substr(id::text, 10, 4))::bit(48)::bigint / 1000.0) END
-$$;
-
--- The distinct times of these message ids, or NULL when one of them has none (a lookup by the ids
--- then cannot prune by time): `(bk_uuid7_times(ids) IS NULL OR message_time = ANY(bk_uuid7_times(ids)))`
--- folds to one of the two when the ids are known at planning.
-CREATE FUNCTION bk_uuid7_times(ids uuid[]) RETURNS timestamptz[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT CASE WHEN bool_and(bk_uuid7_time(i) IS NOT NULL) THEN array_agg(DISTINCT bk_uuid7_time(i)) END
-    FROM unnest(ids) AS i
 $$;
 
 DROP VIEW delivery_attempts;
