@@ -67,7 +67,8 @@ struct FrequencyCapCounterTests {
             #expect(sends.map { dry[$0]?.suppressed } == expected)
             #expect(sends.allSatisfy { dry[$0] != nil })
             let rows = "SELECT count(*)::int FROM frequency_cap_counters WHERE tenant_id = $1::uuid"
-            #expect(try await postgres.query(rows, [tenant]).first?.decode(Int.self) == 0)
+            let kept = try await postgres.query(rows, [tenant]).first?.decode(Int.self, at: 0)
+            #expect(kept == 0)
 
             let real = try await policy.decide(sends, tenant: tenant)
             #expect(sends.map { real[$0]?.suppressed } == expected)
