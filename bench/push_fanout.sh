@@ -25,6 +25,10 @@
 # sends (so the cap is read, locked and appended for every other subscriber, and lets them through);
 # it prints both rounds' CPU per device, the ratio (goal <= 1.10) and the APNs requests of each
 # (the suppressed third must cost none).
+# BK_PUSH_STATEMENTS=1 (with BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements") prints
+# each round's top statements by Postgres time (reset before the round); BK_PUSH_PG_PERF=DIR records
+# each whole round's Postgres stacks (`perf record -e cpu-clock -g -a`, read with
+# `perf report --comms postgres`) into DIR.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -130,13 +134,26 @@ INSERT INTO subscriber_category_preferences (tenant_id, subscriber_id, category_
   SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0'), 'news', false FROM generate_series(3, $DEVICES, 3) n;
 INSERT INTO frequency_caps (tenant_id, position, category_key, max_count, window_seconds)
   VALUES ('$BUZZKIT_TENANT', 0, 'news', 3, 86400);
+SQL
+  # The counters as the binaries' schema keeps them: parallel arrays since migration 0028, one
+  # bk_cap_send[] before (another build's binaries, for a before/after in one sitting).
+  if [ "$("${PSQL[@]}" -c "SELECT count(*) FROM information_schema.columns WHERE table_name = 'frequency_cap_counters' AND column_name = 'sent_at'")" = 1 ]; then
+    "${PSQL[@]}" <<SQL
+INSERT INTO frequency_cap_counters (tenant_id, subscriber_id, sent_at, messages, categories)
+  SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0'), ARRAY[now() - interval '1 hour', now() - interval '50 minutes'],
+         ARRAY[gen_random_uuid(), gen_random_uuid()], '{news,news}'
+  FROM generate_series(1, $DEVICES) n;
+SQL
+  else
+    "${PSQL[@]}" <<SQL
 INSERT INTO frequency_cap_counters (tenant_id, subscriber_id, sends)
   SELECT '$BUZZKIT_TENANT', 'u' || lpad(n::text, 7, '0'),
          ARRAY[(now() - interval '1 hour', 'news', gen_random_uuid())::bk_cap_send,
                (now() - interval '50 minutes', 'news', gen_random_uuid())::bk_cap_send]
   FROM generate_series(1, $DEVICES) n;
-ANALYZE;
 SQL
+  fi
+  "${PSQL[@]}" -c "ANALYZE" >/dev/null
 }
 
 # send_round TRANSPORT [CATEGORY]: one message to the topic with the replicas on TRANSPORT (in
@@ -150,6 +167,15 @@ send_round() {
   round=$(( round + 1 ))
   start_senders "$transport"
   bk_log "round $round ($transport): one message to topic 'everyone' ($(bench_load_note))"
+  if [ -n "${BK_PUSH_STATEMENTS:-}" ]; then
+    "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+  local perf_pid=""
+  if [ -n "${BK_PUSH_PG_PERF:-}" ]; then
+    mkdir -p "$BK_PUSH_PG_PERF"
+    perf record -e cpu-clock -F 999 -g -a -o "$BK_PUSH_PG_PERF/perf.$round.${category:-plain}.data" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   wal0="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
   cpu0="$(cpu_snapshot)"
   if [ -n "${BK_PUSH_PROFILE:-}" ]; then
@@ -177,6 +203,11 @@ send_round() {
   rps="$(python3 -c "print(round($DEVICES / ($t1 - $t0)))")"
   cpu1="$(cpu_snapshot)"
   wal1="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
+  if [ -n "$perf_pid" ]; then kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; fi
+  if [ -n "${BK_PUSH_STATEMENTS:-}" ]; then
+    "${PSQL[@]}" -P pager=off -F' | ' >&2 -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+        rows, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12"
+  fi
   wal_bytes="$("${PSQL[@]}" -c "SELECT '$wal1'::pg_lsn - '$wal0'::pg_lsn")"
   if [ -n "${BK_PUSH_WALDUMP:-}" ]; then
     # Where the WAL went, by record type (e.g. Heap/INSERT, Heap/HOT_UPDATE, Btree/INSERT_LEAF),

@@ -34,55 +34,72 @@ public struct PolicyVerdict: Sendable, Hashable {
 }
 
 extension Policy {
-    /// Decides every candidate at once and counts what goes out against the tenant's frequency
-    /// caps: ONE statement for the whole list (a chunk of 100 devices, a claim's sends), not one
-    /// per device. In order, per candidate:
+    /// Decides every candidate and counts what goes out against the tenant's frequency caps: ONE
+    /// statement for the whole list (a chunk of 100 devices, a claim's send), not one per device.
+    /// In order, per candidate:
     ///
     /// 1. its category: the one it names when the tenant has it, else the default category;
     /// 2. a critical category goes out, uncounted;
     /// 3. `all: false` → `unsubscribed`; the category off (chosen, or by default) → `category_disabled`;
     /// 4. when a cap counts it (one of its category, or one without a category; a push no cap
     ///    counts touches no counter, so a tenant capping `marketing` pays nothing more for its
-    ///    other pushes): the subscriber's counter row is locked (subscribers in order,
-    ///    so replicas never wait on each other in a circle) and each of its candidates, in order,
-    ///    is let through and appended if every cap counting it has a slot left, else
-    ///    `frequency_capped`. A message already counted for the subscriber goes out again (a
-    ///    resent chunk, a subscriber's device in another chunk). Two replicas racing for the last
-    ///    slot: the second waits for the first's row and sees its append.
+    ///    other pushes): it goes out if its message is already counted for the subscriber (a
+    ///    resent chunk, a subscriber's device in another chunk), or if every cap counting it has
+    ///    fewer than its limit within its window, and is then appended to the subscriber's counter
+    ///    row; else `frequency_capped`.
     ///
-    /// A subscriber without a counter row yet has one inserted (a second statement) and is decided
-    /// again (a third): only the first capped push to a subscriber costs more than one statement.
-    /// Statements run on their own (no transaction) unless `connection` is in one.
+    /// Exact under concurrency: the statement first takes the transaction-level advisory lock of
+    /// each subscriber it may count for, in key order (`bk_cap_lock_key`), so deciders of one
+    /// subscriber take turns and two never wait on each other in a circle; the row is then
+    /// rewritten by an `UPDATE` whose condition reads the counts, which Postgres evaluates again on
+    /// the newest row when a racer changed it after this statement's snapshot: two replicas racing
+    /// for the last slot let exactly one through. A capped push writes nothing.
+    ///
+    /// A statement counts one candidate per subscriber (the first in the list); a subscriber's
+    /// further candidates (a direct batch, a dry run's several sends) are decided by the next
+    /// statements, in order, each seeing what the one before let through. A subscriber without a
+    /// counter row yet has one inserted and is decided again: only the first capped push to a
+    /// subscriber costs more than one statement. Statements run on their own (no transaction)
+    /// unless `connection` is in one; a transaction that decides for several subscribers one
+    /// after another must lock them all first (`lockCounters`).
     public static func decide(
         _ candidates: [PolicyCandidate], tenant: UUID, now: Date, on connection: PostgresConnection
     ) async throws -> [PolicyCandidate: PolicyVerdict] {
         var verdicts: [PolicyCandidate: PolicyVerdict] = [:]
         var pending = Self.distinct(candidates)
-        for round in 0..<2 where !pending.isEmpty {
+        var inserted = Set<String>()
+        while !pending.isEmpty {
             let rows = try await connection.query(Self.decideSQL, Self.parameters(pending, tenant: tenant, now: now))
-            var uncounted: [PolicyCandidate] = []
+            var later = Set<PolicyCandidate>()
+            var uncounted = Set<String>()
             for row in rows {
                 let index = try row.decode(Int.self, at: 0) - 1
                 guard pending.indices.contains(index) else { continue }
-                let reason = try row.decode(String?.self, at: 3)
-                if reason == Self.uncounted && round == 0 {
-                    uncounted.append(pending[index])
+                let candidate = pending[index]
+                var reason = try row.decode(String?.self, at: 3)
+                if reason == Self.uncounted && !inserted.contains(candidate.subscriberId) {
+                    uncounted.insert(candidate.subscriberId)
+                    later.insert(candidate)
                     continue
                 }
-                verdicts[pending[index]] = PolicyVerdict(
+                if reason == Self.deferred {
+                    later.insert(candidate)
+                    continue
+                }
+                // Still no counter row after inserting one: the subscriber is gone (deleted
+                // meanwhile), and nothing can count for it; the push is not held back.
+                if reason == Self.uncounted { reason = nil }
+                verdicts[candidate] = PolicyVerdict(
                     category: try row.decode(String?.self, at: 1), critical: try row.decode(Bool.self, at: 2),
                     suppressed: reason.flatMap(SuppressionReason.init(rawValue:)))
             }
-            guard !uncounted.isEmpty else { break }
-            // Their first capped push: a counter row each (only for subscribers that still exist),
-            // in subscriber order, then the same decision again.
-            try await connection.execute(
-                """
-                INSERT INTO frequency_cap_counters (tenant_id, subscriber_id)
-                SELECT $1::uuid, s.id FROM subscribers s WHERE s.tenant_id = $1::uuid AND s.id = ANY($2::text[])
-                ORDER BY s.id ON CONFLICT DO NOTHING
-                """, [tenant, Array(Set(uncounted.map(\.subscriberId))).sorted()])
-            pending = uncounted
+            if !uncounted.isEmpty {
+                // Their first capped push: a counter row each (only for subscribers that still
+                // exist), under the same locks, then the same decision again.
+                try await connection.execute(Self.insertCountersSQL, [tenant, uncounted.sorted()])
+                inserted.formUnion(uncounted)
+            }
+            pending = pending.filter { later.contains($0) }
         }
         return verdicts
     }
@@ -95,28 +112,34 @@ extension Policy {
         return try await postgres.withConnection { try await Self.decide(candidates, tenant: tenant, now: now, on: $0) }
     }
 
-    /// What `decide` would answer now, counting nothing (a workflow's dry run).
+    /// What `decide` would answer now, counting nothing (a workflow's dry run): `decide` itself,
+    /// in a transaction that is rolled back, so the answers cannot drift from a real send's
+    /// (a subscriber's later sends see the earlier ones let through, as they would).
     public func evaluate(_ candidates: [PolicyCandidate], tenant: UUID, now: Date = Date()) async throws
         -> [PolicyCandidate: PolicyVerdict]
     {
-        let pending = Self.distinct(candidates)
-        guard !pending.isEmpty else { return [:] }
-        let rows = try await postgres.query(Self.evaluateSQL, Self.parameters(pending, tenant: tenant, now: now))
-        var verdicts: [PolicyCandidate: PolicyVerdict] = [:]
-        for row in rows {
-            let index = try row.decode(Int.self, at: 0) - 1
-            guard pending.indices.contains(index) else { continue }
-            verdicts[pending[index]] = PolicyVerdict(
-                category: try row.decode(String?.self, at: 1), critical: try row.decode(Bool.self, at: 2),
-                suppressed: try row.decode(String?.self, at: 3).flatMap(SuppressionReason.init(rawValue:)))
+        guard !candidates.isEmpty else { return [:] }
+        return try await postgres.withConnection { connection in
+            try await connection.execute("BEGIN")
+            let verdicts: [PolicyCandidate: PolicyVerdict]
+            do {
+                verdicts = try await Self.decide(candidates, tenant: tenant, now: now, on: connection)
+            } catch {
+                _ = try? await connection.execute("ROLLBACK")
+                throw error
+            }
+            try await connection.execute("ROLLBACK")
+            return verdicts
         }
-        return verdicts
     }
 
-    // MARK: - The statement
+    // MARK: - The statements
 
     /// The reason a candidate gets when its subscriber has no counter row yet (never answered).
     static let uncounted = "uncounted"
+    /// The reason a candidate gets when an earlier candidate of its subscriber is counted by this
+    /// statement: the next one decides it (never answered).
+    static let deferred = "deferred"
 
     static func distinct(_ candidates: [PolicyCandidate]) -> [PolicyCandidate] {
         var seen = Set<PolicyCandidate>()
@@ -135,85 +158,105 @@ extension Policy {
         return [tenant, messages.value, subscribers.value, categories.value, now]
     }
 
-    /// `$1` tenant, `$2`-`$4` the candidates (message, subscriber, category named), `$5` now. Up to
-    /// `decided`, the decision by preferences; then `counted` (decide) or a read of the counters
-    /// (evaluate). Answers (position from 1, governing category, critical, reason or NULL).
-    private static func sql(counting: Bool) -> String {
-        let counted =
-            counting
-            ? """
-            locked AS (
-                SELECT f.subscriber_id FROM frequency_cap_counters f
-                WHERE f.tenant_id = $1::uuid AND f.subscriber_id IN (SELECT s FROM wanted)
-                ORDER BY f.subscriber_id FOR UPDATE
-            ), counted AS (
-                UPDATE frequency_cap_counters f
-                SET sends = bk_cap_admit(f.sends, w.candidates, st.cap_categories, st.cap_limits, st.cap_windows,
-                                         $5::timestamptz, st.keep)
-                FROM wanted w, settings st, locked l
-                WHERE f.tenant_id = $1::uuid AND f.subscriber_id = w.s AND l.subscriber_id = w.s
-                RETURNING f.subscriber_id, f.sends
-            )
-            """
-            : """
-            counted AS (
-                SELECT w.s AS subscriber_id,
-                       bk_cap_admit(coalesce(f.sends, '{}'), w.candidates, st.cap_categories, st.cap_limits,
-                                    st.cap_windows, $5::timestamptz, st.keep) AS sends
-                FROM wanted w CROSS JOIN settings st
-                LEFT JOIN frequency_cap_counters f ON f.tenant_id = $1::uuid AND f.subscriber_id = w.s
-            )
-            """
-        return """
-            WITH pairs AS (
-                SELECT u.m, u.s, u.c, u.n FROM unnest($2::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS u(m, s, c, n)
-            ), settings AS (
-                SELECT (SELECT default_category FROM policy_settings WHERE tenant_id = $1::uuid) AS default_category,
-                       array_agg(f.category_key ORDER BY f.position) AS cap_categories,
-                       array_agg(f.max_count ORDER BY f.position) AS cap_limits,
-                       array_agg(f.window_seconds ORDER BY f.position) AS cap_windows,
-                       max(f.window_seconds) AS keep
-                FROM frequency_caps f WHERE f.tenant_id = $1::uuid
-            ), governing AS (
-                SELECT r.c, g.key AS category, coalesce(g.critical, false) AS critical,
-                       coalesce(g.default_enabled, true) AS default_enabled
-                FROM (SELECT DISTINCT c FROM pairs) r CROSS JOIN settings st
-                LEFT JOIN LATERAL (
-                    SELECT k.key, k.critical, k.default_enabled FROM categories k
-                    WHERE k.tenant_id = $1::uuid AND k.key IN (r.c, st.default_category)
-                    ORDER BY (k.key = r.c) IS TRUE DESC LIMIT 1
-                ) g ON true
-            ), decided AS (
-                SELECT p.m, p.s, p.n, g.category, g.critical,
-                       CASE WHEN g.critical THEN NULL
-                            WHEN NOT coalesce(sp.all_enabled, true) THEN 'unsubscribed'
-                            WHEN NOT coalesce(cp.enabled, g.default_enabled) THEN 'category_disabled'
-                       END AS reason,
-                       NOT g.critical AND EXISTS (
-                           SELECT 1 FROM unnest(st.cap_categories) k WHERE k IS NULL OR k = g.category
-                       ) AS capped
-                FROM pairs p JOIN governing g ON g.c IS NOT DISTINCT FROM p.c CROSS JOIN settings st
-                LEFT JOIN subscriber_preferences sp ON sp.tenant_id = $1::uuid AND sp.subscriber_id = p.s
-                LEFT JOIN subscriber_category_preferences cp
-                       ON cp.tenant_id = $1::uuid AND cp.subscriber_id = p.s AND cp.category_key = g.category
-            ), wanted AS (
-                SELECT d.s, array_agg(ROW($5::timestamptz, d.category, d.m)::bk_cap_send ORDER BY d.n) AS candidates
-                FROM decided d
-                WHERE d.reason IS NULL AND d.capped
-                GROUP BY d.s
-            ), \(counted)
-            SELECT d.n, d.category, d.critical,
-                   coalesce(d.reason, CASE
-                       WHEN NOT d.capped THEN NULL
-                       WHEN c.subscriber_id IS NULL THEN '\(uncounted)'
-                       WHEN EXISTS (SELECT 1 FROM unnest(c.sends) x WHERE x.message = d.m) THEN NULL
-                       ELSE 'frequency_capped' END)
-            FROM decided d
-            LEFT JOIN counted c ON c.subscriber_id = d.s
-            ORDER BY d.n
-            """
-    }
+    /// `$1` tenant, `$2` subscribers (sorted): a counter row for each that exists, after its lock.
+    static let insertCountersSQL = """
+        WITH locks AS (
+            SELECT count(pg_advisory_xact_lock(k.key)) AS taken
+            FROM (SELECT DISTINCT bk_cap_lock_key($1::uuid, u.s) AS key FROM unnest($2::text[]) AS u(s) ORDER BY 1) k
+        )
+        INSERT INTO frequency_cap_counters (tenant_id, subscriber_id)
+        SELECT $1::uuid, s.id FROM subscribers s, locks l
+        WHERE s.tenant_id = $1::uuid AND s.id = ANY($2::text[]) AND l.taken >= 0
+        ORDER BY s.id ON CONFLICT DO NOTHING
+        """
 
-    static let decideSQL = sql(counting: true)
-    static let evaluateSQL = sql(counting: false)
+    /// `$1` tenant, `$2`-`$4` the candidates (message, subscriber, category named), `$5` now.
+    /// `decided`: the decision by preferences; `wanted`: the first capped candidate of each
+    /// subscriber (with the smallest limit of the caps counting it: a row holding fewer pushes
+    /// than that fits without counting them); `locks`: their advisory locks, in key order, taken before `counted` reads or
+    /// writes a row (a join emits nothing before both its sides did); `counted`: the rows let
+    /// through, rewritten (pushes older than the longest window dropped, this one appended at `$5`
+    /// or just after the newest, so each row stays in time order). Answers (position from 1,
+    /// governing category, critical, reason or NULL).
+    static let decideSQL = """
+        WITH pairs AS (
+            SELECT u.m, u.s, u.c, u.n FROM unnest($2::uuid[], $3::text[], $4::text[]) WITH ORDINALITY AS u(m, s, c, n)
+        ), settings AS (
+            SELECT (SELECT default_category FROM policy_settings WHERE tenant_id = $1::uuid) AS default_category,
+                   array_agg(f.category_key ORDER BY f.position) AS cap_categories,
+                   $5::timestamptz - make_interval(secs => max(f.window_seconds)) AS horizon
+            FROM frequency_caps f WHERE f.tenant_id = $1::uuid
+        ), caps AS (
+            SELECT f.category_key, f.max_count, $5::timestamptz - make_interval(secs => f.window_seconds) AS since
+            FROM frequency_caps f WHERE f.tenant_id = $1::uuid
+        ), governing AS (
+            SELECT r.c, g.key AS category, coalesce(g.critical, false) AS critical,
+                   coalesce(g.default_enabled, true) AS default_enabled,
+                   (SELECT min(k.max_count) FROM caps k WHERE k.category_key IS NULL OR k.category_key = g.key)
+                       AS least_limit
+            FROM (SELECT DISTINCT c FROM pairs) r CROSS JOIN settings st
+            LEFT JOIN LATERAL (
+                SELECT k.key, k.critical, k.default_enabled FROM categories k
+                WHERE k.tenant_id = $1::uuid AND k.key IN (r.c, st.default_category)
+                ORDER BY (k.key = r.c) IS TRUE DESC LIMIT 1
+            ) g ON true
+        ), decided AS (
+            SELECT p.m, p.s, p.n, g.category, g.critical, g.least_limit,
+                   CASE WHEN g.critical THEN NULL
+                        WHEN NOT coalesce(sp.all_enabled, true) THEN 'unsubscribed'
+                        WHEN NOT coalesce(cp.enabled, g.default_enabled) THEN 'category_disabled'
+                   END AS reason,
+                   NOT g.critical AND EXISTS (
+                       SELECT 1 FROM unnest(st.cap_categories) k WHERE k IS NULL OR k = g.category
+                   ) AS capped
+            FROM pairs p JOIN governing g ON g.c IS NOT DISTINCT FROM p.c CROSS JOIN settings st
+            LEFT JOIN subscriber_preferences sp ON sp.tenant_id = $1::uuid AND sp.subscriber_id = p.s
+            LEFT JOIN subscriber_category_preferences cp
+                   ON cp.tenant_id = $1::uuid AND cp.subscriber_id = p.s AND cp.category_key = g.category
+        ), wanted AS (
+            SELECT DISTINCT ON (d.s) d.s, d.m, d.n, d.category, d.least_limit
+            FROM decided d WHERE d.reason IS NULL AND d.capped
+            ORDER BY d.s, d.n
+        ), locks AS (
+            SELECT count(pg_advisory_xact_lock(k.key)) AS taken
+            FROM (SELECT DISTINCT bk_cap_lock_key($1::uuid, w.s) AS key FROM wanted w ORDER BY 1) k
+        ), counted AS (
+            UPDATE frequency_cap_counters f
+            SET sent_at = CASE WHEN w.m = ANY (f.messages) THEN f.sent_at
+                               ELSE f.sent_at[\(expired) + 1:]
+                                    || greatest($5::timestamptz, f.sent_at[cardinality(f.sent_at)]) END,
+                messages = CASE WHEN w.m = ANY (f.messages) THEN f.messages
+                                ELSE f.messages[\(expired) + 1:] || w.m END,
+                categories = CASE WHEN w.m = ANY (f.messages) THEN f.categories
+                                  ELSE f.categories[\(expired) + 1:] || w.category END
+            FROM wanted w, locks l, settings st
+            WHERE f.tenant_id = $1::uuid AND f.subscriber_id = w.s AND l.taken >= 0
+              AND (w.m = ANY (f.messages) OR cardinality(f.sent_at) < w.least_limit OR NOT EXISTS (
+                  SELECT 1 FROM caps k
+                  WHERE (k.category_key IS NULL OR k.category_key = w.category)
+                    AND (SELECT count(*) FROM unnest(f.sent_at, f.categories) AS x(at, category)
+                         WHERE x.at > k.since AND (k.category_key IS NULL OR x.category = k.category_key))
+                        >= k.max_count))
+            RETURNING f.subscriber_id
+        )
+        SELECT d.n, d.category, d.critical,
+               coalesce(d.reason, CASE
+                   WHEN NOT d.capped THEN NULL
+                   WHEN w.n <> d.n THEN '\(deferred)'
+                   WHEN c.subscriber_id IS NOT NULL THEN NULL
+                   WHEN NOT EXISTS (SELECT 1 FROM frequency_cap_counters f
+                                    WHERE f.tenant_id = $1::uuid AND f.subscriber_id = d.s) THEN '\(uncounted)'
+                   ELSE 'frequency_capped' END)
+        FROM decided d
+        LEFT JOIN wanted w ON w.s = d.s
+        LEFT JOIN counted c ON c.subscriber_id = d.s
+        ORDER BY d.n
+        """
+
+    /// How many of a row's oldest pushes fell out of the longest window (`st.horizon`): none
+    /// unless the oldest did (the common case costs one comparison).
+    private static let expired = """
+        CASE WHEN f.sent_at[1] > st.horizon THEN 0
+             ELSE (SELECT count(*) FROM unnest(f.sent_at) AS a WHERE a <= st.horizon)::int END
+        """
 }

@@ -2,7 +2,7 @@ import BuzzKitPostgres
 
 /// The send policy's one owner: every statement on `categories`, `policy_settings`,
 /// `frequency_caps`, `subscriber_preferences`, `subscriber_category_preferences`,
-/// `subscriber_preference_changes` and `frequency_cap_counters` (migration 0021) lives in this
+/// `subscriber_preference_changes` and `frequency_cap_counters` (migrations 0023, 0028) lives in this
 /// module, whichever process runs it. docs/policy.md has the whole picture.
 ///
 /// | facet | who calls it | what it does |
@@ -12,8 +12,8 @@ import BuzzKitPostgres
 /// | `settings`, `replaceSettings` | the gateway (`/v1/settings`) | the default category and the frequency caps |
 /// | `preferences`, `changePreferences`, `preferenceHistory` | the gateway (`/v1/subscribers/{id}/preferences`) | a subscriber's choices, each change kept with its time and source |
 /// | `decide` | apns-sender (each chunk), the workflow service (each send step) | whether each (message, subscriber) goes out or why not; one statement per chunk, caps counted exactly under concurrency |
-/// | `evaluate` | the gateway (a workflow's dry run) | the same decision, read only: counts nothing |
-/// | `lockCounters` | the workflow service (a claim, an event group) | locks the cap counters of the subscribers it may decide for, in order, before its first `decide` |
+/// | `evaluate` | the gateway (a workflow's dry run) | the same decision, rolled back: counts nothing |
+/// | `lockCounters` | the workflow service (a claim, an event group) | takes the cap locks (advisory) of the subscribers it may decide for, in order, before its first `decide` |
 public struct Policy: Sendable {
     public let postgres: PostgresClient
 

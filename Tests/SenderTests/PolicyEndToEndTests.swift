@@ -163,7 +163,7 @@ struct PolicyEndToEndTests {
             #expect(verdicts[calm]?.suppressed == nil)
             let counters = try await postgres.query(
                 """
-                SELECT subscriber_id, array_length(sends, 1) FROM frequency_cap_counters
+                SELECT subscriber_id, cardinality(messages) FROM frequency_cap_counters
                 WHERE tenant_id = $1::uuid ORDER BY subscriber_id
                 """, [tenant])
             #expect(counters.count == 1)

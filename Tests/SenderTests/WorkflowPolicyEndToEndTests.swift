@@ -81,7 +81,7 @@ struct WorkflowPolicyEndToEndTests {
             let plain = try #require(byStep["plain"]?["messageIds"]?.arrayValue?.first?.stringValue)
             let counted = try await stack.postgres.query(
                 """
-                SELECT array_agg((x).message::text) FROM frequency_cap_counters f, unnest(f.sends) AS x
+                SELECT array_agg(x::text) FROM frequency_cap_counters f, unnest(f.messages) AS x
                 WHERE f.tenant_id = $1::uuid AND f.subscriber_id = 'alice'
                 """, [stack.tenantID]
             ).first?.decode([String]?.self)

@@ -167,7 +167,7 @@ final class EventRouter: Sendable {
         let messages = try await postgres.withTransaction { tx -> [WorkflowMessageInsert] in
             counts.routed += try await WorkflowRunStore.route(
                 on: tx, lanes: lanes.map { ($0.tenant, $0.subscriberId, $0.events) })
-            // Runs started below decide their sends one by one: their cap counters first, in order.
+            // Runs started below decide their sends one by one: their cap locks first, in order.
             try await Policy.lockCounters(lanes.map { ($0.tenant, $0.subscriberId) }, on: tx)
             var lookBacks: [String: [WorkflowEvent]] = [:]
             var started: [Started] = []

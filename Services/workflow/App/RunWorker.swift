@@ -57,7 +57,7 @@ final class RunWorker: Service {
         var outcomes: [(started: Bool, ended: WorkflowRunStatus?, timers: Int, lateness: [Double], sends: Int)] = []
         let claimedCount = try await postgres.withTransaction { tx -> Int in
             let claimed = try await WorkflowRunStore.claimDue(on: tx, now: now, limit: configuration.claimBatch)
-            // The runs' sends are decided one by one below: their cap counters first, in order.
+            // The runs' sends are decided one by one below: their cap locks first, in order.
             try await Policy.lockCounters(
                 claimed.map { ($0.record.tenantId, $0.record.subscriberId) }, on: tx)
             var settings: [UUID: WorkflowCatalog.Settings] = [:]

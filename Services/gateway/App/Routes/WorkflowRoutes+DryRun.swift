@@ -237,7 +237,7 @@ extension Gateway {
 
 extension Gateway {
     /// The send policy's decision for each send step of a dry run, by step name, evaluated without
-    /// counting anything (`Policy.evaluate`: no counter row is written or appended): the sends of
+    /// counting anything (`Policy.evaluate`: decided, then rolled back; nothing is kept): the sends of
     /// the first walk in their order, with the category they rendered, then every other send step
     /// with its literal category (a step the first walk did not reach may be reached once a
     /// `{suppressed}` branch turns). Only the suppressed ones are answered.
