@@ -135,7 +135,7 @@ INSERT INTO subscriber_category_preferences (tenant_id, subscriber_id, category_
 INSERT INTO frequency_caps (tenant_id, position, category_key, max_count, window_seconds)
   VALUES ('$BUZZKIT_TENANT', 0, 'news', 3, 86400);
 SQL
-  # The counters as the binaries' schema keeps them: parallel arrays since migration 0028, one
+  # The counters as the binaries' schema keeps them: parallel arrays since migration 0029, one
   # bk_cap_send[] before (another build's binaries, for a before/after in one sitting).
   if [ "$("${PSQL[@]}" -c "SELECT count(*) FROM information_schema.columns WHERE table_name = 'frequency_cap_counters' AND column_name = 'sent_at'")" = 1 ]; then
     "${PSQL[@]}" <<SQL

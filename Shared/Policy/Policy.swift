@@ -2,7 +2,7 @@ import BuzzKitPostgres
 
 /// The send policy's one owner: every statement on `categories`, `policy_settings`,
 /// `frequency_caps`, `subscriber_preferences`, `subscriber_category_preferences`,
-/// `subscriber_preference_changes` and `frequency_cap_counters` (migrations 0023, 0028) lives in this
+/// `subscriber_preference_changes` and `frequency_cap_counters` (migrations 0023, 0029) lives in this
 /// module, whichever process runs it. docs/policy.md has the whole picture.
 ///
 /// | facet | who calls it | what it does |

@@ -5,7 +5,7 @@ import BuzzKitWire
 import Foundation
 import Testing
 
-/// The frequency-cap counter row itself (migration 0028): what `Policy.decide` keeps in it, and
+/// The frequency-cap counter row itself (migration 0029): what `Policy.decide` keeps in it, and
 /// that `Policy.evaluate` answers as `decide` would without keeping anything.
 @Suite("Frequency cap counters", .serialized, .requiresTestStack)
 struct FrequencyCapCounterTests {
