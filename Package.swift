@@ -296,7 +296,7 @@ let package = Package(
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitCrypto", "BuzzKitPostgres", "BuzzKitRedis",
                 "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitMigrations", "BuzzKitContracts",
                 "BuzzKitRuntime", "BuzzKitIntake", "BuzzKitWorkflows", "BuzzKitPolicy", "GatewayApp", "IngestApp",
-                "BuzzKitRetention", "BuzzKitTestSupport"
+                "BuzzKitRetention", "BuzzKitTestSupport", "BuzzKitLedger"
             ],
             path: "Tests/GatewayTests"),
         .testTarget(

@@ -26,7 +26,8 @@
 # it prints both rounds' CPU per device, the ratio (goal <= 1.10) and the APNs requests of each
 # (the suppressed third must cost none).
 # BK_PUSH_STATEMENTS=1 (with BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements") prints
-# each round's top statements by Postgres time (reset before the round); BK_PUSH_PG_PERF=DIR records
+# each round's top statements by Postgres time (reset before the round; with
+# `-c pg_stat_statements.track_planning=on` also their planning time); BK_PUSH_PG_PERF=DIR records
 # each whole round's Postgres stacks (`perf record -e cpu-clock -g -a`, read with
 # `perf report --comms postgres`) into DIR.
 set -euo pipefail
@@ -205,8 +206,8 @@ send_round() {
   wal1="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
   if [ -n "$perf_pid" ]; then kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; fi
   if [ -n "${BK_PUSH_STATEMENTS:-}" ]; then
-    "${PSQL[@]}" -P pager=off -F' | ' >&2 -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
-        rows, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12"
+    "${PSQL[@]}" -P pager=off -F' | ' >&2 -c "SELECT calls, round(total_exec_time) AS ms, round(total_plan_time) AS plan_ms, round((total_exec_time / NULLIF(calls, 0))::numeric, 3) AS ms_per_call,
+        rows, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 160) FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 14"
   fi
   wal_bytes="$("${PSQL[@]}" -c "SELECT '$wal1'::pg_lsn - '$wal0'::pg_lsn")"
   if [ -n "${BK_PUSH_WALDUMP:-}" ]; then

@@ -114,7 +114,7 @@ extension Ledger {
                  AS t(id, tenant, target, content, kind, key, version, run, step, decided, reason)
             -- A time-ordered id (a run's since migration 0027) is refused by the primary key; an
             -- older run's name-based id is filed at the time it is written, so look for it first.
-            WHERE bk_uuid7_time(t.id) IS NOT NULL OR NOT EXISTS (SELECT 1 FROM messages x WHERE x.id = t.id)
+            WHERE \(LedgerTime.uuid7Time("t.id")) IS NOT NULL OR NOT EXISTS (SELECT 1 FROM messages x WHERE x.id = t.id)
             ON CONFLICT (id, message_time) DO NOTHING RETURNING id
             """,
             [

@@ -69,4 +69,10 @@ public enum LedgerReads {
     public static func pruneByMessage(_ column: String, id: String) -> String {
         LedgerTime.prune(column, id: id)
     }
+
+    /// The time in a version 7 message id, as SQL (`LedgerTime.uuid7Time`), for tests that hold it
+    /// equal to `bk_uuid7_time`.
+    public static func uuid7Time(_ id: String) -> String {
+        LedgerTime.uuid7Time(id)
+    }
 }

@@ -1,3 +1,4 @@
+import BuzzKitLedger
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
@@ -211,6 +212,20 @@ struct DashboardAPITests {
             #expect(week.data?["messages"] == 2 && week.data?["funnel"]?["sent"] == 3)
             #expect(week.data?["series"]?.arrayValue?.count == 7)
             #expect(try await h.send("GET", "/v1/stats/messages?window=1y", key: h.tenantKey).status == 422)
+
+            // Across the ledger's retention pass dropping weeks (here the empty weeks ahead, a
+            // month on; the legacy week is kept: its sends are still going), the same answers.
+            let pass = try await LedgerRetention(postgres: h.postgres, retentionDays: 7)
+                .maintain(now: Date().addingTimeInterval(30 * 86_400))
+            #expect(
+                pass.dropped.contains { $0.hasPrefix("deliveries_p") } && pass.kept.map(\.week) == ["messages_legacy"])
+            let dayAfter = try await h.send("GET", "/v1/stats/messages?window=24h", key: h.tenantKey)
+            #expect(dayAfter.status == 200)
+            for field in ["messages", "deliveries", "funnel", "failures"] {
+                #expect(dayAfter.data?[field] == day.data?[field], "\(field)")
+            }
+            let weekAfter = try await h.send("GET", "/v1/stats/messages?window=7d", key: h.tenantKey)
+            #expect(weekAfter.data?["messages"] == 2 && weekAfter.data?["funnel"]?["sent"] == 3)
 
             // Events: per hour over 24 h and per name; older ones are outside.
             for (n, (name, ago)) in [

@@ -239,6 +239,16 @@ struct LedgerRetentionTests {
             #expect(
                 try await f.postgres.query("SELECT bk_uuid7_time($1::uuid)", [UUID()])[0].decode(Date?.self, at: 0)
                     == nil)
+            // The statements' own copy of the expression agrees with the function, id by id.
+            let ids =
+                (0..<50).map { _ in UUID.timeOrdered(at: Date().addingTimeInterval(.random(in: -1e8...1e8))) }
+                + [UUID(), UUID()]
+            let disagreements = try await f.postgres.query(
+                """
+                SELECT count(*) FROM unnest($1::uuid[]) AS u(id)
+                WHERE bk_uuid7_time(u.id) IS DISTINCT FROM \(LedgerReads.uuid7Time("u.id"))
+                """, [ids])
+            #expect(try disagreements[0].decode(Int.self, at: 0) == 0)
         } finally: {
             await f.schema.stop()
         }
