@@ -41,6 +41,11 @@ enum MessageCompletion {
     /// `written`: the deliveries this same statement inserts, as a FROM item aliased `w` with
     /// columns `id`, `message_id`, `status` (its snapshot does not show them), for the event's
     /// counts.
+    ///
+    /// The deliveries are read through functions (`bk_delivery_statuses`, `bk_delivery_exists`,
+    /// migration 0027): written here, a subquery over the partitioned `deliveries` is planned and
+    /// set up over every week each time the statement runs (the record statement runs per chunk),
+    /// though it runs only for a message that completes and an endpoint that wants it.
     static func cte(match: String, recorded: String, directBatches: Bool = false, written: String? = nil) -> String {
         let direct = """
              AND NOT EXISTS (SELECT 1 FROM delivery_chunks b
@@ -74,8 +79,7 @@ enum MessageCompletion {
 
                             UNION ALL
                             SELECT w.status FROM \($0) WHERE w.message_id = c.id
-                              AND NOT EXISTS (SELECT 1 FROM deliveries o
-                                              WHERE o.id = w.id AND o.message_time = c.message_time)
+                              AND NOT bk_delivery_exists(w.id, c.message_time)
                 """
             } ?? ""
         let data = WebhookEventData.messageCompleted(
@@ -92,8 +96,7 @@ enum MessageCompletion {
                 data: """
                     (SELECT \(data)
                      FROM (SELECT \(count(.sent)), \(count(.failed)), \(count(.expired)), \(count(.invalidToken))
-                           FROM (SELECT d.status FROM deliveries d
-                                 WHERE d.message_id = c.id AND d.message_time = c.message_time\(own)) x) n)
+                           FROM (SELECT d.status FROM bk_delivery_statuses(c.id, c.message_time) AS d(status)\(own)) x) n)
                     """))
     }
 }

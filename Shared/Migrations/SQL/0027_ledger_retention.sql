@@ -35,6 +35,30 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
                 THEN to_timestamp(('x' || substr(id::text, 1, 8) || substr(id::text, 10, 4))::bit(48)::bigint / 1000.0) END
 $$;
 
+-- Reads behind functions for statements that run per chunk (Shared/Ledger's record statement,
+-- MessageCompletion): a subquery over a partitioned table is planned and set up over every week
+-- each time such a statement runs, though these run only for a message whose id has no time, or
+-- for a message that completes while an endpoint wants `message.completed`. PL/pgSQL keeps their
+-- own plans, pruned to the week as they start.
+CREATE FUNCTION bk_message_time(message uuid) RETURNS timestamptz
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT m.message_time FROM messages m WHERE m.id = message LIMIT 1);
+END
+$$;
+CREATE FUNCTION bk_delivery_statuses(message uuid, week timestamptz) RETURNS SETOF text
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY SELECT d.status FROM deliveries d WHERE d.message_id = message AND d.message_time = week;
+END
+$$;
+CREATE FUNCTION bk_delivery_exists(delivery uuid, week timestamptz) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM deliveries d WHERE d.id = delivery AND d.message_time = week);
+END
+$$;
+
 DROP VIEW delivery_attempts;
 
 DO $$
