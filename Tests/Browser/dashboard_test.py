@@ -671,8 +671,9 @@ def overview(page):
     status, retention = api("GET", "/v1/retention")
     check(status == 200, f"GET /v1/retention answered {status}")
     tables = {t["table"]: t for t in retention["data"]["tables"]}
-    check(set(tables) == {"events", "messages", "workflow_runs", "webhook_attempts"}, f"retention passes: {sorted(tables)}")
-    expect(page.get_by_test_id("retention-row")).to_have_count(4, timeout=TIMEOUT)
+    check(set(tables) == {"events", "idempotency_records", "messages", "workflow_runs", "webhook_attempts"},
+          f"retention passes: {sorted(tables)}")
+    expect(page.get_by_test_id("retention-row")).to_have_count(5, timeout=TIMEOUT)
     for name, entry in tables.items():
         seconds = entry["retentionSeconds"]
         check(seconds % 86400 == 0, f"{name}: a retention of {seconds} s is not whole days")
