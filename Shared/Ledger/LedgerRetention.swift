@@ -142,7 +142,7 @@ public struct LedgerRetention: Sendable {
             week.lower == nil
             ? "(bk_uuid7_time(r.id) IS NULL OR bk_uuid7_time(r.id) < $2::timestamptz)"
             : """
-            r.created_at >= $3::timestamptz - interval '1 hour' AND r.created_at < $2::timestamptz + interval '1 hour'
+            r.created_at >= $3::timestamptz - interval '1 day' AND r.created_at < $2::timestamptz + interval '1 day'
               AND bk_uuid7_time(r.id) >= $3::timestamptz AND bk_uuid7_time(r.id) < $2::timestamptz
             """
         let row = try await connection.query(

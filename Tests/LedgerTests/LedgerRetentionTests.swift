@@ -151,6 +151,39 @@ struct LedgerRetentionTests {
         }
     }
 
+    /// A week is kept while a workflow run filed in it (by the time in its id: its sends' ids
+    /// carry it) is live, even with no message in it yet: the run may still send into it.
+    @Test func aWeekIsKeptWhileARunFiledInItIsLive() async throws {
+        let f = try await Fixture.start()
+        try await withCleanup {
+            let now = Date()
+            let started = now.addingTimeInterval(15 * Self.day)
+            let run = UUID.timeOrdered(at: started)
+            try await f.postgres.execute(
+                """
+                WITH w AS (INSERT INTO workflows (tenant_id, key, current_version, trigger_event)
+                           VALUES ($1::uuid, 'nudge', 1, 'e') RETURNING tenant_id),
+                     v AS (INSERT INTO workflow_versions (tenant_id, workflow_key, version, definition, digest)
+                           SELECT tenant_id, 'nudge', 1, '{}', sha256('{}') FROM w RETURNING tenant_id)
+                INSERT INTO workflow_runs (id, tenant_id, workflow_key, version, subscriber_id, trigger_key, status,
+                                           created_at)
+                SELECT $2::uuid, tenant_id, 'nudge', 1, 'alice', 't', 'running', $3::timestamptz FROM v
+                """, [f.tenant, run, started])
+            let retention = LedgerRetention(postgres: f.postgres, retentionDays: 30)
+            let later = now.addingTimeInterval(70 * Self.day)
+            var pass = try await retention.maintain(now: later)
+            #expect(pass.kept == [.init(week: Self.week("messages", of: started), messages: 0, chunks: 0, runs: 1)])
+            // Ended long ago (as of `later`): the week goes.
+            try await f.postgres.execute(
+                "UPDATE workflow_runs SET status = 'completed', ended_at = now() WHERE id = $1::uuid", [run])
+            pass = try await retention.maintain(now: later)
+            #expect(pass.kept == [])
+            #expect(pass.dropped.contains(Self.week("messages", of: started)))
+        } finally: {
+            await f.schema.stop()
+        }
+    }
+
     /// The drop waits for a transaction writing the ledger; a send written meanwhile by another
     /// session is not held up behind it (a `DROP TABLE` of an attached partition would queue it).
     @Test func aDropDoesNotBlockSendsBeingWritten() async throws {
