@@ -58,23 +58,9 @@ public struct LedgerRetention: Sendable {
         }
     }
 
-    /// What one pass did and found.
-    public struct Pass: Sendable, Hashable {
-        /// False: another session held the lock; nothing was done.
-        public var ran: Bool = false
-        /// Partitions created (every table's).
-        public var created: [String] = []
-        /// Partitions dropped (every table's).
-        public var dropped: [String] = []
-        public var kept: [Kept] = []
-        /// `messages`' partitions after the pass.
-        public var partitions: Int = 0
-        /// `messages`' partitions wholly after `now`.
-        public var partitionsAhead: Int = 0
-        /// The oldest data there can be: the lower bound of the oldest week kept (for the legacy
-        /// partition, its oldest message); nil when there is none.
-        public var oldest: Date?
-    }
+    /// What one pass did and found (`created` and `dropped` name every table's partitions; the
+    /// counts and `oldest` are `messages`').
+    public typealias Pass = RetentionPass<Kept>
 
     /// One pass as of `now` (the database's clock when nil; tests move it).
     public func maintain(now: Date? = nil) async throws -> Pass {

@@ -47,20 +47,7 @@ public struct WorkflowRunRetention: Sendable {
     }
 
     /// What one pass did and found.
-    public struct Pass: Sendable, Hashable {
-        /// False: another session held the lock; nothing was done.
-        public var ran: Bool = false
-        public var created: [String] = []
-        public var dropped: [String] = []
-        public var kept: [Kept] = []
-        /// Partitions after the pass.
-        public var partitions: Int = 0
-        /// Partitions wholly after `now` (the weeks writes can still reach without a new one).
-        public var partitionsAhead: Int = 0
-        /// The oldest data there can be: the lower bound of the oldest partition kept (for the
-        /// legacy partition, its oldest run); nil when it holds none.
-        public var oldest: Date?
-    }
+    public typealias Pass = RetentionPass<Kept>
 
     /// One pass as of `now` (the database's clock when nil; tests move it).
     public func maintain(now: Date? = nil) async throws -> Pass {
