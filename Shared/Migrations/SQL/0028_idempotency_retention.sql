@@ -11,13 +11,15 @@
 -- becomes the partition idempotency_records_legacy (everything before tomorrow), dropped once a day
 -- has passed.
 
--- Daily partitions of `parent` (as bk_retention_create_weeks makes weekly ones), from the end of
--- its newest partition up to `days_ahead` days past the day after `at`.
-CREATE FUNCTION bk_retention_create_days(parent text, days_ahead integer, at timestamptz DEFAULT now())
+-- Range partitions of `parent` (a table of the current schema partitioned by RANGE on a
+-- timestamptz), each `step` long and named by its start (`<parent>_pYYYYMMDD`): from the end of its
+-- newest partition (or `first` when it has none but a legacy one) up to `upto`. Returns one line per
+-- partition created. Safe to run from several sessions (a concurrent creation is reported as
+-- skipped). The one loop behind the weekly partitions (bk_retention_create_weeks, migration 0024,
+-- now a call of this) and the daily ones.
+CREATE FUNCTION bk_retention_create_partitions(parent text, step interval, first timestamptz, upto timestamptz)
 RETURNS SETOF text LANGUAGE plpgsql AS $fn$
 DECLARE
-    first  timestamptz := (date_trunc('day', at AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC';
-    upto   timestamptz := first + make_interval(days => days_ahead);
     start  timestamptz;
     part   text;
 BEGIN
@@ -27,21 +29,37 @@ BEGIN
     END IF;
     WHILE start < upto LOOP
         part := parent || '_p' || to_char(start AT TIME ZONE 'UTC', 'YYYYMMDD');
+        -- CREATE TABLE ... PARTITION OF would lock the parent ACCESS EXCLUSIVE (every writer waits);
+        -- ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE, which inserts and updates do not conflict with.
         IF to_regclass(quote_ident(current_schema()) || '.' || quote_ident(part)) IS NULL THEN
             BEGIN
                 EXECUTE format('CREATE TABLE %I.%I (LIKE %I.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                                current_schema(), part, current_schema(), parent);
                 EXECUTE format('ALTER TABLE %I.%I ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
-                               current_schema(), parent, current_schema(), part, start, start + interval '1 day');
+                               current_schema(), parent, current_schema(), part, start, start + step);
                 RETURN NEXT 'created ' || part;
             EXCEPTION WHEN others THEN
                 RETURN NEXT 'skipped ' || part || ': ' || SQLERRM;
             END;
         END IF;
-        start := start + interval '1 day';
+        start := start + step;
     END LOOP;
     RETURN;
 END
+$fn$;
+
+-- Weekly partitions up to `weeks_ahead` weeks past the week after `at` (as migration 0024 made them).
+CREATE OR REPLACE FUNCTION bk_retention_create_weeks(parent text, weeks_ahead integer, at timestamptz DEFAULT now())
+RETURNS SETOF text LANGUAGE sql AS $fn$
+    SELECT bk_retention_create_partitions(parent, interval '1 week', bk_next_week_start(at),
+                                          bk_next_week_start(at) + make_interval(weeks => weeks_ahead))
+$fn$;
+
+-- Daily partitions up to `days_ahead` days past the day after `at`.
+CREATE FUNCTION bk_retention_create_days(parent text, days_ahead integer, at timestamptz DEFAULT now())
+RETURNS SETOF text LANGUAGE sql AS $fn$
+    SELECT bk_retention_create_partitions(parent, interval '1 day', d, d + make_interval(days => days_ahead))
+    FROM (SELECT (date_trunc('day', at AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS d) AS x
 $fn$;
 
 ALTER TABLE idempotency_records RENAME TO idempotency_records_legacy;
