@@ -11,6 +11,7 @@ extension Ledger {
     @discardableResult
     public func completeIfDone(_ messages: [UUID]) async throws -> Set<UUID> {
         guard !messages.isEmpty else { return [] }
+        let range = LedgerTime.Range(of: messages)
         return try Self.completed(
             try await postgres.query(
                 """
@@ -19,7 +20,7 @@ extension Ledger {
                     recorded: "'{}'::uuid[]"))
                 SELECT id FROM completed
                 """,
-                [messages, LedgerTime.Range(of: messages).lower, LedgerTime.Range(of: messages).upper]))
+                [messages, range.lower, range.upper]))
     }
 
     /// The stragglers: up to `limit` messages `fanned_out` for longer than `olderThan` with

@@ -334,6 +334,7 @@ extension Ledger {
         guard !entries.isEmpty else { return [] }
         var ids = PostgresArrayText()
         for entry in entries { ids.append(entry.messageId) }
+        let range = LedgerTime.Range(of: entries.lazy.map(\.messageId))
         let rows = try await postgres.query(
             """
             SELECT message_id, id, device_token, status, last_status, last_reason, coalesce(apns_id, id)::text
@@ -346,10 +347,7 @@ extension Ledger {
             WHERE k.message_id = ANY($1::uuid[])
             ORDER BY 1, 3
             """,
-            [
-                ids.value, LedgerTime.Range(of: entries.map(\.messageId)).lower,
-                LedgerTime.Range(of: entries.map(\.messageId)).upper
-            ])
+            [ids.value, range.lower, range.upper])
         var byMessage: [UUID: [PostgresRow]] = [:]
         for row in rows { byMessage[try row.decode(UUID.self, at: 0), default: []].append(row) }
         return try entries.map { entry in

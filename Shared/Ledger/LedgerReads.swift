@@ -63,16 +63,4 @@ public enum LedgerReads {
             ) parts GROUP BY status) c)
         """
     }
-
-    /// A condition confining `column` (a ledger table's `message_time`) to the week of the message
-    /// whose id is the SQL expression `id`, for reads by a message id (`LedgerTime.prune`).
-    public static func pruneByMessage(_ column: String, id: String) -> String {
-        LedgerTime.prune(column, id: id)
-    }
-
-    /// The time in a version 7 message id, as SQL (`LedgerTime.uuid7Time`), for tests that hold it
-    /// equal to `bk_uuid7_time`.
-    public static func uuid7Time(_ id: String) -> String {
-        LedgerTime.uuid7Time(id)
-    }
 }

@@ -6,13 +6,14 @@ import Foundation
 /// `message_time`: a message's is the time in its id when the id is time-ordered (UUID version
 /// 7), else the time its row was written; a delivery and a stored request carry their message's.
 /// Every fragment is SQL over the given expressions, computed by the database (never a time that
-/// went through Swift and back, which could differ in its last digit).
-enum LedgerTime {
+/// went through Swift and back, which could differ in its last digit). Reads by a message id
+/// outside this module (the gateway's, the sender's) name its week with `prune(_:id:)`.
+public enum LedgerTime {
     /// The time in a version 7 UUID, NULL for another id: `bk_uuid7_time(id)` written out in the
     /// statement. The planner inlines a SQL function by parsing its body again every time it plans
     /// a statement that calls it (the record statement is planned for every chunk), so the hot
     /// statements carry the expression itself; `LedgerRetentionTests` holds the two equal.
-    static func uuid7Time(_ id: String) -> String {
+    public static func uuid7Time(_ id: String) -> String {
         "(CASE WHEN substr((\(id))::text, 15, 1) = '7' THEN to_timestamp(('x' || substr((\(id))::text, 1, 8)"
             + " || substr((\(id))::text, 10, 4))::bit(48)::bigint / 1000.0) END)"
     }
@@ -36,7 +37,7 @@ enum LedgerTime {
     /// any time when the id has none. A range over values known when the statement starts, so it
     /// leaves one partition in a custom plan and in a generic one (pruned as it starts); an OR
     /// with a test of the id would prune in neither.
-    static func prune(_ column: String, id: String) -> String {
+    public static func prune(_ column: String, id: String) -> String {
         "\(column) BETWEEN coalesce(\(uuid7Time(id)), '-infinity'::timestamptz)"
             + " AND coalesce(\(uuid7Time(id)), 'infinity'::timestamptz)"
     }

@@ -246,7 +246,7 @@ struct LedgerRetentionTests {
             #expect(id.timeOrderedDate.map { abs($0.timeIntervalSinceNow - 10 * Self.day) < 1 } == true)
             let sql = """
                 EXPLAIN SELECT * FROM deliveries
-                WHERE message_id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid"))
+                WHERE message_id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid"))
                 """
             let pruned = try await f.postgres.query(sql, [id]).map { try $0.decode(String.self, at: 0) }
             #expect(pruned.filter { $0.contains(" on deliveries_") }.count == 1)
@@ -258,7 +258,7 @@ struct LedgerRetentionTests {
                     """
                     SET plan_cache_mode = force_generic_plan;
                     PREPARE by_message(uuid) AS SELECT * FROM deliveries
-                    WHERE message_id = $1 AND \(LedgerReads.pruneByMessage("message_time", id: "$1"));
+                    WHERE message_id = $1 AND \(LedgerTime.prune("message_time", id: "$1"));
                     """)
                 let plan = try await connection.query("EXPLAIN EXECUTE by_message('\(id.lowercasedText)')")
                     .map { try $0.decode(String.self, at: 0) }
@@ -279,7 +279,7 @@ struct LedgerRetentionTests {
             let disagreements = try await f.postgres.query(
                 """
                 SELECT count(*) FROM unnest($1::uuid[]) AS u(id)
-                WHERE bk_uuid7_time(u.id) IS DISTINCT FROM \(LedgerReads.uuid7Time("u.id"))
+                WHERE bk_uuid7_time(u.id) IS DISTINCT FROM \(LedgerTime.uuid7Time("u.id"))
                 """, [ids])
             #expect(try disagreements[0].decode(Int.self, at: 0) == 0)
         } finally: {

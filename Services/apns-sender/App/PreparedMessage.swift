@@ -52,7 +52,7 @@ final class PreparedMessageCache: Sendable {
             """
             SELECT kind, content, created_at, policy_decided_at, suppressed_reason
             FROM messages
-            WHERE id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
             """, [id, tenant])
         guard let row = rows.first else { return nil }
         let prepared = try Self.prepare(

@@ -96,7 +96,7 @@ extension Gateway {
                        AS sent_subscribers,
                    workflow_key, workflow_version, workflow_run_id, workflow_step
             FROM messages
-            WHERE id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
             """, [id, tenant])
         guard let row = rows.first else { throw APIError.notFound("message") }
         // Receipts are the devices' view (distinct subscribers), kept by the ingest service.
@@ -147,7 +147,7 @@ extension Gateway {
         let message = try await postgres.query(
             """
             SELECT 1 FROM messages
-            WHERE id = $1::uuid AND \(LedgerReads.pruneByMessage("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
+            WHERE id = $1::uuid AND \(LedgerTime.prune("message_time", id: "$1::uuid")) AND tenant_id = $2::uuid
             """, [id, tenant])
         guard !message.isEmpty else { throw APIError.notFound("message") }
         let rows = try await postgres.query(
