@@ -136,7 +136,7 @@ let package = Package(
             name: "BuzzKitLedger",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitContracts", "BuzzKitAPNs",
-                "BuzzKitCrypto", "BuzzKitWebhooks", "BuzzKitRetention", "BuzzKitWorkflows"
+                "BuzzKitCrypto", "BuzzKitWebhooks", "BuzzKitRetention", "BuzzKitWorkflowRuns"
             ],
             path: "Shared/Ledger"),
 

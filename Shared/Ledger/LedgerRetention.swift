@@ -1,7 +1,7 @@
 import BuzzKitContracts
 import BuzzKitPostgres
 import BuzzKitRetention
-import BuzzKitWorkflows
+import BuzzKitWorkflowRuns
 import Foundation
 
 /// Retention of the ledger (migration 0027; docs/data-lifecycle.md, "Retention"): `messages`,
@@ -74,30 +74,33 @@ public struct LedgerRetention: Sendable {
         let now = try await TimePartitions.now(on: connection, given)
         let cutoff = now.addingTimeInterval(-Double(retentionDays) * 86_400)
         for table in Self.tables {
-            pass.created += try await table.createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
-                .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+            pass.created += try await table.createAhead(on: connection, now: now, ahead: weeksAhead)
         }
-        // An interrupted detach of any table's week is finished first.
+        // An interrupted detach of any table's week is finished first; what is left is each
+        // table's weeks, oldest first (a pass that died between the tables left a week in some).
+        var weeks: [String: [TimePartitions.Partition]] = [:]
         for table in Self.tables {
-            for partition in try await table.list(on: connection) where partition.detachPending {
-                try await table.detachAndDrop(on: connection, partition)
-                pass.dropped.append(partition.name)
+            for partition in try await table.list(on: connection) {
+                if partition.detachPending {
+                    try await table.detachAndDrop(on: connection, partition)
+                    pass.dropped.append(partition.name)
+                } else {
+                    weeks[table.parent, default: []].append(partition)
+                }
             }
         }
-        for week in try await Self.messages.list(on: connection) where week.upper <= cutoff {
+        for week in weeks[Self.messages.parent, default: []] where week.upper <= cutoff {
             let kept = try await inUse(week, on: connection, cutoff: cutoff)
             if kept.messages > 0 || kept.chunks > 0 || kept.runs > 0 {
                 pass.kept.append(kept)
                 continue
             }
-            let suffix = String(week.name.dropFirst("messages".count))
+            let suffix = String(week.name.dropFirst(Self.messages.parent.count))
             for table in Self.tables {
                 let name = table.parent + suffix
-                guard let partition = try await table.list(on: connection).first(where: { $0.name == name }) else {
-                    continue
-                }
+                guard let partition = weeks[table.parent]?.first(where: { $0.name == name }) else { continue }
                 try await table.detachAndDrop(on: connection, partition)
-                pass.dropped.append(name)
+                pass.dropped.append(partition.name)
             }
             if week.lower == nil {
                 try await connection.execute("TRUNCATE delivery_attempt_rows")
@@ -111,7 +114,7 @@ public struct LedgerRetention: Sendable {
         try await RetentionStatus(
             table: "messages", retention: .seconds(retentionDays * 86_400), oldestKept: pass.oldest,
             partitions: pass.partitions, partitionsAhead: pass.partitionsAhead, partitionsKept: pass.kept.count,
-            droppedLastPass: pass.dropped.filter { $0.hasPrefix("messages_") }.count
+            droppedLastPass: Self.weeksDropped(pass)
         ).record(on: connection)
         return pass
     }
@@ -121,36 +124,28 @@ public struct LedgerRetention: Sendable {
         -> Kept
     {
         let table = TimePartitions.quote(week.name)
-        // The runs filed in the week: by the time in their id, looked for among the runs created
-        // around it (a run's id and its created_at are taken a moment apart). The legacy week
-        // (no lower bound) also holds the sends of runs whose id has no time.
-        let runsInWeek =
-            week.lower == nil
-            ? "(bk_uuid7_time(r.id) IS NULL OR bk_uuid7_time(r.id) < $2::timestamptz)"
-            : """
-            r.created_at >= $3::timestamptz - interval '1 day' AND r.created_at < $2::timestamptz + interval '1 day'
-              AND bk_uuid7_time(r.id) >= $3::timestamptz AND bk_uuid7_time(r.id) < $2::timestamptz
-            """
         let row = try await connection.query(
             """
             SELECT (SELECT count(*)::int FROM \(table) m
-                    WHERE m.status NOT IN (\(Self.literals(MessageStatus.allCases.filter(\.isFinal).map(\.rawValue))))
+                    WHERE m.status NOT IN (\(Self.finalStatuses))
                        OR coalesce(m.completed_at, m.updated_at) > $1::timestamptz),
                    (SELECT count(*)::int FROM delivery_chunks k
                     WHERE EXISTS (SELECT 1 FROM unnest(k.message_ids) AS u(id)
-                                  JOIN \(table) m ON m.id = u.id)),
-                   (SELECT count(*)::int FROM workflow_runs r
-                    WHERE (r.status IN (\(Self.literals(WorkflowRunStatus.live.map(\.rawValue))))
-                           OR coalesce(r.ended_at, r.updated_at) > $1::timestamptz)
-                      AND \(runsInWeek))
-            """, [cutoff, week.upper] + (week.lower.map { [$0] } ?? []))
+                                  JOIN \(table) m ON m.id = u.id))
+            """, [cutoff])
+        let runs = try await WorkflowRunRetention.runsFiled(
+            from: week.lower, to: week.upper, liveOrEndedAfter: cutoff, on: connection)
         return Kept(
             week: week.name, messages: try row.first?.decode(Int.self, at: 0) ?? 0,
-            chunks: try row.first?.decode(Int.self, at: 1) ?? 0, runs: try row.first?.decode(Int.self, at: 2) ?? 0)
+            chunks: try row.first?.decode(Int.self, at: 1) ?? 0, runs: runs)
     }
 
-    /// Fixed identifiers (a vocabulary's raw values) as SQL literals: `'a', 'b'`.
-    static func literals(_ values: [String]) -> String {
-        values.map { "'\($0)'" }.joined(separator: ", ")
+    /// The weeks `pass` dropped (its `messages` partitions; `dropped` names every table's).
+    public static func weeksDropped(_ pass: Pass) -> Int {
+        pass.dropped.filter { $0.hasPrefix(messages.parent + "_") }.count
     }
+
+    /// `'completed', 'failed'`: a message's final statuses as SQL literals (fixed identifiers).
+    static let finalStatuses = MessageStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }
+        .joined(separator: ", ")
 }

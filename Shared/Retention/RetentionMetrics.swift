@@ -41,4 +41,16 @@ public struct RetentionMetrics: Sendable {
         self.ahead.set(ahead)
         self.kept?.set(kept)
     }
+
+    /// What a pass that ran did, the same for every owner: a log line per partition created
+    /// (`retention.created`) and dropped (`retention.dropped`), and the gauges. `droppedOfTable`:
+    /// the partitions of this table among `pass.dropped` when the pass keeps several tables (the
+    /// ledger's); all of them otherwise.
+    public func observe<Kept>(_ pass: RetentionPass<Kept>, logger: Logger, droppedOfTable: Int? = nil) {
+        for name in pass.created { logger.info("retention.created", metadata: ["partition": name]) }
+        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
+        observe(
+            dropped: droppedOfTable ?? pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions,
+            ahead: pass.partitionsAhead, kept: pass.kept.count)
+    }
 }

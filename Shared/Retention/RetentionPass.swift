@@ -1,7 +1,7 @@
 import Foundation
 
-/// What one retention pass of a table whose weeks can be kept past their time did and found (the
-/// workflow runs', the ledger's): its owner's `Kept` says what keeps a week.
+/// What one retention pass did and found, for every table: its owner's `Kept` says what keeps a
+/// week past its time (the workflow runs', the ledger's; `Never` where nothing does).
 public struct RetentionPass<Kept: Sendable & Hashable>: Sendable, Hashable {
     /// False: another session held the lock; nothing was done.
     public var ran: Bool

@@ -71,13 +71,18 @@ public struct TimePartitions: Sendable {
         ).map { try $0.decode(String.self, at: 0) }
     }
 
-    /// Creates the daily partitions after the newest one up to `daysAhead` days past the day after
-    /// `now`; answers one line per partition (`created …` or `skipped …: why`).
-    @discardableResult
-    public func createDays(on connection: PostgresConnection, now: Date, daysAhead: Int) async throws -> [String] {
-        try await connection.query(
-            "SELECT bk_retention_create_days($1, $2, $3::timestamptz)", [parent, daysAhead, now]
-        ).map { try $0.decode(String.self, at: 0) }
+    /// Creates the partitions of this table's `period` after the newest one up to `ahead` periods
+    /// past the one after `now`; answers the names of those this call created (a partition a
+    /// concurrent pass created first is skipped).
+    public func createAhead(on connection: PostgresConnection, now: Date, ahead: Int) async throws -> [String] {
+        let function =
+            switch period {
+            case .week: "bk_retention_create_weeks"
+            case .day: "bk_retention_create_days"
+            }
+        return try await connection.query("SELECT \(function)($1, $2, $3::timestamptz)", [parent, ahead, now])
+            .map { try $0.decode(String.self, at: 0) }
+            .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
     }
 
     /// Detaches `partition` concurrently (or finishes an interrupted detach of it) and drops it.
@@ -92,22 +97,8 @@ public struct TimePartitions: Sendable {
         try await connection.execute("DROP TABLE \(name)")
     }
 
-    /// What one pass did.
-    public struct Pass: Sendable, Hashable {
-        /// False: another session held the lock; nothing was done.
-        public var ran: Bool = false
-        public var created: [String] = []
-        public var dropped: [String] = []
-        /// Partitions after the pass.
-        public var partitions: Int = 0
-        /// Partitions wholly after `now`.
-        public var partitionsAhead: Int = 0
-        /// The oldest data there can be: the lower bound of the oldest partition (for the legacy
-        /// partition, its oldest row's `oldestColumn`); nil when there is none.
-        public var oldest: Date?
-
-        public init() {}
-    }
+    /// What one pass did (no week is ever kept past its time here).
+    public typealias Pass = RetentionPass<Never>
 
     /// One pass under the table's advisory lock: makes the partitions up to `ahead` periods past
     /// the one after `now` (the database's clock when nil) and drops every partition wholly older
@@ -116,16 +107,10 @@ public struct TimePartitions: Sendable {
         on connection: PostgresConnection, now given: Date?, retention: Duration, ahead: Int, oldestColumn: String
     ) async throws -> Pass {
         try await locked(on: connection) {
-            var pass = Pass()
-            pass.ran = true
+            var pass = Pass(ran: true)
             let now = try await Self.now(on: connection, given)
             let cutoff = now.addingTimeInterval(-Double(retention.components.seconds))
-            let made =
-                switch period {
-                case .week: try await createWeeks(on: connection, now: now, weeksAhead: ahead)
-                case .day: try await createDays(on: connection, now: now, daysAhead: ahead)
-                }
-            pass.created = made.filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+            pass.created = try await createAhead(on: connection, now: now, ahead: ahead)
             for partition in try await list(on: connection) where partition.detachPending || partition.upper <= cutoff {
                 try await detachAndDrop(on: connection, partition)
                 pass.dropped.append(partition.name)

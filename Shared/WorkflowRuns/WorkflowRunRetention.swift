@@ -61,8 +61,7 @@ public struct WorkflowRunRetention: Sendable {
         let now = try await TimePartitions.now(on: connection, given)
         let cutoff = now.addingTimeInterval(-Double(retentionDays) * 86_400)
         let partitions = Self.partitions
-        pass.created = try await partitions.createWeeks(on: connection, now: now, weeksAhead: weeksAhead)
-            .filter { $0.hasPrefix("created ") }.map { String($0.dropFirst("created ".count)) }
+        pass.created = try await partitions.createAhead(on: connection, now: now, ahead: weeksAhead)
 
         for partition in try await partitions.list(on: connection) {
             if partition.detachPending {

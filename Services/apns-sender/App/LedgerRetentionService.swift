@@ -41,8 +41,6 @@ final class LedgerRetentionService: Service {
     func pass(now: Date? = nil) async throws -> LedgerRetention.Pass {
         let pass = try await retention.maintain(now: now)
         guard pass.ran else { return pass }
-        for name in pass.created { logger.info("retention.created", metadata: ["partition": name]) }
-        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
         for week in pass.kept {
             logger.info(
                 "retention.kept",
@@ -51,9 +49,7 @@ final class LedgerRetentionService: Service {
                     "runs": String(week.runs)
                 ])
         }
-        metrics.observe(
-            dropped: pass.dropped.filter { $0.hasPrefix("messages_") }.count, oldest: pass.oldest,
-            partitions: pass.partitions, ahead: pass.partitionsAhead, kept: pass.kept.count)
+        metrics.observe(pass, logger: logger, droppedOfTable: LedgerRetention.weeksDropped(pass))
         return pass
     }
 }

@@ -208,9 +208,7 @@ final class WebhookSweeper: Service {
     func maintainAttempts(now: Date? = nil) async throws -> [String] {
         let pass = try await attempts.maintain(now: now)
         guard pass.ran else { return [] }
-        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
-        attemptsMetrics.observe(
-            dropped: pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions, ahead: pass.partitionsAhead)
+        attemptsMetrics.observe(pass, logger: logger)
         return pass.dropped
     }
 }

@@ -43,8 +43,6 @@ public final class RunRetentionService: Service {
     public func pass(now: Date? = nil) async throws -> WorkflowRunRetention.Pass {
         let pass = try await retention.maintain(now: now)
         guard pass.ran else { return pass }
-        for name in pass.created { logger.info("retention.created", metadata: ["partition": name]) }
-        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
         for week in pass.kept {
             logger.info(
                 "retention.kept",
@@ -53,9 +51,7 @@ public final class RunRetentionService: Service {
                     "runs.recently_ended": String(week.recentlyEnded)
                 ])
         }
-        metrics.observe(
-            dropped: pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions,
-            ahead: pass.partitionsAhead, kept: pass.kept.count)
+        metrics.observe(pass, logger: logger)
         return pass
     }
 }

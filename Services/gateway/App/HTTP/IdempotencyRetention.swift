@@ -43,10 +43,7 @@ public final class IdempotencyRetention: Service {
                 on: connection, now: now, retention: Self.retention, ahead: Self.daysAhead, oldestColumn: "created_at")
         }
         guard pass.ran else { return pass }
-        for name in pass.created { logger.info("retention.created", metadata: ["partition": name]) }
-        for name in pass.dropped { logger.info("retention.dropped", metadata: ["partition": name]) }
-        metrics.observe(
-            dropped: pass.dropped.count, oldest: pass.oldest, partitions: pass.partitions, ahead: pass.partitionsAhead)
+        metrics.observe(pass, logger: logger)
         return pass
     }
 }
