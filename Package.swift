@@ -261,7 +261,7 @@ let package = Package(
             name: "BuzzKitTestSupport",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis", "BuzzKitHTTPClient",
-                "BuzzKitMigrations"
+                "BuzzKitMigrations", "BuzzKitWebhooks"
             ],
             path: "Tests/Support"),
         .executableTarget(

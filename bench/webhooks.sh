@@ -22,6 +22,9 @@
 #     deliveries/s and the machine's CPU per delivery of each run and their ratio (goal: at most
 #     10% more), and how many delivery.sent deliveries the receiver got (every delivery: the ledger's
 #     record statement enqueues one delivery.sent per delivery APNs accepted).
+#     BK_WH_STATEMENTS=1 (with BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements
+#     -c pg_stat_statements.track_planning=on") prints the top statements of the subscribed send;
+#     BK_WH_PG_PERF=FILE records it with perf (machine-wide) into FILE.
 #
 # Stops everything it starts. Run benchmarks one at a time: flock -o /tmp/bk-bench.lock bench/webhooks.sh
 set -euo pipefail
@@ -236,10 +239,24 @@ print('%.2f %.1f ' % (t1 - t0, us(m1 - m0)) + ' '.join('%.1f' % us(b - a) for a,
   "$BIN/buzzkit-bench" webhooks endpoint --postgres "$BUZZKIT_DATABASE_URL" --tenant "$BUZZKIT_TENANT" \
     --url "$SINK/hook" --events delivery.sent >/dev/null
   start_webhooks
+  if [ -n "${BK_WH_STATEMENTS:-}" ]; then
+    "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
+  fi
+  PERF_PID=""
+  if [ -n "${BK_WH_PG_PERF:-}" ]; then
+    perf record -e cpu-clock -F 999 -g -a -o "$BK_WH_PG_PERF" >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
   read -r S2 CPU2 K2 <<<"$(send_once)"
   # Every delivery reported: wait for the receiver to have them all (or 10 minutes).
   DEADLINE=$(( $(date +%s) + 600 ))
   while [ "$(sink_count)" -lt "$DEVICES" ] && [ "$(date +%s)" -lt "$DEADLINE" ]; do sleep 0.2; done
+  if [ -n "$PERF_PID" ]; then kill -INT "$PERF_PID" 2>/dev/null || true; wait "$PERF_PID" 2>/dev/null || true; fi
+  if [ -n "${BK_WH_STATEMENTS:-}" ]; then
+    "${PSQL[@]}" -P pager=off -F' | ' >&2 -c "SELECT calls, round(total_exec_time) AS ms, round(total_plan_time) AS plan_ms,
+        rows, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 140) FROM pg_stat_statements
+        ORDER BY total_exec_time + total_plan_time DESC LIMIT 12"
+  fi
   sleep 2  # anything more would be a duplicate
   RECEIVED="$(sink_count)"
   SINKSTATS="$(curl -sf "$SINK/count")"

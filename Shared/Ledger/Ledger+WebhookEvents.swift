@@ -29,12 +29,12 @@ extension Ledger {
     /// when no endpoint of those tenants wants the type, the CTE reads none of the rows.
     static func deliveryEvents(recorded: String, tenants: String) -> String {
         let sent = WebhookOutbox.insertBatchesSQL(
-            WebhookEventSource(
+            WebhookBatchSource(
                 from: "\(recorded) d", tenantId: "d.tenant_id", type: WebhookEventSource.literal(.deliverySent),
                 eventId: "d.id", occurredAt: "d.sent_at",
-                data: WebhookEventData.deliverySent(
+                item: WebhookEventData.deliverySent(
                     deliveryId: "d.id", messageId: "d.message_id", subscriberId: "d.subscriber_id",
-                    deviceToken: "d.device_token", environment: "d.environment", sentAt: "d.sent_at"),
+                    deviceToken: "d.device_token", environment: "d.environment"),
                 filter: "d.status = '\(DeliveryStatus.sent.rawValue)'",
                 gate: WebhookEventSource.subscribed(tenants: tenants, to: .deliverySent)))
         let failed = WebhookOutbox.insertSQL(

@@ -10,7 +10,8 @@ public struct ClaimedWebhookMessage: Sendable {
     public var tenantId: UUID
     public var eventType: String
     public var occurredAt: Date
-    /// The body's `data`, as jsonb text (deterministic: every attempt sends the same bytes).
+    /// The body's `data`: the stored jsonb text, or written from a batch's columns
+    /// (`WebhookDeliveryBatch`); deterministic either way, so every attempt sends the same bytes.
     public var dataJSON: String
     /// Attempts already made in this round.
     public var attempts: Int
@@ -94,10 +95,10 @@ public enum WebhookDeliveryStore {
     }
 
     /// Turns outbox rows (oldest first, rows other replicas hold skipped) into messages: one per
-    /// event; for batched types, a row the producer batched already (`{"deliveries": [...]}`,
-    /// `WebhookOutbox.insertBatchesSQL`) is one message as it is, and single items are made one
-    /// message per up to `batchLimit` of an endpoint and type (a new id). Rows of deleted endpoints
-    /// are dropped.
+    /// event; for batched types, a row the producer batched already (the batch's columns,
+    /// `WebhookOutbox.insertBatchesSQL`, or `{"deliveries": [...]}` from builds before migration
+    /// 0030) is one message as it is, and single items (those builds' too) are made one message per
+    /// up to `batchLimit` of an endpoint and type (a new id). Rows of deleted endpoints are dropped.
     ///
     /// Bounded twice: at most `limit` rows, and rows only while their stored size adds up to
     /// `limit` × `bytesPerEvent` (about what `limit` single events weigh; a batch of 100
@@ -112,14 +113,15 @@ public enum WebhookDeliveryStore {
         let rows = try await postgres.query(
             """
             WITH candidates AS MATERIALIZED (
-                SELECT seq, pg_column_size(data) AS size FROM webhook_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED
+                SELECT seq, coalesce(pg_column_size(data), 0) + coalesce(\(batchSize), 0) AS size
+                FROM webhook_outbox ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED
             ), chosen AS MATERIALIZED (
                 SELECT seq FROM (SELECT seq, sum(size) OVER (ORDER BY seq) AS upto FROM candidates) c
                 WHERE upto <= $4 OR seq = (SELECT min(seq) FROM candidates)
             ), taken AS (
                 DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM chosen)
-                RETURNING seq, endpoint_id, tenant_id, event_id, event_type, occurred_at, data,
-                          event_type = ANY ($2::text[]) AND NOT (data ? $5::text) AS item
+                RETURNING seq, endpoint_id, tenant_id, event_id, event_type, occurred_at, data, \(batchColumns),
+                          data IS NOT NULL AND event_type = ANY ($2::text[]) AND NOT (data ? $5::text) AS item
             ), live AS (
                 SELECT t.*, e.enabled,
                        CASE WHEN t.item
@@ -127,18 +129,21 @@ public enum WebhookDeliveryStore {
                        END AS batch
                 FROM taken t JOIN webhook_endpoints e ON e.id = t.endpoint_id
             ), made AS (
-                INSERT INTO webhook_messages (endpoint_id, id, tenant_id, event_type, occurred_at, data, next_attempt_at)
-                SELECT endpoint_id, event_id, tenant_id, event_type, occurred_at, data, CASE WHEN enabled THEN now() END
+                INSERT INTO webhook_messages (endpoint_id, id, tenant_id, event_type, occurred_at, data, \(batchColumns),
+                                              next_attempt_at)
+                SELECT endpoint_id, event_id, tenant_id, event_type, occurred_at, data, \(batchColumns),
+                       CASE WHEN enabled THEN now() END
                 FROM live WHERE batch IS NULL
                 UNION ALL
                 SELECT endpoint_id, gen_random_uuid(), tenant_id, event_type, max(occurred_at),
-                       jsonb_build_object($5::text, jsonb_agg(data ORDER BY seq)),
+                       jsonb_build_object($5::text, jsonb_agg(data ORDER BY seq)), \(noBatch),
                        CASE WHEN bool_and(enabled) THEN now() END
                 FROM live WHERE batch IS NOT NULL GROUP BY endpoint_id, tenant_id, event_type, batch
                 ON CONFLICT DO NOTHING
                 RETURNING 1
             )
-            SELECT (SELECT coalesce(sum(CASE WHEN event_type = ANY ($2::text[]) AND NOT item
+            SELECT (SELECT coalesce(sum(CASE WHEN batch_delivery_ids IS NOT NULL THEN cardinality(batch_delivery_ids)
+                                             WHEN event_type = ANY ($2::text[]) AND NOT item
                                              THEN jsonb_array_length(data->$5::text) ELSE 1 END), 0)::int FROM taken),
                    (SELECT count(*) FROM candidates) = $1 OR (SELECT count(*) FROM chosen) < (SELECT count(*) FROM candidates),
                    (SELECT count(*) FROM made)
@@ -168,13 +173,17 @@ public enum WebhookDeliveryStore {
             WHERE m.endpoint_id = due.endpoint_id AND m.id = due.id
             RETURNING m.endpoint_id, m.id, m.tenant_id, m.event_type, m.occurred_at, m.data::text, m.attempts, m.claim,
                       e.url, e.secret_sealed,
-                      CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret_sealed END, due.lost_with
+                      CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret_sealed END, due.lost_with,
+                      \(WebhookDeliveryBatch.columns.map { "m." + $0 }.joined(separator: ", "))
             """, [limit, replica, excluding, lease.milliseconds])
         return try rows.map { row in
-            ClaimedWebhookMessage(
+            let occurredAt = try row.decode(Date.self, at: 4)
+            return ClaimedWebhookMessage(
                 endpointId: try row.decode(UUID.self, at: 0), id: try row.decode(UUID.self, at: 1),
                 tenantId: try row.decode(UUID.self, at: 2), eventType: try row.decode(String.self, at: 3),
-                occurredAt: try row.decode(Date.self, at: 4), dataJSON: try row.decode(String.self, at: 5),
+                occurredAt: occurredAt,
+                dataJSON: try row.decode(String?.self, at: 5)
+                    ?? (try WebhookDeliveryBatch(row: row, from: 12)).dataJSON(sentAt: occurredAt),
                 attempts: try row.decode(Int.self, at: 6), claim: try row.decode(UUID.self, at: 7),
                 url: try row.decode(String.self, at: 8), secretSealed: Array(try row.decode(Data.self, at: 9)),
                 previousSecretSealed: try row.decode(Data?.self, at: 10).map { Array($0) },
@@ -280,6 +289,12 @@ public enum WebhookDeliveryStore {
             """, [retention.milliseconds, limit])
         return messages
     }
+
+    /// The batch's columns (`WebhookDeliveryBatch.columns`) as a select list.
+    static let batchColumns = WebhookDeliveryBatch.columns.joined(separator: ", ")
+    static let noBatch = WebhookDeliveryBatch.columns.map { _ in "NULL" }.joined(separator: ", ")
+    /// The stored size of a row's batch columns (NULL without a batch).
+    static let batchSize = WebhookDeliveryBatch.columns.map { "pg_column_size(\($0))" }.joined(separator: " + ")
 
     static func words(_ duration: Duration) -> String {
         let seconds = duration.components.seconds

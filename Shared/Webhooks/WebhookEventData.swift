@@ -19,15 +19,24 @@ public enum WebhookEventData {
         """
     }
 
-    /// One item of `delivery.sent`'s `data.deliveries` (batched).
+    /// One item of `delivery.sent`'s `data.deliveries` (batched): its columns, stored as the
+    /// batch's arrays (`WebhookDeliveryBatch`, which writes the JSON; `sentAt` is the batch's time).
+    public struct DeliveryItem: Sendable {
+        /// uuid expressions.
+        public var deliveryId: String
+        public var messageId: String
+        /// text expressions.
+        public var subscriberId: String
+        public var deviceToken: String
+        public var environment: String
+    }
+
     public static func deliverySent(
-        deliveryId: String, messageId: String, subscriberId: String, deviceToken: String, environment: String,
-        sentAt: String
-    ) -> String {
-        """
-        jsonb_build_object('deliveryId', \(deliveryId), 'messageId', \(messageId), 'subscriberId', \(subscriberId), \
-        'deviceToken', \(deviceToken), 'environment', \(environment), 'sentAt', \(sentAt))
-        """
+        deliveryId: String, messageId: String, subscriberId: String, deviceToken: String, environment: String
+    ) -> DeliveryItem {
+        DeliveryItem(
+            deliveryId: deliveryId, messageId: messageId, subscriberId: subscriberId, deviceToken: deviceToken,
+            environment: environment)
     }
 
     /// `delivery.failed`: `status` the delivery's final status (`failed`, `expired`, `invalid_token`),

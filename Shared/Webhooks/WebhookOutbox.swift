@@ -35,30 +35,35 @@ public enum WebhookOutbox {
     }
 
     /// The INSERT for the rows `source` describes, of a batched type: per endpoint, batches of up
-    /// to `batchLimit` items (`source.data` each, ordered by event id), each one outbox row whose
-    /// `data` is `{"deliveries": [...]}`, whose time is its newest item's and whose id (the
-    /// request's `webhook-id`) is derived from its items' (`bk_webhook_event_id`), so a producer
-    /// that ran twice would derive the same. Evaluates `data` only for rows some endpoint
-    /// subscribed to. Usable as a CTE body or alone; returns the number of items of each row.
-    public static func insertBatchesSQL(_ source: WebhookEventSource) -> String {
-        """
-        INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, data)
-        SELECT bk_i.endpoint_id, bk_i.tenant_id,
-               bk_webhook_event_id(bk_i.event_type, min(bk_i.event_id::text) || ':' || count(*)), bk_i.event_type,
-               max(bk_i.occurred_at),
-               jsonb_build_object('\(WebhookEventType.batchMember)', jsonb_agg(bk_i.item ORDER BY bk_i.event_id))
-        FROM (
-            SELECT bk_ws.endpoint_id, bk_ws.tenant_id, bk_ws.event_type, \(source.eventId) AS event_id,
-                   \(source.occurredAt) AS occurred_at, \(source.data) AS item,
-                   (row_number() OVER (PARTITION BY bk_ws.endpoint_id, bk_ws.event_type ORDER BY \(source.eventId)) - 1)
-                       / \(WebhookEventType.batchLimit) AS batch
-            FROM \(source.from)
-            JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
-            \(source.whereClause)
-        ) bk_i
-        GROUP BY bk_i.endpoint_id, bk_i.tenant_id, bk_i.event_type, bk_i.batch
-        RETURNING jsonb_array_length(data->'\(WebhookEventType.batchMember)') AS items
-        """
+    /// to `batchLimit` items (ordered by event id), each one outbox row holding its items as the
+    /// batch's columns (`WebhookDeliveryBatch`; no JSON is built here), whose time is its newest
+    /// item's and whose id (the request's `webhook-id`) is derived from its items'
+    /// (`bk_webhook_event_id`), so a producer that ran twice would derive the same. Reads the
+    /// items only for rows some endpoint subscribed to. Usable as a CTE body or alone; returns the
+    /// number of items of each row.
+    public static func insertBatchesSQL(_ source: WebhookBatchSource) -> String {
+        let item = source.item
+        return """
+            INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, \(WebhookDeliveryBatch.columns.joined(separator: ", ")))
+            SELECT bk_i.endpoint_id, bk_i.tenant_id,
+                   bk_webhook_event_id(bk_i.event_type, min(bk_i.event_id::text) || ':' || count(*)), bk_i.event_type,
+                   max(bk_i.occurred_at), array_agg(bk_i.delivery_id), array_agg(bk_i.message_id),
+                   array_agg(bk_i.subscriber_id), array_agg(bk_i.device_token), array_agg(bk_i.environment)
+            FROM (
+                SELECT bk_ws.endpoint_id, bk_ws.tenant_id, bk_ws.event_type, \(source.eventId) AS event_id,
+                       \(source.occurredAt) AS occurred_at, \(item.deliveryId) AS delivery_id, \(item.messageId) AS message_id,
+                       \(item.subscriberId) AS subscriber_id, \(item.deviceToken) AS device_token,
+                       \(item.environment) AS environment,
+                       (row_number() OVER (PARTITION BY bk_ws.endpoint_id, bk_ws.event_type ORDER BY \(source.eventId)) - 1)
+                           / \(WebhookEventType.batchLimit) AS batch
+                FROM \(source.from)
+                JOIN webhook_subscriptions bk_ws ON bk_ws.tenant_id = \(source.tenantId) AND bk_ws.event_type = \(source.type)
+                \(WebhookEventSource.whereClause(filter: source.filter, gate: source.gate))
+                ORDER BY bk_ws.endpoint_id, bk_ws.event_type, \(source.eventId)
+            ) bk_i
+            GROUP BY bk_i.endpoint_id, bk_i.tenant_id, bk_i.event_type, bk_i.batch
+            RETURNING cardinality(batch_delivery_ids) AS items
+            """
     }
 
     /// Enqueues `events` on `connection` (the caller's transaction, when it has one); answers the
@@ -78,20 +83,27 @@ public enum WebhookOutbox {
 
     static let enqueueSQL: String = {
         let batched = WebhookEventType.allCases.filter(\.isBatched).map { "'\($0.rawValue)'" }.joined(separator: ", ")
-        func source(_ filter: String) -> WebhookEventSource {
-            WebhookEventSource(
-                from: "e", tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id",
-                occurredAt: "e.occurred_at", data: "e.data", filter: filter)
-        }
+        let single = WebhookEventSource(
+            from: "e", tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id",
+            occurredAt: "e.occurred_at", data: "e.data", filter: "e.event_type NOT IN (\(batched))")
+        // A batched event's data is one item (`WebhookEvent.data`), read back into the batch's columns.
+        let batch = WebhookBatchSource(
+            from: "e", tenantId: "e.tenant_id", type: "e.event_type", eventId: "e.event_id",
+            occurredAt: "e.occurred_at",
+            item: WebhookEventData.deliverySent(
+                deliveryId: "(e.data->>'deliveryId')::uuid", messageId: "(e.data->>'messageId')::uuid",
+                subscriberId: "e.data->>'subscriberId'", deviceToken: "e.data->>'deviceToken'",
+                environment: "e.data->>'environment'"),
+            filter: "e.event_type IN (\(batched))")
         return """
             WITH e AS MATERIALIZED (
                 SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::timestamptz[], $5::jsonb[])
                     AS e(tenant_id, event_type, event_id, occurred_at, data)
             ), single AS (
-                \(insertSQL(source("e.event_type NOT IN (\(batched))")))
+                \(insertSQL(single))
                 RETURNING 1
             ), batches AS (
-                \(insertBatchesSQL(source("e.event_type IN (\(batched))")))
+                \(insertBatchesSQL(batch))
             )
             SELECT ((SELECT count(*) FROM single) + (SELECT coalesce(sum(items), 0) FROM batches))::int
             """
@@ -175,8 +187,40 @@ public struct WebhookEventSource: Sendable {
     }
 
     /// `filter` and `gate` as a WHERE clause (empty without either).
-    var whereClause: String {
+    var whereClause: String { Self.whereClause(filter: filter, gate: gate) }
+
+    static func whereClause(filter: String?, gate: String?) -> String {
         let conditions = [filter, gate].compactMap { $0 }
         return conditions.isEmpty ? "" : "WHERE " + conditions.map { "(\($0))" }.joined(separator: " AND ")
+    }
+}
+
+/// A batched type's rows (`delivery.sent`) as SQL expressions, for `WebhookOutbox.insertBatchesSQL`:
+/// what `WebhookEventSource` says, with the item's columns (`WebhookEventData.deliverySent`) where
+/// it has `data`.
+public struct WebhookBatchSource: Sendable {
+    public var from: String
+    public var tenantId: String
+    public var type: String
+    /// One item's id (the delivery's); the batch's id is derived from its items'.
+    public var eventId: String
+    public var occurredAt: String
+    public var item: WebhookEventData.DeliveryItem
+    public var filter: String?
+    /// See `WebhookEventSource.gate`.
+    public var gate: String?
+
+    public init(
+        from: String, tenantId: String, type: String, eventId: String, occurredAt: String,
+        item: WebhookEventData.DeliveryItem, filter: String? = nil, gate: String? = nil
+    ) {
+        self.from = from
+        self.tenantId = tenantId
+        self.type = type
+        self.eventId = eventId
+        self.occurredAt = occurredAt
+        self.item = item
+        self.filter = filter
+        self.gate = gate
     }
 }

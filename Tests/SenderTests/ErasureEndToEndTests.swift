@@ -101,6 +101,18 @@ struct ErasureEndToEndTests {
             }
             #expect(digested)
 
+            // An endpoint for delivery.sent (no webhooks replica: the batches, the person's ids and
+            // tokens in their columns, wait in the outbox).
+            let endpoint = UUID()
+            try await stack.postgres.execute(
+                """
+                INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret_sealed)
+                VALUES ($1::uuid, $2::uuid, 'https://example.com/hook', '{delivery.sent}', '\\x00'::bytea)
+                """, [endpoint, stack.tenantID])
+            try await stack.postgres.execute(
+                "INSERT INTO webhook_subscriptions (tenant_id, event_type, endpoint_id) VALUES ($1::uuid, 'delivery.sent', $2::uuid)",
+                [stack.tenantID, endpoint])
+
             // Sends through the real path: to the person alone (their id in its data), to a topic
             // they share with the keeper; a Live Activity and a push-to-start token.
             let direct = try await stack.send([
@@ -138,6 +150,8 @@ struct ErasureEndToEndTests {
             #expect((removed?["events"]?.intValue ?? 0) >= 5, "\(record)")
             #expect(removed?["workflowRuns"] == 2 && removed?["digestEvents"] == 3, "\(record)")
             #expect((record["anonymised"]?["deliveries"]?.intValue ?? 0) >= 6, "\(record)")
+            // The delivery.sent batches that named the person, rewritten element by element.
+            #expect((record["anonymised"]?["webhookEvents"]?.intValue ?? 0) >= 2, "\(record)")
             #expect(record["subjectHash"]?.stringValue?.count == 64)
 
             for needle in needles {

@@ -1,4 +1,5 @@
 import BuzzKitPostgres
+import BuzzKitWebhooks
 import BuzzKitWire
 import Foundation
 
@@ -31,17 +32,26 @@ extension MigratedSchema {
         public var data: JSONValue
     }
 
-    /// The outbox's rows (oldest first), of `type` when given.
+    /// The outbox's rows (oldest first), of `type` when given. A batch stored as columns has its
+    /// data written the way the webhooks service writes it (`WebhookDeliveryBatch`).
     public func outbox(_ type: String? = nil) async throws -> [OutboxEvent] {
         try await postgres.query(
             """
-            SELECT event_type, event_id, occurred_at, data FROM webhook_outbox
-            WHERE $1::text IS NULL OR event_type = $1 ORDER BY seq
+            SELECT event_type, event_id, occurred_at, data, \(WebhookDeliveryBatch.columns.joined(separator: ", "))
+            FROM webhook_outbox WHERE $1::text IS NULL OR event_type = $1 ORDER BY seq
             """, [type]
         ).map { row in
-            OutboxEvent(
+            let occurredAt = try row.decode(Date.self, at: 2)
+            let data: JSONValue
+            if let stored = try row.decode(JSONValue?.self, at: 3) {
+                data = stored
+            } else {
+                let batch = try WebhookDeliveryBatch(row: row, from: 4)
+                data = try JSONValue.parse(batch.dataJSON(sentAt: occurredAt))
+            }
+            return OutboxEvent(
                 type: try row.decode(String.self, at: 0), eventId: try row.decode(UUID.self, at: 1),
-                occurredAt: try row.decode(Date.self, at: 2), data: try row.decode(JSONValue.self, at: 3))
+                occurredAt: occurredAt, data: data)
         }
     }
 }

@@ -272,8 +272,8 @@ struct WebhookProducedEventsTests {
             // The outbox (no webhooks replica yet): each outcome once (delivery.sent in batch rows).
             let items = try await stack.postgres.query(
                 """
-                SELECT count(*)::int, count(DISTINCT i->>'deliveryId')::int
-                FROM webhook_outbox, jsonb_array_elements(data->'deliveries') AS i WHERE event_type = 'delivery.sent'
+                SELECT count(*)::int, count(DISTINCT i)::int
+                FROM webhook_outbox, unnest(batch_delivery_ids) AS i WHERE event_type = 'delivery.sent'
                 """)
             #expect(try items[0].decode(Int.self, at: 0) == 60 && items[0].decode(Int.self, at: 1) == 60)
             let rows = try await stack.postgres.query(

@@ -113,12 +113,12 @@ enum WebhooksBench {
     /// One producer statement: `batch` rows, and with the seam their `delivery.sent` events.
     static func produceSQL(seam: Bool) -> String {
         let events = WebhookOutbox.insertBatchesSQL(
-            WebhookEventSource(
+            WebhookBatchSource(
                 from: "p", tenantId: "p.tenant_id", type: WebhookEventSource.literal(.deliverySent),
                 eventId: "p.id", occurredAt: "p.sent_at",
-                data: WebhookEventData.deliverySent(
+                item: WebhookEventData.deliverySent(
                     deliveryId: "p.id", messageId: "p.message_id", subscriberId: "p.subscriber_id",
-                    deviceToken: "p.device_token", environment: "p.environment", sentAt: "p.sent_at")))
+                    deviceToken: "p.device_token", environment: "p.environment")))
         return """
             WITH p AS (
                 INSERT INTO bench_webhook_producer (id, tenant_id, message_id, device_token, subscriber_id, environment, sent_at)
