@@ -7,18 +7,18 @@ import Foundation
 /// The webhooks service writes the body's `data` from them (`dataJSON`), the shape the API
 /// document states (`{"deliveries": [{deliveryId, messageId, subscriberId, deviceToken,
 /// environment, sentAt}]}`); `sentAt` is the batch's time, since a batch comes from one statement
-/// whose deliveries share it.
-public struct WebhookDeliveryBatch: Sendable, Hashable {
-    /// The ids as Postgres prints them (lowercase), written as they are.
-    public var deliveryIds: [String]
-    public var messageIds: [String]
-    public var subscriberIds: [String]
-    public var deviceTokens: [String]
-    public var environments: [String]
+/// whose deliveries share it. The columns are kept as Postgres printed them (`PostgresFlatArray`:
+/// the ids in lowercase), and written out without a `String` per element.
+public struct WebhookDeliveryBatch: Sendable {
+    public var deliveryIds: PostgresFlatArray
+    public var messageIds: PostgresFlatArray
+    public var subscriberIds: PostgresFlatArray
+    public var deviceTokens: PostgresFlatArray
+    public var environments: PostgresFlatArray
 
     public init(
-        deliveryIds: [String], messageIds: [String], subscriberIds: [String], deviceTokens: [String],
-        environments: [String]
+        deliveryIds: PostgresFlatArray, messageIds: PostgresFlatArray, subscriberIds: PostgresFlatArray,
+        deviceTokens: PostgresFlatArray, environments: PostgresFlatArray
     ) {
         self.deliveryIds = deliveryIds
         self.messageIds = messageIds
@@ -30,11 +30,9 @@ public struct WebhookDeliveryBatch: Sendable, Hashable {
     /// Reads a batch selected as `columns`, in their order, from the row's column `first` on.
     public init(row: PostgresRow, from first: Int) throws {
         self.init(
-            deliveryIds: try row.decode([String].self, at: first),
-            messageIds: try row.decode([String].self, at: first + 1),
-            subscriberIds: try row.decode([String].self, at: first + 2),
-            deviceTokens: try row.decode([String].self, at: first + 3),
-            environments: try row.decode([String].self, at: first + 4))
+            deliveryIds: try row.decode(at: first), messageIds: try row.decode(at: first + 1),
+            subscriberIds: try row.decode(at: first + 2), deviceTokens: try row.decode(at: first + 3),
+            environments: try row.decode(at: first + 4))
     }
 
     /// The batch's columns, in this order, for statements that read or write them.
@@ -43,26 +41,32 @@ public struct WebhookDeliveryBatch: Sendable, Hashable {
     ]
 
     /// The body's `data`; the same bytes for the same batch (every attempt signs the same body).
+    /// One item per delivery id; an element that is NULL or missing (the producers' seam writes
+    /// neither: the columns are NOT NULL in `deliveries`) is written as `null`, so a row edited by
+    /// hand cannot stop the replica's claims.
     public func dataJSON(sentAt: Date) -> String {
+        let members: [(key: StaticString, column: PostgresFlatArray)] = [
+            (#"{"deliveryId":"#, deliveryIds), (#","messageId":"#, messageIds),
+            (#","subscriberId":"#, subscriberIds), (#","deviceToken":"#, deviceTokens),
+            (#","environment":"#, environments)
+        ]
         let count = deliveryIds.count
-        precondition(
-            [messageIds.count, subscriberIds.count, deviceTokens.count, environments.count].allSatisfy { $0 == count },
-            "a delivery batch's columns differ in length")
         let sent = WebhookTime.text(sentAt)
         var writer = JSONWriter(capacity: 32 + count * 240)
         writer.raw(#"{"deliveries":["#)
         for index in 0..<count {
             if index > 0 { writer.raw(",") }
-            writer.raw(#"{"deliveryId":"#)
-            writer.string(deliveryIds[index])
-            writer.raw(#","messageId":"#)
-            writer.string(messageIds[index])
-            writer.raw(#","subscriberId":"#)
-            writer.string(subscriberIds[index])
-            writer.raw(#","deviceToken":"#)
-            writer.string(deviceTokens[index])
-            writer.raw(#","environment":"#)
-            writer.string(environments[index])
+            for member in members {
+                writer.raw(member.key)
+                let column = member.column
+                guard index < column.count, !column.isNull(index) else {
+                    writer.raw("null")
+                    continue
+                }
+                column.bytes.withUnsafeBufferPointer {
+                    writer.string(utf8: UnsafeBufferPointer(rebasing: $0[column.range(index)]))
+                }
+            }
             writer.raw(#","sentAt":"#)
             writer.string(sent)
             writer.raw("}")

@@ -178,12 +178,12 @@ public enum WebhookDeliveryStore {
             """, [limit, replica, excluding, lease.milliseconds])
         return try rows.map { row in
             let occurredAt = try row.decode(Date.self, at: 4)
+            let stored = try row.decode(String?.self, at: 5)
             return ClaimedWebhookMessage(
                 endpointId: try row.decode(UUID.self, at: 0), id: try row.decode(UUID.self, at: 1),
                 tenantId: try row.decode(UUID.self, at: 2), eventType: try row.decode(String.self, at: 3),
                 occurredAt: occurredAt,
-                dataJSON: try row.decode(String?.self, at: 5)
-                    ?? (try WebhookDeliveryBatch(row: row, from: 12)).dataJSON(sentAt: occurredAt),
+                dataJSON: try stored ?? WebhookDeliveryBatch(row: row, from: 12).dataJSON(sentAt: occurredAt),
                 attempts: try row.decode(Int.self, at: 6), claim: try row.decode(UUID.self, at: 7),
                 url: try row.decode(String.self, at: 8), secretSealed: Array(try row.decode(Data.self, at: 9)),
                 previousSecretSealed: try row.decode(Data?.self, at: 10).map { Array($0) },

@@ -25,19 +25,22 @@ public struct JSONWriter: Sendable {
     /// Copies runs of plain bytes whole and escapes only what must be (quote, backslash, control
     /// characters): appending byte by byte checked the capacity for every byte.
     public mutating func string(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = s
-        text.withUTF8 { utf8 in
-            var runStart = 0
-            for index in utf8.indices {
-                let unit = utf8[index]
-                guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                escape(unit)
-                runStart = index + 1
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        text.withUTF8 { string(utf8: $0) }
+    }
+
+    /// A string given as its UTF-8 bytes (text read from Postgres, say), escaped the same way.
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        bytes.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in utf8.indices {
+            let unit = utf8[index]
+            guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            escape(unit)
+            runStart = index + 1
         }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         bytes.append(UInt8(ascii: "\""))
     }
 

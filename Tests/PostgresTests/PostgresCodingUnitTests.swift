@@ -49,6 +49,25 @@ struct PostgresCodingUnitTests {
         #expect(["a", nil, "b\"c"].postgresText == #"{"a",NULL,"b\"c"}"#)
     }
 
+    /// The flat form reads the same elements as the array form, NULLs, quotes, escapes, spaces
+    /// and an empty element included, and refuses what the array form refuses.
+    @Test func flatArraysReadWhatArraysRead() throws {
+        for text in [
+            #"{a,"b c",NULL,"NULL","q\"x","\\",null,"",x  ,  "y" }"#, "{}", "[1:2]={p,q}", "{,}", "{a,,b}"
+        ] {
+            let flat = try? Self.decode(text, as: PostgresFlatArray.self)
+            let array = try? Self.decode(text, as: [String?].self)
+            #expect((flat == nil) == (array == nil), "\(text)")
+            guard let flat, let array else { continue }
+            let read = (0..<flat.count).map {
+                flat.isNull($0) ? nil : String(decoding: flat.bytes[flat.range($0)], as: UTF8.self)
+            }
+            #expect(read == array, "\(text)")
+        }
+        #expect(throws: PostgresDecodingError.self) { try Self.decode("{{1,2}}", as: PostgresFlatArray.self) }
+        #expect(throws: PostgresDecodingError.self) { try Self.decode(#"{"open}"#, as: PostgresFlatArray.self) }
+    }
+
     /// The byte-level writer a bound array goes through: escapes only `"` and `\`, keeps every
     /// other byte (UTF-8 included), and reads back equal.
     @Test func arrayLiteralBytesRoundTrip() throws {

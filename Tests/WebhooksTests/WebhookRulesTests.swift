@@ -1,5 +1,7 @@
 import BuzzKitCrypto
+import BuzzKitPostgres
 import BuzzKitWebhooks
+import BuzzKitWire
 import Foundation
 import Testing
 
@@ -91,6 +93,31 @@ struct WebhookRulesTests {
     @Test func everyTypeIsSubscribableButTheTest() {
         #expect(Set(WebhookEventType.subscribable) == Set(WebhookEventType.allCases).subtracting([.webhookTest]))
         #expect(WebhookEventType.allCases.filter(\.isBatched) == [.deliverySent])
+    }
+
+    /// A delivery batch's data, written from its stored columns: one item per delivery id, text
+    /// escaped as JSON, a NULL or missing element as null, the batch's time as every `sentAt`.
+    @Test func deliveryBatchesAreWrittenAsTheDocumentSays() throws {
+        func column(_ text: String) throws -> PostgresFlatArray {
+            try Array(text.utf8).withUnsafeBytes {
+                try PostgresFlatArray.decode(from: PostgresCell(bytes: $0, typeOID: 0))
+            }
+        }
+        let batch = WebhookDeliveryBatch(
+            deliveryIds: try column("{6f1c0a4e-0000-4000-8000-000000000001,6f1c0a4e-0000-4000-8000-000000000002}"),
+            messageIds: try column("{0194f1c0-0000-7000-8000-00000000000a,0194f1c0-0000-7000-8000-00000000000a}"),
+            subscriberIds: try column(#"{"ana \"q\" \\ ü",NULL}"#),
+            deviceTokens: try column("{aa01,bb02}"), environments: try column("{sandbox}"))
+        let sentAt = Date(timeIntervalSince1970: 1_765_000_000.25)
+        let data = try JSONValue.parse(batch.dataJSON(sentAt: sentAt))
+        let items = try #require(data["deliveries"]?.arrayValue)
+        #expect(items.count == 2)
+        #expect(items[0]["deliveryId"] == "6f1c0a4e-0000-4000-8000-000000000001")
+        #expect(items[0]["subscriberId"] == .string(#"ana "q" \ ü"#))
+        #expect(items[0]["deviceToken"] == "aa01" && items[0]["environment"] == "sandbox")
+        #expect(items[1]["subscriberId"] == .null && items[1]["environment"] == .null)
+        #expect(items.allSatisfy { $0["sentAt"] == .string(WebhookTime.text(sentAt)) })
+        #expect(batch.dataJSON(sentAt: sentAt) == batch.dataJSON(sentAt: sentAt))
     }
 }
 
