@@ -19,8 +19,11 @@
 #     apns-sender replicas and the APNs simulator, first with no endpoint, then with an endpoint
 #     subscribed to delivery.sent and a webhooks replica sending to the receiver, then with no
 #     endpoint again (the baseline bracketing it). Prints the
-#     deliveries/s and the machine's CPU per delivery of each run and their ratio (goal: at most
-#     10% more), and how many delivery.sent deliveries the receiver got (every delivery: the ledger's
+#     deliveries/s and the CPU per delivery of each run: the send itself (gateway, senders,
+#     simulator, and Postgres but for the webhooks replica's sessions, which are named and counted
+#     apart), the webhooks' delivery (the replica and its sessions) and everything; the send
+#     itself with / without is the goal's ratio (at most 10% more), and how many delivery.sent
+#     deliveries the receiver got (every delivery: the ledger's
 #     record statement enqueues one delivery.sent per delivery APNs accepted).
 #     BK_WH_STATEMENTS=1 (with BK_PG_OPTIONS="-c shared_preload_libraries=pg_stat_statements
 #     -c pg_stat_statements.track_planning=on") prints the top statements of the subscribed send;
