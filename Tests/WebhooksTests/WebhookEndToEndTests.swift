@@ -179,6 +179,45 @@ struct WebhookEndToEndTests {
         }
     }
 
+    @Test("delivery.sent rows an older build wrote as jsonb (a batch, single items) are still delivered")
+    func jsonbRowsOfOlderBuilds() async throws {
+        try await withWebhookStack { stack in
+            try await stack.startReceiver()
+            let endpoint = try await stack.createEndpoint(events: ["delivery.sent"])
+            try stack.receiverSecrets([endpoint.secret])
+            let endpointId = try #require(UUID(uuidString: endpoint.id))
+            func item(_ n: Int) -> JSONValue {
+                [
+                    "deliveryId": .string(UUID().uuidString.lowercased()),
+                    "messageId": .string(UUID().uuidString.lowercased()), "subscriberId": .string("old-\(n)"),
+                    "deviceToken": .string(String(format: "%064x", n)), "environment": "production",
+                    "sentAt": .string(WebhookTime.text(Date()))
+                ]
+            }
+            // As migration 0029's producers wrote them: a batch already made, and two single items.
+            let rows: [JSONValue] = [["deliveries": .array([item(1), item(2), item(3)])], item(4), item(5)]
+            for data in rows {
+                try await stack.postgres.execute(
+                    """
+                    INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, data)
+                    VALUES ($1::uuid, $2::uuid, $3::uuid, 'delivery.sent', now(), $4::jsonb)
+                    """, [endpointId, stack.tenantID, UUID(), data])
+            }
+            try await stack.startWebhooks()
+            let arrived = try await RedisTestSupport.eventually(limit: .seconds(60)) { stack.received().count >= 2 }
+            try #require(arrived, "\(stack.received().count) requests")
+            let sizes = stack.received().map { $0["body"]?["data"]?["deliveries"]?.arrayValue?.count ?? 0 }.sorted()
+            #expect(sizes == [2, 3], "\(sizes)")
+            for request in stack.received() {
+                #expect(request["verified_with"] == [0], "\(request["verified_with"] ?? .null)")
+                #expect(request["schema_error"] == .null, "\(request["schema_error"] ?? .null)")
+            }
+            let subscribers = stack.received().flatMap { $0["body"]?["data"]?["deliveries"]?.arrayValue ?? [] }
+                .compactMap { $0["subscriberId"]?.stringValue }
+            #expect(Set(subscribers) == ["old-1", "old-2", "old-3", "old-4", "old-5"])
+        }
+    }
+
     @Test(
         "kill -9 mid-send, then the receiver down for a while: every event arrives, a duplicate only with its own webhook-id"
     )
