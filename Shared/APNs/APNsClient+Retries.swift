@@ -53,7 +53,9 @@ extension APNsClient {
         var results: [APNsDeliveryResult?] = Array(repeating: nil, count: requests.count)
         var again: [(index: Int, response: APNsResponse, outcome: APNsOutcome)] = []
         for (index, response) in first.enumerated() {
-            let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom())
+            // The random unit only for an answer that waits a backoff: drawing it for every
+            // accepted push cost a getrandom system call per delivery.
+            let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom)
             switch outcome {
             case .delivered, .invalidToken, .failed:
                 results[index] = APNsDeliveryResult(attempts: [response], outcome: outcome)
@@ -97,7 +99,7 @@ extension APNsClient {
         while true {
             let response = await send(request, credentials: credentials)
             attempts.append(response)
-            let outcome = APNsOutcome.classify(response, attempt: attempts.count, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(response, attempt: attempts.count, policy: policy, unit: unitRandom)
             await onAttempt(response, outcome)
             if let result = await afterAttempt(
                 response, outcome, attempts: attempts, credentials: credentials, sleep: sleep)
