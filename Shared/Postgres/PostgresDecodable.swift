@@ -171,12 +171,11 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
 extension Array: PostgresDecodable where Element: PostgresDecodable {
     /// Reads a one-dimensional array (`{a,"b c",NULL}`); NULL elements need an optional `Element`.
     public static func decode(from cell: PostgresCell) throws -> [Element] {
-        guard let elements = PostgresArrayLiteral.parse(try cell.require([Element].self)) else {
-            throw PostgresDecodingError.typeMismatch([Element].self)
+        var elements: [Element] = []
+        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([Element].self)) { element in
+            elements.append(try Element.decode(from: PostgresCell(bytes: element, typeOID: 0)))
         }
-        return try elements.map { element in
-            guard let element else { return try Element.decode(from: PostgresCell(bytes: nil, typeOID: 0)) }
-            return try element.withUnsafeBytes { try Element.decode(from: PostgresCell(bytes: $0, typeOID: 0)) }
-        }
+        guard parsed else { throw PostgresDecodingError.typeMismatch([Element].self) }
+        return elements
     }
 }
