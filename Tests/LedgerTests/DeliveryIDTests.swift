@@ -1,3 +1,4 @@
+import BuzzKitCrypto
 import BuzzKitMigrations
 import BuzzKitTestSupport
 import Foundation
@@ -17,13 +18,14 @@ struct DeliveryIDTests {
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
         let cases: [(UUID, String)] = [
             (UUID(), String(repeating: "ab", count: 32)), (UUID(), "0"), (UUID(), String(repeating: "f", count: 200)),
-            (UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, "a1")
+            (UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, "a1"), (UUID(), "tökén ✓")
         ]
         for (message, token) in cases {
             let sql = try await postgres.query("SELECT bk_delivery_id($1::uuid, $2)::text", [message, token])[0]
                 .decode(String.self, at: 0)
             let swift = DeliveryID.make(message: message, token: token)
             #expect(sql == swift)
+            #expect(swift == UUID.nameBased("\(message.lowercasedText):\(token)").lowercasedText)
             let digits = Array(swift.replacingOccurrences(of: "-", with: ""))
             #expect(digits[12] == "8", "version 8")
             #expect("89ab".contains(digits[16]), "RFC 9562 variant")
