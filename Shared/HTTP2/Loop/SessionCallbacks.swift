@@ -60,7 +60,8 @@ let http2OnHeader: nghttp2_on_header_callback = { session, frame, name, nameLeng
         if status < 200 { context.headers = HTTPHeaders() }  // an interim response: the final one follows
     } else {
         context.headers.add(
-            name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+            name: String(decoding: nameBytes, as: UTF8.self),
+            value: context.responseValue(name: nameBytes, value: valueBytes))
     }
     return 0
 }

@@ -37,6 +37,17 @@ final class StreamContext {
         self.deadline = deadline
     }
 
+    /// A response field's value as text: the request's own string when the request sent the same
+    /// field with the same value among its `uniqueHeaders` (APNs echoes each push's `apns-id`), so
+    /// no string is made for it per response and comparing the two later is an identity check.
+    func responseValue(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> String {
+        for field in request.uniqueHeaders where field.name.utf8.elementsEqual(name) {
+            var sent = field.value
+            if sent.withUTF8({ $0.elementsEqual(value) }) { return sent }
+        }
+        return String(decoding: value, as: UTF8.self)
+    }
+
     /// Back to how it was admitted, for another stream.
     func resetForResend() {
         connection = nil
