@@ -250,15 +250,11 @@ final class Connection {
         scratch.add(HeaderScratch.scheme, HeaderScratch.https, indexed: true)
         scratch.add(HeaderScratch.authority, channel.authority, indexed: true)
         scratch.add(HeaderScratch.path, request.path, indexed: false)
-        for field in request.headers.fields {
-            scratch.add(field.name, field.value, indexed: !field.neverIndexed)
-        }
+        scratch.add(request.headers)
         for field in request.uniqueHeaders {
             scratch.add(field.name, field.value, indexed: false)
         }
-        for field in request.trailingHeaders.fields {
-            scratch.add(field.name, field.value, indexed: !field.neverIndexed)
-        }
+        scratch.add(request.trailingHeaders)
         let user = Unmanaged.passUnretained(context).toOpaque()
         let streamID: Int32 = scratch.withHeaders { headers, count in
             if request.body.isEmpty {
