@@ -95,6 +95,16 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         let x = a.utf8
         let y = b.utf8
         guard x.count == y.count else { return false }
+        // Over the bytes in place when both have them (native and small strings do): the generic
+        // pairing of two UTF-8 views cost more than the lookups it served.
+        let fast = x.withContiguousStorageIfAvailable { p in
+            y.withContiguousStorageIfAvailable { q in equalNames(p, q) }
+        }
+        if let fast, let equal = fast { return equal }
+        return equalNames(x, y)
+    }
+
+    private static func equalNames(_ x: some Sequence<UInt8>, _ y: some Sequence<UInt8>) -> Bool {
         for (p, q) in zip(x, y) where p != q {
             // ASCII letters differ by 0x20 between cases; header names are ASCII tokens.
             guard p | 0x20 == q | 0x20, (p | 0x20) >= 0x61, (p | 0x20) <= 0x7A else { return false }
