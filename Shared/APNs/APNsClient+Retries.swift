@@ -50,7 +50,10 @@ extension APNsClient {
         var requests = requests
         for index in requests.indices where requests[index].apnsId == nil { requests[index].apnsId = UUID().uuidString }
         let first = await send(batch: requests, credentials: credentials)
-        var results: [APNsDeliveryResult?] = Array(repeating: nil, count: requests.count)
+        // In order; a request to be sent again holds a placeholder (no attempts) until its
+        // result is in.
+        var results: [APNsDeliveryResult] = []
+        results.reserveCapacity(requests.count)
         var again: [(index: Int, response: APNsResponse, outcome: APNsOutcome)] = []
         for (index, response) in first.enumerated() {
             // The random unit only for an answer that waits a backoff: drawing it for every
@@ -58,8 +61,9 @@ extension APNsClient {
             let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom)
             switch outcome {
             case .delivered, .invalidToken, .failed:
-                results[index] = APNsDeliveryResult(attempts: [response], outcome: outcome)
+                results.append(APNsDeliveryResult(attempts: [response], outcome: outcome))
             case .retry, .renewTokenAndRetry:
+                results.append(APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)))
                 again.append((index, response, outcome))
             }
         }
@@ -85,7 +89,7 @@ extension APNsClient {
                 for await (index, result) in group { results[index] = result }
             }
         }
-        return results.map { $0 ?? APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)) }
+        return results
     }
 
     /// Sends `request` after its earlier `attempts` (whose last one asked for another) until an
