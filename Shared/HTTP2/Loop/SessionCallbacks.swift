@@ -118,14 +118,16 @@ let http2ReadRequestBody: nghttp2_data_source_read_callback = { session, streamI
         flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
         return 0
     }
-    let body = context.request.body
-    let count = min(length, body.count - context.bodyOffset)
+    // The body is read where it lies (no copy of the array per DATA frame).
+    let offset = context.bodyOffset
+    let total = context.request.body.count
+    let count = min(length, total - offset)
     if count > 0 {
-        body.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress! + context.bodyOffset, count: count)
+        context.request.body.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + offset, count: count)
         }
-        context.bodyOffset += count
+        context.bodyOffset = offset + count
     }
-    if context.bodyOffset >= body.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+    if context.bodyOffset >= total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
     return count
 }
