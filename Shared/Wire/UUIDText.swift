@@ -6,6 +6,14 @@ extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form, in either case (what
     /// `UUID(uuidString:)` accepts); nil for anything else.
     public init?(uuidText bytes: some Collection<UInt8>) {
+        // Bytes in place (arrays, strings, a query result's cell): one fixed-layout pass. Called
+        // from other modules, this generic initializer is not specialized there, and the loop
+        // below then pays a witness call per byte.
+        if let parsed = bytes.withContiguousStorageIfAvailable({ Self.parse(contiguous: $0) }) {
+            guard let parsed else { return nil }
+            self = parsed
+            return
+        }
         guard bytes.count == 36 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
@@ -31,6 +39,28 @@ extension UUID {
         }
         guard parsed else { return nil }
         self.init(uuid: raw)
+    }
+
+    /// The 36 bytes of `8-4-4-4-12`, hex digits in either case.
+    private static func parse(contiguous text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        let dash = UInt8(ascii: "-")
+        guard text.count == 36, text[8] == dash, text[13] == dash, text[18] == dash, text[23] == dash else {
+            return nil
+        }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
+            var position = 0
+            for index in 0..<16 {
+                if position == 8 || position == 13 || position == 18 || position == 23 { position += 1 }
+                guard let high = Hex.value(of: text[position]), let low = Hex.value(of: text[position + 1]) else {
+                    return false
+                }
+                out[index] = high << 4 | low
+                position += 2
+            }
+            return true
+        }
+        return parsed ? UUID(uuid: raw) : nil
     }
 
     /// Parses the text form (`init?(uuidText:)` on its UTF-8 bytes).
