@@ -87,6 +87,9 @@ struct DeliverySender: Sendable {
         let now = Date()
         let plan = ChunkPlan(chunk.devices, prepared, now: now)
         let verdicts = try await decidePolicy(chunk, plan)
+        // Looked up per device only when some verdict holds a push back (a chunk the policy lets
+        // through whole, the usual case, costs no hashing per device).
+        let suppressing = verdicts.values.contains { $0.suppressed != nil }
         var outcomes: [DeliveryOutcome] = []
         outcomes.reserveCapacity(chunk.devices.count)
         // Rounds: a device's n-th push of this chunk goes in round n (positions in the chunk).
@@ -102,7 +105,7 @@ struct DeliverySender: Sendable {
             }
             guard messagePlan.message != nil else { continue }
             let decided =
-                messagePlan.decided ?? (verdicts.isEmpty ? nil : verdicts[messagePlan.candidate(device)]?.suppressed)
+                messagePlan.decided ?? (suppressing ? verdicts[messagePlan.candidate(device)]?.suppressed : nil)
             if let reason = decided {
                 outcomes.append(DeliveryOutcome(device: device, suppressed: reason))
                 continue
@@ -116,7 +119,7 @@ struct DeliverySender: Sendable {
             rounds[round].append(position)
         }
         if let apns = tenant.credentials {
-            for round in rounds { outcomes += await send(round, of: chunk.devices, plan, credentials: apns) }
+            for round in rounds { await send(round, of: chunk.devices, plan, credentials: apns, into: &outcomes) }
         }
         if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
         let recording = ContinuousClock.now
@@ -195,10 +198,11 @@ struct DeliverySender: Sendable {
     /// One batch per environment (a chunk is almost always one): the first attempts go out
     /// together through the (team, environment) client, retries per delivery (`RetryPolicy`).
     /// Each device (a position in `devices`) is sent its message's request template with its own
-    /// token and apns-id.
-    private func send(_ positions: [Int], of devices: [ChunkDevice], _ plan: ChunkPlan, credentials: APNsCredentials)
-        async -> [DeliveryOutcome]
-    {
+    /// token and apns-id. The outcomes are appended to `outcomes`.
+    private func send(
+        _ positions: [Int], of devices: [ChunkDevice], _ plan: ChunkPlan, credentials: APNsCredentials,
+        into outcomes: inout [DeliveryOutcome]
+    ) async {
         // Environments in name order, each with its devices in chunk order (a short list: there
         // are two environments).
         var byEnvironment: [(environment: APNsEnvironment, positions: [Int])] = []
@@ -211,8 +215,6 @@ struct DeliverySender: Sendable {
             }
         }
         byEnvironment.sort { $0.environment.rawValue < $1.environment.rawValue }
-        var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(positions.count)
         for (environment, batch) in byEnvironment {
             let client: APNsClient
             do {
@@ -241,7 +243,6 @@ struct DeliverySender: Sendable {
                 outcomes.append(DeliveryOutcome(device: devices[position], result: result))
             }
         }
-        return outcomes
     }
 
     // MARK: - Take-over of a stopped replica's chunks
