@@ -87,18 +87,23 @@ extension UUID {
         }
     }
 
-    /// Writes the 36 bytes of the text form at the start of `out`.
+    /// Writes the 36 bytes of the text form at the start of `out`: two digits per byte from a
+    /// table, a dash before bytes 4, 6, 8 and 10 (ids are written several times per delivery).
     private func writeLowercasedText(into out: UnsafeMutableBufferPointer<UInt8>) {
-        withUnsafeBytes(of: uuid) { raw in
-            var position = 0
-            for (index, byte) in raw.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    out[position] = UInt8(ascii: "-")
-                    position += 1
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            withUnsafeBytes(of: uuid) { raw in
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    let byte = raw[index]
+                    out[position] = hex[Int(byte >> 4)]
+                    out[position + 1] = hex[Int(byte & 0x0F)]
+                    position += 2
                 }
-                out[position] = Hex.digit(byte >> 4)
-                out[position + 1] = Hex.digit(byte)
-                position += 2
             }
         }
     }
