@@ -58,6 +58,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.contains { Self.equalNames($0.name, name) }
     }
 
+    /// Makes room for `count` fields in all (a list filled field by field, such as a response's).
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
     /// Appends a field, keeping any earlier field of the same name.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))

@@ -252,6 +252,7 @@ final class Connection {
         scratch.add(HeaderScratch.authority, channel.authority, indexed: true)
         scratch.add(HeaderScratch.path, context.request.path, indexed: false)
         scratch.add(context.request.headers)
+        if let field = context.request.uniqueField { scratch.add(field.name, field.value, indexed: false) }
         for field in context.request.uniqueHeaders {
             scratch.add(field.name, field.value, indexed: false)
         }

@@ -59,6 +59,8 @@ let http2OnHeader: nghttp2_on_header_callback = { session, frame, name, nameLeng
         if status >= 200 || context.status == 0 { context.status = status }
         if status < 200 { context.headers = HTTPHeaders() }  // an interim response: the final one follows
     } else {
+        // Room for APNs's answer fields (apns-id, apns-unique-id) at once, not grown by one.
+        if context.headers.isEmpty { context.headers.reserveCapacity(4) }
         context.headers.add(
             name: String(decoding: nameBytes, as: UTF8.self),
             value: context.responseValue(name: nameBytes, value: valueBytes))

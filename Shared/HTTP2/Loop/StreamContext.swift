@@ -39,9 +39,13 @@ final class StreamContext {
     }
 
     /// A response field's value as text: the request's own string when the request sent the same
-    /// field with the same value among its `uniqueHeaders` (APNs echoes each push's `apns-id`), so
-    /// no string is made for it per response and comparing the two later is an identity check.
+    /// field with the same value as its `uniqueField` or among its `uniqueHeaders` (APNs echoes
+    /// each push's `apns-id`), so no string is made for it per response and comparing the two
+    /// later is an identity check.
     func responseValue(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> String {
+        if let field = request.uniqueField, Self.equal(field.name, name), Self.equal(field.value, value) {
+            return field.value
+        }
         for field in request.uniqueHeaders.fields where Self.equal(field.name, name) {
             if Self.equal(field.value, value) { return field.value }
         }
