@@ -159,7 +159,7 @@ bench_h2load_ceiling() {
   grep -E "^status codes" "$dir/out.txt" >&2
   cpu="$(tail -1 "$dir/time.txt")"
   awk -v n="$requests" -v cpu="$cpu" '/^finished in/ { split(cpu, t, " "); gsub(",", "", $4);
-    printf "%d %.1f\n", $4, (t[1] + t[2]) / n * 1e6 }' "$dir/out.txt"
+    printf "%d %.2f\n", $4, (t[1] + t[2]) / n * 1e6 }' "$dir/out.txt"
   rm -rf "$dir"
 }
 

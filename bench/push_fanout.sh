@@ -238,7 +238,7 @@ per = [(y - x) / hz * 1e6 / n for x, y in zip(a, b)]
 ours = sum(per[:5])
 machine = per[5]
 print("%-8s %6d deliveries/s (%d sent, %d suppressed); CPU per delivery (us): %s; stack %.0f, whole machine %.0f (others %.0f); WAL %.0f bytes"
-      % (transport, rps, sent, suppressed, ", ".join("%s %.0f" % (name, v) for name, v in zip(names, per)), ours,
+      % (transport, rps, sent, suppressed, ", ".join("%s %.1f" % (name, v) for name, v in zip(names, per)), ours,
          machine, max(0.0, machine - ours), wal / n))
 PY
 )"
@@ -309,14 +309,14 @@ read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "$SIMPORT" "$WORK/provider.ec
 echo "push fan-out, $DEVICES devices, 2 apns-sender replicas, POST to last ledger row:"
 printf '  %s\n' "${SUMMARY[@]}"
 echo "apns-sim ceiling (h2load 4x100, same process): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
-python3 - "$SIM_RPS" "${SUMMARY[@]}" <<'PY'
+python3 - "$SIM_RPS" "$H2LOAD_US" "${SUMMARY[@]}" <<'PY'
 import re, sys
-ceiling = float(sys.argv[1])
-for line in sys.argv[2:]:
+ceiling, h2load = float(sys.argv[1]), float(sys.argv[2])
+for line in sys.argv[3:]:
     transport, rps = line.split()[0], float(line.split()[1])
-    sender = float(re.search(r"apns-sender x2 (\d+)", line).group(1))
-    print("  %-8s %.1f%% of the simulator ceiling; senders %.0f us per delivery (goal: <= 25, stack <= 70, >= 28000/s)"
-          % (transport, 100.0 * rps / ceiling, sender))
+    sender = float(re.search(r"apns-sender x2 ([\d.]+)", line).group(1))
+    print("  %-8s %.1f%% of the simulator ceiling; senders %.1f us per delivery, %.2fx h2load's CPU per request (goal: <= 25, stack <= 70, >= 28000/s)"
+          % (transport, 100.0 * rps / ceiling, sender, sender / h2load))
 PY
 if [ -n "${BK_PUSH_POLICY:-}" ]; then
   python3 - "${SUMMARY[-2]}" "${SUMMARY[-1]}" "$REQUESTS_PLAIN" "$REQUESTS_POLICY" "$DEVICES" <<'PY'

@@ -22,19 +22,14 @@ extension APNsClient {
     /// One attempt of each request with `token` (the batch's team is the token's).
     func send(batch requests: [APNsRequest], token: ProviderToken) async -> [APNsResponse] {
         guard !requests.isEmpty else { return [] }
-        // The ledger's copy of each request's headers: as sent, the JWT redacted.
-        var ledgerHeaders: [HTTPHeaders] = []
-        ledgerHeaders.reserveCapacity(requests.count)
-        var shared: SharedHeaders?
-        for request in requests {
-            if shared?.matches(request) != true { shared = SharedHeaders(request, token: token) }
-            ledgerHeaders.append(shared!.redacted(for: request))
-        }
         let sentAt = Date()
         let start = ContinuousClock.now
         let results = await transport.send(requests, token: token, team: token.teamId)
         var responses: [APNsResponse] = []
         responses.reserveCapacity(requests.count)
+        // The ledger's copy of each request's headers: as sent, the JWT redacted (made here, as
+        // each response is, not kept in an array of their own while the batch is out).
+        var shared: SharedHeaders?
         for (index, item) in results.enumerated() {
             let latency = item.finishedAt - start
             var response: APNsResponse
@@ -46,8 +41,10 @@ extension APNsClient {
                 response.openedConnection = item.openedConnection
             }
             response.sentAt = sentAt
-            response.requestHeaders = ledgerHeaders[index]
-            response.payload = requests[index].payload
+            let request = requests[index]
+            if shared?.matches(request) != true { shared = SharedHeaders(request, token: token) }
+            response.requestHeaders = shared!.redacted(for: request)
+            response.payload = request.payload
             response.tokenIssuedAt = token.issuedAt
             responses.append(response)
         }

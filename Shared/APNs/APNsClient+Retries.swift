@@ -50,14 +50,20 @@ extension APNsClient {
         var requests = requests
         for index in requests.indices where requests[index].apnsId == nil { requests[index].apnsId = UUID().uuidString }
         let first = await send(batch: requests, credentials: credentials)
-        var results: [APNsDeliveryResult?] = Array(repeating: nil, count: requests.count)
+        // In order; a request to be sent again holds a placeholder (no attempts) until its
+        // result is in.
+        var results: [APNsDeliveryResult] = []
+        results.reserveCapacity(requests.count)
         var again: [(index: Int, response: APNsResponse, outcome: APNsOutcome)] = []
         for (index, response) in first.enumerated() {
-            let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom())
+            // The random unit only for an answer that waits a backoff: drawing it for every
+            // accepted push cost a getrandom system call per delivery.
+            let outcome = APNsOutcome.classify(response, attempt: 1, policy: policy, unit: unitRandom)
             switch outcome {
             case .delivered, .invalidToken, .failed:
-                results[index] = APNsDeliveryResult(attempts: [response], outcome: outcome)
+                results.append(APNsDeliveryResult(attempts: [response], outcome: outcome))
             case .retry, .renewTokenAndRetry:
+                results.append(APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)))
                 again.append((index, response, outcome))
             }
         }
@@ -83,7 +89,7 @@ extension APNsClient {
                 for await (index, result) in group { results[index] = result }
             }
         }
-        return results.map { $0 ?? APNsDeliveryResult(attempts: [], outcome: .failed(reason: nil)) }
+        return results
     }
 
     /// Sends `request` after its earlier `attempts` (whose last one asked for another) until an
@@ -97,7 +103,7 @@ extension APNsClient {
         while true {
             let response = await send(request, credentials: credentials)
             attempts.append(response)
-            let outcome = APNsOutcome.classify(response, attempt: attempts.count, policy: policy, unit: unitRandom())
+            let outcome = APNsOutcome.classify(response, attempt: attempts.count, policy: policy, unit: unitRandom)
             await onAttempt(response, outcome)
             if let result = await afterAttempt(
                 response, outcome, attempts: attempts, credentials: credentials, sleep: sleep)

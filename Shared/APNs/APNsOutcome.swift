@@ -81,6 +81,16 @@ public enum APNsOutcome: Sendable, Hashable {
             .honouring(response.retryAfter, policy: policy)
     }
 
+    /// As above with the random unit drawn only when the answer is retryable (a sender's hot
+    /// path: most answers are final and need no backoff).
+    public static func classify(
+        _ response: APNsResponse, attempt: Int, policy: RetryPolicy, unit: () -> Double
+    ) -> APNsOutcome {
+        classify(response.disposition, attempt: attempt, policy: policy) {
+            policy.delay(afterAttempt: attempt, unit: unit())
+        }.honouring(response.retryAfter, policy: policy)
+    }
+
     /// A retry waits at least `retryAfter` (capped at `policy.maxDelay`, so one answer cannot
     /// park a delivery for longer than the policy's longest backoff).
     func honouring(_ retryAfter: Duration?, policy: RetryPolicy) -> APNsOutcome {

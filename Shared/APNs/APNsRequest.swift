@@ -62,8 +62,19 @@ public struct APNsRequest: Sendable, Hashable {
             collapseId: messageId, payload: payload.encode())
     }
 
-    /// `/3/device/<token>`.
-    public var path: String { "/3/device/\(deviceToken)" }
+    /// `/3/device/<token>`, written straight into its string (one per push).
+    public var path: String {
+        let prefix = Self.pathPrefix
+        var token = deviceToken
+        return token.withUTF8 { token in
+            String(unsafeUninitializedCapacity: prefix.count + token.count) { out in
+                let middle = out.initialize(fromContentsOf: prefix)
+                return middle + UnsafeMutableBufferPointer(rebasing: out[middle...]).initialize(fromContentsOf: token)
+            }
+        }
+    }
+
+    private static let pathPrefix = Array("/3/device/".utf8)
 
     /// The headers in the order they are sent: `authorization` (when given), `apns-push-type`,
     /// `apns-topic`, then `apns-priority`, `apns-expiration`, `apns-collapse-id`, `apns-id` when set.

@@ -58,6 +58,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.contains { Self.equalNames($0.name, name) }
     }
 
+    /// Makes room for `count` fields in all (a list filled field by field, such as a response's).
+    public mutating func reserveCapacity(_ count: Int) { fields.reserveCapacity(count) }
+
     /// Appends a field, keeping any earlier field of the same name.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
@@ -95,6 +98,16 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         let x = a.utf8
         let y = b.utf8
         guard x.count == y.count else { return false }
+        // Over the bytes in place when both have them (native and small strings do): the generic
+        // pairing of two UTF-8 views cost more than the lookups it served.
+        let fast = x.withContiguousStorageIfAvailable { p in
+            y.withContiguousStorageIfAvailable { q in equalNames(p, q) }
+        }
+        if let fast, let equal = fast { return equal }
+        return equalNames(x, y)
+    }
+
+    private static func equalNames(_ x: some Sequence<UInt8>, _ y: some Sequence<UInt8>) -> Bool {
         for (p, q) in zip(x, y) where p != q {
             // ASCII letters differ by 0x20 between cases; header names are ASCII tokens.
             guard p | 0x20 == q | 0x20, (p | 0x20) >= 0x61, (p | 0x20) <= 0x7A else { return false }

@@ -7,22 +7,40 @@ import BuzzKitCore
 /// request (a device path, an id) would only churn the connection's dynamic table. Every other
 /// field is indexed, so a long value repeated on a connection (a JWT) costs a byte or two after
 /// its first request.
+///
+/// The fields are kept as one run of bytes (names and values back to back) and a table of where
+/// each lies: submitting a request copies the whole block into the loop's scratch space at once,
+/// instead of one copy and two reference counts per field.
 public final class HTTP2HeaderBlock: Sendable {
-    /// One field, lower-case name, as bytes.
+    /// Where one field lies in `bytes`, lower-case name then value.
     struct Field: Sendable {
-        var name: [UInt8]
-        var value: [UInt8]
+        var nameOffset: Int
+        var nameLength: Int
+        var valueOffset: Int
+        var valueLength: Int
         var neverIndexed: Bool
     }
 
+    let bytes: [UInt8]
     let fields: [Field]
 
     public init(_ headers: HTTPHeaders, neverIndexed: Set<String> = []) {
-        fields = headers.map { field in
+        var bytes: [UInt8] = []
+        var fields: [Field] = []
+        fields.reserveCapacity(headers.count)
+        for field in headers {
             let name = field.name.lowercased()
-            return Field(
-                name: Array(name.utf8), value: Array(field.value.utf8), neverIndexed: neverIndexed.contains(name))
+            let nameOffset = bytes.count
+            bytes.append(contentsOf: name.utf8)
+            let valueOffset = bytes.count
+            bytes.append(contentsOf: field.value.utf8)
+            fields.append(
+                Field(
+                    nameOffset: nameOffset, nameLength: valueOffset - nameOffset, valueOffset: valueOffset,
+                    valueLength: bytes.count - valueOffset, neverIndexed: neverIndexed.contains(name)))
         }
+        self.bytes = bytes
+        self.fields = fields
     }
 
     /// No fields.

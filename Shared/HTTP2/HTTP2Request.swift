@@ -4,14 +4,17 @@ import BuzzKitCore
 ///
 /// `:scheme` and `:authority` come from the client's origin. The fields go out in this order:
 /// `headers` (shared by many requests, indexed in HPACK unless marked otherwise), then
-/// `uniqueHeaders` (this request's own values, never indexed: they would only churn the
-/// connection's dynamic table), then `trailingHeaders` (shared again, indexed). Names must be
-/// lower-case. The path is sent never-indexed too.
+/// `uniqueField` and `uniqueHeaders` (this request's own values, never indexed: they would only
+/// churn the connection's dynamic table), then `trailingHeaders` (shared again, indexed). Names
+/// must be lower-case. The path is sent never-indexed too.
 public struct HTTP2Request: Sendable {
     public var method: Method
     /// The path with its query, e.g. `/3/device/<token>`.
     public var path: String
     public var headers: HTTP2HeaderBlock
+    /// One field of the request's own that needs no list of its own (APNs: each push's
+    /// `apns-id`; a list per request was one allocation more per push).
+    public var uniqueField: HTTPHeaders.Field?
     public var uniqueHeaders: HTTPHeaders
     public var trailingHeaders: HTTP2HeaderBlock
     public var body: [UInt8]
@@ -22,12 +25,13 @@ public struct HTTP2Request: Sendable {
     }
 
     public init(
-        method: Method = .POST, path: String, headers: HTTP2HeaderBlock = .empty,
+        method: Method = .POST, path: String, headers: HTTP2HeaderBlock = .empty, uniqueField: HTTPHeaders.Field? = nil,
         uniqueHeaders: HTTPHeaders = HTTPHeaders(), trailingHeaders: HTTP2HeaderBlock = .empty, body: [UInt8] = []
     ) {
         self.method = method
         self.path = path
         self.headers = headers
+        self.uniqueField = uniqueField
         self.uniqueHeaders = uniqueHeaders
         self.trailingHeaders = trailingHeaders
         self.body = body

@@ -28,12 +28,15 @@ struct AttemptLog {
 
     init(deliveryId: String) {
         self.deliveryId = deliveryId
-        json.raw("[")
+        json.raw("[]")
     }
 
+    /// Each attempt goes in before the closing bracket, so `bytes` is the writer's own array (no
+    /// copy per delivery).
     mutating func append(
         payload: UUID, sentAt: Date, status: Int, reason: String?, apnsId: String?, latency: Int, error: String?
     ) {
+        json.removeLast()
         if count > 0 { json.raw(",") }
         count += 1
         if firstPayload == nil { firstPayload = payload }
@@ -62,10 +65,10 @@ struct AttemptLog {
             json.rawBytes(payload.lowercasedText.utf8)
             json.raw("\"")
         }
-        json.raw("}")
+        json.raw("}]")
     }
 
-    var bytes: [UInt8] { json.bytes + [UInt8(ascii: "]")] }
+    var bytes: [UInt8] { json.bytes }
 }
 
 /// The distinct requests of a record (one per message, normally), for `delivery_payloads`: the
@@ -75,19 +78,23 @@ struct RequestRows {
     var ids = PostgresArrayText(), messages = PostgresArrayText()
     var payloads = PostgresArrayText(), headerTexts = PostgresArrayText(capacity: 512)
     private var added = Set<UUID>()
-    private var last: (message: UUID, payload: [UInt8], headers: [UInt8], id: UUID)?
+    private var last: (message: UUID, payload: [UInt8], headers: [UInt8], sent: HTTPHeaders, id: UUID)?
     private var writer = LedgerHeaders()
 
     /// The id of this request, adding it to the rows the first time. Consecutive attempts of
-    /// one message's request (a fan-out chunk) are recognised by comparing with the last one;
-    /// otherwise the id is the digest of the request (no hashing of the bytes into a table).
+    /// one message's request (a fan-out chunk) are recognised by comparing with the last one's
+    /// headers as sent, field by field with the `apns-id` values skipped (the template's
+    /// placeholder), so no template is written for them; otherwise the id is the digest of the
+    /// request (no hashing of the bytes into a table).
     mutating func id(message: UUID, payload: [UInt8], headers: HTTPHeaders) -> UUID {
+        if let last, last.message == message, last.payload == payload, Self.sameTemplate(headers, last.sent) {
+            return last.id
+        }
         let template = writer.template(headers)
-        if let last, last.message == message, last.payload == payload, last.headers == template { return last.id }
         var name = Array("payload:\(message.lowercasedText):".utf8)
         name += Hex.string(Digest.sha256(payload + [0x0A] + template)).utf8
         let id = UUID.nameBased(String(decoding: name, as: UTF8.self))
-        last = (message, payload, template, id)
+        last = (message, payload, template, headers, id)
         if added.insert(id).inserted {
             ids.append(id)
             messages.append(message)
@@ -95,5 +102,16 @@ struct RequestRows {
             headerTexts.append(utf8: template)
         }
         return id
+    }
+
+    /// Whether two header lists give the same template (`LedgerHeaders`, which writes names and
+    /// values escaped, one to one, and `{apns-id}` for the value of `apns-id`): the same names in
+    /// the same order and the same values, except `apns-id`'s.
+    static func sameTemplate(_ a: HTTPHeaders, _ b: HTTPHeaders) -> Bool {
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a.fields, b.fields) {
+            guard x.name == y.name, x.name == "apns-id" || x.value == y.value else { return false }
+        }
+        return true
     }
 }

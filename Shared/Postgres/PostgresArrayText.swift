@@ -32,7 +32,7 @@ public struct PostgresArrayText {
 
     public mutating func append(_ value: Int) {
         separate()
-        bytes.append(contentsOf: String(value).utf8)
+        DecimalText.append(Int64(value), to: &bytes)
     }
 
     public mutating func append(_ value: Int?) {

@@ -61,6 +61,7 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         }
         conn = connection
         preparedStatements.removeAll()
+        recentStatements.removeAll()
         needsCleanup.store(false, ordering: .relaxed)
     }
 
@@ -68,6 +69,7 @@ final class PostgresConnectionHandle: @unchecked Sendable {
         if let conn { PQfinish(conn) }
         conn = nil
         preparedStatements.removeAll()
+        recentStatements.removeAll()
     }
 
     // MARK: - Prepared statements
@@ -80,10 +82,37 @@ final class PostgresConnectionHandle: @unchecked Sendable {
     static let maxPreparedStatements = 512
     private var preparedStatements: [String: String] = [:]
     private var nextStatementNumber = 0
+    /// The statements last looked up, by where their SQL text lies: a service's statements are
+    /// constants, so the same text comes back in the same storage, found without hashing it (a
+    /// ledger statement is several kB) and confirmed by `==`, which for the same storage is a
+    /// pointer comparison. A text in other storage with the same address and length (freed and
+    /// reused) is compared in full and, if it differs, looked up by its text.
+    private var recentStatements: [RecentKey: (sql: String, types: [Oid], name: String)] = [:]
+
+    private struct RecentKey: Hashable {
+        var address: UInt
+        var count: Int
+    }
 
     /// The name of the prepared statement for `sql`, preparing it on first use; nil when the
     /// cache is full. A statement that cannot be prepared throws its error, as running it would.
     private func preparedStatement(_ conn: OpaquePointer, _ sql: String, _ types: [Oid]) throws -> String? {
+        let recentKey = sql.utf8.withContiguousStorageIfAvailable {
+            RecentKey(address: UInt(bitPattern: $0.baseAddress), count: $0.count)
+        }
+        if let recentKey, let recent = recentStatements[recentKey], recent.types == types, recent.sql == sql {
+            return recent.name
+        }
+        guard let name = try preparedStatement(byText: conn, sql, types) else { return nil }
+        if let recentKey {
+            if recentStatements.count >= 64 { recentStatements.removeAll() }
+            recentStatements[recentKey] = (sql, types, name)
+        }
+        return name
+    }
+
+    /// `preparedStatement` by the statement's text and types.
+    private func preparedStatement(byText conn: OpaquePointer, _ sql: String, _ types: [Oid]) throws -> String? {
         let key = types.map { String($0) }.joined(separator: ",") + "\u{0}" + sql
         if let name = preparedStatements[key] { return name }
         guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
@@ -99,7 +128,10 @@ final class PostgresConnectionHandle: @unchecked Sendable {
     /// Forgets prepared statements the server no longer accepts (a schema change altered a
     /// result type, or the statement is gone): the next use prepares them again.
     private func forgetPreparedStatements(after error: PostgresError) {
-        if error.code.rawValue == "0A000" || error.code.rawValue == "26000" { preparedStatements.removeAll() }
+        if error.code.rawValue == "0A000" || error.code.rawValue == "26000" {
+            preparedStatements.removeAll()
+            recentStatements.removeAll()
+        }
     }
 
     var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }

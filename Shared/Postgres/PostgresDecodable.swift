@@ -171,12 +171,33 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
 extension Array: PostgresDecodable where Element: PostgresDecodable {
     /// Reads a one-dimensional array (`{a,"b c",NULL}`); NULL elements need an optional `Element`.
     public static func decode(from cell: PostgresCell) throws -> [Element] {
-        guard let elements = PostgresArrayLiteral.parse(try cell.require([Element].self)) else {
-            throw PostgresDecodingError.typeMismatch([Element].self)
+        // The element types a chunk's claim reads, decoded in code specialized for them: the
+        // generic loop looked up `[Element]`'s metadata for every element it appended.
+        if Element.self == String.self { return unsafeBitCast(try decodeStrings(cell), to: [Element].self) }
+        if Element.self == UUID.self { return unsafeBitCast(try decodeUUIDs(cell), to: [Element].self) }
+        var elements: [Element] = []
+        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([Element].self)) { element in
+            elements.append(try Element.decode(from: PostgresCell(bytes: element, typeOID: 0)))
         }
-        return try elements.map { element in
-            guard let element else { return try Element.decode(from: PostgresCell(bytes: nil, typeOID: 0)) }
-            return try element.withUnsafeBytes { try Element.decode(from: PostgresCell(bytes: $0, typeOID: 0)) }
+        guard parsed else { throw PostgresDecodingError.typeMismatch([Element].self) }
+        return elements
+    }
+
+    private static func decodeStrings(_ cell: PostgresCell) throws -> [String] {
+        var elements: [String] = []
+        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([String].self)) { element in
+            elements.append(try String.decode(from: PostgresCell(bytes: element, typeOID: 0)))
         }
+        guard parsed else { throw PostgresDecodingError.typeMismatch([String].self) }
+        return elements
+    }
+
+    private static func decodeUUIDs(_ cell: PostgresCell) throws -> [UUID] {
+        var elements: [UUID] = []
+        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([UUID].self)) { element in
+            elements.append(try UUID.decode(from: PostgresCell(bytes: element, typeOID: 0)))
+        }
+        guard parsed else { throw PostgresDecodingError.typeMismatch([UUID].self) }
+        return elements
     }
 }

@@ -16,6 +16,9 @@ public struct JSONWriter: Sendable {
     /// Empties the writer and keeps its storage, for writing many small documents in a row.
     public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
+    /// Drops the last byte written (a closing bracket to write past, say).
+    public mutating func removeLast() { bytes.removeLast() }
+
     public mutating func raw(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
@@ -59,7 +62,13 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    public mutating func int(_ i: some BinaryInteger) { bytes.append(contentsOf: String(i).utf8) }
+    public mutating func int(_ i: some BinaryInteger) {
+        if let value = Int64(exactly: i) {
+            DecimalText.append(value, to: &bytes)
+        } else {
+            bytes.append(contentsOf: String(i).utf8)
+        }
+    }
 
     public mutating func double(_ d: Double) {
         if d.isFinite {

@@ -6,6 +6,14 @@ extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form, in either case (what
     /// `UUID(uuidString:)` accepts); nil for anything else.
     public init?(uuidText bytes: some Collection<UInt8>) {
+        // Bytes in place (arrays, strings, a query result's cell): one fixed-layout pass. Called
+        // from other modules, this generic initializer is not specialized there, and the loop
+        // below then pays a witness call per byte.
+        if let parsed = bytes.withContiguousStorageIfAvailable({ Self.parse(contiguous: $0) }) {
+            guard let parsed else { return nil }
+            self = parsed
+            return
+        }
         guard bytes.count == 36 else { return nil }
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
@@ -33,6 +41,28 @@ extension UUID {
         self.init(uuid: raw)
     }
 
+    /// The 36 bytes of `8-4-4-4-12`, hex digits in either case.
+    private static func parse(contiguous text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        let dash = UInt8(ascii: "-")
+        guard text.count == 36, text[8] == dash, text[13] == dash, text[18] == dash, text[23] == dash else {
+            return nil
+        }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
+            var position = 0
+            for index in 0..<16 {
+                if position == 8 || position == 13 || position == 18 || position == 23 { position += 1 }
+                guard let high = Hex.value(of: text[position]), let low = Hex.value(of: text[position + 1]) else {
+                    return false
+                }
+                out[index] = high << 4 | low
+                position += 2
+            }
+            return true
+        }
+        return parsed ? UUID(uuid: raw) : nil
+    }
+
     /// Parses the text form (`init?(uuidText:)` on its UTF-8 bytes).
     public init?(uuidText text: String) {
         var text = text
@@ -57,18 +87,23 @@ extension UUID {
         }
     }
 
-    /// Writes the 36 bytes of the text form at the start of `out`.
+    /// Writes the 36 bytes of the text form at the start of `out`: two digits per byte from a
+    /// table, a dash before bytes 4, 6, 8 and 10 (ids are written several times per delivery).
     private func writeLowercasedText(into out: UnsafeMutableBufferPointer<UInt8>) {
-        withUnsafeBytes(of: uuid) { raw in
-            var position = 0
-            for (index, byte) in raw.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 {
-                    out[position] = UInt8(ascii: "-")
-                    position += 1
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            withUnsafeBytes(of: uuid) { raw in
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    let byte = raw[index]
+                    out[position] = hex[Int(byte >> 4)]
+                    out[position + 1] = hex[Int(byte & 0x0F)]
+                    position += 2
                 }
-                out[position] = Hex.digit(byte >> 4)
-                out[position + 1] = Hex.digit(byte)
-                position += 2
             }
         }
     }

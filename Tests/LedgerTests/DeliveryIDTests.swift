@@ -17,7 +17,7 @@ struct DeliveryIDTests {
         _ = try await Migrator(client: postgres, logger: .silent()).migrate()
         let cases: [(UUID, String)] = [
             (UUID(), String(repeating: "ab", count: 32)), (UUID(), "0"), (UUID(), String(repeating: "f", count: 200)),
-            (UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, "a1")
+            (UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, "a1"), (UUID(), "tökén ✓")
         ]
         for (message, token) in cases {
             let sql = try await postgres.query("SELECT bk_delivery_id($1::uuid, $2)::text", [message, token])[0]

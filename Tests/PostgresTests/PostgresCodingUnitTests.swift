@@ -43,6 +43,11 @@ struct PostgresCodingUnitTests {
             try Self.decode(#"{a,"b c",NULL,"NULL","q\"x","\\"}"#, as: [String?].self) == [
                 "a", "b c", nil, "NULL", "q\"x", "\\"
             ])
+        #expect(
+            try Self.decode(#"{ a , "b" ,c\,d,null,Null, "e\\f"}"#, as: [String?].self) == [
+                "a", "b", "c,d", nil, nil, "e\\f"
+            ])
+        #expect(try Self.decode(#"{x\ y\ ,"",z}"#, as: [String?].self) == ["x y", "", "z"])
         #expect(try Self.decode("{}", as: [Int].self) == [])
         #expect(try Self.decode("{1,-2,3}", as: [Int64].self) == [1, -2, 3])
         #expect(throws: PostgresDecodingError.self) { try Self.decode("{{1,2},{3,4}}", as: [Int].self) }

@@ -72,7 +72,10 @@ struct DeliverySender: Sendable {
     ) async throws {
         let tenant = try await credentials.get(chunk.tenantId)
         var prepared: [UUID: Prepared] = [:]
-        for device in chunk.devices where prepared[device.messageId] == nil {
+        var last: UUID?
+        for device in chunk.devices where device.messageId != last {
+            last = device.messageId
+            guard prepared[device.messageId] == nil else { continue }
             if let message = known[device.messageId] {
                 prepared[device.messageId] = Prepared(tenant: tenant, message: message)
             } else {
@@ -82,31 +85,41 @@ struct DeliverySender: Sendable {
         }
         let sendStarted = ContinuousClock.now
         let now = Date()
-        let verdicts = try await decidePolicy(chunk, prepared, now: now)
+        let plan = ChunkPlan(chunk.devices, prepared, now: now)
+        let verdicts = try await decidePolicy(chunk, plan)
+        // Looked up per device only when some verdict holds a push back (a chunk the policy lets
+        // through whole, the usual case, costs no hashing per device).
+        let suppressing = verdicts.values.contains { $0.suppressed != nil }
         var outcomes: [DeliveryOutcome] = []
         outcomes.reserveCapacity(chunk.devices.count)
-        // Rounds: a device's n-th push of this chunk goes in round n.
-        var rounds: [[(ChunkDevice, APNsRequest)]] = []
-        var earlier: [String: Int] = [:]
-        for device in chunk.devices {
-            guard let state = prepared[device.messageId] else { continue }
-            if let ended = Self.endedUnsent(device, state, now: now) {
+        // Rounds: a device's n-th push of this chunk goes in round n (positions in the chunk).
+        var rounds: [[Int]] = []
+        var tokens = Set<String>(minimumCapacity: chunk.devices.count)
+        var repeated: [String: Int] = [:]
+        for (position, device) in chunk.devices.enumerated() {
+            guard let messagePlan = plan.forDevice(position) else { continue }
+            if var ended = messagePlan.unsent {
+                ended.device = device
                 outcomes.append(ended)
                 continue
             }
-            guard let message = state.message else { continue }
-            let decided = message.decided ?? verdicts[Self.candidate(device, message)]?.suppressed
+            guard messagePlan.message != nil else { continue }
+            let decided =
+                messagePlan.decided ?? (suppressing ? verdicts[messagePlan.candidate(device)]?.suppressed : nil)
             if let reason = decided {
                 outcomes.append(DeliveryOutcome(device: device, suppressed: reason))
                 continue
             }
-            let round = earlier[device.token, default: 0]
-            earlier[device.token] = round + 1
+            var round = 0
+            if !tokens.insert(device.token).inserted {
+                round = repeated[device.token, default: 1]
+                repeated[device.token] = round + 1
+            }
             if round == rounds.count { rounds.append([]) }
-            rounds[round].append((device, message.template))
+            rounds[round].append(position)
         }
         if let apns = tenant.credentials {
-            for round in rounds { outcomes += await send(round, credentials: apns) }
+            for round in rounds { await send(round, of: chunk.devices, plan, credentials: apns, into: &outcomes) }
         }
         if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
         let recording = ContinuousClock.now
@@ -125,22 +138,17 @@ struct DeliverySender: Sendable {
 
     /// The policy's verdicts for the chunk's pushes that would go out (ONE statement, counting
     /// what it lets through against the caps); none asked when nothing is to be sent.
-    private func decidePolicy(_ chunk: ClaimedChunk, _ prepared: [UUID: Prepared], now: Date) async throws
+    private func decidePolicy(_ chunk: ClaimedChunk, _ plan: ChunkPlan) async throws
         -> [PolicyCandidate: PolicyVerdict]
     {
         var candidates: [PolicyCandidate] = []
-        for device in chunk.devices {
-            guard let state = prepared[device.messageId], Self.endedUnsent(device, state, now: now) == nil,
-                let message = state.message, message.governedByPolicy
+        for (position, device) in chunk.devices.enumerated() {
+            guard let messagePlan = plan.forDevice(position), messagePlan.unsent == nil, messagePlan.governedByPolicy
             else { continue }
-            candidates.append(Self.candidate(device, message))
+            candidates.append(messagePlan.candidate(device))
         }
         guard !candidates.isEmpty else { return [:] }
-        return try await policy.decide(candidates, tenant: chunk.tenantId, now: now)
-    }
-
-    static func candidate(_ device: ChunkDevice, _ message: PreparedMessage) -> PolicyCandidate {
-        PolicyCandidate(messageId: device.messageId, subscriberId: device.subscriberId, category: message.category)
+        return try await policy.decide(candidates, tenant: chunk.tenantId, now: plan.now)
     }
 
     /// The completion test after a fan-out chunk's commit. The chunk is recorded whatever happens
@@ -189,13 +197,25 @@ struct DeliverySender: Sendable {
 
     /// One batch per environment (a chunk is almost always one): the first attempts go out
     /// together through the (team, environment) client, retries per delivery (`RetryPolicy`).
-    /// Each device is sent its message's request `template` with its own token and apns-id.
-    private func send(_ items: [(ChunkDevice, APNsRequest)], credentials: APNsCredentials) async -> [DeliveryOutcome] {
-        var byEnvironment: [APNsEnvironment: [(ChunkDevice, APNsRequest)]] = [:]
-        for item in items { byEnvironment[item.0.apnsEnvironment, default: []].append(item) }
-        var outcomes: [DeliveryOutcome] = []
-        outcomes.reserveCapacity(items.count)
-        for (environment, batch) in byEnvironment.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+    /// Each device (a position in `devices`) is sent its message's request template with its own
+    /// token and apns-id. The outcomes are appended to `outcomes`.
+    private func send(
+        _ positions: [Int], of devices: [ChunkDevice], _ plan: ChunkPlan, credentials: APNsCredentials,
+        into outcomes: inout [DeliveryOutcome]
+    ) async {
+        // Environments in name order, each with its devices in chunk order (a short list: there
+        // are two environments).
+        var byEnvironment: [(environment: APNsEnvironment, positions: [Int])] = []
+        for position in positions {
+            let environment = devices[position].apnsEnvironment
+            if let index = byEnvironment.firstIndex(where: { $0.environment == environment }) {
+                byEnvironment[index].positions.append(position)
+            } else {
+                byEnvironment.append((environment, [position]))
+            }
+        }
+        byEnvironment.sort { $0.environment.rawValue < $1.environment.rawValue }
+        for (environment, batch) in byEnvironment {
             let client: APNsClient
             do {
                 client = try clients.client(team: credentials.teamId, environment: environment)
@@ -203,23 +223,26 @@ struct DeliverySender: Sendable {
                 logger.error("apns client could not be made", metadata: ["error": "\(error)"])
                 outcomes += batch.map {
                     DeliveryOutcome(
-                        device: $0.0, status: .failed, lastReason: "\(error)", errorCode: .apnsClientUnavailable)
+                        device: devices[$0], status: .failed, lastReason: "\(error)", errorCode: .apnsClientUnavailable)
                 }
                 continue
             }
-            let requests = batch.map { device, template in
-                var request = template
+            var requests: [APNsRequest] = []
+            requests.reserveCapacity(batch.count)
+            for position in batch {
+                let device = devices[position]
+                // Every device of a round has its message (`ChunkPlan.forDevice`).
+                var request = plan.forDevice(position)!.message!.template
                 request.deviceToken = device.token
                 request.apnsId = device.deliveryId
-                return request
+                requests.append(request)
             }
             let results = await client.sendWithRetries(
                 batch: requests, credentials: credentials, policy: configuration.retryPolicy)
-            for ((device, _), result) in zip(batch, results) {
-                outcomes.append(DeliveryOutcome(device: device, result: result))
+            for (position, result) in zip(batch, results) {
+                outcomes.append(DeliveryOutcome(device: devices[position], result: result))
             }
         }
-        return outcomes
     }
 
     // MARK: - Take-over of a stopped replica's chunks

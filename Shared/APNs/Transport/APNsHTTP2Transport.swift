@@ -73,11 +73,10 @@ final class APNsHTTP2Transport: APNsTransport {
                     HTTP2HeaderBlock(["accept": "*/*", "content-length": String(request.payload.count)])
                 )
             }
-            var unique = HTTPHeaders()
-            if let apnsId = request.apnsId { unique.add(name: "apns-id", value: apnsId) }
             wire.append(
                 HTTP2Request(
-                    method: .POST, path: request.path, headers: shared, uniqueHeaders: unique,
+                    method: .POST, path: request.path, headers: shared,
+                    uniqueField: request.apnsId.map { HTTPHeaders.Field(name: "apns-id", value: $0) },
                     trailingHeaders: trailing.block, body: request.payload))
         }
         let results = await client.execute(batch: wire)

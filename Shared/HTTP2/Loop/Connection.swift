@@ -243,25 +243,23 @@ final class Connection {
     /// Opens a stream for `context`; false when nghttp2 refused it.
     func submit(_ context: StreamContext) -> Bool {
         guard let session else { return false }
-        let request = context.request
+        // The request's fields are read where they lie (a copy of the whole request cost a
+        // reference count per field, for every stream).
         let scratch = loop.scratch
         scratch.reset()
-        scratch.add(HeaderScratch.method, request.method.rawValue, indexed: true)
+        scratch.add(HeaderScratch.method, context.request.method.rawValue, indexed: true)
         scratch.add(HeaderScratch.scheme, HeaderScratch.https, indexed: true)
         scratch.add(HeaderScratch.authority, channel.authority, indexed: true)
-        scratch.add(HeaderScratch.path, request.path, indexed: false)
-        for field in request.headers.fields {
-            scratch.add(field.name, field.value, indexed: !field.neverIndexed)
-        }
-        for field in request.uniqueHeaders {
+        scratch.add(HeaderScratch.path, context.request.path, indexed: false)
+        scratch.add(context.request.headers)
+        if let field = context.request.uniqueField { scratch.add(field.name, field.value, indexed: false) }
+        for field in context.request.uniqueHeaders {
             scratch.add(field.name, field.value, indexed: false)
         }
-        for field in request.trailingHeaders.fields {
-            scratch.add(field.name, field.value, indexed: !field.neverIndexed)
-        }
+        scratch.add(context.request.trailingHeaders)
         let user = Unmanaged.passUnretained(context).toOpaque()
         let streamID: Int32 = scratch.withHeaders { headers, count in
-            if request.body.isEmpty {
+            if context.request.body.isEmpty {
                 return nghttp2_submit_request(session, nil, headers, count, nil, user)
             }
             var provider = nghttp2_data_provider()

@@ -55,6 +55,19 @@ final class HeaderScratch {
         fields.append((nameOffset, name.utf8.count, valueOffset, value.utf8.count, Self.flags(indexed)))
     }
 
+    /// Every field of `block`, its bytes copied at once.
+    func add(_ block: HTTP2HeaderBlock) {
+        guard !block.fields.isEmpty else { return }
+        let base = append(block.bytes)
+        for field in block.fields {
+            fields.append(
+                (
+                    base + field.nameOffset, field.nameLength, base + field.valueOffset, field.valueLength,
+                    Self.flags(!field.neverIndexed)
+                ))
+        }
+    }
+
     /// Calls `body` with the fields as `nghttp2_nv`s (valid only during the call).
     func withHeaders<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         if fields.count > headerCapacity {

@@ -59,8 +59,11 @@ let http2OnHeader: nghttp2_on_header_callback = { session, frame, name, nameLeng
         if status >= 200 || context.status == 0 { context.status = status }
         if status < 200 { context.headers = HTTPHeaders() }  // an interim response: the final one follows
     } else {
+        // Room for APNs's answer fields (apns-id, apns-unique-id) at once, not grown by one.
+        if context.headers.isEmpty { context.headers.reserveCapacity(4) }
         context.headers.add(
-            name: String(decoding: nameBytes, as: UTF8.self), value: String(decoding: valueBytes, as: UTF8.self))
+            name: String(decoding: nameBytes, as: UTF8.self),
+            value: context.responseValue(name: nameBytes, value: valueBytes))
     }
     return 0
 }
@@ -117,14 +120,16 @@ let http2ReadRequestBody: nghttp2_data_source_read_callback = { session, streamI
         flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue)
         return 0
     }
-    let body = context.request.body
-    let count = min(length, body.count - context.bodyOffset)
+    // The body is read where it lies (no copy of the array per DATA frame).
+    let offset = context.bodyOffset
+    let total = context.request.body.count
+    let count = min(length, total - offset)
     if count > 0 {
-        body.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress! + context.bodyOffset, count: count)
+        context.request.body.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress! + offset, count: count)
         }
-        context.bodyOffset += count
+        context.bodyOffset = offset + count
     }
-    if context.bodyOffset >= body.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+    if context.bodyOffset >= total { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
     return count
 }

@@ -1,4 +1,5 @@
 import BuzzKitCore
+import Glibc
 
 /// One admitted request on the loop thread, from admission to its end: waiting for a stream, on
 /// a stream of a connection, then finished. Loop-confined, like everything under Loop/.
@@ -37,6 +38,30 @@ final class StreamContext {
         self.deadline = deadline
     }
 
+    /// A response field's value as text: the request's own string when the request sent the same
+    /// field with the same value as its `uniqueField` or among its `uniqueHeaders` (APNs echoes
+    /// each push's `apns-id`), so no string is made for it per response and comparing the two
+    /// later is an identity check.
+    func responseValue(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> String {
+        if let field = request.uniqueField, Self.equal(field.name, name), Self.equal(field.value, value) {
+            return field.value
+        }
+        for field in request.uniqueHeaders.fields where Self.equal(field.name, name) {
+            if Self.equal(field.value, value) { return field.value }
+        }
+        return String(decoding: value, as: UTF8.self)
+    }
+
+    /// Whether `text`'s UTF-8 bytes are `bytes` (one memcmp; a generic byte-by-byte comparison
+    /// of the two cost more than the string it saves).
+    private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let utf8 = text.utf8
+        guard utf8.count == bytes.count else { return false }
+        return utf8.withContiguousStorageIfAvailable { stored in
+            stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, stored.count) == 0
+        } ?? utf8.elementsEqual(bytes)
+    }
+
     /// Back to how it was admitted, for another stream.
     func resetForResend() {
         connection = nil
@@ -65,7 +90,14 @@ final class BatchSink {
     func complete(_ index: Int, _ result: HTTP2Result) {
         results[index] = result
         remaining -= 1
-        if remaining == 0 { reply.resume(returning: results.map { $0! }) }
+        guard remaining == 0 else { return }
+        // Moved out of their slots, not copied (every slot is filled by now).
+        let count = results.count
+        let finished = [HTTP2Result](unsafeUninitializedCapacity: count) { out, initialized in
+            for slot in 0..<count { (out.baseAddress! + slot).initialize(to: results[slot].take()!) }
+            initialized = count
+        }
+        reply.resume(returning: finished)
     }
 }
 
