@@ -20,12 +20,10 @@ public struct PostgresFlatArray: Sendable, PostgresDecodable {
     private static func end(_ stored: Int) -> Int { stored < 0 ? -stored - 1 : stored }
 
     public static func decode(from cell: PostgresCell) throws -> PostgresFlatArray {
-        guard let elements = PostgresArrayLiteral.parse(try cell.require(PostgresFlatArray.self)) else {
-            throw PostgresDecodingError.typeMismatch(PostgresFlatArray.self)
-        }
+        let literal = try cell.require(PostgresFlatArray.self)
         var flat = PostgresFlatArray()
-        flat.ends.reserveCapacity(elements.count)
-        for element in elements {
+        flat.bytes.reserveCapacity(literal.count)
+        let parsed = PostgresArrayLiteral.forEachElement(literal) { element in
             if let element {
                 flat.bytes.append(contentsOf: element)
                 flat.ends.append(flat.bytes.count)
@@ -33,6 +31,7 @@ public struct PostgresFlatArray: Sendable, PostgresDecodable {
                 flat.ends.append(-flat.bytes.count - 1)
             }
         }
+        guard parsed else { throw PostgresDecodingError.typeMismatch(PostgresFlatArray.self) }
         return flat
     }
 }
