@@ -173,31 +173,18 @@ extension Array: PostgresDecodable where Element: PostgresDecodable {
     public static func decode(from cell: PostgresCell) throws -> [Element] {
         // The element types a chunk's claim reads, decoded in code specialized for them: the
         // generic loop looked up `[Element]`'s metadata for every element it appended.
-        if Element.self == String.self { return unsafeBitCast(try decodeStrings(cell), to: [Element].self) }
-        if Element.self == UUID.self { return unsafeBitCast(try decodeUUIDs(cell), to: [Element].self) }
-        var elements: [Element] = []
-        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([Element].self)) { element in
-            elements.append(try Element.decode(from: PostgresCell(bytes: element, typeOID: 0)))
-        }
-        guard parsed else { throw PostgresDecodingError.typeMismatch([Element].self) }
-        return elements
+        if Element.self == String.self { return unsafeBitCast(try elements(cell, String.self), to: [Element].self) }
+        if Element.self == UUID.self { return unsafeBitCast(try elements(cell, UUID.self), to: [Element].self) }
+        return try elements(cell, Element.self)
     }
 
-    private static func decodeStrings(_ cell: PostgresCell) throws -> [String] {
-        var elements: [String] = []
-        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([String].self)) { element in
-            elements.append(try String.decode(from: PostgresCell(bytes: element, typeOID: 0)))
+    /// The elements of `cell` as `E`: called with a concrete type, specialized for it.
+    private static func elements<E: PostgresDecodable>(_ cell: PostgresCell, _ type: E.Type) throws -> [E] {
+        var elements: [E] = []
+        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([E].self)) { element in
+            elements.append(try E.decode(from: PostgresCell(bytes: element, typeOID: 0)))
         }
-        guard parsed else { throw PostgresDecodingError.typeMismatch([String].self) }
-        return elements
-    }
-
-    private static func decodeUUIDs(_ cell: PostgresCell) throws -> [UUID] {
-        var elements: [UUID] = []
-        let parsed = try PostgresArrayLiteral.forEachElement(try cell.require([UUID].self)) { element in
-            elements.append(try UUID.decode(from: PostgresCell(bytes: element, typeOID: 0)))
-        }
-        guard parsed else { throw PostgresDecodingError.typeMismatch([UUID].self) }
+        guard parsed else { throw PostgresDecodingError.typeMismatch([E].self) }
         return elements
     }
 }
