@@ -70,22 +70,14 @@ public struct ClaimedChunk: Sendable {
 /// primary key alone and every push of a delivery carries the same `apns-id`, whoever sends it.
 public enum DeliveryID {
     /// The lowercase text of `bk_delivery_id(message, token)`: `UUID.nameBased` of
-    /// `"<message>:<token>"`, with the name written straight into one byte buffer and the digest's
-    /// first 16 bytes taken in place (the claim makes one per device of every chunk: the string
-    /// interpolation and the intermediate arrays of the general `nameBased` were half its cost).
+    /// `"<message>:<token>"`, the name written straight into one byte buffer (the claim makes one
+    /// per device of every chunk: the string interpolation of the general form was half its cost).
     public static func make(message: UUID, token: String) -> String {
         var name: [UInt8] = []
         name.reserveCapacity(37 + token.utf8.count)
         message.appendLowercasedText(to: &name)
         name.append(UInt8(ascii: ":"))
         name.append(contentsOf: token.utf8)
-        let d = Digest.sha256(name)
-        // Version 8 and the RFC 9562 variant, as `UUID.nameBased` sets them.
-        return UUID(
-            uuid: (
-                d[0], d[1], d[2], d[3], d[4], d[5], (d[6] & 0x0F) | 0x80, d[7], (d[8] & 0x3F) | 0x80, d[9], d[10],
-                d[11], d[12], d[13], d[14], d[15]
-            )
-        ).lowercasedText
+        return UUID.nameBased(utf8: name).lowercasedText
     }
 }

@@ -6,39 +6,15 @@ extension UUID {
     /// Parses the 36-character `8-4-4-4-12` hexadecimal form, in either case (what
     /// `UUID(uuidString:)` accepts); nil for anything else.
     public init?(uuidText bytes: some Collection<UInt8>) {
-        // Bytes in place (arrays, strings, a query result's cell): one fixed-layout pass. Called
-        // from other modules, this generic initializer is not specialized there, and the loop
-        // below then pays a witness call per byte.
-        if let parsed = bytes.withContiguousStorageIfAvailable({ Self.parse(contiguous: $0) }) {
-            guard let parsed else { return nil }
-            self = parsed
-            return
-        }
-        guard bytes.count == 36 else { return nil }
-        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let parsed = withUnsafeMutableBytes(of: &raw) { out -> Bool in
-            var position = 0
-            var index = 0
-            var high: UInt8?
-            for byte in bytes {
-                defer { position += 1 }
-                if position == 8 || position == 13 || position == 18 || position == 23 {
-                    guard byte == UInt8(ascii: "-") else { return false }
-                    continue
-                }
-                guard let nibble = Hex.value(of: byte) else { return false }
-                if let first = high {
-                    out[index] = first << 4 | nibble
-                    index += 1
-                    high = nil
-                } else {
-                    high = nibble
-                }
-            }
-            return index == 16
-        }
-        guard parsed else { return nil }
-        self.init(uuid: raw)
+        // One fixed-layout pass over bytes in place (arrays, strings, a query result's cell);
+        // a collection without contiguous storage is copied first. Called from other modules,
+        // this generic initializer is not specialized there, and a loop over `bytes` itself
+        // would pay a witness call per byte.
+        let parsed =
+            bytes.withContiguousStorageIfAvailable { Self.parse(contiguous: $0) }
+            ?? Array(bytes).withUnsafeBufferPointer { Self.parse(contiguous: $0) }
+        guard let parsed else { return nil }
+        self = parsed
     }
 
     /// The 36 bytes of `8-4-4-4-12`, hex digits in either case.
