@@ -99,9 +99,9 @@ export BUZZKIT_WEBHOOKS_ALLOW_PRIVATE=true
 
 start_webhooks() {
   WH_PORT="$(bk_free_port)"
-  # Its sessions are named, so that their backends' CPU can be told from the send's (wh_pg_ticks).
+  # A service's Postgres sessions are named after its instance id (application_name), so that
+  # this replica's backends' CPU can be told from the send's (wh_pg_ticks).
   BUZZKIT_HTTP_PORT="$WH_PORT" BUZZKIT_INSTANCE_ID="bench-webhooks" BUZZKIT_DB_POOL_SIZE=4 \
-    BUZZKIT_DATABASE_URL="$BUZZKIT_DATABASE_URL?application_name=bench-webhooks" \
     "$BIN/webhooks" >"$WORK/webhooks.log" 2>&1 &
   WH_PID=$!
   PIDS+=("$WH_PID")

@@ -40,6 +40,11 @@ public struct WebhookDeliveryBatch: Sendable {
         "batch_delivery_ids", "batch_message_ids", "batch_subscriber_ids", "batch_device_tokens", "batch_environments"
     ]
 
+    /// `columns` as a select or insert list, each as `alias.column` when an alias is given.
+    public static func columnList(_ alias: String? = nil) -> String {
+        columns.map { column in alias.map { "\($0).\(column)" } ?? column }.joined(separator: ", ")
+    }
+
     /// The body's `data`; the same bytes for the same batch (every attempt signs the same body).
     /// One item per delivery id; an element that is NULL or missing (the producers' seam writes
     /// neither: the columns are NOT NULL in `deliveries`) is written as `null`, so a row edited by

@@ -174,7 +174,7 @@ public enum WebhookDeliveryStore {
             RETURNING m.endpoint_id, m.id, m.tenant_id, m.event_type, m.occurred_at, m.data::text, m.attempts, m.claim,
                       e.url, e.secret_sealed,
                       CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret_sealed END, due.lost_with,
-                      \(WebhookDeliveryBatch.columns.map { "m." + $0 }.joined(separator: ", "))
+                      \(WebhookDeliveryBatch.columnList("m"))
             """, [limit, replica, excluding, lease.milliseconds])
         return try rows.map { row in
             let occurredAt = try row.decode(Date.self, at: 4)
@@ -290,8 +290,8 @@ public enum WebhookDeliveryStore {
         return messages
     }
 
-    /// The batch's columns (`WebhookDeliveryBatch.columns`) as a select list.
-    static let batchColumns = WebhookDeliveryBatch.columns.joined(separator: ", ")
+    /// The batch's columns as a select list.
+    static let batchColumns = WebhookDeliveryBatch.columnList()
     static let noBatch = WebhookDeliveryBatch.columns.map { _ in "NULL" }.joined(separator: ", ")
     /// The stored size of a row's batch columns (NULL without a batch).
     static let batchSize = WebhookDeliveryBatch.columns.map { "pg_column_size(\($0))" }.joined(separator: " + ")

@@ -44,7 +44,7 @@ public enum WebhookOutbox {
     public static func insertBatchesSQL(_ source: WebhookBatchSource) -> String {
         let item = source.item
         return """
-            INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, \(WebhookDeliveryBatch.columns.joined(separator: ", ")))
+            INSERT INTO webhook_outbox (endpoint_id, tenant_id, event_id, event_type, occurred_at, \(WebhookDeliveryBatch.columnList()))
             SELECT bk_i.endpoint_id, bk_i.tenant_id,
                    bk_webhook_event_id(bk_i.event_type, min(bk_i.event_id::text) || ':' || count(*)), bk_i.event_type,
                    max(bk_i.occurred_at), array_agg(bk_i.delivery_id), array_agg(bk_i.message_id),

@@ -37,7 +37,7 @@ extension MigratedSchema {
     public func outbox(_ type: String? = nil) async throws -> [OutboxEvent] {
         try await postgres.query(
             """
-            SELECT event_type, event_id, occurred_at, data, \(WebhookDeliveryBatch.columns.joined(separator: ", "))
+            SELECT event_type, event_id, occurred_at, data, \(WebhookDeliveryBatch.columnList())
             FROM webhook_outbox WHERE $1::text IS NULL OR event_type = $1 ORDER BY seq
             """, [type]
         ).map { row in
