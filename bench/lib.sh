@@ -163,6 +163,27 @@ bench_h2load_ceiling() {
   rm -rf "$dir"
 }
 
+# bench_go_apns_ceiling SIMPORT KEY.pem KEY_ID TEAM_ID [PUSHES]: issue 29's raw Go client in the same
+# run: bench/baseline/apns_go (net/http's HTTP/2 client as Go's apns2 and gorush use it, one cached
+# provider token, every push to its own device token, 400 concurrent requests) against the running
+# simulator. Installs Debian's golang-go when missing; builds offline (the client needs only Go's
+# standard library). Prints "PUSHES_PER_SECOND CLIENT_US ACCEPTED": its rate, its own CPU (user +
+# system) per push in microseconds, and how many the simulator accepted.
+bench_go_apns_ceiling() {
+  local port="$1" key="$2" kid="$3" team="$4" pushes="${5:-200000}" jwt bin
+  if ! command -v go >/dev/null; then
+    [ "$(id -u)" = 0 ] || bk_die "go missing (apt-get install golang-go)"
+    bk_log "installing golang-go for the raw Go client baseline"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null \
+      || { apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }
+  fi
+  bin="$WORK/apnsgo"
+  (cd "$BK_ROOT/bench/baseline/apns_go" && GOCACHE="${TMPDIR:-/tmp}/bk-gocache" GOPATH="$WORK/gopath" \
+    GOPROXY=off GOFLAGS=-mod=mod go build -o "$bin" .) || bk_die "building the raw Go client failed"
+  jwt="$(bench_apns_jwt "$key" "$kid" "$team")"
+  timeout 180 "$bin" -url "https://127.0.0.1:$port" -jwt "$jwt" -topic com.example.bench -n "$pushes" -c 400
+}
+
 # bench_load_note: the machine's load average and how busy both cores were in the last second, for
 # the figures' context (other builds share this machine).
 bench_load_note() {

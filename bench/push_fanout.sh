@@ -6,7 +6,10 @@
 # "curl nghttp2": the former libcurl client, then the nghttp2 one; the replicas restart between
 # rounds, each round is a new message to the same topic), then the simulator's own ceiling with
 # h2load (4 connections x 100 streams) and h2load's CPU per request: what a C client on nghttp2
-# costs, the floor for ours.
+# costs, the floor for ours; then issue 29's raw Go client (bench/baseline/apns_go: net/http's
+# HTTP/2 as Go's apns2 and gorush use it, no ledger) against the same simulator, its rate and its and
+# the simulator's CPU per push: the stack's CPU per delivery and rate are printed against it
+# (BK_PUSH_NO_GO=1 skips it).
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
 # Also printed per round: WAL bytes per delivery, attempts that got no answer (by error), APNs
 # latency percentiles, abnormal connection ends the simulator saw, and each replica's stage times;
@@ -305,18 +308,33 @@ SQL
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process ($(bench_load_note))"
 read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)
+GO_RPS=0; GO_US=0; GO_SIM_US=0
+if [ -z "${BK_PUSH_NO_GO:-}" ]; then
+  bk_log "raw Go client: 200,000 pushes, 400 concurrent, same simulator process ($(bench_load_note))"
+  SIM_TICKS_BEFORE="$(bench_ticks "$SIM_PID")"
+  read -r GO_RPS GO_US GO_ACCEPTED < <(bench_go_apns_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1 200000)
+  GO_SIM_US="$(awk -v a="$SIM_TICKS_BEFORE" -v b="$(bench_ticks "$SIM_PID")" 'BEGIN { printf "%.1f", (b - a) * 10000 / 200000 }')"
+  [ "$GO_ACCEPTED" = 200000 ] || bk_log "raw Go client: only $GO_ACCEPTED of 200000 accepted"
+fi
 
 echo "push fan-out, $DEVICES devices, 2 apns-sender replicas, POST to last ledger row:"
 printf '  %s\n' "${SUMMARY[@]}"
 echo "apns-sim ceiling (h2load 4x100, same process): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
-python3 - "$SIM_RPS" "$H2LOAD_US" "${SUMMARY[@]}" <<'PY'
+[ "$GO_RPS" = 0 ] || echo "raw Go client (net/http HTTP/2 as apns2, 400 concurrent, no ledger): $GO_RPS pushes/s; its own CPU $GO_US us per push, the simulator's $GO_SIM_US"
+python3 - "$SIM_RPS" "$H2LOAD_US" "$GO_RPS" "$GO_US" "$GO_SIM_US" "${SUMMARY[@]}" <<'PY'
 import re, sys
 ceiling, h2load = float(sys.argv[1]), float(sys.argv[2])
-for line in sys.argv[3:]:
+go_rps, go_us, go_sim_us = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+for line in sys.argv[6:]:
     transport, rps = line.split()[0], float(line.split()[1])
     sender = float(re.search(r"apns-sender x2 ([\d.]+)", line).group(1))
+    stack = float(re.search(r"stack ([\d.]+)", line).group(1))
     print("  %-8s %.1f%% of the simulator ceiling; senders %.1f us per delivery, %.2fx h2load's CPU per request (goal: <= 25, stack <= 70, >= 28000/s)"
           % (transport, 100.0 * rps / ceiling, sender, sender / h2load))
+    if go_rps > 0:
+        print("  %-8s against the raw Go client: rate %.2f of its (goal >= 1); senders %.2fx its CPU per push; "
+              "stack %.2fx the Go client and the simulator per push (%.1f us)"
+              % (transport, rps / go_rps, sender / go_us, stack / (go_us + go_sim_us), go_us + go_sim_us))
 PY
 if [ -n "${BK_PUSH_POLICY:-}" ]; then
   python3 - "${SUMMARY[-2]}" "${SUMMARY[-1]}" "$REQUESTS_PLAIN" "$REQUESTS_POLICY" "$DEVICES" <<'PY'

@@ -1,0 +1,3 @@
+module buzzkit.dev/bench/apnsgo
+
+go 1.19
