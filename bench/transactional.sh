@@ -17,6 +17,7 @@
 # p50 < 20 ms, p99 < 100 ms.
 # Usage: bench/transactional.sh [count, default 5000] [rate, default 500] [topic devices, default 100000]
 # Knobs: see bench/sender_stack.sh (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR); BK_APNS_TRANSPORTS;
+# BK_LOAD_CLIENT=PATH: another buzzkit-bench as the load client (an older one, to compare clients);
 # BK_PG_STATEMENTS=1: Postgres runs with pg_stat_statements, and step 1 of each round prints the
 # statements it ran (calls, time, rows and WAL per message) and the WAL written per message.
 set -euo pipefail
@@ -32,6 +33,7 @@ fi
 COUNT="${1:-5000}"; RATE="${2:-500}"; TOPIC_DEVICES="${3:-100000}"
 TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
 stack_start transactional
+CLIENT="${BK_LOAD_CLIENT:-$CLIENT}"
 [ -n "${BK_PG_STATEMENTS:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
 
 # statements_reset / statements_report N: what Postgres ran between the two, per message (the
