@@ -91,7 +91,7 @@ public final class Gateway: Sendable {
         // Several batches at once, so their commits share WAL flushes (as subscriber writes do);
         // each answers from its connections' threads (no task per batch or request).
         messageWrites = Coalescer(
-            maxBatch: 256, maxConcurrent: 3, observeBatch: { messageBatchSizes.observe(Double($0)) },
+            maxBatch: 256, maxConcurrent: 2, observeBatch: { messageBatchSizes.observe(Double($0)) },
             runWithCallback: { messages, done in intake.store(messages, completion: done) })
         installationCache = InstallationCache(ttl: configuration.authCacheTTL)
         installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
