@@ -237,7 +237,7 @@ let package = Package(
             name: "BuzzKitBench",
             dependencies: [
                 "BuzzKitWire", "BuzzKitCore", "BuzzKitPostgres", "BuzzKitRedis",
-                "BuzzKitHTTPServer", "BuzzKitHTTPClient", "BuzzKitContracts", "BuzzKitIntake",
+                "BuzzKitHTTPServer", "BuzzKitContracts", "BuzzKitIntake",
                 "BuzzKitWorkflows", "BuzzKitRuntime", "BuzzKitWebhooks", "IngestApp", "WorkflowApp"
             ],
             path: "Tools/bench"),

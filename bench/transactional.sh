@@ -16,16 +16,45 @@
 # from the tables and the simulator's record. Goals: >= 5,000/s at <= 400 us of CPU per message,
 # p50 < 20 ms, p99 < 100 ms.
 # Usage: bench/transactional.sh [count, default 5000] [rate, default 500] [topic devices, default 100000]
-# Knobs: see bench/sender_stack.sh (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR); BK_APNS_TRANSPORTS.
+# Knobs: see bench/sender_stack.sh (BK_SENDER_ENV, BK_PUSH_NO_BUILD, BK_BIN_DIR); BK_APNS_TRANSPORTS;
+# BK_LOAD_CLIENT=PATH: another buzzkit-bench as the load client (an older one, to compare clients);
+# BK_PG_STATEMENTS=1: Postgres runs with pg_stat_statements, and step 1 of each round prints the
+# statements it ran (calls, time, rows and WAL per message) and the WAL written per message.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/sender_stack.sh"
 cd "$BK_ROOT"
+if [ -n "${BK_PG_STATEMENTS:-}" ]; then
+  BK_PG_OPTIONS="${BK_PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+  export BK_PG_OPTIONS
+fi
 
 COUNT="${1:-5000}"; RATE="${2:-500}"; TOPIC_DEVICES="${3:-100000}"
 TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
 stack_start transactional
+CLIENT="${BK_LOAD_CLIENT:-$CLIENT}"
+[ -n "${BK_PG_STATEMENTS:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"
+
+# statements_reset / statements_report N: what Postgres ran between the two, per message (the
+# bench's own polling included: its count(*) over deliveries), and the WAL it wrote.
+statements_reset() {
+  [ -n "${BK_PG_STATEMENTS:-}" ] || return 0
+  "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+  WAL0="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
+}
+statements_report() {
+  [ -n "${BK_PG_STATEMENTS:-}" ] || return 0
+  "${PSQL[@]}" -F' | ' -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$WAL0') / $1) || ' bytes of WAL per message'"
+  "${PSQL[@]}" -F' | ' -c "SELECT round(calls::numeric / $1, 3) AS calls_per_msg, round((total_exec_time + total_plan_time)::numeric * 1000 / $1) AS us_per_msg,
+      round(rows::numeric / greatest(calls, 1), 1) AS rows_per_call, round(wal_bytes::numeric / $1) AS wal_per_msg,
+      left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+    FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25"
+  "${PSQL[@]}" -F' | ' -c "SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables
+    WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname"
+  "${PSQL[@]}" -F' | ' -c "SELECT tablename, indexname, regexp_replace(indexdef, '.* USING ', '') FROM pg_indexes
+    WHERE tablename IN ('messages', 'deliveries', 'delivery_payloads', 'delivery_chunks') ORDER BY 1, 2"
+}
 
 ROUNDS=0
 for _ in $TRANSPORTS; do ROUNDS=$(( ROUNDS + 1 )); done
@@ -61,15 +90,17 @@ for transport in $TRANSPORTS; do
   # a Python client could not post more than about 1,700 a second on this machine).
   bk_log "round $r ($transport) 1: $COUNT one-subscriber messages, 32 connections ($(bench_load_note))"
   BEFORE="$(stack_sim_accepted)"
+  statements_reset
   CPU0="$(cpu_now)"
-  read -r T0 POSTS_DONE < <("$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" "a$r" "$COUNT" 32 0 "$WORK/burst.$r.txt")
+  read -r T0 POSTS_DONE < <(/usr/bin/time -f "%U %S" -o "$WORK/client.$r.time" "$CLIENT" post-messages "$GW_URL" "$BUZZKIT_TENANT_KEY" "a$r" "$COUNT" 32 0 "$WORK/burst.$r.txt")
   COUNT_A="$(wc -l <"$WORK/burst.$r.txt")"
   stack_wait_done "tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a$r%'" "$COUNT_A" 600 "$BEFORE"
   CPU1="$(cpu_now)"
   read -r T1 SENT_A < <("${PSQL[@]}" -F' ' -c "SELECT extract(epoch FROM max(updated_at)), count(*) FILTER (WHERE status = 'sent')
     FROM deliveries WHERE tenant_id = '$BUZZKIT_TENANT' AND subscriber_id LIKE 'a$r%'")
   ONE_RPS="$(python3 -c "print(round($COUNT_A / ($T1 - $T0)))")"
-  ONE_CPU="$(cpu_report "$CPU0" "$CPU1" "$COUNT_A" message)"
+  ONE_CPU="$(cpu_report "$CPU0" "$CPU1" "$COUNT_A" message); the load client $(python3 -c "import sys; u, s = map(float, open(sys.argv[1]).read().split()[-2:]); print(round((u + s) * 1e6 / $COUNT_A))" "$WORK/client.$r.time") us"
+  statements_report "$COUNT_A" >&2
 
   # 2. Latency at a steady rate.
   bk_log "round $r ($transport) 2: $COUNT one-subscriber messages at $RATE/s"

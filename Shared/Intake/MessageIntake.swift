@@ -76,7 +76,21 @@ public struct MessageIntake: Sendable {
     /// Validates `json` and resolves a `segment` to its saved expression (the one read of the
     /// database a request makes on its own); the write is `store`'s, which batches.
     public func prepare(tenantId: UUID, json: JSONValue, now: Date = Date()) async throws -> Prepared {
-        var request = try Self.validate(json, now: now)
+        try await resolve(tenantId: tenantId, request: try Self.validate(json, now: now))
+    }
+
+    /// `request` (validated) as stored when it needs no read first (`resolve` does them): nil
+    /// when it names a segment or a category.
+    public static func prepared(tenantId: UUID, request: MessageRequest) -> Prepared? {
+        if case .expression(_, _?) = request.target { return nil }
+        if request.content.category != nil { return nil }
+        return Prepared(id: UUID.timeOrdered(), tenantId: tenantId, request: request)
+    }
+
+    /// `request` (validated) with its segment resolved and its category checked.
+    public func resolve(tenantId: UUID, request: MessageRequest) async throws -> Prepared {
+        if let prepared = Self.prepared(tenantId: tenantId, request: request) { return prepared }
+        var request = request
         if case .expression(_, let segment?) = request.target {
             let rows = try await postgres.query(
                 "SELECT expression FROM segments WHERE tenant_id = $1::uuid AND key = $2",
@@ -106,47 +120,108 @@ public struct MessageIntake: Sendable {
     /// one bad row cannot fail the others and each caller sees its own error.
     public func store(_ messages: [Prepared]) async -> [Result<Accepted, any Error>] {
         guard !messages.isEmpty else { return [] }
-        var results: [Result<Accepted, any Error>]
+        let results: [Result<Accepted, any Error>]
         do {
-            try await insert(messages)
+            try await ledger.insertMessages(messages.map(Self.row))
             results = messages.map { .success(Accepted(id: $0.id)) }
         } catch {
-            results = []
-            for message in messages {
-                do {
-                    try await insert([message])
-                    results.append(.success(Accepted(id: message.id)))
-                } catch {
-                    results.append(.failure(error))
-                }
-            }
+            results = await insertEach(messages)
         }
-        var byStream: [StreamName: [MessageEntry]] = [:]
-        for (message, result) in zip(messages, results) where (try? result.get()) != nil {
-            byStream[stream.forMessage(to: message.request.target), default: []].append(
-                MessageEntry(tenantId: message.tenantId, messageId: message.id))
-        }
-        for (target, entries) in byStream {
+        for (target, entries) in streams(messages, results) {
             do {
                 try await redis.xaddBatch(target.rawValue, entries: entries.map(\.fields))
             } catch {
-                // Stored: the sweeper in apns-sender re-enqueues them. The callers still get their 202.
-                logger.warning(
-                    "messages.enqueue.failed",
-                    metadata: ["messages": String(entries.count), "stream": target.rawValue, "error": "\(error)"])
+                enqueueFailed(entries, target, error)
             }
         }
         return results
     }
 
-    /// The rows, through the ledger (`Ledger.insertMessages`: one statement for the batch).
-    private func insert(_ messages: [Prepared]) async throws {
-        try await Ledger(postgres: postgres, logger: logger).insertMessages(
-            messages.map {
-                NewMessage(
-                    id: $0.id, tenantId: $0.tenantId, target: $0.request.target, content: $0.request.contentJSON,
-                    environment: $0.request.environment)
-            })
+    /// `store` without a task: the statement answers on its Postgres connection's thread, the
+    /// XADDs on a Redis connection's, and `completion` gets the results there (the gateway
+    /// answers each request from it). Only a failed batch statement goes on in a task, message
+    /// by message, as `store` does.
+    public func store(
+        _ messages: [Prepared], completion: @escaping @Sendable ([Result<Accepted, any Error>]) -> Void
+    ) {
+        guard !messages.isEmpty else { return completion([]) }
+        ledger.insertMessages(messages.map(Self.row)) { [self] inserted in
+            switch inserted {
+            case .success:
+                let results: [Result<Accepted, any Error>] = messages.map { .success(Accepted(id: $0.id)) }
+                enqueue(streams(messages, results)[...]) { completion(results) }
+            case .failure:
+                Task {
+                    let results = await insertEach(messages)
+                    enqueue(streams(messages, results)[...]) { completion(results) }
+                }
+            }
+        }
+    }
+
+    /// Each message on its own (after its batch's statement failed): one result each.
+    private func insertEach(_ messages: [Prepared]) async -> [Result<Accepted, any Error>] {
+        var results: [Result<Accepted, any Error>] = []
+        for message in messages {
+            do {
+                try await ledger.insertMessages([Self.row(message)])
+                results.append(.success(Accepted(id: message.id)))
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    /// The stored messages' entries, by stream: one per message to fan out, ONE per tenant for
+    /// the direct messages (its ids in the batch's order, `MessageEntry.messageIds`), so a batch
+    /// of one-subscriber messages costs one XADD, one entry read and one XACK.
+    func streams(_ messages: [Prepared], _ results: [Result<Accepted, any Error>]) -> [(StreamName, [MessageEntry])] {
+        var audiences: [MessageEntry] = []
+        var direct: [UUID: [UUID]] = [:]
+        var tenants: [UUID] = []
+        for (message, result) in zip(messages, results) where (try? result.get()) != nil {
+            if message.request.target.isDirect {
+                if direct[message.tenantId] == nil { tenants.append(message.tenantId) }
+                direct[message.tenantId, default: []].append(message.id)
+            } else {
+                audiences.append(MessageEntry(tenantId: message.tenantId, messageId: message.id))
+            }
+        }
+        var streams: [(StreamName, [MessageEntry])] = []
+        if !tenants.isEmpty {
+            streams.append(
+                (stream.direct, tenants.map { MessageEntry(tenantId: $0, messageIds: direct[$0] ?? []) }))
+        }
+        if !audiences.isEmpty { streams.append((stream, audiences)) }
+        return streams
+    }
+
+    /// One pipelined XADD per stream, one after the other, then `done`.
+    private func enqueue(
+        _ streams: ArraySlice<(StreamName, [MessageEntry])>, then done: @escaping @Sendable () -> Void
+    ) {
+        guard let (target, entries) = streams.first else { return done() }
+        redis.xaddBatch(target.rawValue, entries: entries.map(\.fields)) { [self] added in
+            if case .failure(let error) = added { enqueueFailed(entries, target, error) }
+            enqueue(streams.dropFirst(), then: done)
+        }
+    }
+
+    /// Stored: the sweeper in apns-sender re-enqueues them. The callers still get their 202.
+    private func enqueueFailed(_ entries: [MessageEntry], _ target: StreamName, _ error: any Error) {
+        logger.warning(
+            "messages.enqueue.failed",
+            metadata: ["messages": String(entries.count), "stream": target.rawValue, "error": "\(error)"])
+    }
+
+    private var ledger: Ledger { Ledger(postgres: postgres, logger: logger) }
+
+    /// A message's row, as the ledger inserts it.
+    private static func row(_ message: Prepared) -> NewMessage {
+        NewMessage(
+            id: message.id, tenantId: message.tenantId, target: message.request.target,
+            content: message.request.contentJSON, environment: message.request.environment)
     }
 
     /// The validation alone (no I/O): every problem of target and content at once.

@@ -62,14 +62,29 @@ public struct WorkflowMessageInsert: Sendable {
 extension Ledger {
     /// Inserts `messages` (`queued`) with ONE statement (one row alone: a plain `VALUES`).
     public func insertMessages(_ messages: [NewMessage]) async throws {
+        let (sql, parameters) = Self.insertStatement(messages)
+        try await postgres.execute(sql, parameters)
+    }
+
+    /// The same, answering through `completion` on the Postgres connection's thread (no task: the
+    /// gateway's `POST /v1/messages` batches answer from there).
+    public func insertMessages(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        let (sql, parameters) = Self.insertStatement(messages)
+        postgres.query(sql, parameters) { completion($0.map { _ in () }) }
+    }
+
+    /// `insertMessages`' statement and its parameters.
+    static func insertStatement(_ messages: [NewMessage]) -> (String, [any PostgresEncodable]) {
         if messages.count == 1, let message = messages.first {
-            try await postgres.execute(
+            return (
                 """
                 INSERT INTO messages (id, message_time, tenant_id, target, content, environment)
                 VALUES ($1::uuid, \(LedgerTime.newMessage("$1::uuid")), $2::uuid, $3::jsonb, $4::jsonb, $5)
                 """,
-                [message.id, message.tenantId, message.target.jsonValue, message.content, message.environment])
-            return
+                [message.id, message.tenantId, message.target.jsonValue, message.content, message.environment]
+            )
         }
         // The arrays are written straight into bytes (`PostgresArrayText`): ids and JSON documents
         // without a `String` per element, on the gateway's busiest path.
@@ -85,13 +100,14 @@ extension Ledger {
             contents.append(utf8: message.content.jsonBytes)
             environments.append(message.environment)
         }
-        try await postgres.execute(
+        return (
             """
             INSERT INTO messages (id, message_time, tenant_id, target, content, environment)
             SELECT id, \(LedgerTime.newMessage("id")), tenant, target::jsonb, content::jsonb, environment
             FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[])
                 AS t(id, tenant, target, content, environment)
-            """, [ids.value, tenants.value, targets.value, contents.value, environments.value])
+            """, [ids.value, tenants.value, targets.value, contents.value, environments.value]
+        )
     }
 
     /// Workflow messages' rows (`queued`, each of its kind, to its run's subscriber, naming

@@ -75,6 +75,32 @@ public final class RedisClient: RedisCommandRunner, Service {
         }
     }
 
+    /// `xaddBatch` in one round trip on a pooled connection, answering through `completion` on
+    /// that connection's thread (as `command(_:timeout:completion:)` does): the ids in input order,
+    /// or the first error reply (the entries before it were added, and so were the others).
+    public func xaddBatch(
+        _ stream: String, entries: [[(String, [UInt8])]],
+        completion: @escaping @Sendable (Result<[StreamEntryID], RedisError>) -> Void
+    ) {
+        var size = 0
+        for entry in entries { size += Self.xaddSize(stream, entry) }
+        var wire = RedisWire(capacity: size)
+        for entry in entries { Self.appendXAdd(&wire, stream, fields: entry, maxLength: nil, id: "*") }
+        pool.lease { [pool, wire] leased in
+            switch leased {
+            case .success(let connection):
+                connection.execute(wire, RedisReplyParser.xaddID) { result in
+                    _ = pool.release(connection)
+                    completion(result)
+                }
+            case .failure(let error as RedisError):
+                completion(.failure(error))
+            case .failure:
+                completion(.failure(Self.closedError))
+            }
+        }
+    }
+
     public func pipeline(_ commands: [[RedisArgument]], timeout: Duration?) async throws(RedisError) -> [RedisValue] {
         let connection = try await lease()
         defer { release(connection) }

@@ -79,6 +79,24 @@ public final class RedisConnection: Sendable {
         }
     }
 
+    /// `execute`, answering through `completion` on the connection's own thread (see
+    /// `command(_:timeout:completion:)`).
+    func execute<T: Sendable>(
+        _ wire: RedisWire, timeout: Duration? = nil,
+        _ transform: @escaping @Sendable (UnsafeMutablePointer<redisReply>) throws(RedisError) -> T,
+        completion: @escaping @Sendable (Result<[T], RedisError>) -> Void
+    ) {
+        let ms = timeoutMilliseconds(timeout)
+        let context = self.context
+        let accepted = thread.submit {
+            completion(
+                Result { () throws(RedisError) -> [T] in
+                    try context.executeWire(wire, timeoutMilliseconds: ms, transform)
+                })
+        }
+        if !accepted { completion(.failure(RedisError(.closed, "connection closed"))) }
+    }
+
     /// Closes the socket now (the next command reconnects).
     public func disconnect() async {
         _ = try? await onThread { context throws(RedisError) in context.disconnect() }

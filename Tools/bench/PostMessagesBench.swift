@@ -1,5 +1,3 @@
-import BuzzKitCore
-import BuzzKitHTTPClient
 import BuzzKitWire
 import Foundation
 import Synchronization
@@ -7,11 +5,14 @@ import Synchronization
 /// `buzzkit-bench post-messages URL KEY PREFIX COUNT CONNECTIONS RATE OUT`: POSTs one-subscriber
 /// messages to the gateway as a tenant's backend would (bench/transactional.sh). Message i
 /// (1-based) goes `to` subscriber PREFIX + i as 7 digits. CONNECTIONS keep-alive HTTP/1.1
-/// connections (libcurl, one request at a time each); RATE > 0 paces the POSTs to that many per
-/// second overall (message i starts at t0 + (i-1)/RATE), RATE 0 sends as fast as the connections
-/// go. OUT gets one line per message, `<message id> <epoch seconds the 202 arrived>`; stdout one
-/// line, `<first POST's start> <last answer>` (epoch seconds). Any answer but 202 stops the run.
-/// (A Python client could not post more than about 1,700 a second here; this one is C underneath.)
+/// connections (`KeepAliveConnection`, one thread and one request at a time each; URL is
+/// `http://<IPv4>:<port>`); RATE > 0 paces the POSTs to that many per second overall (message i
+/// starts at t0 + (i-1)/RATE), RATE 0 sends as fast as the connections go. OUT gets one line per
+/// message, `<message id> <epoch seconds the 202 arrived>`; stdout one line, `<first POST's
+/// start> <last answer>` (epoch seconds). Any answer but 202 stops the run.
+///
+/// Cheap on purpose: it runs on the machine it measures. A Python client could not post more than
+/// about 1,700 a second here; libcurl through Swift tasks cost 56 µs of CPU a POST, these sockets 26-30.
 enum PostMessagesBench {
     /// The next message to post, shared by the connections.
     final class Cursor: Sendable {
@@ -24,62 +25,82 @@ enum PostMessagesBench {
         }
     }
 
+    /// What the connections answered (message number, id, when), and the first failure.
+    final class Answers: Sendable {
+        let state = Mutex<(answered: [(Int, String, Double)], failure: String?)>(([], nil))
+    }
+
     static func run(arguments: [String]) async throws {
         guard arguments.count == 7, let count = Int(arguments[3]), let connections = Int(arguments[4]),
-            let rate = Double(arguments[5])
+            let rate = Double(arguments[5]), let url = URLComponents(string: arguments[0]), let host = url.host,
+            let port = url.port
         else {
-            throw BenchUsage("post-messages URL KEY PREFIX COUNT CONNECTIONS RATE OUT")
+            throw BenchUsage("post-messages http://IPv4:PORT KEY PREFIX COUNT CONNECTIONS RATE OUT")
         }
-        let url = arguments[0] + "/v1/messages"
-        let key = arguments[1]
+        let head = Array(
+            "POST /v1/messages HTTP/1.1\r\nHost: \(host):\(port)\r\nAuthorization: Bearer \(arguments[1])\r\nContent-Type: application/json\r\nContent-Length: "
+                .utf8)
         let prefix = arguments[2]
         let out = arguments[6]
-        let client = try HTTPClient(
-            configuration: .init(httpVersion: .http1_1, maxConnectionsPerHost: connections), logger: .silent())
         let cursor = Cursor()
+        let answers = Answers()
         let start = Date().timeIntervalSince1970 + 0.2
-        try await Task.sleep(for: .milliseconds(200))
-        let answers = try await withThrowingTaskGroup(of: [(Int, String, Double)].self) { group in
-            for _ in 0..<connections {
-                group.addTask {
-                    var answered: [(Int, String, Double)] = []
-                    while true {
-                        let i = cursor.take()
-                        guard i <= count else { return answered }
-                        if rate > 0 {
-                            let wait = start + Double(i - 1) / rate - Date().timeIntervalSince1970
-                            if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
-                        }
-                        let subscriber = prefix + String(repeating: "0", count: max(0, 7 - String(i).count)) + String(i)
-                        let body: JSONValue = [
-                            "to": .string(subscriber), "title": "Your order shipped",
-                            "body": .string("Order \(i) is on its way"), "data": ["order": .int(Int64(i))]
-                        ]
-                        var headers = HTTPHeaders()
-                        headers.add(name: "Authorization", value: "Bearer \(key)")
-                        headers.add(name: "Content-Type", value: "application/json")
-                        let response = try await client.execute(
-                            HTTPClientRequest(method: .POST, url: url, headers: headers, body: body.jsonBytes))
-                        let at = Date().timeIntervalSince1970
-                        let reply = try? JSONValue.parse(response.body)
-                        guard response.status == 202, let id = reply?["data"]?["id"]?.stringValue else {
-                            throw BenchUsage(
-                                "message \(i): HTTP \(response.status) \(String(decoding: response.body.prefix(300), as: UTF8.self))"
-                            )
-                        }
-                        answered.append((i, id, at))
-                    }
+        let finished = DispatchGroup()
+        for _ in 0..<connections {
+            finished.enter()
+            let thread = Thread {
+                defer { finished.leave() }
+                do {
+                    try post(
+                        over: try KeepAliveConnection(host: host, port: UInt16(port)), head: head, prefix: prefix,
+                        count: count, rate: rate, start: start,
+                        cursor: cursor, answers: answers)
+                } catch {
+                    answers.state.withLock { if $0.failure == nil { $0.failure = "\(error)" } }
                 }
             }
-            var all: [(Int, String, Double)] = []
-            for try await some in group { all += some }
-            return all
+            thread.start()
         }
-        await client.shutdown()
-        let lines = answers.sorted { $0.0 < $1.0 }.map { "\($0.1) \(String(format: "%.6f", $0.2))" }
+        await withCheckedContinuation { continuation in
+            finished.notify(queue: .global()) { continuation.resume() }
+        }
+        let (all, failure) = answers.state.withLock { ($0.answered, $0.failure) }
+        if let failure { throw BenchUsage(failure) }
+        let lines = all.sorted { $0.0 < $1.0 }.map { "\($0.1) \(String(format: "%.6f", $0.2))" }
         try (lines.joined(separator: "\n") + "\n").write(toFile: out, atomically: true, encoding: .utf8)
-        let last = answers.map { $0.2 }.max() ?? start
+        let last = all.map { $0.2 }.max() ?? start
         print(String(format: "%.6f %.6f", start, last))
+    }
+
+    /// One connection's loop: takes the next message until COUNT (or another connection failed).
+    private static func post(
+        over connection: KeepAliveConnection, head: [UInt8], prefix: String, count: Int, rate: Double,
+        start: Double, cursor: Cursor, answers: Answers
+    ) throws {
+        var answered: [(Int, String, Double)] = []
+        defer { answers.state.withLock { $0.answered += answered } }
+        let wait = start - Date().timeIntervalSince1970
+        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        while true {
+            let i = cursor.take()
+            guard i <= count, answers.state.withLock({ $0.failure == nil }) else { return }
+            if rate > 0 {
+                let wait = start + Double(i - 1) / rate - Date().timeIntervalSince1970
+                if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+            }
+            let number = String(i)
+            let subscriber = prefix + String(repeating: "0", count: max(0, 7 - number.count)) + number
+            let body = Array(
+                "{\"to\":\"\(subscriber)\",\"title\":\"Your order shipped\",\"body\":\"Order \(i) is on its way\",\"data\":{\"order\":\(i)}}"
+                    .utf8)
+            let answer = try connection.exchange(head + Array("\(body.count)\r\n\r\n".utf8) + body)
+            let at = Date().timeIntervalSince1970
+            guard answer.status == 202, let id = try? JSONValue.parse(answer.body)["data"]?["id"]?.stringValue else {
+                throw BenchUsage(
+                    "message \(i): HTTP \(answer.status) \(String(decoding: answer.body.prefix(300), as: UTF8.self))")
+            }
+            answered.append((i, id, at))
+        }
     }
 }
 

@@ -22,7 +22,7 @@ import Foundation
 /// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
 /// | `BUZZKIT_FANOUT_CONCURRENCY` | `2` | messages fanned out at once per replica (a one-subscriber message is one short fan-out) |
 /// | `BUZZKIT_DIRECT_BATCH_SIZE` | `200` | direct messages (a `to` list of at most 100 subscribers) taken, sent and recorded together (one statement each way); also the entries read at once |
-/// | `BUZZKIT_DIRECT_CONSUMERS` | `2` | direct batches in flight at once per replica |
+/// | `BUZZKIT_DIRECT_CONSUMERS` | `1` | direct batches in flight at once per replica (one makes the batches as large as the load: a statement's own cost, not its rows, is most of a small batch's) |
 /// | `BUZZKIT_SENDER_CLAIM_IDLE` | `120s` | entries pending this long with a (dead) replica are taken over |
 /// | `BUZZKIT_SENDER_RECLAIM_INTERVAL` | `15s` | how often to look for such entries |
 /// | `BUZZKIT_SENDER_STALE_SENDING` | `120s` | a chunk claimed this long and not recorded (its replica died) is sent again by another replica (same `apns-id` and collapse id), and a Live Activity request's chunk is recorded `failed` / `sender_lost` (never sent again); longer than a chunk's slowest send (5 attempts of 10 s with backoff: about 60 s) |
@@ -42,7 +42,7 @@ public struct SenderConfiguration: Sendable {
     public var apnsMaxConnections = 2
     public var fanoutConcurrency: Int = 2
     public var directBatchSize: Int = 200
-    public var directConsumers: Int = 2
+    public var directConsumers: Int = 1
     public var retryPolicy: RetryPolicy
     public var concurrency: Int
     public var chunkSize: Int
@@ -93,7 +93,7 @@ public struct SenderConfiguration: Sendable {
         let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
         let fanoutConcurrency = reader.int("BUZZKIT_FANOUT_CONCURRENCY", default: 2, range: 1...256)
         let directBatch = reader.int("BUZZKIT_DIRECT_BATCH_SIZE", default: 200, range: 1...1000)
-        let directConsumers = reader.int("BUZZKIT_DIRECT_CONSUMERS", default: 2, range: 1...64)
+        let directConsumers = reader.int("BUZZKIT_DIRECT_CONSUMERS", default: 1, range: 1...64)
         let claimIdle = reader.duration("BUZZKIT_SENDER_CLAIM_IDLE", default: .seconds(120))
         let reclaim = reader.duration("BUZZKIT_SENDER_RECLAIM_INTERVAL", default: .seconds(15))
         let stale = reader.duration("BUZZKIT_SENDER_STALE_SENDING", default: .seconds(120))

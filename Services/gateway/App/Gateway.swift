@@ -88,10 +88,11 @@ public final class Gateway: Sendable {
         let messageBatchSizes = metrics.histogram(
             "bk_gateway_batch_size", help: "Requests served by one batched statement.",
             labels: [("batch", "message_post")], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
-        // Several batches at once, so their commits share WAL flushes (as subscriber writes do).
+        // Several batches at once, so their commits share WAL flushes (as subscriber writes do);
+        // each answers from its connections' threads (no task per batch or request).
         messageWrites = Coalescer(
-            maxBatch: 256, maxConcurrent: 3, observeBatch: { messageBatchSizes.observe(Double($0)) }
-        ) { messages in await intake.store(messages) }
+            maxBatch: 256, maxConcurrent: 2, observeBatch: { messageBatchSizes.observe(Double($0)) },
+            runWithCallback: { messages, done in intake.store(messages, completion: done) })
         installationCache = InstallationCache(ttl: configuration.authCacheTTL)
         installations = InstallationAuthenticator(cache: installationCache, store: installationStore)
         revocations = RevocationListener(

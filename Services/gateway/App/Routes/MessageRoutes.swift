@@ -22,7 +22,8 @@ enum MessageRoutes {
                 "Send a push to subscribers (to), a topic, a saved segment or an inline expression (where); 202 with the message id",
                 access: .tenant(.messagesSend, clientKeys: false), body: Schema.ref("SendMessageRequest"),
                 response: Schema.ref("MessageAccepted"), status: 202, errors: [.notFound],
-                handler: { g, c in try await g.sendMessage(c) }),
+                handler: { g, c in try await g.sendMessage(c) },
+                deferred: { g, c, done in g.sendMessage(c, done) }),
             listRoute,
             previewRoute,
             GatewayRoute(
@@ -81,6 +82,35 @@ extension Gateway {
         let message = try await messageIntake.prepare(tenantId: tenant, json: body)
         let accepted = try await messageWrites.submit(key: message.id, message)
         return .json(accepted.jsonValue, status: 202)
+    }
+
+    /// The same without a task of its own: validated on the network thread, the request joins a
+    /// write batch and is answered from the thread that finished it (`MessageIntake.store`'s
+    /// callback). A message naming a segment or a category reads them first, as a task.
+    func sendMessage(_ context: RequestContext, _ done: @escaping @Sendable (Result<Response, any Error>) -> Void) {
+        let message: MessageIntake.Prepared
+        do {
+            let tenant = try context.tenant
+            let request = try MessageIntake.validate(try context.request.jsonBody())
+            guard let prepared = MessageIntake.prepared(tenantId: tenant, request: request) else {
+                Task { [self] in
+                    do {
+                        let message = try await messageIntake.resolve(tenantId: tenant, request: request)
+                        let accepted = try await messageWrites.submit(key: message.id, message)
+                        done(.success(.json(accepted.jsonValue, status: 202)))
+                    } catch {
+                        done(.failure(error))
+                    }
+                }
+                return
+            }
+            message = prepared
+        } catch {
+            return done(.failure(error))
+        }
+        messageWrites.submit(key: message.id, message) { result in
+            done(result.map { .json($0.jsonValue, status: 202) })
+        }
     }
 
     func getMessage(_ context: RequestContext) async throws -> Response {
