@@ -18,6 +18,11 @@ extension Ledger {
     @discardableResult
     public func completeIfDone(_ messages: [UUID]) async throws -> Set<UUID> {
         guard !messages.isEmpty else { return [] }
+        if messages.count == 1 {
+            let rows = try await postgres.query(Self.pendingOneSQL, [messages[0]])
+            guard try rows.first?.decode(Bool.self, at: 0) == false else { return [] }
+            return try await complete(messages)
+        }
         let rows = try await postgres.query(Self.pendingSQL, [messages])
         guard let settled = try rows.first?.decode([UUID]?.self, at: 0), !settled.isEmpty else { return [] }
         return try await complete(settled)
@@ -28,6 +33,10 @@ extension Ledger {
         SELECT array_agg(m.id) FROM unnest($1::uuid[]) AS m(id)
         WHERE NOT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = m.id)
         """
+
+    /// `$1` a message: whether a chunk holds it. `pendingSQL` for the usual one message, written
+    /// so that Postgres keeps one generic plan for it (over an array it planned every call).
+    static let pendingOneSQL = "SELECT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = $1::uuid)"
 
     /// The completing statement of `completeIfDone`.
     private func complete(_ messages: [UUID]) async throws -> Set<UUID> {

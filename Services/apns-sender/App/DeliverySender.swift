@@ -29,10 +29,10 @@ import Foundation
 ///    Each result becomes the device's outcome through the ledger's one mapping
 ///    (`DeliveryOutcome(device:result:)`).
 /// 5. Record: ONE statement writes every delivery once with its outcome and attempts, deletes the
-///    chunk and completes the messages nothing is pending for any more (`Ledger.record`). A fan-out
-///    chunk's message that statement could not complete is tested again after the commit
-///    (`Ledger.completeIfDone`: another replica may have recorded its other last chunk at the
-///    same moment).
+///    chunk and completes a direct batch's messages (`Ledger.record`). A fan-out chunk's message
+///    is tested after the commit (`Ledger.completeIfDone`: one index probe while other chunks of it
+///    are pending; another replica may have recorded its other last chunk at the same moment, and
+///    whichever commits last sees both gone).
 ///
 /// A replica that stops between 1 and 5 leaves its chunk claimed; another replica's sweeper takes
 /// it over after `staleSending` (`takeOverStaleClaims`) and sends it again under the same apns-ids.
@@ -137,9 +137,13 @@ struct DeliverySender: Sendable {
         }
         if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
         let recording = ContinuousClock.now
+        // A fan-out chunk's message is completed by the test after the commit (below), not in
+        // the record's statement (`RecordCompletion.afterCommit`); a direct batch's messages, each
+        // wholly in its chunk, in the statement.
         let completed = try await ledger.record(
             [ChunkRecord(chunk: chunk, outcomes: outcomes)], instance: instance,
-            templates: prepared.compactMapValues(\.message?.template))
+            templates: prepared.compactMapValues(\.message?.template),
+            completion: chunk.messageId == nil ? .inStatement : .afterCommit)
         if let message = chunk.messageId, !completed.contains(message) {
             await completeIfDone(message)
         }
