@@ -13,13 +13,30 @@ extension Ledger {
     /// Claims a queued chunk for `instance`. nil when another replica holds it or it was recorded
     /// already (a redelivered or duplicated entry): nothing to send.
     public func claim(_ id: UUID, tenant: UUID, instance: String) async throws -> ClaimedChunk? {
-        let rows = try await postgres.query(
-            """
-            UPDATE delivery_chunks SET sending_by = $2, claimed_at = now()
-            WHERE id = $1::uuid AND tenant_id = $3::uuid AND sending_by IS NULL
-            RETURNING \(Self.chunkColumns)
-            """, [id, instance, tenant])
+        let rows = try await postgres.query(Self.claimPlain, [id, instance, tenant])
         return try rows.first.map { try Self.chunk($0, lost: nil) }
+    }
+
+    /// `claim`, reading `alongside` in the same statement (what the sender asks about the chunk
+    /// before sending it, without a round trip and a statement of its own).
+    public func claim<Value: Sendable>(
+        _ id: UUID, tenant: UUID, instance: String, alongside: ClaimAlongside<Value>
+    ) async throws -> (chunk: ClaimedChunk, alongside: Value)? {
+        let rows = try await postgres.query(alongside.claimSQL, [id, instance, tenant])
+        guard let row = rows.first else { return nil }
+        return (try Self.chunk(row, lost: nil), try alongside.decode(row, 8))
+    }
+
+    static let claimPlain = claimSQL(alongside: nil)
+
+    /// The claim: `$1` the chunk, `$2` this replica, `$3` its tenant; `alongside` an expression
+    /// answered after `chunkColumns`.
+    static func claimSQL(alongside: String?) -> String {
+        """
+        UPDATE delivery_chunks SET sending_by = $2, claimed_at = now()
+        WHERE id = $1::uuid AND tenant_id = $3::uuid AND sending_by IS NULL
+        RETURNING \(Self.chunkColumns)\(alongside.map { ", " + $0 } ?? "")
+        """
     }
 
     /// Takes over up to `limit` push chunks claimed longer than `staleAfter` ago (their replica
@@ -84,5 +101,23 @@ extension Ledger {
             id: try row.decode(UUID.self, at: 0), tenantId: try row.decode(UUID.self, at: 1),
             messageId: try row.decode(UUID?.self, at: 2),
             kind: ChunkKind(rawValue: try row.decode(String.self, at: 3)) ?? .push, devices: devices, lost: lost)
+    }
+}
+
+/// A value read in the statement that claims a chunk: an SQL expression over the claimed row
+/// (`delivery_chunks`' columns, unqualified: `tenant_id`, `subscriber_ids`, ...) and how to read
+/// it from the answer. Its owner writes it (the send policy's `uncategorizedSQL`); the ledger only
+/// places it in its statement.
+public struct ClaimAlongside<Value: Sendable>: Sendable {
+    public let expression: String
+    public let decode: @Sendable (PostgresRow, Int) throws -> Value
+    /// The claim's statement with `expression` (built once: a service keeps its `ClaimAlongside`
+    /// as a constant, so its statement is prepared once per connection).
+    let claimSQL: String
+
+    public init(expression: String, decode: @escaping @Sendable (PostgresRow, Int) throws -> Value) {
+        self.expression = expression
+        self.decode = decode
+        claimSQL = Ledger.claimSQL(alongside: expression)
     }
 }

@@ -8,9 +8,38 @@ extension Ledger {
     /// in its statement, a fan-out's end, a direct batch's messages without any device. Answers
     /// the messages it completed. Messages of direct batches still pending are not for this: their
     /// chunks do not carry their id (their record completes them).
+    ///
+    /// A message with a chunk still pending cannot complete here, and is the usual case (a
+    /// fan-out's chunks but its last): that is asked first, with one probe of
+    /// `delivery_chunks_message` per message (`pendingSQL`), and the completing statement (planned
+    /// over the partitioned `messages`, with its events) runs only for the others. Nothing is lost
+    /// by asking in two snapshots: the chunk seen pending is deleted by a record that commits after
+    /// this probe, and that record's own test after its commit sees every deletion before it.
     @discardableResult
     public func completeIfDone(_ messages: [UUID]) async throws -> Set<UUID> {
         guard !messages.isEmpty else { return [] }
+        if messages.count == 1 {
+            let rows = try await postgres.query(Self.pendingOneSQL, [messages[0]])
+            guard try rows.first?.decode(Bool.self, at: 0) == false else { return [] }
+            return try await complete(messages)
+        }
+        let rows = try await postgres.query(Self.pendingSQL, [messages])
+        guard let settled = try rows.first?.decode([UUID]?.self, at: 0), !settled.isEmpty else { return [] }
+        return try await complete(settled)
+    }
+
+    /// `$1` messages: those of them no chunk holds (`NULL` when none).
+    static let pendingSQL = """
+        SELECT array_agg(m.id) FROM unnest($1::uuid[]) AS m(id)
+        WHERE NOT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = m.id)
+        """
+
+    /// `$1` a message: whether a chunk holds it. `pendingSQL` for the usual one message, written
+    /// so that Postgres keeps one generic plan for it (over an array it planned every call).
+    static let pendingOneSQL = "SELECT EXISTS (SELECT 1 FROM delivery_chunks k WHERE k.message_id = $1::uuid)"
+
+    /// The completing statement of `completeIfDone`.
+    private func complete(_ messages: [UUID]) async throws -> Set<UUID> {
         let range = LedgerTime.Range(of: messages)
         return try Self.completed(
             try await postgres.query(

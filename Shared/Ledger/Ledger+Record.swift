@@ -48,21 +48,31 @@ extension Ledger {
     /// Webhooks: each delivery inserted enqueues its `delivery.sent` or `delivery.failed`
     /// (`deliveryEvents`), each message completed its `message.completed` (`MessageCompletion`),
     /// in the same statement; a delivery that existed already enqueues nothing.
+    ///
+    /// `completion: .afterCommit` (a fan-out chunk's record, whose caller runs `completeIfDone`
+    /// after the commit whatever this answers): the statement completes nothing and answers no
+    /// message. Without the completing `UPDATE` over the partitioned `messages` (pruned by the
+    /// week's bounds, so planned again for every chunk) and its events, the statement reads no
+    /// partitioned table, and Postgres keeps one generic plan for it instead of planning it per
+    /// chunk; the test after the commit is one index probe for all of a fan-out's chunks but its
+    /// last.
     @discardableResult
     public func record(
         _ records: [ChunkRecord], instance: String, registry: TokenRegistry = .devices,
-        templates: [UUID: APNsRequest] = [:]
+        templates: [UUID: APNsRequest] = [:], completion: RecordCompletion = .inStatement
     ) async throws -> Set<UUID> {
         guard !records.isEmpty else { return [] }
-        let write = Self.recordWrite(records, instance: instance, templates: templates)
+        let write = Self.recordWrite(records, instance: instance, templates: templates, completion: completion)
         return try await retryingLedgerWrite(logger: logger) {
             guard !write.invalid.isEmpty else {
                 do {
                     return try Self.completed(
-                        try await postgres.query(Self.recordSQL(tolerant: false), write.parameters))
+                        try await postgres.query(
+                            Self.recordSQL(tolerant: false, completion: write.completion), write.parameters))
                 } catch let error as PostgresError where error.code == .uniqueViolation {
                     return try Self.completed(
-                        try await postgres.query(Self.recordSQL(tolerant: true), write.parameters))
+                        try await postgres.query(
+                            Self.recordSQL(tolerant: true, completion: write.completion), write.parameters))
                 }
             }
             return try await postgres.withTransaction { tx in
@@ -76,17 +86,20 @@ extension Ledger {
     @discardableResult
     public static func record(
         _ records: [ChunkRecord], instance: String, registry: TokenRegistry = .devices,
-        templates: [UUID: APNsRequest] = [:], inTransaction tx: PostgresConnection
+        templates: [UUID: APNsRequest] = [:], completion: RecordCompletion = .inStatement,
+        inTransaction tx: PostgresConnection
     ) async throws -> Set<UUID> {
         guard !records.isEmpty else { return [] }
         return try await record(
-            recordWrite(records, instance: instance, templates: templates), registry: registry, inTransaction: tx)
+            recordWrite(records, instance: instance, templates: templates, completion: completion), registry: registry,
+            inTransaction: tx)
     }
 
     /// The statement's parameters and the tokens to deactivate.
     struct RecordWrite: Sendable {
         var parameters: [any PostgresEncodable]
         var invalid: [Invalidation]
+        var completion = RecordCompletion.inStatement
     }
 
     struct Invalidation: Sendable {
@@ -103,7 +116,8 @@ extension Ledger {
     private static func record(_ write: RecordWrite, registry: TokenRegistry, inTransaction tx: PostgresConnection)
         async throws -> Set<UUID>
     {
-        let done = try completed(try await tx.query(recordSQL(tolerant: true), write.parameters))
+        let done = try completed(
+            try await tx.query(recordSQL(tolerant: true, completion: write.completion), write.parameters))
         guard !write.invalid.isEmpty else { return done }
         let parameters: [any PostgresEncodable] = [
             write.invalid.map(\.tenant), write.invalid.map(\.token), write.invalid.map(\.at),
@@ -152,59 +166,76 @@ extension Ledger {
                 reason: "d.reason", at: "d.at"),
             filter: "(d.tenant_id, d.token) IN (SELECT tenant_id, token FROM was_active)"))
 
-    static func recordSQL(tolerant: Bool) -> String {
-        tolerant ? recordTolerant : recordPlain
+    static func recordSQL(tolerant: Bool, completion: RecordCompletion = .inStatement) -> String {
+        switch completion {
+        case .inStatement: tolerant ? recordTolerant : recordPlain
+        case .afterCommit: tolerant ? recordTolerantUncompleted : recordPlainUncompleted
+        }
     }
 
-    private static let recordPlain = recordSQL(onConflict: "")
-    private static let recordTolerant = recordSQL(onConflict: "ON CONFLICT (id, message_time) DO NOTHING")
+    private static let tolerantConflict = "ON CONFLICT (id, message_time) DO NOTHING"
+    private static let recordPlain = recordSQL(onConflict: "", completes: true)
+    private static let recordTolerant = recordSQL(onConflict: tolerantConflict, completes: true)
+    private static let recordPlainUncompleted = recordSQL(onConflict: "", completes: false)
+    private static let recordTolerantUncompleted = recordSQL(onConflict: tolerantConflict, completes: false)
 
     /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunks, $6 their
     /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
     /// from 1, message, token, subscriber, environment, status, attempt count, last status, last
     /// reason, error code, first request, attempts), $21 the messages of the deliveries, $22 each
     /// delivery's suppression reason (NULL unless `suppressed`), $23-$24 the times $21 are filed
-    /// between (`LedgerTime.Range`). Answers the messages completed. Each message's
-    /// `message_time` is worked out once (`times`) and joined to its rows.
-    static func recordSQL(onConflict: String) -> String {
-        """
-        WITH times AS MATERIALIZED (
-            \(LedgerTime.messageTimes("$21::uuid[]"))
-        ), requests AS (
-            INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
-            SELECT r.id, r.message, t.message_time, r.payload, r.headers
-            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
-            JOIN times t ON t.id = r.message
-            ON CONFLICT (id, message_time) DO NOTHING
-        ), chunks AS (
-            DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
-        ), recorded AS (
-            INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
-                                    status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
-                                    sent_at, payload_id, attempts, suppressed_reason)
-            SELECT u.id, ($6::uuid[])[u.chunk], u.message, t.message_time, u.token, u.subscriber, u.environment, u.status, u.attempts,
-                   NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
-                   u.payload, u.log, u.suppressed
-            FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
-                        $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
-                AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
-                     error_code, payload, log, suppressed)
-            JOIN times t ON t.id = u.message
-            \(onConflict)
-            RETURNING \(deliveryReturning)
-        ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]")), \(MessageCompletion.cte(
-            match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$23", upper: "$24"))",
-            recorded: "$5::uuid[]",
-            written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
-        SELECT id FROM completed
-        """
+    /// between (`LedgerTime.Range`). Answers the messages completed (`completes`; else nothing,
+    /// and there are no $23-$24). Each message's `message_time` is worked out once (`times`) and
+    /// joined to its rows.
+    static func recordSQL(onConflict: String, completes: Bool) -> String {
+        let completion =
+            completes
+            ? """
+            , \(MessageCompletion.cte(
+                match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$23", upper: "$24"))",
+                recorded: "$5::uuid[]",
+                written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
+            SELECT id FROM completed
+            """
+            : """
+
+            SELECT NULL::uuid LIMIT 0
+            """
+        return """
+            WITH times AS MATERIALIZED (
+                \(LedgerTime.messageTimes("$21::uuid[]"))
+            ), requests AS (
+                INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
+                SELECT r.id, r.message, t.message_time, r.payload, r.headers
+                FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
+                JOIN times t ON t.id = r.message
+                ON CONFLICT (id, message_time) DO NOTHING
+            ), chunks AS (
+                DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
+            ), recorded AS (
+                INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                        status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
+                                        sent_at, payload_id, attempts, suppressed_reason)
+                SELECT u.id, ($6::uuid[])[u.chunk], u.message, t.message_time, u.token, u.subscriber, u.environment, u.status, u.attempts,
+                       NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
+                       u.payload, u.log, u.suppressed
+                FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
+                            $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
+                    AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
+                         error_code, payload, log, suppressed)
+                JOIN times t ON t.id = u.message
+                \(onConflict)
+                RETURNING \(deliveryReturning)
+            ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]"))\(completion)
+            """
     }
 
     // MARK: - Building the parameters
 
-    static func recordWrite(_ records: [ChunkRecord], instance: String, templates: [UUID: APNsRequest])
-        -> RecordWrite
-    {
+    static func recordWrite(
+        _ records: [ChunkRecord], instance: String, templates: [UUID: APNsRequest],
+        completion: RecordCompletion = .inStatement
+    ) -> RecordWrite {
         let count = records.reduce(0) { $0 + $1.outcomes.count }
         var rows = DeliveryRows(capacity: count)
         var requests = RequestRows()
@@ -252,13 +283,16 @@ extension Ledger {
         }
         var messageIds = PostgresArrayText(capacity: 2 + messages.count * 37)
         for message in messages { messageIds.append(message) }
-        let range = LedgerTime.Range(of: messages)
-        let parameters: [any PostgresEncodable] =
+        var parameters: [any PostgresEncodable] =
             [
                 requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
                 chunkIds.value, tenants.value, instance
-            ] + rows.parameters + [messageIds.value, rows.suppressed.value, range.lower, range.upper]
-        return RecordWrite(parameters: parameters, invalid: invalid)
+            ] + rows.parameters + [messageIds.value, rows.suppressed.value]
+        if completion == .inStatement {
+            let range = LedgerTime.Range(of: messages)
+            parameters += [range.lower, range.upper]
+        }
+        return RecordWrite(parameters: parameters, invalid: invalid, completion: completion)
     }
 
     /// The headers of a lost attempt when the re-send made none: the message's request as built,
@@ -307,4 +341,13 @@ extension Ledger {
             ]
         }
     }
+}
+
+/// Where a record's messages are completed (`Ledger.record`).
+public enum RecordCompletion: Sendable {
+    /// In the record's own statement (a direct batch's messages, a Live Activity request's: each
+    /// lies wholly in its chunk).
+    case inStatement
+    /// By the caller's `completeIfDone` after the commit (a fan-out chunk's message).
+    case afterCommit
 }

@@ -10,11 +10,11 @@ import BuzzKitWebhooks
 /// - in the statement that records chunks (`Ledger.record`, `Ledger.recordLostLiveActivities`),
 ///   for the messages of the devices recorded: a direct batch's messages and a Live Activity
 ///   request's complete there, since each lies wholly in its chunk;
-/// - right after a fan-out chunk's record or a fan-out's end, when that statement could not tell
-///   (`Ledger.completeIfDone`): two replicas recording a message's last two chunks at once each
-///   see the other's chunk in their statement's snapshot, so neither completes it there; each
-///   then runs the test again after its commit, and whichever runs second sees both gone. The
-///   same holds between a fan-out's end and its last chunk's record;
+/// - right after a fan-out chunk's record (whose statement leaves it to this:
+///   `RecordCompletion.afterCommit`) or a fan-out's end (`Ledger.completeIfDone`): two replicas
+///   recording a message's last two chunks at once each see the other's chunk in their
+///   statement's snapshot; each runs the test after its commit, and whichever runs second sees
+///   both gone. The same holds between a fan-out's end and its last chunk's record;
 /// - in the outbox sweeper (`Ledger.completeStragglers`), for a replica that stopped between its
 ///   commit and that second test: bounded, oldest first.
 ///

@@ -104,12 +104,35 @@ extension Policy {
         return verdicts
     }
 
-    /// `decide` on a pooled connection, each statement on its own.
-    public func decide(_ candidates: [PolicyCandidate], tenant: UUID, now: Date = Date()) async throws
-        -> [PolicyCandidate: PolicyVerdict]
-    {
+    /// `decide` on a pooled connection, each statement on its own. `uncategorized`: what the
+    /// policy decides for the tenant's pushes naming no category, read already with the caller's
+    /// own statement (a chunk's claim: `uncategorizedSQL`); those candidates are answered from it
+    /// and only the others are asked, so a list of uncategorized pushes needs no statement.
+    public func decide(
+        _ candidates: [PolicyCandidate], tenant: UUID, now: Date = Date(), uncategorized: UncategorizedPolicy? = nil
+    ) async throws -> [PolicyCandidate: PolicyVerdict] {
         guard !candidates.isEmpty else { return [:] }
-        return try await postgres.withConnection { try await Self.decide(candidates, tenant: tenant, now: now, on: $0) }
+        guard let uncategorized else {
+            return try await postgres.withConnection {
+                try await Self.decide(candidates, tenant: tenant, now: now, on: $0)
+            }
+        }
+        var verdicts: [PolicyCandidate: PolicyVerdict] = [:]
+        verdicts.reserveCapacity(candidates.count)
+        var asked: [PolicyCandidate] = []
+        for candidate in candidates {
+            if candidate.category == nil {
+                verdicts[candidate] = uncategorized.verdict(for: candidate.subscriberId)
+            } else {
+                asked.append(candidate)
+            }
+        }
+        guard !asked.isEmpty else { return verdicts }
+        let decided = try await postgres.withConnection {
+            try await Self.decide(asked, tenant: tenant, now: now, on: $0)
+        }
+        verdicts.merge(decided) { _, statement in statement }
+        return verdicts
     }
 
     /// What `decide` would answer now, counting nothing (a workflow's dry run): `decide` itself,

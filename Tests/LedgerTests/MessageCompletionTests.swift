@@ -98,6 +98,46 @@ struct MessageCompletionTests {
         }
     }
 
+    /// A fan-out chunk's record leaving the completion to the test after its commit
+    /// (`RecordCompletion.afterCommit`, as apns-sender records them): its statement completes
+    /// nothing; the test completes the message only once no chunk of it is pending, also when the
+    /// last two are recorded at the same moment.
+    @Test func fanOutChunksRecordedForTheTestAfterTheCommitCompleteTheMessageOnce() async throws {
+        let f = try await Fixture.start()
+        try await withCleanup {
+            let message = try await f.message(.fannedOut)
+            var chunks: [ClaimedChunk] = []
+            for token in ["bb01", "bb02", "bb03"] {
+                chunks.append(
+                    try #require(
+                        try await f.ledger.claim(
+                            try await f.chunk([message], tokens: [token], own: message), tenant: f.tenant,
+                            instance: "r1")))
+            }
+            #expect(try await f.ledger.record(f.record(chunks[0]), instance: "r1", completion: .afterCommit).isEmpty)
+            #expect(try await f.ledger.completeIfDone([message]).isEmpty)
+            #expect(try await f.status(message) == ("fanned_out", false))
+            // The last two at once: neither statement completes; r2's test runs before r1 commits.
+            try await f.postgres.withTransaction { tx in
+                let first = try await Ledger.record(
+                    f.record(chunks[1]), instance: "r1", completion: .afterCommit, inTransaction: tx)
+                #expect(first.isEmpty)
+                // Alone, with nothing else pending, the statement still completes nothing.
+                let second = try await f.ledger.record(f.record(chunks[2]), instance: "r2", completion: .afterCommit)
+                #expect(second.isEmpty)
+                #expect(try await f.ledger.completeIfDone([message]).isEmpty)
+                #expect(try await f.status(message) == ("fanned_out", false))
+            }
+            #expect(try await f.ledger.completeIfDone([message]) == [message])
+            #expect(try await f.status(message) == ("completed", true))
+            #expect(try await f.ledger.completeIfDone([message]).isEmpty)
+            let deliveries = try await f.postgres.query("SELECT count(*)::int FROM deliveries")
+            #expect(try deliveries[0].decode(Int.self, at: 0) == 3)
+        } finally: {
+            await f.schema.stop()
+        }
+    }
+
     @Test func aFanOutEndingWhileItsLastChunkIsRecordedCompletes() async throws {
         let f = try await Fixture.start()
         try await withCleanup {

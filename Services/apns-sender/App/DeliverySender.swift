@@ -16,7 +16,9 @@ import Foundation
 ///    credentials ends its devices `failed` (`apns_credentials_missing` / `apns_credentials_invalid`)
 ///    with no APNs call; a message that no longer validates, `failed` / `message_invalid`.
 /// 3. The send policy decides the pushes left, ONE statement for the chunk (`Policy.decide`:
-///    preferences, categories, frequency caps counted exactly under concurrency): a device whose
+///    preferences, categories, frequency caps counted exactly under concurrency; a push naming no
+///    category, for a tenant with no default category and no cap without a category, is decided
+///    by what the claim read, `UncategorizedPolicy`, with no statement): a device whose
 ///    (message, subscriber) it holds back ends `suppressed` with the reason, with no APNs request.
 ///    A message whose sender decided already (`messages.policy_decided_at`: a workflow's send
 ///    step) gets that decision on every device and is neither decided nor counted again.
@@ -27,10 +29,10 @@ import Foundation
 ///    Each result becomes the device's outcome through the ledger's one mapping
 ///    (`DeliveryOutcome(device:result:)`).
 /// 5. Record: ONE statement writes every delivery once with its outcome and attempts, deletes the
-///    chunk and completes the messages nothing is pending for any more (`Ledger.record`). A fan-out
-///    chunk's message that statement could not complete is tested again after the commit
-///    (`Ledger.completeIfDone`: another replica may have recorded its other last chunk at the
-///    same moment).
+///    chunk and completes a direct batch's messages (`Ledger.record`). A fan-out chunk's message
+///    is tested after the commit (`Ledger.completeIfDone`: one index probe while other chunks of it
+///    are pending; another replica may have recorded its other last chunk at the same moment, and
+///    whichever commits last sees both gone).
 ///
 /// A replica that stops between 1 and 5 leaves its chunk claimed; another replica's sweeper takes
 /// it over after `staleSending` (`takeOverStaleClaims`) and sends it again under the same apns-ids.
@@ -50,12 +52,22 @@ struct DeliverySender: Sendable {
 
     func handle(_ entry: DeliveryChunk) async throws {
         let started = ContinuousClock.now
-        guard let chunk = try await ledger.claim(entry.chunkId, tenant: entry.tenantId, instance: instance) else {
+        guard
+            let (chunk, uncategorized) = try await ledger.claim(
+                entry.chunkId, tenant: entry.tenantId, instance: instance, alongside: Self.uncategorizedPolicy)
+        else {
             return
         }
         metrics.claim.observe(ContinuousClock.now - started)
-        try await send(chunk, started: started)
+        try await send(chunk, uncategorized: uncategorized, started: started)
     }
+
+    /// What the send policy decides for the chunk's pushes naming no category, read by the claim
+    /// (`UncategorizedPolicy`; nil when the tenant's settings leave more to decide): a chunk of an
+    /// uncategorized message then needs no decision statement.
+    static let uncategorizedPolicy = ClaimAlongside(
+        expression: Policy.uncategorizedSQL(tenant: "tenant_id", subscribers: "subscriber_ids"),
+        decode: { try Policy.uncategorized($0, at: $1) })
 
     /// What a message's sending needs: the tenant's credentials and the prepared message, or why
     /// it cannot be sent.
@@ -67,8 +79,10 @@ struct DeliverySender: Sendable {
 
     /// Sends every device of a chunk this replica holds, then records it. `known`: messages the
     /// caller prepared already (a direct batch read them with its claim); the others are read.
+    /// `uncategorized`: the policy's answer for pushes naming no category, read with the claim.
     func send(
-        _ chunk: ClaimedChunk, known: [UUID: PreparedMessage] = [:], started: ContinuousClock.Instant
+        _ chunk: ClaimedChunk, known: [UUID: PreparedMessage] = [:], uncategorized: UncategorizedPolicy? = nil,
+        started: ContinuousClock.Instant
     ) async throws {
         let tenant = try await credentials.get(chunk.tenantId)
         var prepared: [UUID: Prepared] = [:]
@@ -86,7 +100,7 @@ struct DeliverySender: Sendable {
         let sendStarted = ContinuousClock.now
         let now = Date()
         let plan = ChunkPlan(chunk.devices, prepared, now: now)
-        let verdicts = try await decidePolicy(chunk, plan)
+        let verdicts = try await decidePolicy(chunk, plan, uncategorized: uncategorized)
         // Looked up per device only when some verdict holds a push back (a chunk the policy lets
         // through whole, the usual case, costs no hashing per device).
         let suppressing = verdicts.values.contains { $0.suppressed != nil }
@@ -123,9 +137,13 @@ struct DeliverySender: Sendable {
         }
         if !rounds.isEmpty { metrics.send.observe(ContinuousClock.now - sendStarted) }
         let recording = ContinuousClock.now
+        // A fan-out chunk's message is completed by the test after the commit (below), not in
+        // the record's statement (`RecordCompletion.afterCommit`); a direct batch's messages, each
+        // wholly in its chunk, in the statement.
         let completed = try await ledger.record(
             [ChunkRecord(chunk: chunk, outcomes: outcomes)], instance: instance,
-            templates: prepared.compactMapValues(\.message?.template))
+            templates: prepared.compactMapValues(\.message?.template),
+            completion: chunk.messageId == nil ? .inStatement : .afterCommit)
         if let message = chunk.messageId, !completed.contains(message) {
             await completeIfDone(message)
         }
@@ -137,9 +155,10 @@ struct DeliverySender: Sendable {
     }
 
     /// The policy's verdicts for the chunk's pushes that would go out (ONE statement, counting
-    /// what it lets through against the caps); none asked when nothing is to be sent.
-    private func decidePolicy(_ chunk: ClaimedChunk, _ plan: ChunkPlan) async throws
-        -> [PolicyCandidate: PolicyVerdict]
+    /// what it lets through against the caps; none when every push names no category and the
+    /// claim read what the policy decides for those); none asked when nothing is to be sent.
+    private func decidePolicy(_ chunk: ClaimedChunk, _ plan: ChunkPlan, uncategorized: UncategorizedPolicy?)
+        async throws -> [PolicyCandidate: PolicyVerdict]
     {
         var candidates: [PolicyCandidate] = []
         for (position, device) in chunk.devices.enumerated() {
@@ -148,7 +167,8 @@ struct DeliverySender: Sendable {
             candidates.append(messagePlan.candidate(device))
         }
         guard !candidates.isEmpty else { return [:] }
-        return try await policy.decide(candidates, tenant: chunk.tenantId, now: plan.now)
+        return try await policy.decide(
+            candidates, tenant: chunk.tenantId, now: plan.now, uncategorized: uncategorized)
     }
 
     /// The completion test after a fan-out chunk's commit. The chunk is recorded whatever happens
