@@ -62,16 +62,32 @@ public struct LiveActivityService: Sendable {
             consumer.readAhead = false
             consumer.claimIdleTime = configuration.claimIdle
             consumer.reclaimInterval = configuration.reclaimInterval
-            return StreamConsumerService(
-                consumer: StreamConsumer(
-                    client: runtime.redis, configuration: consumer,
-                    logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
-                    batchHandler: { entries in await batch.handle(entries) }))
+            return LaneService(
+                consumer: StreamConsumerService(
+                    consumer: StreamConsumer(
+                        client: runtime.redis, configuration: consumer,
+                        logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
+                        batchHandler: { entries in await batch.handle(entries) })),
+                executor: LaneExecutor.lane(lane))
         }
         let trimmer = StreamTrimmer(
             redis: runtime.redis, stream: stream, logger: runtime.logger, metrics: runtime.metrics)
         return [clients, trimmer] + lanes
     }
+}
+
+/// A lane: its consumer's tasks (the loop, the batch handler, the claims' renewal) run on the
+/// lane's `LaneExecutor`, so a batch continues on the thread that answered its last round trip.
+struct LaneService: Service {
+    let consumer: StreamConsumerService
+    let executor: LaneExecutor
+    var name: String { consumer.name }
+
+    func run() async throws {
+        try await withTaskExecutorPreference(executor) { try await consumer.run() }
+    }
+
+    func shutdown() async { await consumer.shutdown() }
 }
 
 /// Drops the `bk:la` entries every group acknowledged, every `interval` (10 s; an entry's work is
