@@ -9,7 +9,8 @@ import Foundation
 /// The liveactivity service: consumes `bk:la` (group `liveactivity`, shared by every replica) in
 /// `lanes` consumers of its own, each taking what has arrived (up to `batchSize` requests) and
 /// handling it as one batch (`LiveActivityBatch`): decided in one statement, sent through the
-/// APNs client pool, recorded in one statement, answered in one Redis round trip.
+/// APNs client pool, recorded in one statement, answered and acknowledged in one Redis round
+/// trip.
 ///
 /// ```swift
 /// await ServiceMain.run(
@@ -43,7 +44,7 @@ public struct LiveActivityService: Sendable {
         batch = LiveActivityBatch(
             ledger: Ledger(postgres: runtime.postgres, logger: runtime.logger),
             sender: LiveActivitySender(clients: clients, retryPolicy: configuration.retryPolicy),
-            credentials: credentials, redis: runtime.redis, instance: runtime.settings.instanceID,
+            credentials: credentials, instance: runtime.settings.instanceID,
             metrics: LiveActivityMetrics(registry: runtime.metrics), logger: runtime.logger)
     }
 
@@ -67,7 +68,7 @@ public struct LiveActivityService: Sendable {
                     consumer: StreamConsumer(
                         client: runtime.redis, configuration: consumer,
                         logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
-                        batchHandler: { entries in await batch.handle(entries) })),
+                        answeringBatchHandler: { entries in await batch.handle(entries) })),
                 executor: LaneExecutor.lane(lane))
         }
         let trimmer = StreamTrimmer(
