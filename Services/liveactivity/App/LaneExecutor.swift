@@ -42,19 +42,23 @@ final class LaneExecutor: TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        if WorkerThread.isCurrent && pthread_getspecific(runningInlineKey) == nil {
-            pthread_setspecific(runningInlineKey, UnsafeRawPointer(bitPattern: 1))
-            job.runSynchronously(on: executor)
-            pthread_setspecific(runningInlineKey, nil)
+        if WorkerThread.isCurrent && pthread_getspecific(runningLaneJobKey) == nil {
+            Self.runMarked(job, on: executor)
         } else {
-            thread.submit { job.runSynchronously(on: executor) }
+            thread.submit { Self.runMarked(job, on: executor) }
         }
+    }
+
+    private static func runMarked(_ job: UnownedJob, on executor: UnownedTaskExecutor) {
+        pthread_setspecific(runningLaneJobKey, UnsafeRawPointer(bitPattern: 1))
+        job.runSynchronously(on: executor)
+        pthread_setspecific(runningLaneJobKey, nil)
     }
 }
 
-/// Set while a lane's job runs inline on a connection's thread: a job it resumes in turn goes to
-/// its lane's thread instead of nesting on this stack.
-private let runningInlineKey: pthread_key_t = {
+/// Set while a lane's job runs (inline on a connection's thread, or on a lane's thread): a job it
+/// resumes in turn goes to its lane's thread instead of nesting on this stack.
+private let runningLaneJobKey: pthread_key_t = {
     var key = pthread_key_t()
     pthread_key_create(&key, nil)
     return key
