@@ -20,7 +20,10 @@
 # BK_LA_QUICK=1 stops after measurement 1. BK_LA_PROFILE=1 adds where the time of measurement 1
 # went: each update's stages from the ledger's timestamps, the CPU each process spent per
 # update, and the statements Postgres ran per update (pg_stat_statements); BK_LA_PERF=DIR
-# records 6 s of `perf record -a -g` into DIR during it. Stops everything it starts.
+# records 6 s of `perf record -a -g` into DIR during it. BK_LA_FLOOR=1 measures only Postgres's
+# floor on the same cluster and stops: pgbench, one client at BK_LA_RATE transactions/s for
+# BK_LA_SECONDS, two `SELECT 1`, one and two one-row durable INSERTs per "update" (the guarantees'
+# two commits), and the backends' CPU per update. Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -55,6 +58,28 @@ fi
 [ -n "${BK_LA_PROFILE:-}" ] && export BK_PG_OPTIONS="${BK_PG_OPTIONS:-} -c shared_preload_libraries=pg_stat_statements"
 bench_bootstrap_stack "$PGPORT" "$REDISPORT"
 [ -n "${BK_LA_PROFILE:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
+
+# BK_LA_FLOOR: what two durable commits cost Postgres at this rate, requests one by one. pgbench's
+# backend exits with it, so its CPU is read from what the postmaster reaped (cutime + cstime).
+if [ -n "${BK_LA_FLOOR:-}" ]; then
+  "${PSQL[@]}" -c "CREATE TABLE la_floor (id bigserial PRIMARY KEY, a uuid, b text, c jsonb)"
+  insert="INSERT INTO la_floor (a, b, c) VALUES (gen_random_uuid(), 'x', '{\"n\": 1}');"
+  printf 'SELECT 1;\nSELECT 1;\n' >"$WORK/floor-select.sql"
+  printf '%s\n' "$insert" >"$WORK/floor-one.sql"
+  printf '%s\n%s\n' "$insert" "$insert" >"$WORK/floor-two.sql"
+  reaped() { awk '{print $16 + $17}' "/proc/$(head -1 "$WORK/pg/data/postmaster.pid")/stat"; }
+  for f in select one two; do
+    c0="$(reaped)"
+    pgbench -h 127.0.0.1 -p "$PGPORT" -U buzzkit -n -M prepared -c 1 -R "$RATE" -T "$SECONDS_AT_RATE" \
+      -f "$WORK/floor-$f.sql" buzzkit >"$WORK/floor-$f.out" 2>&1
+    sleep 0.5
+    c1="$(reaped)"
+    n="$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/floor-$f.out")"
+    echo "floor $f: $n updates at $RATE/s, Postgres backend CPU per update" \
+      "$(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) * 1e6 / $n))") us" >&2
+  done
+  exit 0
+fi
 
 bk_log "inserting $ACTIVITIES activities, ${BK_LA_HISTORY:-100000} earlier sends and a topic of $DEVICES devices"
 "${PSQL[@]}" <<SQL

@@ -7,6 +7,10 @@ import Synchronization
 /// run on Swift's cooperative pool (two threads on the target machines): each PostgreSQL and Redis
 /// connection owns one of these and touches its C handle only from it, so the handle needs no
 /// lock. `stop()` lets the queued jobs finish, then the thread exits.
+///
+/// `WorkerThread.isCurrent` tells code whether it runs on one of these threads: a job of such a
+/// thread resumes its caller as its last step, outside any lock, so an executor may run the
+/// resumed task right there instead of waking another thread (the liveactivity lanes do).
 public final class WorkerThread: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -58,7 +62,11 @@ public final class WorkerThread: Sendable {
         if first { signal.signal() }
     }
 
+    /// Whether the calling thread is a `WorkerThread`'s.
+    public static var isCurrent: Bool { pthread_getspecific(workerThreadKey) != nil }
+
     private func loop() {
+        pthread_setspecific(workerThreadKey, UnsafeRawPointer(bitPattern: 1))
         while true {
             signal.wait()
             let next = state.withLock { state -> (job: (@Sendable () -> Void)?, exit: Bool) in
@@ -77,3 +85,10 @@ public final class WorkerThread: Sendable {
         }
     }
 }
+
+/// Set (non-nil) on every `WorkerThread`'s thread.
+private let workerThreadKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+}()

@@ -22,13 +22,14 @@ extension StreamConsumer {
 
     static let maxErrorLength = 2000
 
-    /// Runs the handlers for `entries`, then acks/records/dead-letters in one pipeline.
+    /// Runs the handlers for `entries`, then sends an answering handler's commands and
+    /// acks/records/dead-letters, in one pipeline.
     /// `deliveries` holds known delivery counts (reclaimed entries); fresh entries count 1.
     func process(_ entries: [StreamEntry], deliveries: [StreamEntryID: Int]) async throws(RedisError) {
         let ids = entries.map(\.id)
         state.withLock { $0.held.formUnion(ids) }
         defer { state.withLock { $0.held.subtract(ids) } }
-        let failures = await runHandlers(entries)
+        let (failures, answers) = await runHandlers(entries)
         var acked: [StreamEntryID] = []
         var failed: [(StreamEntryID, String)] = []
         var dead: [(StreamEntry, Int, String)] = []
@@ -45,6 +46,10 @@ extension StreamConsumer {
             }
         }
         var wire = RedisWire(capacity: 128 + acked.count * 32)
+        for command in answers {
+            wire.beginCommand(arguments: command.count)
+            for argument in command { wire.append(argument.bytes) }
+        }
         if !acked.isEmpty {
             RedisClient.appendAck(&wire, configuration.stream, group: configuration.group, ids: acked)
             let retried = acked.filter { (deliveries[$0] ?? 1) > 1 }
@@ -186,11 +191,15 @@ extension StreamConsumer {
         }
     }
 
-    /// Runs the handler(s); returns the failed entries with their error text.
-    private func runHandlers(_ entries: [StreamEntry]) async -> [StreamEntryID: String] {
+    /// Runs the handler(s); returns the failed entries with their error text, and the commands
+    /// to send ahead of the acknowledgement (an answering handler's).
+    private func runHandlers(_ entries: [StreamEntry]) async -> ([StreamEntryID: String], [[RedisArgument]]) {
         switch work {
         case .batch(let handler):
-            return await handler(entries).mapValues(Self.describe)
+            return (await handler(entries).mapValues(Self.describe), [])
+        case .answering(let handler):
+            let outcome = await handler(entries)
+            return (outcome.failures.mapValues(Self.describe), outcome.commands)
         case .single(let handler):
             // At most `limit` worker tasks per batch, each pulling the next entry from a shared
             // counter: bounded concurrency without one task per entry, and a slow entry only
@@ -211,8 +220,8 @@ extension StreamConsumer {
                 }
                 return failures
             }
-            if workers == 1 { return await work() }
-            return await withTaskGroup(of: [StreamEntryID: String].self) { group in
+            if workers == 1 { return (await work(), []) }
+            let failures = await withTaskGroup(of: [StreamEntryID: String].self) { group in
                 // The current task is one of the workers: with handlers that never suspend it
                 // often finishes the batch before the others even start.
                 for _ in 1..<workers { group.addTask { await work() } }
@@ -220,6 +229,7 @@ extension StreamConsumer {
                 for await partial in group { failures.merge(partial) { first, _ in first } }
                 return failures
             }
+            return (failures, [])
         }
     }
 

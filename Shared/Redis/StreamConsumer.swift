@@ -10,6 +10,8 @@ import Synchronization
 ///   not yet acked.
 /// - Runs handlers with at most `maxConcurrentHandlers` at once and acks (`XACK`, one per batch)
 ///   only the entries whose handler returned, as soon as the batch's handlers are done.
+/// - A batch handler may answer its batch's work (`AnsweringBatchHandler`): its commands go out
+///   in the `XACK`'s round trip, ahead of it.
 /// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
 /// - Entries pending longer than `claimIdleTime` with any consumer (a dead one, or this one after a
 ///   failure) are reclaimed with `XAUTOCLAIM` at startup and every `reclaimInterval`, then retried.
@@ -31,10 +33,30 @@ public final class StreamConsumer: Sendable {
     public typealias Handler = @Sendable (StreamEntry) async throws -> Void
     /// Processes a whole batch; returns the entries that failed with their errors (the rest are acked).
     public typealias BatchHandler = @Sendable ([StreamEntry]) async -> [StreamEntryID: any Error]
+    /// Processes a whole batch; returns the entries that failed and the commands that answer the
+    /// batch's work (`BatchOutcome`), sent in the round trip of its `XACK`.
+    public typealias AnsweringBatchHandler = @Sendable ([StreamEntry]) async -> BatchOutcome
+
+    /// What an `AnsweringBatchHandler` did with its batch.
+    public struct BatchOutcome {
+        /// The entries that failed, with their errors (the rest are acked).
+        public var failures: [StreamEntryID: any Error]
+        /// Sent in one round trip with the batch's acknowledgement, ahead of it, so a batch whose
+        /// work ends in messages to others (the liveactivity service's answers) costs one round
+        /// trip for both. An error reply to one of them is logged; the entries are acked all the
+        /// same (an I/O failure leaves them pending, to be retried).
+        public var commands: [[RedisArgument]]
+
+        public init(failures: [StreamEntryID: any Error], commands: [[RedisArgument]]) {
+            self.failures = failures
+            self.commands = commands
+        }
+    }
 
     enum Work: Sendable {
         case single(Handler)
         case batch(BatchHandler)
+        case answering(AnsweringBatchHandler)
     }
 
     public let configuration: Configuration
@@ -66,6 +88,13 @@ public final class StreamConsumer: Sendable {
         client: RedisClient, configuration: Configuration, logger: Logger, batchHandler: @escaping BatchHandler
     ) {
         self.init(client: client, configuration: configuration, logger: logger, work: .batch(batchHandler))
+    }
+
+    public convenience init(
+        client: RedisClient, configuration: Configuration, logger: Logger,
+        answeringBatchHandler: @escaping AnsweringBatchHandler
+    ) {
+        self.init(client: client, configuration: configuration, logger: logger, work: .answering(answeringBatchHandler))
     }
 
     private init(client: RedisClient, configuration: Configuration, logger: Logger, work: Work) {

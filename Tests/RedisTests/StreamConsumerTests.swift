@@ -201,4 +201,38 @@ struct Poison: Error, CustomStringConvertible {
         #expect(done)
         #expect(try await client.pending(stream, group: "workers", count: 10).map(\.id) == [ids[0]])
     }
+
+    /// An answering handler's commands go out with the acknowledgement: every entry's answer is
+    /// on the list, the failed entry's too (the handler chose to answer it), and only the failed
+    /// entry stays pending; an error reply to one of the commands acks the entries all the same.
+    @Test func answeringBatchHandlerSendsItsCommandsWithTheAcks() async throws {
+        let ids = try await client.xaddBatch(stream, entries: (0..<10).map { [("n", Array(String($0).utf8))] })
+        let answers = stream + ":answers"
+        let wrongType = stream + ":string"
+        _ = try await client.command(["SET", RedisArgument(wrongType), "x"])
+        let seen = Seen()
+        var configuration = fastConfiguration("answering")
+        configuration.claimIdleTime = .seconds(600)
+        let consumer = StreamConsumer(client: client, configuration: configuration, logger: .silent()) {
+            (entries: [StreamEntry]) -> StreamConsumer.BatchOutcome in
+            var failures: [StreamEntryID: any Error] = [:]
+            var commands: [[RedisArgument]] = [["LPUSH", RedisArgument(wrongType), "refused"]]
+            for entry in entries {
+                seen.record(entry.id)
+                if entry.id == ids[0] { failures[entry.id] = Poison() }
+                commands.append(["RPUSH", RedisArgument(answers), RedisArgument(entry.id.description)])
+            }
+            return StreamConsumer.BatchOutcome(failures: failures, commands: commands)
+        }
+        let done = try await withRunning(consumer) {
+            await RedisTestSupport.eventually {
+                (try? await client.command(["LLEN", RedisArgument(answers)]).int) == 10
+            }
+        }
+        #expect(done)
+        let answered = try await client.command(["LRANGE", RedisArgument(answers), "0", "-1"]).array ?? []
+        #expect(answered.compactMap(\.string) == ids.map(\.description))
+        #expect(try await client.pending(stream, group: "workers", count: 10).map(\.id) == [ids[0]])
+        _ = try await client.command(["DEL", RedisArgument(answers), RedisArgument(wrongType)])
+    }
 }

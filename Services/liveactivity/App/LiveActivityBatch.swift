@@ -9,12 +9,13 @@ import Foundation
 /// the batch's size: the tenants' credentials (cached), the decision
 /// (`Ledger.decideLiveActivities`, one statement per round of `LiveActivityRounds`), the pushes
 /// (`LiveActivitySender`, one HTTP/2 batch per APNs client), the ledger (`Ledger.record`, one
-/// statement) and the answers (one pipelined Redis round trip: an `LPUSH` and an `EXPIRE` per
-/// reply list).
+/// statement) and the answers (an `LPUSH` and an `EXPIRE` per reply list, handed to the consumer,
+/// which sends them in one round trip with the batch's `XACK`, ahead of it).
 ///
 /// An entry whose handling failed is returned with its error and stays pending (retried, then
 /// dead-lettered, by the consumer; replicas share the stream, so the retry may run on another
-/// one); the others are acked. What a failure, or a kill, leaves:
+/// one); the others are acked, in the round trip of their answers. What a failure, or a kill,
+/// leaves:
 /// - before deciding (credentials, a round's statement): nothing; the entry is decided afresh
 ///   when retried (rounds after a failed one are not decided either, so order holds);
 /// - after deciding: its message (`fanned_out`) and ONE chunk of kind `live_activity` holding its
@@ -22,8 +23,10 @@ import Foundation
 ///   same. A retry finds its message and is answered from the ledger, never sent again (`sending`
 ///   while the chunk is pending);
 /// - after recording: each token's delivery written ONCE, with its outcome and attempts in the
-///   format pushes use, the chunk gone and the message `completed`; a failed answer leaves the
-///   entry to the retry, which answers what the ledger shows.
+///   format pushes use, the chunk gone and the message `completed`; a round trip of answers and
+///   acknowledgement that failed leaves the entry pending, to a retry that answers what the
+///   ledger shows (an error reply to an `LPUSH` alone, which only a reply list of the wrong type
+///   or a full Redis gives, is logged and the request ends in the gateway's 504).
 /// A kill between deciding and recording can lose those pushes, never double them: the chunk
 /// stays claimed, and once it is older than apns-sender's `BUZZKIT_SENDER_STALE_SENDING` its
 /// sweeper records its deliveries `failed` / `sender_lost` (whether APNs had them is unknown)
@@ -33,12 +36,11 @@ struct LiveActivityBatch: Sendable {
     let ledger: Ledger
     let sender: LiveActivitySender
     let credentials: TenantCredentialStore
-    let redis: RedisClient
     let instance: String
     let metrics: LiveActivityMetrics
     let logger: Logger
 
-    func handle(_ stream: [StreamEntry]) async -> [StreamEntryID: any Error] {
+    func handle(_ stream: [StreamEntry]) async -> StreamConsumer.BatchOutcome {
         let started = ContinuousClock.now
         let nowMs = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var failures: [StreamEntryID: any Error] = [:]
@@ -54,7 +56,7 @@ struct LiveActivityBatch: Sendable {
             }
         }
         metrics.batchSize.observe(Double(entries.count))
-        guard !entries.isEmpty else { return failures }
+        guard !entries.isEmpty else { return StreamConsumer.BatchOutcome(failures: failures, commands: []) }
 
         // 1. The tenants' APNs settings, before anything is decided.
         var tenants: [UUID: TenantAPNs] = [:]
@@ -122,7 +124,6 @@ struct LiveActivityBatch: Sendable {
         }
 
         // 5. Answer.
-        var answered: [Int] = []
         var answers: [(LiveActivityEntry, LiveActivityReply)] = []
         for (index, plan) in plans.enumerated() where failures[ids[index]] == nil {
             let entry = entries[index]
@@ -141,25 +142,18 @@ struct LiveActivityBatch: Sendable {
                 let sent = jobOf[index].map { outcomes[$0].map { $0.result(for: entry.request) } } ?? []
                 reply = .results(messageId: entry.messageId, skipped + sent)
             }
-            answered.append(index)
             answers.append((entry, reply))
         }
-        clock = ContinuousClock.now
-        do {
-            try await answer(answers)
-            metrics.requests.increment(by: answers.count)
-        } catch {
-            for index in answered { failures[ids[index]] = error }
-        }
-        metrics.answer.observe(ContinuousClock.now - clock)
+        metrics.requests.increment(by: answers.count)
         metrics.total.observe(ContinuousClock.now - started)
-        return failures
+        return StreamConsumer.BatchOutcome(failures: failures, commands: Self.answerCommands(answers))
     }
 
-    /// Every answer in one round trip: per reply list one `LPUSH` of its answers and one
-    /// `EXPIRE` (the list outlives nobody reading it by at most `LiveActivityEntry.replyTTL`).
-    private func answer(_ answers: [(LiveActivityEntry, LiveActivityReply)]) async throws {
-        guard !answers.isEmpty else { return }
+    /// Every answer, for the round trip of the batch's `XACK` (ahead of it): per reply list one
+    /// `LPUSH` of its answers and one `EXPIRE` (the list outlives nobody reading it by at most
+    /// `LiveActivityEntry.replyTTL`).
+    static func answerCommands(_ answers: [(LiveActivityEntry, LiveActivityReply)]) -> [[RedisArgument]] {
+        guard !answers.isEmpty else { return [] }
         var byKey: [String: [RedisArgument]] = [:]
         var order: [String] = []
         for (entry, reply) in answers {
@@ -172,9 +166,7 @@ struct LiveActivityBatch: Sendable {
             commands.append([RedisArgument("LPUSH"), RedisArgument(key)] + (byKey[key] ?? []))
             commands.append([RedisArgument("EXPIRE"), RedisArgument(key), RedisArgument(seconds)])
         }
-        for reply in try await redis.pipeline(commands) {
-            if let message = reply.errorMessage { throw RedisError(.server, message) }
-        }
+        return commands
     }
 }
 

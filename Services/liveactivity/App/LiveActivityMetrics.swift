@@ -3,14 +3,14 @@ import BuzzKitCore
 /// Where a Live Activity batch's time goes, on `/metrics`, so latency can be explained without a
 /// profiler: `bk_la_stage_seconds{stage}`: `queue` (from the gateway's `XADD`, the entry id's
 /// time, to the batch starting: waiting for a lane), `decide` (the deciding statement), `send`
-/// (every APNs attempt), `record` (the ledger write), `answer` (the replies), `total` (the batch);
-/// `bk_la_batch_requests` (requests per batch) and `bk_la_requests_total`.
+/// (every APNs attempt), `record` (the ledger write), `total` (the batch, to its answers handed to
+/// the consumer, which sends them in the round trip of its `XACK`); `bk_la_batch_requests`
+/// (requests per batch) and `bk_la_requests_total`.
 struct LiveActivityMetrics: Sendable {
     let queue: Histogram
     let decide: Histogram
     let send: Histogram
     let record: Histogram
-    let answer: Histogram
     let total: Histogram
     let batchSize: Histogram
     let requests: Counter
@@ -24,7 +24,6 @@ struct LiveActivityMetrics: Sendable {
         decide = stage("decide")
         send = stage("send")
         record = stage("record")
-        answer = stage("answer")
         total = stage("total")
         batchSize = registry.histogram(
             "bk_la_batch_requests", help: "Requests per Live Activity batch.",

@@ -26,11 +26,14 @@ struct LiveActivitySender: Sendable {
         var tenant: TenantAPNs
     }
 
+    /// The pushes of a batch that go through one client: (job, target) positions and their requests.
+    typealias Group = (client: APNsClient, credentials: APNsCredentials, items: [(Int, Int, APNsRequest)])
+
     /// One outcome per target of each job, in the jobs' and targets' order.
     func send(_ jobs: [Job]) async -> [[DeliveryOutcome]] {
         var outcomes: [[DeliveryOutcome?]] = jobs.map { Array(repeating: nil, count: $0.targets.count) }
-        /// Pushes by client: (job, target) positions and their requests.
-        var groups: [String: (client: APNsClient, credentials: APNsCredentials, items: [(Int, Int, APNsRequest)])] = [:]
+        /// Pushes by client.
+        var groups: [String: Group] = [:]
         for (j, job) in jobs.enumerated() {
             func fail(_ t: Int, _ reason: String, _ code: DeliveryErrorCode) {
                 outcomes[j][t] = DeliveryOutcome(
@@ -63,17 +66,22 @@ struct LiveActivitySender: Sendable {
             }
         }
         let policy = retryPolicy
-        let sent = await withTaskGroup(of: [(Int, Int, APNsDeliveryResult)].self) { group in
-            for (_, batch) in groups {
-                group.addTask {
-                    let results = await batch.client.sendWithRetries(
-                        batch: batch.items.map(\.2), credentials: batch.credentials, policy: policy)
-                    return zip(batch.items, results).map { item, result in (item.0, item.1, result) }
-                }
+        @Sendable func send(_ batch: Group) async -> [(Int, Int, APNsDeliveryResult)] {
+            let results = await batch.client.sendWithRetries(
+                batch: batch.items.map(\.2), credentials: batch.credentials, policy: policy)
+            return zip(batch.items, results).map { item, result in (item.0, item.1, result) }
+        }
+        // One client (the usual case): sent from this task, without a child task to start and wait for.
+        let sent: [(Int, Int, APNsDeliveryResult)]
+        if groups.count == 1, let only = groups.first?.value {
+            sent = await send(only)
+        } else {
+            sent = await withTaskGroup(of: [(Int, Int, APNsDeliveryResult)].self) { group in
+                for (_, batch) in groups { group.addTask { await send(batch) } }
+                var all: [(Int, Int, APNsDeliveryResult)] = []
+                for await part in group { all += part }
+                return all
             }
-            var all: [(Int, Int, APNsDeliveryResult)] = []
-            for await part in group { all += part }
-            return all
         }
         for (j, t, result) in sent {
             outcomes[j][t] = DeliveryOutcome(device: jobs[j].targets[t].device, result: result)

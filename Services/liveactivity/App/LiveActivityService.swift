@@ -9,7 +9,8 @@ import Foundation
 /// The liveactivity service: consumes `bk:la` (group `liveactivity`, shared by every replica) in
 /// `lanes` consumers of its own, each taking what has arrived (up to `batchSize` requests) and
 /// handling it as one batch (`LiveActivityBatch`): decided in one statement, sent through the
-/// APNs client pool, recorded in one statement, answered in one Redis round trip.
+/// APNs client pool, recorded in one statement, answered and acknowledged in one Redis round
+/// trip.
 ///
 /// ```swift
 /// await ServiceMain.run(
@@ -43,7 +44,7 @@ public struct LiveActivityService: Sendable {
         batch = LiveActivityBatch(
             ledger: Ledger(postgres: runtime.postgres, logger: runtime.logger),
             sender: LiveActivitySender(clients: clients, retryPolicy: configuration.retryPolicy),
-            credentials: credentials, redis: runtime.redis, instance: runtime.settings.instanceID,
+            credentials: credentials, instance: runtime.settings.instanceID,
             metrics: LiveActivityMetrics(registry: runtime.metrics), logger: runtime.logger)
     }
 
@@ -62,16 +63,32 @@ public struct LiveActivityService: Sendable {
             consumer.readAhead = false
             consumer.claimIdleTime = configuration.claimIdle
             consumer.reclaimInterval = configuration.reclaimInterval
-            return StreamConsumerService(
-                consumer: StreamConsumer(
-                    client: runtime.redis, configuration: consumer,
-                    logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
-                    batchHandler: { entries in await batch.handle(entries) }))
+            return LaneService(
+                consumer: StreamConsumerService(
+                    consumer: StreamConsumer(
+                        client: runtime.redis, configuration: consumer,
+                        logger: runtime.logger.with(["stream": stream.rawValue, "group": ConsumerGroup.liveActivity]),
+                        answeringBatchHandler: { entries in await batch.handle(entries) })),
+                executor: LaneExecutor.lane(lane))
         }
         let trimmer = StreamTrimmer(
             redis: runtime.redis, stream: stream, logger: runtime.logger, metrics: runtime.metrics)
         return [clients, trimmer] + lanes
     }
+}
+
+/// A lane: its consumer's tasks (the loop, the batch handler, the claims' renewal) run on the
+/// lane's `LaneExecutor`, so a batch continues on the thread that answered its last round trip.
+struct LaneService: Service {
+    let consumer: StreamConsumerService
+    let executor: LaneExecutor
+    var name: String { consumer.name }
+
+    func run() async throws {
+        try await withTaskExecutorPreference(executor) { try await consumer.run() }
+    }
+
+    func shutdown() async { await consumer.shutdown() }
 }
 
 /// Drops the `bk:la` entries every group acknowledged, every `interval` (10 s; an entry's work is
