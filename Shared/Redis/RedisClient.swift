@@ -60,18 +60,8 @@ public final class RedisClient: RedisCommandRunner, Service {
         _ args: [RedisArgument], timeout: Duration? = nil,
         completion: @escaping @Sendable (Result<RedisValue, RedisError>) -> Void
     ) {
-        pool.lease { [pool] leased in
-            switch leased {
-            case .success(let connection):
-                connection.command(args, timeout: timeout) { result in
-                    _ = pool.release(connection)
-                    completion(result)
-                }
-            case .failure(let error as RedisError):
-                completion(.failure(error))
-            case .failure:
-                completion(.failure(Self.closedError))
-            }
+        onLeasedConnection(completion) { connection, done in
+            connection.command(args, timeout: timeout, completion: done)
         }
     }
 
@@ -86,10 +76,21 @@ public final class RedisClient: RedisCommandRunner, Service {
         for entry in entries { size += Self.xaddSize(stream, entry) }
         var wire = RedisWire(capacity: size)
         for entry in entries { Self.appendXAdd(&wire, stream, fields: entry, maxLength: nil, id: "*") }
-        pool.lease { [pool, wire] leased in
+        onLeasedConnection(completion) { [wire] connection, done in
+            connection.execute(wire, RedisReplyParser.xaddID, completion: done)
+        }
+    }
+
+    /// Runs `work` on a pooled connection once one is free (holding no thread while waiting);
+    /// the connection goes back to the pool just before `completion` gets `work`'s result.
+    private func onLeasedConnection<T: Sendable>(
+        _ completion: @escaping @Sendable (Result<T, RedisError>) -> Void,
+        _ work: @escaping @Sendable (RedisConnection, @escaping @Sendable (Result<T, RedisError>) -> Void) -> Void
+    ) {
+        pool.lease { [pool] leased in
             switch leased {
             case .success(let connection):
-                connection.execute(wire, RedisReplyParser.xaddID) { result in
+                work(connection) { result in
                     _ = pool.release(connection)
                     completion(result)
                 }

@@ -64,6 +64,32 @@ struct MessageCompletionTests {
                 "SELECT status, completed_at IS NOT NULL FROM messages WHERE id = $1::uuid", [message])[0]
             return (try row.decode(String.self, at: 0), try row.decode(Bool.self, at: 1))
         }
+
+        /// The last two chunks of `message` recorded at the same moment: `first`'s statement has
+        /// run in a transaction not yet committed when `second` is recorded, so each still sees
+        /// the other's chunk and neither completes the message, nor does the test after
+        /// `second`'s commit.
+        func recordAtOnce(
+            _ first: ClaimedChunk, _ second: ClaimedChunk, of message: UUID, completion: RecordCompletion
+        ) async throws {
+            try await postgres.withTransaction { tx in
+                let recordedFirst = try await Ledger.record(
+                    record(first), instance: "r1", completion: completion, inTransaction: tx)
+                #expect(recordedFirst.isEmpty)
+                #expect(try await ledger.record(record(second), instance: "r2", completion: completion).isEmpty)
+                #expect(try await ledger.completeIfDone([message]).isEmpty)
+                #expect(try await status(message) == ("fanned_out", false))
+            }
+        }
+
+        /// The test after the last commit completes `message`, once, with `deliveries` rows written.
+        func expectCompletedOnce(_ message: UUID, deliveries: Int) async throws {
+            #expect(try await ledger.completeIfDone([message]) == [message])
+            #expect(try await status(message) == ("completed", true))
+            #expect(try await ledger.completeIfDone([message]).isEmpty)
+            let count = try await postgres.query("SELECT count(*)::int FROM deliveries")
+            #expect(try count[0].decode(Int.self, at: 0) == deliveries)
+        }
     }
 
     @Test func twoReplicasRecordingTheLastTwoChunksAtOnceCompleteTheMessageOnce() async throws {
@@ -76,23 +102,11 @@ struct MessageCompletionTests {
             let b = try #require(
                 try await f.ledger.claim(
                     try await f.chunk([message], tokens: ["aa02"], own: message), tenant: f.tenant, instance: "r2"))
-            // r1's record statement has run, not committed yet, when r2 records: each statement
-            // still sees the other's chunk, so neither completes the message in it.
-            try await f.postgres.withTransaction { tx in
-                let first = try await Ledger.record(f.record(a), instance: "r1", inTransaction: tx)
-                #expect(first.isEmpty)
-                let second = try await f.ledger.record(f.record(b), instance: "r2")
-                #expect(second.isEmpty)
-                // r2's completion test after its commit still sees r1's chunk (uncommitted delete).
-                #expect(try await f.ledger.completeIfDone([message]).isEmpty)
-                #expect(try await f.status(message) == ("fanned_out", false))
-            }
+            // r1's record statement has run, not committed yet, when r2 records (the statement
+            // completes what it leaves with nothing pending): neither completes the message.
+            try await f.recordAtOnce(a, b, of: message, completion: .inStatement)
             // r1's test after its commit sees both gone: completed, once.
-            #expect(try await f.ledger.completeIfDone([message]) == [message])
-            #expect(try await f.status(message) == ("completed", true))
-            #expect(try await f.ledger.completeIfDone([message]).isEmpty)
-            let deliveries = try await f.postgres.query("SELECT count(*)::int FROM deliveries")
-            #expect(try deliveries[0].decode(Int.self, at: 0) == 2)
+            try await f.expectCompletedOnce(message, deliveries: 2)
         } finally: {
             await f.schema.stop()
         }
@@ -118,21 +132,8 @@ struct MessageCompletionTests {
             #expect(try await f.ledger.completeIfDone([message]).isEmpty)
             #expect(try await f.status(message) == ("fanned_out", false))
             // The last two at once: neither statement completes; r2's test runs before r1 commits.
-            try await f.postgres.withTransaction { tx in
-                let first = try await Ledger.record(
-                    f.record(chunks[1]), instance: "r1", completion: .afterCommit, inTransaction: tx)
-                #expect(first.isEmpty)
-                // Alone, with nothing else pending, the statement still completes nothing.
-                let second = try await f.ledger.record(f.record(chunks[2]), instance: "r2", completion: .afterCommit)
-                #expect(second.isEmpty)
-                #expect(try await f.ledger.completeIfDone([message]).isEmpty)
-                #expect(try await f.status(message) == ("fanned_out", false))
-            }
-            #expect(try await f.ledger.completeIfDone([message]) == [message])
-            #expect(try await f.status(message) == ("completed", true))
-            #expect(try await f.ledger.completeIfDone([message]).isEmpty)
-            let deliveries = try await f.postgres.query("SELECT count(*)::int FROM deliveries")
-            #expect(try deliveries[0].decode(Int.self, at: 0) == 3)
+            try await f.recordAtOnce(chunks[1], chunks[2], of: message, completion: .afterCommit)
+            try await f.expectCompletedOnce(message, deliveries: 3)
         } finally: {
             await f.schema.stop()
         }
