@@ -116,31 +116,12 @@ public struct MessageIntake: Sendable {
     /// Stores `messages` (`queued`) with ONE statement and one commit, then puts them on their
     /// streams (`StreamName.forMessage(to:)`) with one pipelined XADD per stream: concurrent
     /// requests share both (the gateway's coalescer hands a batch of them). One result per
-    /// message, in order. When the batch statement fails, each message is stored on its own, so
-    /// one bad row cannot fail the others and each caller sees its own error.
-    public func store(_ messages: [Prepared]) async -> [Result<Accepted, any Error>] {
-        guard !messages.isEmpty else { return [] }
-        let results: [Result<Accepted, any Error>]
-        do {
-            try await ledger.insertMessages(messages.map(Self.row))
-            results = messages.map { .success(Accepted(id: $0.id)) }
-        } catch {
-            results = await insertEach(messages)
-        }
-        for (target, entries) in streams(messages, results) {
-            do {
-                try await redis.xaddBatch(target.rawValue, entries: entries.map(\.fields))
-            } catch {
-                enqueueFailed(entries, target, error)
-            }
-        }
-        return results
-    }
-
-    /// `store` without a task: the statement answers on its Postgres connection's thread, the
-    /// XADDs on a Redis connection's, and `completion` gets the results there (the gateway
-    /// answers each request from it). Only a failed batch statement goes on in a task, message
-    /// by message, as `store` does.
+    /// message, in order. When the batch statement fails, each message is stored on its own (in
+    /// a task), so one bad row cannot fail the others and each caller sees its own error.
+    ///
+    /// No task otherwise: the statement answers on its Postgres connection's thread, the XADDs on
+    /// a Redis connection's, and `completion` gets the results there (the gateway answers each
+    /// request from it).
     public func store(
         _ messages: [Prepared], completion: @escaping @Sendable ([Result<Accepted, any Error>]) -> Void
     ) {
@@ -156,6 +137,13 @@ public struct MessageIntake: Sendable {
                     enqueue(streams(messages, results)[...]) { completion(results) }
                 }
             }
+        }
+    }
+
+    /// `store` for a caller in a task (`accept`).
+    public func store(_ messages: [Prepared]) async -> [Result<Accepted, any Error>] {
+        await withCheckedContinuation { continuation in
+            store(messages) { continuation.resume(returning: $0) }
         }
     }
 
