@@ -264,6 +264,7 @@ SELECT 'first_push', min((a ->> 't')::bigint) / 1000.0 FROM deliveries d CROSS J
   WHERE d.message_id = '$id';
 SELECT 'first_row', extract(epoch FROM min(created_at)) FROM deliveries WHERE message_id = '$id';
 SELECT 'completed', extract(epoch FROM completed_at) FROM messages WHERE id = '$id' AND completed_at IS NOT NULL;
+SELECT 'last_row_' || sending_by, extract(epoch FROM max(created_at)) FROM deliveries WHERE message_id = '$id' GROUP BY sending_by;
 SQL
   fi
   "${PSQL[@]}" -F' ' >&2 <<SQL

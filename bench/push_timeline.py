@@ -245,6 +245,10 @@ def report(argv):
           "90%% recorded at %.0f ms; body rate %.0f deliveries/s"
           % (first_push * 1000, exact.get("first_row", 0) * 1000, end * 1000, exact.get("completed", 0) * 1000, fanned * 1000, chunks_total, t90 * 1000,
              0.9 * devices / max(1e-9, t90 - first_push) if t90 > first_push else 0), file=sys.stderr)
+    replicas = sorted((k[len("last_row_"):], v) for k, v in exact.items() if k.startswith("last_row_"))
+    if replicas:
+        print("each replica's last row: " + ", ".join("%s at %.0f ms" % (name, t * 1000) for name, t in replicas),
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

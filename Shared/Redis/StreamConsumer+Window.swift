@@ -16,11 +16,15 @@ extension StreamConsumer {
     /// up to `maxConcurrentHandlers` handlers run at once, and each slot takes the next entry as
     /// soon as its handler ends, instead of waiting for the slowest handler of its batch. The
     /// entries that ended since the last acknowledgement are settled together (acked, or left
-    /// pending with their error, or dead-lettered: `settle`), one round trip at a time. The next
-    /// `batchSize` entries are read once every entry read so far has a handler, so at most
-    /// `maxConcurrentHandlers + batchSize` entries are delivered to this consumer and not yet
-    /// settled. After `stop()` nothing more is read; the entries read already are handled and
-    /// settled before `run()` returns. Reclaiming (`reclaimPending`) is as in the batch loop.
+    /// pending with their error, or dead-lettered: `settle`), one round trip at a time. Once every
+    /// entry read has a handler, it reads what fills the free slots and keeps ONE entry ready
+    /// behind them (at most `batchSize` at a time): at most `maxConcurrentHandlers + 1` entries
+    /// are delivered to this consumer and not yet settled, so when a stream runs dry its last
+    /// entries are spread over the consumers with free slots instead of waiting behind a
+    /// sibling's busy ones (a read per entry costs a round trip on the reader's own connection,
+    /// small beside handlers like the sender's chunks). After `stop()` nothing more is read; the
+    /// entries read already are handled and settled before `run()` returns. Reclaiming
+    /// (`reclaimPending`) is as in the batch loop.
     func windowLoop(_ handler: @escaping Handler) async {
         let clock = ContinuousClock()
         let limit = max(1, configuration.maxConcurrentHandlers)
@@ -88,7 +92,8 @@ extension StreamConsumer {
                         }
                         reading = true
                         let until = nextReclaim
-                        group.addTask { .read(await self.readResult(until: until, clock: clock)) }
+                        let count = max(1, min(configuration.batchSize, limit - running + 1))
+                        group.addTask { .read(await self.readResult(until: until, clock: clock, count: count)) }
                     } catch {
                         reading = true
                         group.addTask { [backoff] in await self.afterRedisError(error, backoff: backoff) }

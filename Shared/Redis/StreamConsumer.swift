@@ -215,23 +215,24 @@ public final class StreamConsumer: Sendable {
         }
     }
 
-    /// One `XREADGROUP ... BLOCK` on the reader connection, blocking at most until the next reclaim.
-    private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError)
-        -> [StreamEntry]
-    {
+    /// One `XREADGROUP ... BLOCK` of at most `count` entries (default `batchSize`) on the reader
+    /// connection, blocking at most until the next reclaim.
+    private func read(
+        until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock, count: Int? = nil
+    ) async throws(RedisError) -> [StreamEntry] {
         let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
         let entries = try await reader.readGroup(
             configuration.stream, group: configuration.group,
-            consumer: configuration.consumer, count: configuration.batchSize, block: block)
+            consumer: configuration.consumer, count: count ?? configuration.batchSize, block: block)
         if !entries.isEmpty { state.withLock { $0.held.formUnion(entries.map(\.id)) } }
         return entries
     }
 
-    func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<
-        [StreamEntry], RedisError
-    > {
+    func readResult(
+        until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock, count: Int? = nil
+    ) async -> Result<[StreamEntry], RedisError> {
         do throws(RedisError) {
-            return .success(try await read(until: nextReclaim, clock: clock))
+            return .success(try await read(until: nextReclaim, clock: clock, count: count))
         } catch {
             return .failure(error)
         }
