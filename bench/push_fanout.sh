@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Push fan-out end to end: a topic of 100,000 devices (bulk-inserted in SQL), ONE message through
 # the gateway, two apns-sender replicas against the APNs simulator (--no-record), all release
-# builds on loopback. Measures deliveries/s from the POST to the last ledger row and the CPU each
+# builds on loopback. Measures deliveries/s from the POST (taken just before curl sends it) to the
+# last ledger row (the start of the transaction that recorded the last delivery; the message's
+# completion follows a few ms later and is printed with BK_PUSH_TIMELINE) and the CPU each
 # process spent per delivery, once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default
 # "curl nghttp2": the former libcurl client, then the nghttp2 one; the replicas restart between
-# rounds, each round is a new message to the same topic), then the simulator's own ceiling with
-# h2load (4 connections x 100 streams) and h2load's CPU per request: what a C client on nghttp2
-# costs, the floor for ours; then issue 29's raw Go client (bench/baseline/apns_go: net/http's
-# HTTP/2 as Go's apns2 and gorush use it, no ledger) against the same simulator, its rate and its and
-# the simulator's CPU per push: the stack's CPU per delivery and rate are printed against it
-# (BK_PUSH_NO_GO=1 skips it).
+# rounds, each round is a new message to the same topic). Right after each round, issue 29's raw
+# Go client (bench/baseline/apns_go: net/http's HTTP/2 as Go's apns2 and gorush use it, no
+# ledger) sends as many pushes as the round had devices to the same simulator (its rate from its
+# first request to its last answer, and its and the simulator's CPU per push; BK_PUSH_NO_GO=1
+# skips it, BK_PUSH_GO_PUSHES="100000 200000" runs it once per count), and the round's rate and
+# CPU per delivery are printed against that run. Every round and every Go run starts on a quiet
+# machine (bench_wait_quiet); the run is waited on by one python process polling the replicas'
+# counters (bench/push_timeline.py), not a loop of curl. At the end, the simulator's own ceiling
+# with h2load (4 connections x 100 streams) and h2load's CPU per request: what a C client on
+# nghttp2 costs, the floor for ours.
+# BK_PUSH_TIMELINE=1 also samples the machine every 100 ms through each round and prints its
+# timeline (pushes sent, deliveries recorded, chunks enqueued/read/pending, each process's CPU)
+# and its phases (start: POST to first push; body; tail: 90% recorded to the last row) with how
+# busy the two cores were in each. BK_PUSH_SENDERS="DIR_A DIR_B DIR_B DIR_A" runs one round per
+# entry with that build's apns-sender (everything else from BK_BIN_DIR or this tree), for an A/B of
+# the sender alone in one sitting; "DIR?NAME=VALUE&NAME=VALUE" adds settings to a round's replicas.
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
 # Also printed per round: WAL bytes per delivery, attempts that got no answer (by error), APNs
 # latency percentiles, abnormal connection ends the simulator saw, and each replica's stage times;
