@@ -167,8 +167,9 @@ bench_h2load_ceiling() {
 # run: bench/baseline/apns_go (net/http's HTTP/2 client as Go's apns2 and gorush use it, one cached
 # provider token, every push to its own device token, 400 concurrent requests) against the running
 # simulator. Installs Debian's golang-go when missing; builds offline (the client needs only Go's
-# standard library). Prints "PUSHES_PER_SECOND CLIENT_US ACCEPTED": its rate, its own CPU (user +
-# system) per push in microseconds, and how many the simulator accepted.
+# standard library; once per $WORK). Prints "PUSHES_PER_SECOND CLIENT_US ACCEPTED": its rate (first
+# request to last answer), its own CPU (user + system) per push in microseconds, and how many the
+# simulator accepted.
 bench_go_apns_ceiling() {
   local port="$1" key="$2" kid="$3" team="$4" pushes="${5:-200000}" jwt bin
   if ! command -v go >/dev/null; then
@@ -178,10 +179,27 @@ bench_go_apns_ceiling() {
       || { apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }
   fi
   bin="$WORK/apnsgo"
-  (cd "$BK_ROOT/bench/baseline/apns_go" && GOCACHE="${TMPDIR:-/tmp}/bk-gocache" GOPATH="$WORK/gopath" \
+  [ -x "$bin" ] || (cd "$BK_ROOT/bench/baseline/apns_go" && GOCACHE="${TMPDIR:-/tmp}/bk-gocache" GOPATH="$WORK/gopath" \
     GOPROXY=off GOFLAGS=-mod=mod go build -o "$bin" .) || bk_die "building the raw Go client failed"
   jwt="$(bench_apns_jwt "$key" "$kid" "$team")"
   timeout 180 "$bin" -url "https://127.0.0.1:$port" -jwt "$jwt" -topic com.example.bench -n "$pushes" -c 400
+}
+
+# bench_wait_quiet [SECONDS]: waits (at most SECONDS, default 20) until both cores were less than
+# 10% busy for half a second (Postgres's autovacuum of the last round's rows, its checkpointer and
+# WAL writer, a service winding down), so a measurement does not start on a machine still busy
+# with the one before. Prints how long it waited to stderr when it had to.
+bench_wait_quiet() {
+  local limit="${1:-20}" start a b waited
+  start="$(date +%s.%N)"
+  while :; do
+    a="$(bench_machine_ticks)"; sleep 0.5; b="$(bench_machine_ticks)"
+    [ $(( b - a )) -lt 10 ] && break
+    waited="$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')"
+    awk -v w="$waited" -v l="$limit" 'BEGIN { exit !(w >= l) }' && break
+  done
+  waited="$(awk -v s="$start" -v n="$(date +%s.%N)" 'BEGIN { printf "%.1f", n - s }')"
+  [ "$waited" = 0.5 ] || echo "waited ${waited} s for a quiet machine" >&2
 }
 
 # bench_load_note: the machine's load average and how busy both cores were in the last second, for

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Push fan-out end to end: a topic of 100,000 devices (bulk-inserted in SQL), ONE message through
 # the gateway, two apns-sender replicas against the APNs simulator (--no-record), all release
-# builds on loopback. Measures deliveries/s from the POST to the last ledger row and the CPU each
+# builds on loopback. Measures deliveries/s from the POST (taken just before curl sends it) to the
+# last ledger row (the start of the transaction that recorded the last delivery; the message's
+# completion follows a few ms later and is printed with BK_PUSH_TIMELINE) and the CPU each
 # process spent per delivery, once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default
 # "curl nghttp2": the former libcurl client, then the nghttp2 one; the replicas restart between
-# rounds, each round is a new message to the same topic), then the simulator's own ceiling with
-# h2load (4 connections x 100 streams) and h2load's CPU per request: what a C client on nghttp2
-# costs, the floor for ours; then issue 29's raw Go client (bench/baseline/apns_go: net/http's
-# HTTP/2 as Go's apns2 and gorush use it, no ledger) against the same simulator, its rate and its and
-# the simulator's CPU per push: the stack's CPU per delivery and rate are printed against it
-# (BK_PUSH_NO_GO=1 skips it).
+# rounds, each round is a new message to the same topic). Right after each round, issue 29's raw
+# Go client (bench/baseline/apns_go: net/http's HTTP/2 as Go's apns2 and gorush use it, no
+# ledger) sends as many pushes as the round had devices to the same simulator (its rate from its
+# first request to its last answer, and its and the simulator's CPU per push; BK_PUSH_NO_GO=1
+# skips it, BK_PUSH_GO_PUSHES="100000 200000" runs it once per count), and the round's rate and
+# CPU per delivery are printed against that run. Every round and every Go run starts on a quiet
+# machine (bench_wait_quiet); the run is waited on by one python process polling the replicas'
+# counters (bench/push_timeline.py), not a loop of curl. At the end, the simulator's own ceiling
+# with h2load (4 connections x 100 streams) and h2load's CPU per request: what a C client on
+# nghttp2 costs, the floor for ours.
+# BK_PUSH_TIMELINE=1 also samples the machine every 100 ms through each round and prints its
+# timeline (pushes sent, deliveries recorded, chunks enqueued/read/pending, each process's CPU)
+# and its phases (start: POST to first push; body; tail: 90% recorded to the last row) with how
+# busy the two cores were in each. BK_PUSH_SENDERS="DIR_A DIR_B DIR_B DIR_A" runs one round per
+# entry with that build's apns-sender (everything else from BK_BIN_DIR or this tree), for an A/B of
+# the sender alone in one sitting; "DIR?NAME=VALUE&NAME=VALUE" adds settings to a round's replicas.
 # Usage: bench/push_fanout.sh [devices, default 100000]. Stops everything it starts.
 # Also printed per round: WAL bytes per delivery, attempts that got no answer (by error), APNs
 # latency percentiles, abnormal connection ends the simulator saw, and each replica's stage times;
 # the load on the machine before each round (other builds share it: CPU per delivery is the
 # figure to compare, the rate moves with the load).
-# Knobs (defaults = the services' defaults): BK_SENDER_CONCURRENCY (8), BK_SENDER_CHUNK_SIZE (100),
-# BK_FANOUT_PAGE_SIZE (1000), BK_APNS_TCP_NODELAY (true); BK_APNS_TRANSPORTS ("curl nghttp2"; e.g.
+# Knobs (unset: each build's own defaults, so an A/B compares the builds as they ship):
+# BK_SENDER_CONCURRENCY, BK_SENDER_CHUNK_SIZE, BK_FANOUT_PAGE_SIZE, BK_APNS_TCP_NODELAY; BK_APNS_TRANSPORTS ("curl nghttp2"; e.g.
 # "curl nghttp2 nghttp2 curl" for an ABBA sitting); BK_PUSH_PROFILE=DIR records 6 s of
 # `perf record -a -g` into DIR per round; BK_PUSH_NO_BUILD=1 reuses the binaries in
 # .build-release-push; BK_BIN_DIR=DIR runs the release binaries in DIR instead (another
@@ -64,10 +76,14 @@ else
   BIN="$(bench_release_build .build-release-push gateway apns-sender apns-sim buzzkit-admin)"
 fi
 
+# No timed checkpoint within the sitting (one landing in a round inflated its WAL by 40% with
+# full-page writes and its Postgres CPU by a quarter); one is forced after the seeding instead.
+export BK_PG_OPTIONS="-c checkpoint_timeout=1h ${BK_PG_OPTIONS:-}" BK_PG_MAX_WAL_SIZE="${BK_PG_MAX_WAL_SIZE:-4GB}"
 bench_bootstrap_stack "$PGPORT" "$REDISPORT"
 
 bk_log "inserting $DEVICES subscribers, devices and topic subscriptions"
 bench_seed_topic "$DEVICES"
+"${PSQL[@]}" -c "CHECKPOINT" >/dev/null
 
 bk_log "starting apns-sim (--no-record, 1 thread) and the gateway"
 "$BIN/apns-sim" --port 0 --control-port 0 --cert "$WORK/certs/cert.pem" --key "$WORK/certs/key.pem" \
@@ -83,19 +99,24 @@ GW_PID=$!; PIDS+=("$GW_PID")
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
 
 SENDER_PORTS=("$(bk_free_port)" "$(bk_free_port)")
-# start_senders TRANSPORT: the two replicas, with that APNs transport.
+# start_senders TRANSPORT [DIR]: the two replicas, with that APNs transport (the apns-sender of DIR
+# when given, else of $BIN).
 start_senders() {
-  local transport="$1" i r
+  local transport="$1" senders="${2:-$BIN}" i r extra=()
+  # DIR?NAME=VALUE&NAME=VALUE: that round's replicas with those settings added.
+  if [[ "$senders" == *\?* ]]; then IFS='&' read -r -a extra <<<"${senders#*\?}"; senders="${senders%%\?*}"; fi
   SENDER_PIDS=()
   for i in 0 1; do
     r=$([ "$i" = 0 ] && echo a || echo b)
     BUZZKIT_HTTP_PORT="${SENDER_PORTS[$i]}" BUZZKIT_INSTANCE_ID="bench-sender-$r" \
       BUZZKIT_APNS_SANDBOX_URL="https://127.0.0.1:$SIMPORT" BUZZKIT_APNS_CA_FILE="$WORK/certs/ca.pem" \
       BUZZKIT_APNS_TRANSPORT="$transport" \
-      BUZZKIT_SENDER_CONCURRENCY="${BK_SENDER_CONCURRENCY:-8}" BUZZKIT_SENDER_CHUNK_SIZE="${BK_SENDER_CHUNK_SIZE:-100}" \
-      BUZZKIT_APNS_TCP_NODELAY="${BK_APNS_TCP_NODELAY:-true}" BUZZKIT_FANOUT_PAGE_SIZE="${BK_FANOUT_PAGE_SIZE:-1000}" \
       BUZZKIT_DB_POOL_SIZE=8 \
-      "$BIN/apns-sender" >>"$WORK/sender-$r.log" 2>&1 &
+      env ${BK_SENDER_CONCURRENCY:+BUZZKIT_SENDER_CONCURRENCY="$BK_SENDER_CONCURRENCY"} \
+      ${BK_SENDER_CHUNK_SIZE:+BUZZKIT_SENDER_CHUNK_SIZE="$BK_SENDER_CHUNK_SIZE"} \
+      ${BK_APNS_TCP_NODELAY:+BUZZKIT_APNS_TCP_NODELAY="$BK_APNS_TCP_NODELAY"} \
+      ${BK_FANOUT_PAGE_SIZE:+BUZZKIT_FANOUT_PAGE_SIZE="$BK_FANOUT_PAGE_SIZE"} \
+      "${extra[@]}" "$senders/apns-sender" >>"$WORK/sender-$r.log" 2>&1 &
     SENDER_PIDS+=($!)
   done
   for port in "${SENDER_PORTS[@]}"; do
@@ -115,18 +136,6 @@ stop_senders() {
 # figures say where the machine's two cores went.
 cpu_snapshot() {
   echo "$(bench_ticks $(bench_pg_pids "$WORK/pg/data")) $(bench_ticks "${SENDER_PIDS[@]}") $(bench_ticks "$SIM_PID") $(bench_ticks "$(cat "$WORK/redis/redis.pid")") $(bench_ticks "$GW_PID") $(bench_machine_ticks)"
-}
-
-# Wait on the replicas' own counters (deliveries recorded in the ledger), which cost the run
-# nothing, then confirm in SQL; counting the message's rows in SQL every 0.2 s took a few
-# percent of the machine away from the run.
-recorded() {
-  local port total=0 n
-  for port in "${SENDER_PORTS[@]}"; do
-    n="$(curl -sf "http://127.0.0.1:$port/metrics" | awk '/^bk_sender_deliveries_total / {print int($2)}')"
-    total=$(( total + ${n:-0} ))
-  done
-  echo "$total"
 }
 
 # seed_policy: category `news` (enabled by default), switched off by every third subscriber; a cap
@@ -165,11 +174,12 @@ SQL
 SUMMARY=()
 round=0
 send_round() {
-  local transport="$1" category="${2:-}" id reply deadline done_count t0 t1 sent rps cpu0 cpu1 wal0 wal1 wal_bytes line
+  local transport="$1" category="${2:-}" senders="${3:-}" id reply deadline done_count t0 t1 sent rps cpu0 cpu1 wal0 wal1 wal_bytes line
   local body='{"topic":"everyone","title":"Hello","body":"A benchmark push to everyone","data":{"k":1}'
   if [ -n "$category" ]; then body="$body,\"category\":\"$category\"}"; else body="$body}"; fi
   round=$(( round + 1 ))
-  start_senders "$transport"
+  start_senders "$transport" "$senders"
+  bench_wait_quiet
   bk_log "round $round ($transport): one message to topic 'everyone' ($(bench_load_note))"
   if [ -n "${BK_PUSH_STATEMENTS:-}" ]; then
     "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()" >/dev/null
@@ -181,7 +191,6 @@ send_round() {
     perf_pid=$!
   fi
   wal0="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
-  cpu0="$(cpu_snapshot)"
   if [ -n "${BK_PUSH_PROFILE:-}" ]; then
     # Diagnostics only (perf costs a few percent): 6 s of every process's stacks, machine-wide
     # (`-p` would miss the threads a replica starts later, such as its HTTP/2 client thread).
@@ -189,23 +198,32 @@ send_round() {
     perf record -F 499 -a -g -o "$BK_PUSH_PROFILE/perf.$round.$transport.data" -- sleep 6 >/dev/null 2>&1 &
     echo "sender-a ${SENDER_PIDS[0]} sender-b ${SENDER_PIDS[1]} sim $SIM_PID gateway $GW_PID" >"$BK_PUSH_PROFILE/pids.$round"
   fi
+  # The waiter (and, with BK_PUSH_TIMELINE=1, the sampler) is one process started before the
+  # POST: polling in the run costs it almost nothing (the curl-and-awk loop it replaced took
+  # about 10 us of the machine's CPU per delivery from the run it timed).
+  local waiter samples=""
+  [ -z "${BK_PUSH_TIMELINE:-}" ] || samples="$WORK/timeline.$round.jsonl"
+  python3 "$BK_ROOT/bench/push_timeline.py" wait "ports=$(IFS=,; echo "${SENDER_PORTS[*]}")" "devices=$DEVICES" \
+    ${samples:+"samples=$samples" "redis=$REDISPORT" "postmaster=$(head -1 "$WORK/pg/data/postmaster.pid")" \
+      "pids=senders:$(IFS=,; echo "${SENDER_PIDS[*]}");sim:$SIM_PID;redis:$(cat "$WORK/redis/redis.pid");gateway:$GW_PID"} &
+  waiter=$!
+  sleep 0.3
+  cpu0="$(cpu_snapshot)"
   t0="$(date +%s.%N)"
   reply="$(curl -sf -X POST "http://127.0.0.1:$GWPORT/v1/messages" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
     -H 'Content-Type: application/json' -d "$body")"
+  wait "$waiter" || bk_die "the send did not finish"
+  cpu1="$(cpu_snapshot)"
   id="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data"]["id"])' "$reply")"
-  deadline=$(( $(date +%s) + 300 ))
-  while :; do
-    if [ "$(recorded)" -ge "$DEVICES" ]; then
-      done_count="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$id' AND status NOT IN ('queued', 'sending')")"
-      [ "$done_count" -ge "$DEVICES" ] && break
-    fi
-    [ "$(date +%s)" -lt "$deadline" ] || bk_die "timed out: $(recorded) of $DEVICES deliveries recorded"
+  for _ in $(seq 1 100); do
+    done_count="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$id' AND status NOT IN ('queued', 'sending')")"
+    [ "$done_count" -ge "$DEVICES" ] && break
     sleep 0.1
   done
+  [ "$done_count" -ge "$DEVICES" ] || bk_die "only $done_count of $DEVICES deliveries in the ledger"
   t1="$("${PSQL[@]}" -c "SELECT extract(epoch FROM max(updated_at)) FROM deliveries WHERE message_id = '$id'")"
   sent="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$id' AND status = 'sent'")"
   rps="$(python3 -c "print(round($DEVICES / ($t1 - $t0)))")"
-  cpu1="$(cpu_snapshot)"
   wal1="$("${PSQL[@]}" -c "SELECT pg_current_wal_lsn()")"
   if [ -n "$perf_pid" ]; then kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true; fi
   if [ -n "${BK_PUSH_STATEMENTS:-}" ]; then
@@ -230,7 +248,7 @@ for size, kind, count in sorted(rows, reverse=True)[:10]:
 ' "$DEVICES" >&2 || true
   fi
   suppressed="$("${PSQL[@]}" -c "SELECT count(*) FROM deliveries WHERE message_id = '$id' AND status = 'suppressed'")"
-  line="$(python3 - "$cpu0" "$cpu1" "$DEVICES" "$wal_bytes" "$(getconf CLK_TCK)" "$transport${category:++$category}" "$rps" "$sent" "$t0" "$t1" "$suppressed" <<'PY'
+  line="$(python3 - "$cpu0" "$cpu1" "$DEVICES" "$wal_bytes" "$(getconf CLK_TCK)" "$transport${category:++$category}${senders:+@$(basename "$(dirname "$(dirname "${senders%%\?*}")")")}${senders:+$([[ "$senders" == *\?* ]] && echo "?${senders#*\?}")}" "$rps" "$sent" "$t0" "$t1" "$suppressed" <<'PY'
 import sys
 a, b = [list(map(int, x.split())) for x in sys.argv[1:3]]
 n, wal, hz, transport, rps, sent = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], int(sys.argv[7]), int(sys.argv[8])
@@ -247,6 +265,20 @@ PY
 )"
   echo "$line" >&2
   SUMMARY+=("$line")
+  if [ -n "$samples" ]; then
+    # Each first attempt's send time and each delivery's record time, per 100 ms from the POST.
+    "${PSQL[@]}" -F' ' <<SQL | python3 "$BK_ROOT/bench/push_timeline.py" report "$samples" "$t0" "$t1" "$DEVICES" "$(getconf CLK_TCK)"
+SELECT 'push', floor(((a ->> 't')::bigint / 1000.0 - $t0) * 10), count(*)
+  FROM deliveries d CROSS JOIN LATERAL json_array_elements(d.attempts) a
+  WHERE d.message_id = '$id' AND (a ->> 'n')::int = 1 GROUP BY 2;
+SELECT 'row', floor((extract(epoch FROM created_at) - $t0) * 10), count(*) FROM deliveries WHERE message_id = '$id' GROUP BY 2;
+SELECT 'first_push', min((a ->> 't')::bigint) / 1000.0 FROM deliveries d CROSS JOIN LATERAL json_array_elements(d.attempts) a
+  WHERE d.message_id = '$id';
+SELECT 'first_row', extract(epoch FROM min(created_at)) FROM deliveries WHERE message_id = '$id';
+SELECT 'completed', extract(epoch FROM completed_at) FROM messages WHERE id = '$id' AND completed_at IS NOT NULL;
+SELECT 'last_row_' || sending_by, extract(epoch FROM max(created_at)) FROM deliveries WHERE message_id = '$id' GROUP BY sending_by;
+SQL
+  fi
   "${PSQL[@]}" -F' ' >&2 <<SQL
 SELECT 'attempts without an answer: ' || count(*) || ' ' || coalesce(a.error, '') FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
   WHERE d.message_id = '$id' AND a.status = 0 GROUP BY a.error;
@@ -283,9 +315,49 @@ print(line)
 ' >&2 || true
   done
   stop_senders
+  go_round
 }
 
-for transport in $TRANSPORTS; do send_round "$transport"; done
+# go_round: issue 29's raw Go client right after a send, GO_PUSHES pushes against the same
+# simulator (the machine's speed drifts by 10-20% over minutes here: a Go run at the end of the
+# sitting was a poor yardstick for the first rounds). Appends "PUSHES/S CLIENT_US SIM_US" to GO_LINES.
+GO_LINES=()
+# As many pushes as the send has devices: a run of the same length has the same share of start
+# and tail (200,000 before this sitting, against 100,000 deliveries, gave the Go client the longer
+# run and the better rate).
+# BK_PUSH_GO_PUSHES="100000 200000" runs it once per count after each round (the ratios read the first).
+GO_COUNTS="${BK_PUSH_GO_PUSHES:-$DEVICES}"
+GO_PUSHES="${GO_COUNTS%% *}"
+go_round() {
+  [ -z "${BK_PUSH_NO_GO:-}" ] || return 0
+  local count line=""
+  for count in $GO_COUNTS; do
+    GO_PUSHES="$count" go_once
+    [ -n "$line" ] || line="$GO_LAST"
+  done
+  GO_PUSHES="${GO_COUNTS%% *}"
+  GO_LINES+=("$line")
+}
+go_once() {
+  local before rps us accepted sim_us machine0 pg0
+  bench_wait_quiet
+  before="$(bench_ticks "$SIM_PID")"; machine0="$(bench_machine_ticks)"; pg0="$(bench_ticks $(bench_pg_pids "$WORK/pg/data"))"
+  read -r rps us accepted < <(bench_go_apns_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1 "$GO_PUSHES")
+  sim_us="$(awk -v a="$before" -v b="$(bench_ticks "$SIM_PID")" -v n="$GO_PUSHES" 'BEGIN { printf "%.1f", (b - a) * 1e6 / 100 / n }')"
+  [ "$accepted" = "$GO_PUSHES" ] || bk_log "raw Go client: only $accepted of $GO_PUSHES accepted"
+  echo "raw Go client just after, $GO_PUSHES pushes: $rps pushes/s; its own CPU $us us per push, the simulator's $sim_us; meanwhile the machine $(awk -v a="$machine0" -v b="$(bench_machine_ticks)" -v n="$GO_PUSHES" 'BEGIN { printf "%.1f", (b - a) * 1e4 / n }') us per push, Postgres $(awk -v a="$pg0" -v b="$(bench_ticks $(bench_pg_pids "$WORK/pg/data"))" -v n="$GO_PUSHES" 'BEGIN { printf "%.1f", (b - a) * 1e4 / n }')" >&2
+  GO_LAST="$rps $us $sim_us"
+}
+
+if [ -n "${BK_PUSH_SENDERS:-}" ]; then
+  # Only the senders differ between rounds (an A/B of apns-sender alone, in one sitting on one
+  # database): "DIR_A DIR_B DIR_B DIR_A", each round on the first transport, labelled by its build
+  # folder; "DIR?BUZZKIT_SENDER_CHUNK_SIZE=200&..." adds settings to that round's replicas.
+  transport="${TRANSPORTS%% *}"
+  for senders in $BK_PUSH_SENDERS; do send_round "$transport" "" "$senders"; done
+else
+  for transport in $TRANSPORTS; do send_round "$transport"; done
+fi
 if [ -n "${BK_PUSH_POLICY:-}" ]; then
   bk_log "policy rounds: seeding category 'news' (a third switched off), a cap of 3 a day, two earlier sends each"
   seed_policy
@@ -308,33 +380,28 @@ SQL
 
 bk_log "simulator ceiling: h2load, 4 connections x 100 streams, same simulator process ($(bench_load_note))"
 read -r SIM_RPS H2LOAD_US < <(bench_h2load_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)
-GO_RPS=0; GO_US=0; GO_SIM_US=0
-if [ -z "${BK_PUSH_NO_GO:-}" ]; then
-  bk_log "raw Go client: 200,000 pushes, 400 concurrent, same simulator process ($(bench_load_note))"
-  SIM_TICKS_BEFORE="$(bench_ticks "$SIM_PID")"
-  read -r GO_RPS GO_US GO_ACCEPTED < <(bench_go_apns_ceiling "$SIMPORT" "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1 200000)
-  GO_SIM_US="$(awk -v a="$SIM_TICKS_BEFORE" -v b="$(bench_ticks "$SIM_PID")" 'BEGIN { printf "%.1f", (b - a) * 10000 / 200000 }')"
-  [ "$GO_ACCEPTED" = 200000 ] || bk_log "raw Go client: only $GO_ACCEPTED of 200000 accepted"
-fi
-
 echo "push fan-out, $DEVICES devices, 2 apns-sender replicas, POST to last ledger row:"
 printf '  %s\n' "${SUMMARY[@]}"
 echo "apns-sim ceiling (h2load 4x100, same process): $SIM_RPS requests/s; h2load's own CPU $H2LOAD_US us per request"
-[ "$GO_RPS" = 0 ] || echo "raw Go client (net/http HTTP/2 as apns2, 400 concurrent, no ledger): $GO_RPS pushes/s; its own CPU $GO_US us per push, the simulator's $GO_SIM_US"
-python3 - "$SIM_RPS" "$H2LOAD_US" "$GO_RPS" "$GO_US" "$GO_SIM_US" "${SUMMARY[@]}" <<'PY'
+[ "${#GO_LINES[@]}" = 0 ] || printf '  raw Go client after round %s\n' "$(for i in "${!GO_LINES[@]}"; do
+  read -r a b c <<<"${GO_LINES[$i]}"; echo "$((i + 1)): $a pushes/s, its CPU $b us, the simulator's $c us per push;"; done)"
+python3 - "$SIM_RPS" "$H2LOAD_US" "$GO_PUSHES" "${#SUMMARY[@]}" "${SUMMARY[@]}" "${GO_LINES[@]}" <<'PY'
 import re, sys
-ceiling, h2load = float(sys.argv[1]), float(sys.argv[2])
-go_rps, go_us, go_sim_us = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-for line in sys.argv[6:]:
+ceiling, h2load, go_pushes, rounds = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+summary, go = sys.argv[5:5 + rounds], sys.argv[5 + rounds:]
+print("raw Go client (net/http HTTP/2 as apns2, 400 concurrent, no ledger, %d pushes, first request to last answer), "
+      "run just after each round: rate and ratios per round below" % go_pushes if go else "raw Go client skipped")
+for i, line in enumerate(summary):
+    go_rps, go_us, go_sim_us = (float(x) for x in go[i].split()) if i < len(go) else (0.0, 0.0, 0.0)
     transport, rps = line.split()[0], float(line.split()[1])
     sender = float(re.search(r"apns-sender x2 ([\d.]+)", line).group(1))
     stack = float(re.search(r"stack ([\d.]+)", line).group(1))
     print("  %-8s %.1f%% of the simulator ceiling; senders %.1f us per delivery, %.2fx h2load's CPU per request (goal: <= 25, stack <= 70, >= 28000/s)"
           % (transport, 100.0 * rps / ceiling, sender, sender / h2load))
     if go_rps > 0:
-        print("  %-8s against the raw Go client: rate %.2f of its (goal >= 1); senders %.2fx its CPU per push; "
-              "stack %.2fx the Go client and the simulator per push (%.1f us)"
-              % (transport, rps / go_rps, sender / go_us, stack / (go_us + go_sim_us), go_us + go_sim_us))
+        print("  %-8s against the raw Go client just after (%.0f pushes/s): rate %.2f of its (goal >= 1); senders %.2fx "
+              "its CPU per push; stack %.2fx the Go client and the simulator per push (%.1f us)"
+              % (transport, go_rps, rps / go_rps, sender / go_us, stack / (go_us + go_sim_us), go_us + go_sim_us))
 PY
 if [ -n "${BK_PUSH_POLICY:-}" ]; then
   python3 - "${SUMMARY[-2]}" "${SUMMARY[-1]}" "$REQUESTS_PLAIN" "$REQUESTS_POLICY" "$DEVICES" <<'PY'

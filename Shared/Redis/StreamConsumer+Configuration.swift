@@ -38,6 +38,14 @@ extension StreamConsumer {
         /// for latency (the liveactivity service's lanes): an entry read ahead waits for the batch
         /// in front of it, while a consumer blocked in its read would have taken it at once.
         public var readAhead = true
+        /// Handle entries one after another in a window of `maxConcurrentHandlers` (a handler per
+        /// entry only): each handler's slot takes the next entry as soon as it ends, and entries
+        /// are acked as they end, instead of a batch waiting for its slowest handler before the
+        /// next batch starts. Reads what fills the free slots plus one entry ready behind them
+        /// (at most `batchSize` at a time). Default false. For handlers whose time varies and that keep others waiting on them (the
+        /// sender's chunks: a claim, APNs and a record each), a batch's slowest handler left the
+        /// other slots empty.
+        public var continuous = false
 
         public init(stream: String, group: String, consumer: String) {
             self.stream = stream

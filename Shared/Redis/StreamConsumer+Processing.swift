@@ -30,6 +30,15 @@ extension StreamConsumer {
         state.withLock { $0.held.formUnion(ids) }
         defer { state.withLock { $0.held.subtract(ids) } }
         let (failures, answers) = await runHandlers(entries)
+        try await settle(entries, failures: failures, answers: answers, deliveries: deliveries)
+    }
+
+    /// After the handlers of `entries` ran: sends `answers`, then acks the entries that did not
+    /// fail, records the failures and dead-letters the hopeless ones, in one pipeline.
+    func settle(
+        _ entries: [StreamEntry], failures: [StreamEntryID: String], answers: [[RedisArgument]],
+        deliveries: [StreamEntryID: Int]
+    ) async throws(RedisError) {
         var acked: [StreamEntryID] = []
         var failed: [(StreamEntryID, String)] = []
         var dead: [(StreamEntry, Int, String)] = []

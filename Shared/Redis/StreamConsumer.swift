@@ -9,7 +9,9 @@ import Synchronization
 ///   `readAhead` is off), so at most 2 x `batchSize` entries are delivered to this consumer and
 ///   not yet acked.
 /// - Runs handlers with at most `maxConcurrentHandlers` at once and acks (`XACK`, one per batch)
-///   only the entries whose handler returned, as soon as the batch's handlers are done.
+///   only the entries whose handler returned, as soon as the batch's handlers are done. A
+///   `continuous` consumer instead starts the next entry's handler as soon as any one ends, and
+///   acks the entries as they end (`windowLoop`).
 /// - A batch handler may answer its batch's work (`AnsweringBatchHandler`): its commands go out
 ///   in the `XACK`'s round trip, ahead of it.
 /// - A handler that throws leaves its entry pending and records the error in `errorsKey`.
@@ -127,7 +129,11 @@ public final class StreamConsumer: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.unblockReaderOnStop() }
                 group.addTask { await self.renewClaims() }
-                await self.loop()
+                if self.configuration.continuous, case .single(let handler) = self.work {
+                    await self.windowLoop(handler)
+                } else {
+                    await self.loop()
+                }
                 self.stop()
                 group.cancelAll()
             }
@@ -209,23 +215,24 @@ public final class StreamConsumer: Sendable {
         }
     }
 
-    /// One `XREADGROUP ... BLOCK` on the reader connection, blocking at most until the next reclaim.
-    private func read(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async throws(RedisError)
-        -> [StreamEntry]
-    {
+    /// One `XREADGROUP ... BLOCK` of at most `count` entries (default `batchSize`) on the reader
+    /// connection, blocking at most until the next reclaim.
+    private func read(
+        until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock, count: Int? = nil
+    ) async throws(RedisError) -> [StreamEntry] {
         let block = max(.milliseconds(1), min(configuration.blockTime, nextReclaim - clock.now))
         let entries = try await reader.readGroup(
             configuration.stream, group: configuration.group,
-            consumer: configuration.consumer, count: configuration.batchSize, block: block)
+            consumer: configuration.consumer, count: count ?? configuration.batchSize, block: block)
         if !entries.isEmpty { state.withLock { $0.held.formUnion(entries.map(\.id)) } }
         return entries
     }
 
-    private func readResult(until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock) async -> Result<
-        [StreamEntry], RedisError
-    > {
+    func readResult(
+        until nextReclaim: ContinuousClock.Instant, clock: ContinuousClock, count: Int? = nil
+    ) async -> Result<[StreamEntry], RedisError> {
         do throws(RedisError) {
-            return .success(try await read(until: nextReclaim, clock: clock))
+            return .success(try await read(until: nextReclaim, clock: clock, count: count))
         } catch {
             return .failure(error)
         }

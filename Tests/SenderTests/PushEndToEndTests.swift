@@ -69,7 +69,9 @@ struct PushEndToEndTests {
 
     @Test("a topic send reaches every subscribed device exactly once, and no one else")
     func topicSend() async throws {
-        try await withPushStack(senderSettings: ["BUZZKIT_SENDER_CHUNK_SIZE": "7", "BUZZKIT_FANOUT_PAGE_SIZE": "10"]) {
+        // 24 devices in pages of 6 (two chunks of 3), then 10 and 8: the first page smaller, each
+        // next twice as large up to the page size (`FanOut.firstPageLimit`).
+        try await withPushStack(senderSettings: ["BUZZKIT_SENDER_CHUNK_SIZE": "3", "BUZZKIT_FANOUT_PAGE_SIZE": "10"]) {
             stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))
             var subscribed: [String] = []

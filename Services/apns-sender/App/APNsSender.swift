@@ -103,6 +103,9 @@ public struct APNsSender: Sendable {
             configure: { c in
                 c.batchSize = configuration.concurrency
                 c.maxConcurrentHandlers = configuration.concurrency
+                // Each chunk's slot takes the next chunk as soon as it is recorded: a batch of
+                // chunks no longer waits for its slowest before the next starts.
+                c.continuous = true
                 c.claimIdleTime = configuration.claimIdle
                 c.reclaimInterval = configuration.reclaimInterval
             },

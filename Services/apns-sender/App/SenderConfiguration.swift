@@ -18,8 +18,8 @@ import Foundation
 /// | `BUZZKIT_APNS_MAX_ATTEMPTS` | `5` | attempts per delivery (429, 5xx, timeouts, broken connections retry) |
 /// | `BUZZKIT_APNS_RETRY_BASE` | `500ms` | first backoff; doubles, jittered, capped at 30 s |
 /// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
-/// | `BUZZKIT_SENDER_CHUNK_SIZE` | `100` | deliveries per `bk:deliveries` entry (fan-out side) |
-/// | `BUZZKIT_FANOUT_PAGE_SIZE` | `1000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
+/// | `BUZZKIT_SENDER_CHUNK_SIZE` | `200` | deliveries per `bk:deliveries` entry (fan-out side): one claim, one APNs batch and one record each |
+/// | `BUZZKIT_FANOUT_PAGE_SIZE` | `4000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write); a send's first page is two chunks, each next one twice the last up to this |
 /// | `BUZZKIT_FANOUT_CONCURRENCY` | `2` | messages fanned out at once per replica (a one-subscriber message is one short fan-out) |
 /// | `BUZZKIT_DIRECT_BATCH_SIZE` | `200` | direct messages (a `to` list of at most 100 subscribers) taken, sent and recorded together (one statement each way); also the entries read at once |
 /// | `BUZZKIT_DIRECT_CONSUMERS` | `1` | direct batches in flight at once per replica (one makes the batches as large as the load: a statement's own cost, not its rows, is most of a small batch's) |
@@ -60,7 +60,7 @@ public struct SenderConfiguration: Sendable {
         secretKey: [UInt8], sandboxURL: String = APNsEnvironment.sandbox.defaultBaseURL,
         productionURL: String = APNsEnvironment.production.defaultBaseURL, caFile: String? = nil,
         requestTimeout: Duration = .seconds(10), retryPolicy: RetryPolicy = .default, concurrency: Int = 8,
-        chunkSize: Int = 100, pageSize: Int = 1000, claimIdle: Duration = .seconds(120),
+        chunkSize: Int = 200, pageSize: Int = 4000, claimIdle: Duration = .seconds(120),
         reclaimInterval: Duration = .seconds(15), staleSending: Duration = .seconds(120),
         sweepInterval: Duration = .seconds(10), requeueAfter: Duration = .seconds(30),
         credentialsTTL: Duration = .seconds(60)
@@ -89,8 +89,8 @@ public struct SenderConfiguration: Sendable {
         let clients = reader.apnsClientSettings()
         let retryPolicy = reader.apnsRetryPolicy()
         let concurrency = reader.int("BUZZKIT_SENDER_CONCURRENCY", default: 8, range: 1...256)
-        let chunk = reader.int("BUZZKIT_SENDER_CHUNK_SIZE", default: 100, range: 1...1000)
-        let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 1000, range: 1...10_000)
+        let chunk = reader.int("BUZZKIT_SENDER_CHUNK_SIZE", default: 200, range: 1...1000)
+        let page = reader.int("BUZZKIT_FANOUT_PAGE_SIZE", default: 4000, range: 1...10_000)
         let fanoutConcurrency = reader.int("BUZZKIT_FANOUT_CONCURRENCY", default: 2, range: 1...256)
         let directBatch = reader.int("BUZZKIT_DIRECT_BATCH_SIZE", default: 200, range: 1...1000)
         let directConsumers = reader.int("BUZZKIT_DIRECT_CONSUMERS", default: 1, range: 1...64)
