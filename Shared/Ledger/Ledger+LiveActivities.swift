@@ -27,9 +27,8 @@ public enum LiveActivityPlan: Sendable {
     /// The request ends in this error (`live_activity_not_found`, `no_push_to_start_token`).
     case error(code: ErrorCode, message: String)
     /// The chunk written for it (claimed by the deciding replica; its devices are the targets),
-    /// the `message_time` its message was filed at (for `recordLiveActivities`), the tokens it
-    /// goes to (at least one), and those it skips (with why: `activityEnded`, ...).
-    case send(chunk: ClaimedChunk, messageTime: Date, targets: [LiveActivityTarget], skipped: [LiveActivityResult])
+    /// the tokens it goes to (at least one), and those it skips (with why: `activityEnded`, ...).
+    case send(chunk: ClaimedChunk, targets: [LiveActivityTarget], skipped: [LiveActivityResult])
     /// Every token is skipped (with why): nothing is sent, no message written.
     case skipped([LiveActivityResult])
 }
@@ -41,7 +40,7 @@ public enum LiveActivityPlan: Sendable {
 /// 1. decided (`decideLiveActivities`, one statement): its message (`fanned_out`, kind
 ///    `live_activity`) and ONE chunk of kind `live_activity` holding its tokens, claimed by the
 ///    deciding replica, with the registry updated. No delivery row yet.
-/// 2. recorded (`recordLiveActivities`, one statement for the batch): each token's delivery inserted ONCE with
+/// 2. recorded (`record`, one statement for the batch): each token's delivery inserted ONCE with
 ///    its outcome and its attempts in the format pushes use, the chunk deleted, the message
 ///    completed, refused tokens marked invalid.
 /// A replica that dies between 1 and 2 leaves the chunk claimed: the push may have gone out, so
@@ -116,14 +115,12 @@ extension Ledger {
     }
 
     /// One request's plan from its rows of the deciding statement: `(i, decision, token,
-    /// environment, bundle_id, chunk_id, message_time)`; a request with no registry row has one
-    /// row of NULLs.
+    /// environment, bundle_id, chunk_id)`; a request with no registry row has one row of NULLs.
     static func plan(_ entry: LiveActivityEntry, _ rows: [PostgresRow]) throws -> LiveActivityPlan {
         let request = entry.request
         var targets: [LiveActivityTarget] = []
         var skipped: [LiveActivityResult] = []
         var chunkId: UUID?
-        var messageTime: Date?
         for row in rows {
             guard let text = try row.decode(String?.self, at: 1) else { continue }
             guard let decision = LiveActivityDecision(rawValue: text) else {
@@ -136,7 +133,6 @@ extension Ledger {
                 return .replay
             case .send:
                 chunkId = try row.decode(UUID.self, at: 5)
-                messageTime = try row.decode(Date.self, at: 6)
                 targets.append(
                     LiveActivityTarget(
                         device: ChunkDevice(
@@ -170,11 +166,11 @@ extension Ledger {
         }
         targets.sort { $0.token < $1.token }
         skipped.sort { $0.token < $1.token }
-        guard let chunkId, let messageTime, !targets.isEmpty else { return .skipped(skipped) }
+        guard let chunkId, !targets.isEmpty else { return .skipped(skipped) }
         let chunk = ClaimedChunk(
             id: chunkId, tenantId: entry.tenantId, messageId: entry.messageId, kind: .liveActivity,
             devices: targets.map(\.device))
-        return .send(chunk: chunk, messageTime: messageTime, targets: targets, skipped: skipped)
+        return .send(chunk: chunk, targets: targets, skipped: skipped)
     }
 
     /// Runs `body` again (at most 5 times in all) when Postgres rolled it back for a deadlock or
@@ -196,7 +192,7 @@ extension Ledger {
     /// `$1` index in the batch, `$2` message id, `$3` tenant, `$4` event, `$5` subscriber, `$6`
     /// activity id (update, end), `$7` attributes type (start), `$8` timestamp, `$9` the
     /// message's content, `$10` this replica. One row per (request, token), or one of NULLs:
-    /// `(i, decision, token, environment, bundle_id, chunk_id, message_time)`.
+    /// `(i, decision, token, environment, bundle_id, chunk_id)`.
     ///
     /// Two texts of one statement: with the push-to-start parts, and without them for rounds of
     /// updates and ends only (the usual case), whose plan has a third fewer nodes to start and
@@ -275,10 +271,10 @@ extension Ledger {
                 FROM fresh f
                 JOIN (SELECT i, count(*)::int AS count FROM target WHERE decision = '\(send)' GROUP BY i) n ON n.i = f.i
                 ON CONFLICT (id, message_time) DO NOTHING
-                RETURNING id, message_time
+                RETURNING id
             ),
             written AS MATERIALIZED (
-                SELECT f.*, m.message_time FROM fresh f JOIN message m ON m.id = f.message_id
+                SELECT f.* FROM fresh f JOIN message m ON m.id = f.message_id
             ),
             activity_update AS (
                 UPDATE live_activities a SET last_timestamp = w.ts, last_event = w.event, last_sent_at = now(),
@@ -303,12 +299,12 @@ extension Ledger {
                 GROUP BY w.i, w.tenant_id, w.message_id
                 RETURNING id, message_id
             )
-            SELECT r.i, '\(LiveActivityDecision.replay.rawValue)', NULL, NULL, NULL, NULL::uuid, NULL::timestamptz FROM replayed r
+            SELECT r.i, '\(LiveActivityDecision.replay.rawValue)', NULL, NULL, NULL, NULL::uuid FROM replayed r
             UNION ALL
             SELECT f.i,
                    CASE WHEN x.decision = '\(send)' AND w.i IS NULL THEN '\(LiveActivityDecision.replay.rawValue)'
                         ELSE x.decision END,
-                   x.token, x.environment, x.bundle_id, CASE WHEN x.decision = '\(send)' THEN c.id END, w.message_time
+                   x.token, x.environment, x.bundle_id, CASE WHEN x.decision = '\(send)' THEN c.id END
             FROM fresh f LEFT JOIN target x ON x.i = f.i LEFT JOIN written w ON w.i = f.i
             LEFT JOIN chunk c ON c.message_id = w.message_id
             """

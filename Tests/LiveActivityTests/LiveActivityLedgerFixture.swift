@@ -96,7 +96,7 @@ extension LiveActivityPlan {
         switch self {
         case .replay: ["replay"]
         case .error(let code, _): [code.rawValue]
-        case .send(_, _, let targets, let skipped):
+        case .send(_, let targets, let skipped):
             targets.map { "send:" + $0.token } + skipped.map { $0.status.rawValue + ":" + $0.token }
         case .skipped(let skipped): skipped.map { $0.status.rawValue + ":" + $0.token }
         }

@@ -64,7 +64,7 @@ struct LiveActivityLedgerTests {
                     """, [update, start]) == 3)
             #expect(try await f.count("SELECT count(*)::int FROM delivery_chunks") == 2)
             #expect(try await f.count("SELECT count(*)::int FROM deliveries") == 0)
-            guard case .send(let chunk, _, let targets, _) = plans[6] else { throw TestFailure("start not sent") }
+            guard case .send(let chunk, let targets, _) = plans[6] else { throw TestFailure("start not sent") }
             #expect(chunk.kind == .liveActivity && chunk.messageId == start && chunk.devices.count == 2)
             #expect(
                 try await f.count(
@@ -121,19 +121,17 @@ struct LiveActivityLedgerTests {
             let first = f.entry(.update, to: "ann", activity: "a")
             let second = f.entry(.update, to: "bob", activity: "b")
             let plans = try await f.decide([first, second])
-            guard case .send(let chunk, let messageTime, let targets, _) = plans[0] else {
-                throw TestFailure("not sent")
-            }
-            let completed = try await f.ledger.recordLiveActivities(
+            guard case .send(let chunk, let targets, _) = plans[0] else { throw TestFailure("not sent") }
+            let completed = try await f.ledger.record(
                 [
-                    LiveActivitySendRecord(
-                        chunk: chunk, messageTime: messageTime,
+                    ChunkRecord(
+                        chunk: chunk,
                         outcomes: [
                             DeliveryOutcome(
                                 device: targets[0].device, status: .failed, lastReason: "BadTopic",
                                 errorCode: .apnsRejected)
                         ])
-                ], instance: "test")
+                ], instance: "test", registry: .liveActivities)
             // Recorded once, with its outcome: the chunk gone, the message completed.
             #expect(completed == [first.messageId])
             #expect(try await f.count("SELECT count(*)::int FROM delivery_chunks") == 1)
@@ -165,74 +163,6 @@ struct LiveActivityLedgerTests {
         }
     }
 
-    /// Live Activity sends are recorded by a statement of their own (`recordLiveActivities`): each
-    /// delivery once, in its message's week, with its `delivery.sent` / `delivery.failed`, the
-    /// message completed with its `message.completed` and counts, and a token APNs refused marked
-    /// invalid in the registry, all in that one statement.
-    @Test func aRecordWritesEachOutcomeWithItsEventsAndMarksARefusedTokenInvalid() async throws {
-        let f = try await LiveActivityLedgerFixture.start()
-        try await withCleanup {
-            let t = Self.tokens
-            try await f.schema.subscribeWebhooks(
-                tenant: f.tenantId, types: ["delivery.sent", "delivery.failed", "message.completed"])
-            try await f.activity("ann", "a", token: t[0])
-            try await f.activity("bob", "b", token: t[1])
-            try await f.postgres.execute("UPDATE live_activities SET updated_at = now() - interval '1 minute'")
-            let sent = f.entry(.update, to: "ann", activity: "a")
-            let refused = f.entry(.update, to: "bob", activity: "b")
-            let plans = try await f.decide([sent, refused])
-            var records: [LiveActivitySendRecord] = []
-            for plan in plans {
-                guard case .send(let chunk, let messageTime, let targets, _) = plan else {
-                    throw TestFailure("not sent")
-                }
-                var outcome = DeliveryOutcome(device: targets[0].device, status: .sent, errorCode: nil)
-                if chunk.messageId == refused.messageId {
-                    outcome = DeliveryOutcome(
-                        device: targets[0].device, status: .invalidToken, lastReason: "Unregistered",
-                        errorCode: .apnsRejected)
-                    outcome.invalidation = (Date(), "Unregistered")
-                }
-                records.append(LiveActivitySendRecord(chunk: chunk, messageTime: messageTime, outcomes: [outcome]))
-            }
-            #expect(
-                try await f.ledger.recordLiveActivities(records, instance: "test") == [
-                    sent.messageId, refused.messageId
-                ])
-            #expect(try await f.count("SELECT count(*)::int FROM delivery_chunks") == 0)
-            // Each delivery in its message's week, written once; a second record finds them and writes nothing.
-            #expect(
-                try await f.count(
-                    """
-                    SELECT count(*)::int FROM deliveries d JOIN messages m
-                      ON m.id = d.message_id AND m.message_time = d.message_time AND m.status = 'completed'
-                    """) == 2)
-            #expect(try await f.ledger.recordLiveActivities(records, instance: "test") == [])
-            #expect(try await f.count("SELECT count(*)::int FROM deliveries") == 2)
-            // The events, once each.
-            let delivered = try await f.schema.outbox("delivery.sent")
-            #expect(delivered.count == 1 && delivered.first?.data["deliveries"]?.arrayValue?.count == 1)
-            let failed = try await f.schema.outbox("delivery.failed")
-            #expect(failed.count == 1 && failed.first?.data["invalidToken"] == true)
-            let completed = try await f.schema.outbox("message.completed")
-            #expect(completed.count == 2)
-            #expect(
-                Set(completed.compactMap { $0.data["counts"]?["invalidToken"]?.intValue }) == [0, 1]
-                    && completed.allSatisfy { $0.data["kind"] == "live_activity" && $0.data["counts"]?["total"] == 1 })
-            // The refused token is invalid in the registry; the other is not.
-            #expect(
-                try await f.count(
-                    "SELECT count(*)::int FROM live_activities WHERE token_status = 'invalid' AND token_invalid_reason = 'Unregistered'"
-                ) == 1)
-            #expect(
-                try await f.count(
-                    "SELECT count(*)::int FROM live_activities WHERE activity_id = 'a' AND token_status = 'active'")
-                    == 1)
-        } finally: {
-            await f.stop()
-        }
-    }
-
     /// A replica that decided a request and stopped before recording it: its chunk stays claimed
     /// (answered `sending`); once stale it is recorded as lost, never sent again, and the message
     /// completes. The stopped replica, only slow after all, recording later keeps that record.
@@ -245,9 +175,7 @@ struct LiveActivityLedgerTests {
             let stale = f.entry(.update, to: "ann", activity: "a")
             let fresh = f.entry(.update, to: "bob", activity: "b")
             let plans = try await f.decide([stale, fresh])
-            guard case .send(let chunk, let messageTime, let targets, _) = plans[0] else {
-                throw TestFailure("not sent")
-            }
+            guard case .send(let chunk, let targets, _) = plans[0] else { throw TestFailure("not sent") }
             try await f.postgres.execute(
                 "UPDATE delivery_chunks SET claimed_at = now() - interval '1 hour' WHERE id = $1::uuid", [chunk.id])
             #expect(
@@ -266,12 +194,12 @@ struct LiveActivityLedgerTests {
             // The fresh request's chunk is left alone.
             #expect(try await f.count("SELECT count(*)::int FROM delivery_chunks") == 1)
             // The slow replica's own record comes later: what was recorded first stays.
-            try await f.ledger.recordLiveActivities(
+            try await f.ledger.record(
                 [
-                    LiveActivitySendRecord(
-                        chunk: chunk, messageTime: messageTime,
+                    ChunkRecord(
+                        chunk: chunk,
                         outcomes: [DeliveryOutcome(device: targets[0].device, status: .sent, errorCode: nil)])
-                ], instance: "test")
+                ], instance: "test", registry: .liveActivities)
             #expect(
                 try await f.count(
                     "SELECT count(*)::int FROM deliveries WHERE status = 'failed' AND error_code = 'sender_lost'") == 1)

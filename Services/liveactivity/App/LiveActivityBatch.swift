@@ -8,8 +8,8 @@ import Foundation
 /// Handles one batch of `bk:la` entries (what one lane read at once), in five steps whatever
 /// the batch's size: the tenants' credentials (cached), the decision
 /// (`Ledger.decideLiveActivities`, one statement per round of `LiveActivityRounds`), the pushes
-/// (`LiveActivitySender`, one HTTP/2 batch per APNs client), the ledger
-/// (`Ledger.recordLiveActivities`, one statement) and the answers (an `LPUSH` and an `EXPIRE` per reply list, handed to the consumer,
+/// (`LiveActivitySender`, one HTTP/2 batch per APNs client), the ledger (`Ledger.record`, one
+/// statement) and the answers (an `LPUSH` and an `EXPIRE` per reply list, handed to the consumer,
 /// which sends them in one round trip with the batch's `XACK`, ahead of it).
 ///
 /// An entry whose handling failed is returned with its error and stays pending (retried, then
@@ -88,15 +88,14 @@ struct LiveActivityBatch: Sendable {
 
         // 3. Send what was decided.
         var jobs: [LiveActivitySender.Job] = []
-        var chunks: [(chunk: ClaimedChunk, messageTime: Date)] = []
+        var chunks: [ClaimedChunk] = []
         var jobOf: [Int: Int] = [:]
         for (index, plan) in plans.enumerated() {
-            guard case .send(let chunk, let messageTime, let targets, _) = plan,
-                let tenant = tenants[entries[index].tenantId]
+            guard case .send(let chunk, let targets, _) = plan, let tenant = tenants[entries[index].tenantId]
             else { continue }
             jobOf[index] = jobs.count
             jobs.append(LiveActivitySender.Job(entry: entries[index], targets: targets, tenant: tenant))
-            chunks.append((chunk, messageTime))
+            chunks.append(chunk)
         }
         var clock = ContinuousClock.now
         let outcomes = await sender.send(jobs)
@@ -105,10 +104,9 @@ struct LiveActivityBatch: Sendable {
         // 4. Record every delivery once, with its attempts; then the answers of requests decided before.
         clock = ContinuousClock.now
         do {
-            try await ledger.recordLiveActivities(
-                zip(chunks, outcomes).map {
-                    LiveActivitySendRecord(chunk: $0.chunk, messageTime: $0.messageTime, outcomes: $1)
-                }, instance: instance)
+            try await ledger.record(
+                zip(chunks, outcomes).map { ChunkRecord(chunk: $0, outcomes: $1) }, instance: instance,
+                registry: .liveActivities)
         } catch {
             for index in jobOf.keys { failures[ids[index]] = error }
         }
@@ -140,7 +138,7 @@ struct LiveActivityBatch: Sendable {
                 reply = .error(code: code.rawValue, message: message)
             case .skipped(let skipped):
                 reply = .results(messageId: nil, skipped)
-            case .send(_, _, _, let skipped):
+            case .send(_, _, let skipped):
                 let sent = jobOf[index].map { outcomes[$0].map { $0.result(for: entry.request) } } ?? []
                 reply = .results(messageId: entry.messageId, skipped + sent)
             }
