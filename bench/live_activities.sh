@@ -20,10 +20,15 @@
 # BK_LA_QUICK=1 stops after measurement 1. BK_LA_PROFILE=1 adds where the time of measurement 1
 # went: each update's stages from the ledger's timestamps, the CPU each process spent per
 # update, and the statements Postgres ran per update (pg_stat_statements); BK_LA_PERF=DIR
-# records 6 s of `perf record -a -g` into DIR during it. BK_LA_FLOOR=1 measures only Postgres's
-# floor on the same cluster and stops: pgbench, one client at BK_LA_RATE transactions/s for
-# BK_LA_SECONDS, two `SELECT 1`, one and two one-row durable INSERTs per "update" (the guarantees'
-# two commits), and the backends' CPU per update. Stops everything it starts.
+# records 6 s of `perf record -a -g` into DIR during it. BK_LA_FLOOR=1 measures the floor by parts
+# instead, each with a client we did not write, at BK_LA_RATE for BK_LA_SECONDS, and stops:
+# Postgres (pgbench, one client: two `SELECT 1`, one and two one-row durable INSERTs per "update",
+# then the Live Activity path's own two statements as the replica ran them, their text and
+# parameters taken from Postgres's statement log, backend CPU per update); the gateway (h2load
+# over HTTP/1.1, one connection, one request at a time: `/healthz`, and `GET /v1/key`
+# authenticated); Redis (redis-py from PyPI in a throwaway venv: the path's XADD, XREADGROUP,
+# LPUSH + EXPIRE + XACK pipelined, BLMPOP per update); the simulator (h2load over TLS, HTTP/2, an
+# ES256 token and a Live Activity payload per push). Stops everything it starts.
 set -euo pipefail
 source "$(dirname "$0")/../deploy/lib/common.sh"
 source "$(dirname "$0")/lib.sh"
@@ -61,6 +66,7 @@ bench_bootstrap_stack "$PGPORT" "$REDISPORT"
 
 # BK_LA_FLOOR: what two durable commits cost Postgres at this rate, requests one by one. pgbench's
 # backend exits with it, so its CPU is read from what the postmaster reaped (cutime + cstime).
+FLOOR_LINES=()
 if [ -n "${BK_LA_FLOOR:-}" ]; then
   "${PSQL[@]}" -c "CREATE TABLE la_floor (id bigserial PRIMARY KEY, a uuid, b text, c jsonb)"
   insert="INSERT INTO la_floor (a, b, c) VALUES (gen_random_uuid(), 'x', '{\"n\": 1}');"
@@ -75,10 +81,9 @@ if [ -n "${BK_LA_FLOOR:-}" ]; then
     sleep 0.5
     c1="$(reaped)"
     n="$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/floor-$f.out")"
-    echo "floor $f: $n updates at $RATE/s, Postgres backend CPU per update" \
-      "$(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) * 1e6 / $n))") us" >&2
+    FLOOR_LINES+=("postgres, pgbench $f: $n updates at $RATE/s, backend CPU per update $(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) * 1e6 / $n))") us")
+    echo "${FLOOR_LINES[-1]}" >&2
   done
-  exit 0
 fi
 
 bk_log "inserting $ACTIVITIES activities, ${BK_LA_HISTORY:-100000} earlier sends and a topic of $DEVICES devices"
@@ -150,7 +155,197 @@ start_la() {
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$LAPORT/readyz" >/dev/null && break; sleep 0.1; done
   sleep 1
 }
+# la_floor_parts (BK_LA_FLOOR): the floor of each part of an update at $RATE/s, measured with
+# clients we did not write, on this run's stack; appends a line per part to FLOOR_LINES.
+la_floor_parts() {
+  local hz n t0 t1 c0 c1 jwt token proc
+  hz="$(getconf CLK_TCK)"
+  # Postgres: the path's two statements as the replica ran them. Three updates with the statement
+  # log on; the last one's text and parameters become a pgbench script (la_pgbench.py) that sends
+  # update :n to a fresh message, its ids and times made anew in one SELECT before them (measured
+  # alone and taken off).
+  "${PSQL[@]}" -c "ALTER SYSTEM SET log_min_duration_statement = 0" -c "SELECT pg_reload_conf()" >/dev/null
+  local logstart
+  logstart="$(($(wc -c <"$WORK/pg/postgres.log") + 1))"
+  for n in 1 2 3; do
+    curl -sf -o /dev/null -X POST "http://127.0.0.1:$GWPORT/v1/live-activities/send" -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" \
+      -d "{\"to\":\"la$(printf %06d $n)\",\"event\":\"update\",\"activityId\":\"act$n\",\"contentState\":{\"n\":$n}}"
+  done
+  "${PSQL[@]}" -c "ALTER SYSTEM RESET log_min_duration_statement" -c "SELECT pg_reload_conf()" >/dev/null
+  tail -c "+$logstart" "$WORK/pg/postgres.log" >"$WORK/statements.log"
+  "${PSQL[@]}" -F ' ' -c "SELECT m.id, d.id, d.payload_id FROM messages m JOIN deliveries d ON d.message_id = m.id
+    WHERE m.kind = 'live_activity' AND m.content->'liveActivity'->'contentState'->>'n' = '3'" >"$WORK/statement-ids.txt"
+  "${PSQL[@]}" <<'SQL'
+CREATE FUNCTION la_bench_uuid7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+  SELECT (lpad(to_hex((extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+          || '7' || substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid
+$$;
+SQL
+  cat >"$WORK/la_pgbench.py" <<'PY'
+# Builds a pgbench script of the Live Activity path's two statements, as the liveactivity replica
+# ran them (their text and parameters from Postgres's statement log), for one update per
+# transaction to activity :n: the logged message id, activity, subscriber, token, delivery,
+# request and chunk ids and times replaced by fresh ones. Usage: la_pgbench.py LOG IDS OUT
+# (IDS: "message delivery payload" of the logged update, from the ledger).
+import re, sys
+log, ids, out = sys.argv[1], open(sys.argv[2]).read().split(), sys.argv[3]
+old_mid, old_did, old_pid = ids
+lines = open(log).read().split("\n")
+def grab(prefix):
+    found = None
+    for i, l in enumerate(lines):
+        m = re.search(r"LOG:  (?:duration: [0-9.]+ ms  )?execute [^:]*: (.*)$", l)
+        if m and m.group(1).startswith(prefix):
+            text = [m.group(1)]; j = i + 1
+            while not lines[j].split("UTC [")[-1].split("] ", 1)[-1].startswith("DETAIL:  parameters:"):
+                text.append(lines[j][1:] if lines[j].startswith("\t") else lines[j]); j += 1
+            params = dict(re.findall(r"\$(\d+) = (NULL|'(?:[^']|'')*')", lines[j].split("parameters: ", 1)[1]))
+            if old_mid in lines[j]: found = ("\n".join(text), params)
+    if not found: sys.exit("no logged statement starting " + prefix)
+    return found
+decide, dparams = grab("WITH request AS MATERIALIZED")
+record, rparams = grab("WITH times AS MATERIALIZED")
+# The logged update's activity, subscriber, token and timestamp.
+act = re.search(r"\{(act\d+)\}", dparams["4"] + dparams["6"]).group(1)
+sub = re.search(r"\{(la\d+)\}", dparams["5"]).group(1)
+ts = re.search(r"\{(\d+)\}", dparams["8"]).group(1)
+token = re.search(r"\{\"?([0-9a-f]{64})\"?\}", " ".join(rparams.values())).group(1)
+tenant = re.search(r"\{([0-9a-f-]{36})\}", dparams["3"]).group(1)
+uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+known = {old_mid, old_did, old_pid, tenant}
+chunks = {u for v in rparams.values() for u in re.findall(uuid, v)} - known
+assert len(chunks) == 1, chunks
+old_chunk = chunks.pop()
+stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\+00"
+def fresh(value, name):
+    # SQL for this transaction's value of a logged parameter.
+    if value == "NULL": return "NULL::text AS %s" % name
+    expr = re.sub(stamp, "\x00", value)  # every time: the new message's
+    parts = expr.split("\x00")
+    expr = "' || mt || '".join(parts)
+    for old, new in ((old_mid, "u::text"), (old_did, "bk_delivery_id(u, tok)::text"), (old_pid, "pid"),
+                     (token, "tok"), (sub, "sub"), (act, "act"), (ts, "ts")):
+        expr = expr.replace(old, "' || " + new + " || '")
+    return "%s AS %s" % (expr, name)
+pre_cols = ["%s" % fresh(v, "d%s" % k) for k, v in dparams.items()] + \
+           ["%s" % fresh(v, "r%s" % k) for k, v in rparams.items()]
+pre = """\\set n random(1, %(activities)s)
+SELECT %(cols)s
+FROM (SELECT u, gen_random_uuid()::text AS pid, 'la' || lpad(:n::text, 6, '0') AS sub, 'act' || :n AS act,
+             encode(sha256(('la' || :n)::bytea), 'hex') AS tok, extract(epoch FROM now())::bigint::text AS ts,
+             to_timestamp(('x' || substr(u::text, 1, 8) || substr(u::text, 10, 4))::bit(48)::bigint / 1000.0)::text AS mt
+      FROM la_bench_uuid7() u) x \\gset
+""" % {"activities": "ACTIVITIES", "cols": ",\n       ".join(pre_cols)}
+def subst(text, prefix, params):
+    def one(m):
+        k = m.group(1)
+        if k not in params: return m.group(0)
+        v = ":%s%s" % (prefix, k)
+        return "replace(%s, '%s', :c6)" % (v, old_chunk) if old_chunk in params[k] else v
+    return re.sub(r"\$(\d+)(?!\d)", one, text)
+# The deciding statement's columns named, for \gset (c6: the chunk).
+decide = re.sub(r"SELECT r\.i, '(\w+)', NULL, NULL, NULL, NULL::uuid(, NULL::timestamptz)? FROM replayed r",
+                lambda m: "SELECT r.i AS c1, '%s' AS c2, NULL AS c3, NULL AS c4, NULL AS c5, NULL::uuid AS c6%s FROM replayed r"
+                % (m.group(1), ", NULL::timestamptz AS c7" if m.group(2) else ""), decide)
+assert "AS c6" in decide
+open(out, "w").write(pre + subst(decide, "d", dparams) + "\n\\gset\n" + subst(record, "r", rparams) + ";\n")
+open(out + ".pre", "w").write(pre)
+PY
+  python3 "$WORK/la_pgbench.py" "$WORK/statements.log" "$WORK/statement-ids.txt" "$WORK/la.pgb" || bk_die "no pgbench script"
+  sed -i "s/ACTIVITIES/$ACTIVITIES/" "$WORK/la.pgb" "$WORK/la.pgb.pre"
+  reaped() { awk '{print $16 + $17}' "/proc/$(head -1 "$WORK/pg/data/postmaster.pid")/stat"; }
+  local pre=0 script
+  for script in la.pgb.pre la.pgb; do
+    c0="$(reaped)"
+    pgbench -h 127.0.0.1 -p "$PGPORT" -U buzzkit -n -M prepared -c 1 -R "$RATE" -T "$SECONDS_AT_RATE" \
+      -f "$WORK/$script" buzzkit >"$WORK/$script.out" 2>&1
+    sleep 1
+    c1="$(reaped)"
+    n="$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$WORK/$script.out")"
+    grep -q "number of failed transactions: 0 " "$WORK/$script.out" || bk_die "pgbench $script: $(tail -3 "$WORK/$script.out")"
+    if [ "$script" = la.pgb.pre ]; then
+      pre="$(python3 -c "print(($c1 - $c0) / $hz * 1e6 / $n)")"
+    else
+      FLOOR_LINES+=("postgres, pgbench the path's two statements: $n updates at $RATE/s, backend CPU per update $(python3 -c "print(round(($c1 - $c0) / $hz * 1e6 / $n - $pre))") us (the SELECT making each one's ids, $(python3 -c "print(round($pre))") us, taken off)")
+      echo "${FLOOR_LINES[-1]}" >&2
+    fi
+  done
+  # The gateway: one HTTP/1.1 connection, a request every 1/RATE s (h2load's timing script).
+  ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+  local total=$((${RATE%.*} * ${SECONDS_AT_RATE%.*}))
+  local path label
+  for path in /healthz /v1/key; do
+    python3 -c "import sys; [print('%d\t%s' % (i * 1000 // $RATE, sys.argv[1])) for i in range($total)]" \
+      "http://127.0.0.1:$GWPORT$path" >"$WORK/timing.txt"
+    t0="$(ticks "${PIDS[1]}")"
+    h2load --h1 -c 1 -m 1 -H "Authorization: Bearer $BUZZKIT_TENANT_KEY" --timing-script-file="$WORK/timing.txt" \
+      >"$WORK/h2load-gateway.out" 2>&1
+    t1="$(ticks "${PIDS[1]}")"
+    label="$(sed -nE 's/^finished in ([0-9.]+s), ([0-9.]+) req\/s.*/\2/p' "$WORK/h2load-gateway.out")"
+    grep -q "$total 2xx" "$WORK/h2load-gateway.out" || bk_die "h2load $path: $(grep 'status codes' "$WORK/h2load-gateway.out")"
+    FLOOR_LINES+=("gateway, h2load GET $path: $total requests at $label/s, gateway CPU per request $(python3 -c "print(round(($t1 - $t0) / $hz * 1e6 / $total))") us")
+    echo "${FLOOR_LINES[-1]}" >&2
+  done
+  # Redis: the path's commands for each update, from redis-py (PyPI) in a throwaway venv.
+  python3 -m venv "$WORK/venv" >/dev/null && "$WORK/venv/bin/pip" install -q --disable-pip-version-check redis >/dev/null \
+    || bk_die "pip install redis failed"
+  cat >"$WORK/redis_path.py" <<'PY'
+# The Live Activity path's Redis commands per update, at a fixed rate, with redis-py (not ours):
+# the gateway's XADD, the lane's XREADGROUP, its answer (LPUSH, EXPIRE) with the XACK in one
+# pipeline, the gateway reader's BLMPOP: four round trips, five commands.
+import sys, time, redis
+port, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+gw = redis.Redis(port=port); lane = redis.Redis(port=port); reader = redis.Redis(port=port)
+stream, group = "bk:la-floor", "floor"
+try:
+    gw.xgroup_create(stream, group, id="$", mkstream=True)
+except redis.ResponseError:
+    pass
+body = b'{"tenantId":"00000000-0000-0000-0000-000000000000","messageId":"01a24a23-74e6-70a8-90f4-8837ccd94a6d","replyKey":"bk:la:replies:gw1","request":{"to":"la000077","event":"update","activityId":"act77","contentState":{"n":77},"timestamp":1796540167}}'
+answer = b'{"id":"x","reply":{"results":[{"activityId":"act77","status":"sent","apnsStatus":200}]}}' * 2
+n = int(rate * seconds); t0 = time.monotonic()
+for i in range(n):
+    delay = t0 + i / rate - time.monotonic()
+    if delay > 0: time.sleep(delay)
+    gw.xadd(stream, {"e": body})
+    entries = lane.xreadgroup(group, "lane1", {stream: ">"}, count=64, block=1000)
+    ids = [e[0] for _, es in entries for e in es]
+    p = lane.pipeline(transaction=False)
+    p.lpush("bk:la:replies:gw1", answer); p.expire("bk:la:replies:gw1", 30); p.xack(stream, group, *ids)
+    p.execute()
+    reader.blmpop(1, 1, "bk:la:replies:gw1", direction="RIGHT", count=64)
+print(n)
+PY
+  t0="$(ticks "$(cat "$WORK/redis/redis.pid")")"
+  n="$("$WORK/venv/bin/python" "$WORK/redis_path.py" "$REDISPORT" "$RATE" "$SECONDS_AT_RATE")"
+  t1="$(ticks "$(cat "$WORK/redis/redis.pid")")"
+  FLOOR_LINES+=("redis, redis-py XADD, XREADGROUP, LPUSH + EXPIRE + XACK, BLMPOP: $n updates at $RATE/s, Redis CPU per update $(python3 -c "print(round(($t1 - $t0) / $hz * 1e6 / $n))") us")
+  echo "${FLOOR_LINES[-1]}" >&2
+  # The simulator: one HTTP/2 connection over TLS, a push every 1/RATE s, each with its token.
+  jwt="$(bench_apns_jwt "$WORK/provider.ec.pem" BENCHKEY01 BENCHTEAM1)"
+  token="$(openssl rand -hex 32)"
+  printf '{"aps":{"content-state":{"n":77},"event":"update","timestamp":1796540167}}' >"$WORK/la-payload.json"
+  python3 -c "import sys; [print('%d\t%s' % (i * 1000 // $RATE, sys.argv[1])) for i in range($total)]" \
+    "https://127.0.0.1:$SIMPORT/3/device/$token" >"$WORK/timing.txt"
+  t0="$(ticks "${PIDS[0]}")"
+  h2load -c 1 -m 1 -H "authorization: bearer $jwt" -H "apns-topic: com.example.bench.push-type.liveactivity" \
+    -H "apns-push-type: liveactivity" -H "apns-priority: 10" -d "$WORK/la-payload.json" \
+    --timing-script-file="$WORK/timing.txt" >"$WORK/h2load-sim.out" 2>&1
+  t1="$(ticks "${PIDS[0]}")"
+  grep -q "$total 2xx" "$WORK/h2load-sim.out" || bk_die "h2load simulator: $(grep 'status codes' "$WORK/h2load-sim.out")"
+  label="$(sed -nE 's/^finished in ([0-9.]+s), ([0-9.]+) req\/s.*/\2/p' "$WORK/h2load-sim.out")"
+  FLOOR_LINES+=("apns-sim, h2load POST over TLS (HTTP/2): $total pushes at $label/s, simulator CPU per push $(python3 -c "print(round(($t1 - $t0) / $hz * 1e6 / $total))") us")
+  echo "${FLOOR_LINES[-1]}" >&2
+}
+
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$GWPORT/readyz" >/dev/null && break; sleep 0.1; done
+
+if [ -n "${BK_LA_FLOOR:-}" ]; then
+  start_la nghttp2
+  la_floor_parts
+  printf '%s\n' "${FLOOR_LINES[@]}"
+  exit 0
+fi
 
 # The load generator: HTTP/1.1 keep-alive connections in one asyncio loop. `rate` mode sends
 # request i at t0 + i/rate (each to activity i mod N); `closed` mode keeps every connection busy.
