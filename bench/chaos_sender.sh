@@ -13,8 +13,8 @@
 #   and the deliveries/s from the POST to the last ledger row, the deliveries by status, the
 #   devices that got the same push twice under one collapse id (what the phone shows once), and
 #   the senders' CPU per delivery (the killed replica's up to its kill).
-# The rounds run once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default "curl
-# nghttp2": the former libcurl client, then the nghttp2 one), then the simulator's h2load ceiling.
+# The rounds run once per entry of BK_APNS_TRANSPORTS (default "nghttp2"; the round labels; a build given with BK_BIN_DIR from before issue 29's
+# nghttp2 client was removed can still run its libcurl client with "curl"), then the simulator's h2load ceiling.
 # Usage: bench/chaos_sender.sh [devices, default 100000] [rounds per transport, default 3]
 # Knobs: BK_CHAOS_DELAY_MS (simulator answer delay, default 100); BK_SENDER_ENV (default: claim
 # idle 5 s, reclaim every 1 s, stale sending 10 s, outbox sweep every 1 s, requeue after 5 s, so a
@@ -26,7 +26,7 @@ source "$(dirname "$0")/sender_stack.sh"
 cd "$BK_ROOT"
 
 DEVICES="${1:-100000}"; ROUNDS="${2:-3}"; DELAY_MS="${BK_CHAOS_DELAY_MS:-100}"
-TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
+TRANSPORTS="${BK_APNS_TRANSPORTS:-nghttp2}"
 : "${BK_SENDER_ENV:=BUZZKIT_SENDER_CLAIM_IDLE=5s BUZZKIT_SENDER_RECLAIM_INTERVAL=1s BUZZKIT_SENDER_STALE_SENDING=10s BUZZKIT_OUTBOX_SWEEP_INTERVAL=1s BUZZKIT_OUTBOX_REQUEUE_AFTER=5s}"
 BASE_SENDER_ENV="$BK_SENDER_ENV"
 export BK_SENDER_ENV

@@ -4,9 +4,10 @@
 # builds on loopback. Measures deliveries/s from the POST (taken just before curl sends it) to the
 # last ledger row (the start of the transaction that recorded the last delivery; the message's
 # completion follows a few ms later and is printed with BK_PUSH_TIMELINE) and the CPU each
-# process spent per delivery, once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default
-# "curl nghttp2": the former libcurl client, then the nghttp2 one; the replicas restart between
-# rounds, each round is a new message to the same topic). Right after each round, issue 29's raw
+# process spent per delivery, once per entry of BK_APNS_TRANSPORTS (default "nghttp2 nghttp2":
+# the round labels; an older build given with BK_BIN_DIR that still has the libcurl client runs it
+# with "curl"; the replicas restart between rounds, each round is a new message to the same
+# topic). Right after each round, issue 29's raw
 # Go client (bench/baseline/apns_go: net/http's HTTP/2 as Go's apns2 and gorush use it, no
 # ledger) sends as many pushes as the round had devices to the same simulator (its rate from its
 # first request to its last answer, and its and the simulator's CPU per push; BK_PUSH_NO_GO=1
@@ -28,8 +29,7 @@
 # the load on the machine before each round (other builds share it: CPU per delivery is the
 # figure to compare, the rate moves with the load).
 # Knobs (unset: each build's own defaults, so an A/B compares the builds as they ship):
-# BK_SENDER_CONCURRENCY, BK_SENDER_CHUNK_SIZE, BK_FANOUT_PAGE_SIZE, BK_APNS_TCP_NODELAY; BK_APNS_TRANSPORTS ("curl nghttp2"; e.g.
-# "curl nghttp2 nghttp2 curl" for an ABBA sitting); BK_PUSH_PROFILE=DIR records 6 s of
+# BK_SENDER_CONCURRENCY, BK_SENDER_CHUNK_SIZE, BK_FANOUT_PAGE_SIZE, BK_APNS_TCP_NODELAY; BK_APNS_TRANSPORTS (above); BK_PUSH_PROFILE=DIR records 6 s of
 # `perf record -a -g` into DIR per round; BK_PUSH_NO_BUILD=1 reuses the binaries in
 # .build-release-push; BK_BIN_DIR=DIR runs the release binaries in DIR instead (another
 # checkout's: before/after; builds without the transport setting run their own client each
@@ -51,7 +51,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$BK_ROOT"
 
 DEVICES="${1:-100000}"
-TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
+TRANSPORTS="${BK_APNS_TRANSPORTS:-nghttp2 nghttp2}"
 command -v h2load >/dev/null || bk_die "h2load missing (apt-get install nghttp2-client)"
 WORK="$(mktemp -d /tmp/bk-push-bench.XXXXXX)"
 PIDS=()

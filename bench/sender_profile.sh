@@ -3,8 +3,8 @@
 # noise of other work on the machine (perf's hardware counters are not available on these VMs):
 # the send-path stack of bench/sender_stack.sh with ONE replica, run under callgrind, a topic of
 # DEVICES devices, one message, instrumentation on from the POST to the last ledger row.
-# Per transport (BK_PROFILE_TRANSPORTS, default "curl nghttp2": the former client and the new, in
-# one sitting) it prints instructions per delivery, their split by library (the sender's own Swift
+# Per entry of BK_PROFILE_TRANSPORTS (default "nghttp2"; "curl" only for an older build's
+# libcurl client) it prints instructions per delivery, their split by library (the sender's own Swift
 # code, Swift runtime and Foundation, libcurl, nghttp2, OpenSSL, libpq, hiredis, libc, the kernel
 # entry points not counted) and the top functions by inclusive cost; the callgrind files are kept
 # in BK_PROFILE_OUT (default /tmp/bk-sender-profile) for callgrind_annotate.
@@ -18,7 +18,7 @@ source "$(dirname "$0")/sender_stack.sh"
 cd "$BK_ROOT"
 
 DEVICES="${1:-5000}"
-TRANSPORTS="${BK_PROFILE_TRANSPORTS:-curl nghttp2}"
+TRANSPORTS="${BK_PROFILE_TRANSPORTS:-nghttp2}"
 OUT="${BK_PROFILE_OUT:-/tmp/bk-sender-profile}"
 command -v valgrind >/dev/null || bk_die "valgrind missing (apt-get install valgrind)"
 mkdir -p "$OUT"

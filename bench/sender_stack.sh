@@ -92,9 +92,9 @@ stack_start_replica() {
 }
 
 # stack_restart_replicas TRANSPORT: stops both replicas (SIGTERM, waited) and starts them again with
-# BUZZKIT_APNS_TRANSPORT=TRANSPORT (nghttp2, or curl: the former client), waiting until both are
-# ready. For old-against-new comparisons in one sitting. Builds from before the transport setting
-# ignore it.
+# BUZZKIT_APNS_TRANSPORT=TRANSPORT, waiting until both are ready. Only builds from between issue
+# 29's nghttp2 client and the libcurl client's removal read it ("curl" ran the former client);
+# others ignore it.
 stack_restart_replicas() {
   local transport="$1" r i
   for r in a b; do [ -n "${SENDER_PID[$r]:-}" ] && kill "${SENDER_PID[$r]}" 2>/dev/null || true; done

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One-subscriber ("transactional") messages end to end, issue 14's goal 1 and issue 29's: the
 # send-path stack of bench/sender_stack.sh (release builds, gateway with rate limiting off, two
-# apns-sender replicas, the APNs simulator recording what it accepts). Per APNs transport in one
-# sitting (BK_APNS_TRANSPORTS, default "curl nghttp2": the former libcurl client, then the nghttp2
-# one; the replicas restart between rounds, each round has its own subscribers):
+# apns-sender replicas, the APNs simulator recording what it accepts). Once per entry of
+# BK_APNS_TRANSPORTS (default "nghttp2"; the round labels; a build given with BK_BIN_DIR from before issue 29's
+# nghttp2 client was removed can still run its libcurl client with "curl"; the replicas restart
+# between rounds, each round has its own subscribers):
 #  1. COUNT messages (default 5,000), each `to` its own subscriber with one device, POSTed with 32
 #     connections: deliveries/s from the first POST to the last delivery ended in the ledger (and
 #     how long the POSTs themselves took), and the CPU each process spent per message;
@@ -31,7 +32,7 @@ if [ -n "${BK_PG_STATEMENTS:-}" ]; then
 fi
 
 COUNT="${1:-5000}"; RATE="${2:-500}"; TOPIC_DEVICES="${3:-100000}"
-TRANSPORTS="${BK_APNS_TRANSPORTS:-curl nghttp2}"
+TRANSPORTS="${BK_APNS_TRANSPORTS:-nghttp2}"
 stack_start transactional
 CLIENT="${BK_LOAD_CLIENT:-$CLIENT}"
 [ -n "${BK_PG_STATEMENTS:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"

@@ -52,17 +52,16 @@ extension APNsClient {
     }
 }
 
-/// The headers of consecutive requests that differ only in token, `apns-id` and payload: built
-/// once, then copied with the request's own `apns-id` (and, for the ledger, the two fields sent
-/// after it: `accept: */*` and `content-length`, which libcurl added and the nghttp2 transport
-/// sends the same way). The ledger's copy is exactly `request.headers(authorization:)` plus those.
+/// The ledger's copy of the headers of consecutive requests that differ only in token, `apns-id`
+/// and payload: built once, then copied with the request's own `apns-id` and the two fields the
+/// transport sends after it (`accept: */*` and `content-length`). It is exactly
+/// `request.headers(authorization:)`, the JWT redacted, plus those.
 struct SharedHeaders {
     let pushType: APNsPushType
     let topic: String
     let priority: Int?
     let expiration: Date?
     let collapseId: String?
-    let sent: HTTPHeaders
     let redacted: HTTPHeaders
     var contentLength: (count: Int, text: String) = (-1, "")
 
@@ -74,20 +73,12 @@ struct SharedHeaders {
         collapseId = request.collapseId
         var bare = request
         bare.apnsId = nil
-        sent = bare.headers(authorization: token.authorization)
         redacted = bare.headers(authorization: token.redactedAuthorization)
     }
 
     func matches(_ request: APNsRequest) -> Bool {
         request.pushType == pushType && request.topic == topic && request.priority == priority
             && request.expiration == expiration && request.collapseId == collapseId
-    }
-
-    /// What goes on the wire through libcurl (which adds `accept` and `content-length` itself).
-    func sent(for request: APNsRequest) -> HTTPHeaders {
-        var sent = self.sent
-        if let apnsId = request.apnsId { sent.add(name: "apns-id", value: apnsId) }
-        return sent
     }
 
     /// What the ledger records: the sent fields, the JWT redacted.

@@ -24,10 +24,7 @@ public final class APNsClient: Sendable {
         /// Default 1000.
         public var maxConcurrentStreams: Int
         /// Most connections per team to the host (a draining one, after a GOAWAY, not counted);
-        /// a further one opens only while every open one is full. Nil: 2 (nghttp2) or no limit
-        /// (curl). Default 2. (With libcurl 7.88 and no limit, it opened a new connection for
-        /// each request made before the server's SETTINGS raised the stream limit and later
-        /// dropped them with streams on them: 59 connections in one 100,000-push run.)
+        /// a further one opens only while every open one is full. Nil: 2. Default 2.
         public var maxConnections: Int?
         /// Limit for one attempt (queueing for a stream, connect, send, answer). Default 10 s.
         public var requestTimeout: Duration
@@ -35,9 +32,6 @@ public final class APNsClient: Sendable {
         public var connectTimeout: Duration
         /// TCP_NODELAY on the connections. Default true.
         public var tcpNoDelay: Bool = true
-        /// Which implementation sends. Default `.nghttp2`; `.curl` is the former client, kept for
-        /// the benchmarks' comparison only.
-        public var transport: APNsTransportKind = .nghttp2
         /// Backpressure (nghttp2): most requests admitted and unanswered per team; more wait
         /// before they are admitted. Nil: connections x streams. Default nil.
         public var maxOutstandingRequests: Int?
@@ -65,14 +59,6 @@ public final class APNsClient: Sendable {
                 maxOutstandingRequests: maxOutstandingRequests ?? connections * maxConcurrentStreams,
                 requestTimeout: requestTimeout, connectTimeout: connectTimeout, tcpNoDelay: tcpNoDelay)
         }
-
-        /// What the curl transport's client is made with.
-        var curl: HTTPClient.Configuration {
-            HTTPClient.Configuration(
-                httpVersion: .http2, maxConcurrentStreams: maxConcurrentStreams,
-                maxConnectionsPerHost: maxConnections, caFile: caFile,
-                requestTimeout: requestTimeout, connectTimeout: connectTimeout, tcpNoDelay: tcpNoDelay)
-        }
     }
 
     public let configuration: Configuration
@@ -82,22 +68,15 @@ public final class APNsClient: Sendable {
 
     /// `eventLoop`: the thread the connections live on, shared by the clients of a process
     /// (`APNsClientPool` passes its own); nil makes one for this client, stopped by `shutdown()`.
-    /// Ignored by the curl transport. Throws when the URL is not https or the CA file cannot be read.
+    /// Throws when the URL is not https or the CA file cannot be read.
     public init(
         configuration: Configuration, tokenCache: APNsTokenCache, logger: Logger, eventLoop: HTTP2EventLoop? = nil
     ) throws {
         self.configuration = configuration
         self.tokenCache = tokenCache
         self.logger = logger
-        switch configuration.transport {
-        case .nghttp2:
-            transport = try APNsHTTP2Transport(
-                baseURL: configuration.baseURL, configuration: configuration.http2, eventLoop: eventLoop, logger: logger
-            )
-        case .curl:
-            transport = try APNsCurlTransport(
-                baseURL: configuration.baseURL, configuration: configuration.curl, logger: logger)
-        }
+        transport = try APNsHTTP2Transport(
+            baseURL: configuration.baseURL, configuration: configuration.http2, eventLoop: eventLoop, logger: logger)
     }
 
     /// Sends one attempt with the current provider token for `credentials`.
@@ -153,12 +132,6 @@ public final class APNsClient: Sendable {
 
     /// Reads status, `apns-id`, `apns-unique-id`, `retry-after` and the JSON body
     /// `{"reason", "timestamp"}`.
-    static func parse(_ response: HTTPClientResponse, latency: Duration) -> APNsResponse {
-        var result = parse(status: response.status, headers: response.headers, body: response.body, latency: latency)
-        result.openedConnection = response.newConnections > 0
-        return result
-    }
-
     static func parse(status: Int, headers: HTTPHeaders, body: [UInt8], latency: Duration) -> APNsResponse {
         var result = APNsResponse(status: status, latency: latency)
         result.apnsId = headers["apns-id"]

@@ -28,9 +28,6 @@ public final class APNsClientPool: Service {
         public var requestTimeout: Duration
         /// TCP_NODELAY on the connections. Default true.
         public var tcpNoDelay: Bool
-        /// Which implementation sends. Default `.nghttp2` (`.curl`: the former client, for the
-        /// benchmarks' comparison only).
-        public var transport: APNsTransportKind = .nghttp2
         /// Most connections per team and environment. Default 2.
         public var maxConnections: Int = 2
 
@@ -71,11 +68,10 @@ public final class APNsClientPool: Service {
                 environment: environment, baseURL: settings.baseURL(environment),
                 caFile: settings.caFile, requestTimeout: settings.requestTimeout)
             configuration.tcpNoDelay = settings.tcpNoDelay
-            configuration.transport = settings.transport
             configuration.maxConnections = settings.maxConnections
             let client = try APNsClient(
                 configuration: configuration, tokenCache: tokenCache, logger: logger,
-                eventLoop: settings.transport == .nghttp2 ? try eventLoop() : nil)
+                eventLoop: try eventLoop())
             clients[key] = client
             return client
         }

@@ -19,9 +19,7 @@ extension ConfigReader {
 
     /// `BUZZKIT_APNS_SANDBOX_URL`, `BUZZKIT_APNS_PRODUCTION_URL`, `BUZZKIT_APNS_CA_FILE`,
     /// `BUZZKIT_APNS_REQUEST_TIMEOUT` (10 s), `BUZZKIT_APNS_TCP_NODELAY` (true),
-    /// `BUZZKIT_APNS_MAX_CONNECTIONS` (2 per team and environment, 1–64) and
-    /// `BUZZKIT_APNS_TRANSPORT` (`nghttp2`; `curl` runs the former client, for benchmarks): the
-    /// client pool's.
+    /// `BUZZKIT_APNS_MAX_CONNECTIONS` (2 per team and environment, 1–64): the client pool's.
     public mutating func apnsClientSettings() -> APNsClientPool.Settings {
         let sandbox = string("BUZZKIT_APNS_SANDBOX_URL", default: APNsEnvironment.sandbox.defaultBaseURL)
         let production = string("BUZZKIT_APNS_PRODUCTION_URL", default: APNsEnvironment.production.defaultBaseURL)
@@ -29,17 +27,9 @@ extension ConfigReader {
         let timeout = duration("BUZZKIT_APNS_REQUEST_TIMEOUT", default: .seconds(10))
         let noDelay = bool("BUZZKIT_APNS_TCP_NODELAY", default: true)
         let connections = int("BUZZKIT_APNS_MAX_CONNECTIONS", default: 2, range: 1...64)
-        let transportName = string("BUZZKIT_APNS_TRANSPORT", default: APNsTransportKind.nghttp2.rawValue)
-        let transport = APNsTransportKind(rawValue: transportName)
-        if transport == nil {
-            reject(
-                "BUZZKIT_APNS_TRANSPORT",
-                "must be one of: \(APNsTransportKind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
         var settings = APNsClientPool.Settings(
             sandboxURL: sandbox, productionURL: production, caFile: ca,
             requestTimeout: timeout, tcpNoDelay: noDelay)
-        settings.transport = transport ?? .nghttp2
         settings.maxConnections = connections
         return settings
     }

@@ -96,15 +96,14 @@ struct RetryPolicyTests {
     }
 
     @Test func responseParsing() {
-        let http = HTTPClientResponse(
+        let response = APNsClient.parse(
             status: 410, headers: ["apns-id": "A-1"],
-            body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
-        let response = APNsClient.parse(http, latency: .milliseconds(3))
+            body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8), latency: .milliseconds(3))
         #expect(response.reason == .unregistered)
         #expect(response.apnsId == "A-1")
         #expect(response.timestamp == Date(timeIntervalSince1970: 1_700_000_000.123))
         #expect(response.latencyMilliseconds == 3)
-        #expect(APNsClient.parse(HTTPClientResponse(status: 503), latency: .zero).reason == .serviceUnavailable)
+        #expect(APNsClient.parse(status: 503, headers: [:], body: [], latency: .zero).reason == .serviceUnavailable)
     }
 }
 

@@ -14,7 +14,6 @@ import Foundation
 /// | `BUZZKIT_APNS_REQUEST_TIMEOUT` | `10s` | limit for one APNs attempt |
 /// | `BUZZKIT_APNS_TCP_NODELAY` | `true` | TCP_NODELAY on APNs connections (`false`: the kernel coalesces small frames) |
 /// | `BUZZKIT_APNS_MAX_CONNECTIONS` | `2` | connections per team and environment (another opens only while the open ones are full) |
-/// | `BUZZKIT_APNS_TRANSPORT` | `nghttp2` | `curl`: the former libcurl client, kept for the benchmarks' comparison |
 /// | `BUZZKIT_APNS_MAX_ATTEMPTS` | `5` | attempts per delivery (429, 5xx, timeouts, broken connections retry) |
 /// | `BUZZKIT_APNS_RETRY_BASE` | `500ms` | first backoff; doubles, jittered, capped at 30 s |
 /// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
@@ -38,7 +37,6 @@ public struct SenderConfiguration: Sendable {
     public var caFile: String?
     public var requestTimeout: Duration
     public var tcpNoDelay: Bool = true
-    public var apnsTransport: APNsTransportKind = .nghttp2
     public var apnsMaxConnections = 2
     public var fanoutConcurrency: Int = 2
     public var directBatchSize: Int = 200
@@ -110,7 +108,6 @@ public struct SenderConfiguration: Sendable {
             chunkSize: chunk, pageSize: page, claimIdle: claimIdle, reclaimInterval: reclaim, staleSending: stale,
             sweepInterval: sweep, requeueAfter: requeue, credentialsTTL: ttl)
         tcpNoDelay = clients.tcpNoDelay
-        apnsTransport = clients.transport
         apnsMaxConnections = clients.maxConnections
         self.fanoutConcurrency = fanoutConcurrency
         directBatchSize = directBatch
@@ -128,7 +125,6 @@ public struct SenderConfiguration: Sendable {
         var settings = APNsClientPool.Settings(
             sandboxURL: sandboxURL, productionURL: productionURL, caFile: caFile,
             requestTimeout: requestTimeout, tcpNoDelay: tcpNoDelay)
-        settings.transport = apnsTransport
         settings.maxConnections = apnsMaxConnections
         return settings
     }

@@ -1,15 +1,6 @@
 import BuzzKitCore
 import BuzzKitHTTPClient
 
-/// Which HTTP/2 implementation an `APNsClient` sends with.
-public enum APNsTransportKind: String, Sendable, Hashable, CaseIterable {
-    /// nghttp2 and OpenSSL on an `HTTP2EventLoop` thread (the default).
-    case nghttp2
-    /// The former libcurl multi client (`HTTPClient`), kept only so benchmarks can compare the
-    /// two in one sitting; to be removed with `BuzzKitHTTPClient`'s APNs use.
-    case curl
-}
-
 /// What `APNsClient` needs of a transport: one attempt of each request, in order, with the
 /// provider token given, on connections that carry only `team`'s tokens.
 protocol APNsTransport: Sendable {
