@@ -5,8 +5,9 @@
 #   1. latency: POST /v1/live-activities/send at a fixed 500 updates/s, each to another activity
 #      (open loop, 20 s): p50 / p99 from the POST to the push reaching the simulator (its
 #      receivedAt, in ms) and to the answer with the per-token result, and the CPU each process
-#      spent per update; once per APNs transport in one sitting (BK_APNS_TRANSPORTS, default
-#      "curl nghttp2": the former libcurl client, then the nghttp2 one, the replica restarted);
+#      spent per update; once per entry of BK_APNS_TRANSPORTS (default "nghttp2": the round
+#      labels; an older build given with BK_LA_BIN that still has the libcurl client runs it with
+#      "curl"; the replica restarted);
 #   2. the most updates/s with per-token answers the stack sustains (closed loop, 32 connections,
 #      10 s, every answer checked for result `sent`);
 #   3. the baseline of the same run: one message to a topic of 100,000 devices through two
@@ -487,10 +488,10 @@ FROM pg_stat_statements WHERE calls >= $RATE ORDER BY calls * mean_exec_time DES
 SQL
 }
 
-# 1. per transport (BK_APNS_TRANSPORTS, default "curl nghttp2": the former libcurl client, then
-# the nghttp2 one, in one sitting): the replica restarts with it, the simulator's record is reset.
+# 1. per entry of BK_APNS_TRANSPORTS (default "nghttp2", above): the replica restarts with it, the
+# simulator's record is reset.
 ROUND_LINES=()
-for transport in ${BK_APNS_TRANSPORTS:-curl nghttp2}; do
+for transport in ${BK_APNS_TRANSPORTS:-nghttp2}; do
 start_la "$transport"
 curl -sf -X POST "http://127.0.0.1:$CONTROLPORT/control/reset" >/dev/null
 bk_log "1 ($transport). latency: $RATE updates/s for $SECONDS_AT_RATE s to $ACTIVITIES activities ($(bench_load_note))"
