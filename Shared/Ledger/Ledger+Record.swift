@@ -47,7 +47,11 @@ extension Ledger {
     ///
     /// Webhooks: each delivery inserted enqueues its `delivery.sent` or `delivery.failed`
     /// (`deliveryEvents`), each message completed its `message.completed` (`MessageCompletion`),
-    /// in the same statement; a delivery that existed already enqueues nothing.
+    /// in the same statement; a delivery that existed already enqueues nothing. A fan-out chunk
+    /// (`completion: .afterCommit`) whose tenants have no endpoint for `delivery.sent` or
+    /// `delivery.failed` is first tried with the statement without those events (`quietSQL`),
+    /// unless a replica's earlier record lately found one (`DeliveryEventEndpoints`); that
+    /// statement writes nothing when it finds such an endpoint, and the full one runs.
     ///
     /// `completion: .afterCommit` (a fan-out chunk's record, whose caller runs `completeIfDone`
     /// after the commit whatever this answers): the statement completes nothing and answers no
@@ -65,6 +69,11 @@ extension Ledger {
         let write = Self.recordWrite(records, instance: instance, templates: templates, completion: completion)
         return try await retryingLedgerWrite(logger: logger) {
             guard !write.invalid.isEmpty else {
+                if write.completion == .afterCommit, write.deliveries > 0,
+                    !deliveryEventEndpoints.lately(write.tenants), try await recordQuietly(write)
+                {
+                    return []
+                }
                 do {
                     return try Self.completed(
                         try await postgres.query(
@@ -100,6 +109,25 @@ extension Ledger {
         var parameters: [any PostgresEncodable]
         var invalid: [Invalidation]
         var completion = RecordCompletion.inStatement
+        /// The chunks' tenants, and how many deliveries the write inserts.
+        var tenants: [UUID] = []
+        var deliveries = 0
+    }
+
+    /// A fan-out chunk's record without the deliveries' webhook events, when no endpoint of its
+    /// tenants wants them (`recordQuietSQL`). Answers false, having written nothing, when the
+    /// statement found such an endpoint in its snapshot (or found every delivery recorded
+    /// already): the full statement is then run, and the tenants are remembered as having one
+    /// (`DeliveryEventEndpoints`), so their next chunks go to it at once.
+    private func recordQuietly(_ write: RecordWrite) async throws -> Bool {
+        let inserted: Int
+        do {
+            inserted = try await postgres.execute(Self.recordQuietSQL(tolerant: false), write.parameters)
+        } catch let error as PostgresError where error.code == .uniqueViolation {
+            inserted = try await postgres.execute(Self.recordQuietSQL(tolerant: true), write.parameters)
+        }
+        if inserted == 0 { deliveryEventEndpoints.note(write.tenants) }
+        return inserted > 0
     }
 
     struct Invalidation: Sendable {
@@ -173,28 +201,35 @@ extension Ledger {
         }
     }
 
+    /// The record of a fan-out chunk (`.afterCommit`) without the deliveries' events: see `quietSQL`.
+    static func recordQuietSQL(tolerant: Bool) -> String { tolerant ? recordTolerantQuiet : recordPlainQuiet }
+
     private static let tolerantConflict = "ON CONFLICT (id, message_time) DO NOTHING"
     private static let recordPlain = recordSQL(onConflict: "", completes: true)
     private static let recordTolerant = recordSQL(onConflict: tolerantConflict, completes: true)
     private static let recordPlainUncompleted = recordSQL(onConflict: "", completes: false)
     private static let recordTolerantUncompleted = recordSQL(onConflict: tolerantConflict, completes: false)
+    private static let recordPlainQuiet = quietSQL(onConflict: "")
+    private static let recordTolerantQuiet = quietSQL(onConflict: tolerantConflict)
 
     /// $1-$4 the distinct requests (id, message, payload, headers), $5 the chunks, $6 their
     /// tenants, $7 this replica, $8-$20 one element per delivery (id, its chunk's position in $5
     /// from 1, message, token, subscriber, environment, status, attempt count, last status, last
     /// reason, error code, first request, attempts), $21 the messages of the deliveries, $22 each
-    /// delivery's suppression reason (NULL unless `suppressed`), $23-$24 the times $21 are filed
-    /// between (`LedgerTime.Range`). Answers the messages completed (`completes`; else nothing,
-    /// and there are no $23-$24). Each message's `message_time` is worked out once (`times`) and
-    /// joined to its rows.
+    /// delivery's suppression reason (NULL unless `suppressed`), $23-$32 the value of each
+    /// collapsible column of them when it is empty (`CollapsibleColumn`: chunk position, message,
+    /// environment, status, attempt count, last status, last reason, error code, first request,
+    /// suppression reason), $33-$34 the times $21 are filed between (`LedgerTime.Range`).
+    /// Answers the messages completed (`completes`; else nothing, and there are no $33-$34).
+    /// Each message's `message_time` is worked out once (`times`) and joined to its rows.
     static func recordSQL(onConflict: String, completes: Bool) -> String {
         let completion =
             completes
             ? """
             , \(MessageCompletion.cte(
-                match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$23", upper: "$24"))",
+                match: "m.id = ANY($21::uuid[]) AND \(LedgerTime.prune("m.message_time", lower: "$33", upper: "$34"))",
                 recorded: "$5::uuid[]",
-                written: "unnest($8::uuid[], $10::uuid[], $14::text[]) AS w(id, message_id, status)"))
+                written: "(SELECT u.id, u.message AS message_id, u.status FROM \(deliveryRows) u) AS w"))
             SELECT id FROM completed
             """
             : """
@@ -202,33 +237,83 @@ extension Ledger {
             SELECT NULL::uuid LIMIT 0
             """
         return """
-            WITH times AS MATERIALIZED (
-                \(LedgerTime.messageTimes("$21::uuid[]"))
-            ), requests AS (
-                INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
-                SELECT r.id, r.message, t.message_time, r.payload, r.headers
-                FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
-                JOIN times t ON t.id = r.message
-                ON CONFLICT (id, message_time) DO NOTHING
-            ), chunks AS (
-                DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])
-            ), recorded AS (
-                INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
-                                        status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
-                                        sent_at, payload_id, attempts, suppressed_reason)
-                SELECT u.id, ($6::uuid[])[u.chunk], u.message, t.message_time, u.token, u.subscriber, u.environment, u.status, u.attempts,
-                       NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
-                       u.payload, u.log, u.suppressed
-                FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
-                            $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
-                    AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
-                         error_code, payload, log, suppressed)
-                JOIN times t ON t.id = u.message
-                \(onConflict)
+            WITH \(recordedRows(onConflict: onConflict, gate: nil)), recorded AS (
+                \(deliveriesInsert(onConflict: onConflict, gate: nil))
                 RETURNING \(deliveryReturning)
             ), \(deliveryEvents(recorded: "recorded", tenants: "$6::uuid[]"))\(completion)
             """
     }
+
+    /// `recordSQL(completes: false)` without the deliveries' webhook events (`deliveryEvents`):
+    /// no `RETURNING` kept for them and no outbox inserts planned, set up and torn down for every
+    /// chunk of a tenant that has no endpoint wanting `delivery.sent` or `delivery.failed` (the
+    /// usual send). Exact as the full statement's gates are: the statement looks for such an
+    /// endpoint of the chunks' tenants in its own snapshot (`quiet`, once), and when there is one
+    /// it writes nothing at all (no request, no delivery, no chunk deleted): the caller sees no
+    /// row inserted and runs the full statement, whose own snapshot sees the endpoint too. So an
+    /// endpoint gets the events of every delivery recorded by a statement that starts after its
+    /// subscription committed, whichever statement the sender tried first. The top statement is
+    /// the deliveries' INSERT: its row count is the answer.
+    static func quietSQL(onConflict: String) -> String {
+        let subscribed = [WebhookEventType.deliverySent, .deliveryFailed].map {
+            WebhookEventSource.subscribed(tenants: "$6::uuid[]", to: $0)
+        }
+        return """
+            WITH quiet AS MATERIALIZED (
+                SELECT NOT (\(subscribed.joined(separator: " OR "))) AS yes
+            ), \(recordedRows(onConflict: onConflict, gate: "(SELECT yes FROM quiet)"))
+            \(deliveriesInsert(onConflict: onConflict, gate: "(SELECT yes FROM quiet)"))
+            """
+    }
+
+    /// The record's CTEs before the deliveries: `times` (each message's `message_time`), the
+    /// distinct requests inserted, the chunks deleted; each write only when `gate` holds.
+    private static func recordedRows(onConflict: String, gate: String?) -> String {
+        """
+        times AS MATERIALIZED (
+            \(LedgerTime.messageTimes("$21::uuid[]"))
+        ), requests AS (
+            INSERT INTO delivery_payloads (id, message_id, message_time, payload, headers)
+            SELECT r.id, r.message, t.message_time, r.payload, r.headers
+            FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::json[]) AS r(id, message, payload, headers)
+            JOIN times t ON t.id = r.message\(gate.map { "\n    WHERE \($0)" } ?? "")
+            ON CONFLICT (id, message_time) DO NOTHING
+        ), chunks AS (
+            DELETE FROM delivery_chunks WHERE id = ANY($5::uuid[])\(gate.map { " AND \($0)" } ?? "")
+        )
+        """
+    }
+
+    /// The deliveries' INSERT (no `RETURNING`), only when `gate` holds.
+    private static func deliveriesInsert(onConflict: String, gate: String?) -> String {
+        """
+        INSERT INTO deliveries (id, tenant_id, message_id, message_time, device_token, subscriber_id, environment,
+                                status, attempt_count, apns_id, last_status, last_reason, error_code, sending_by,
+                                sent_at, payload_id, attempts, suppressed_reason)
+        SELECT u.id, ($6::uuid[])[u.chunk], u.message, t.message_time, u.token, u.subscriber, u.environment, u.status, u.attempts,
+               NULL, u.last_status, u.last_reason, u.error_code, $7, CASE WHEN u.status = 'sent' THEN now() END,
+               u.payload, u.log, u.suppressed
+        FROM \(deliveryRows) u
+        JOIN times t ON t.id = u.message\(gate.map { "\nWHERE \($0)" } ?? "")
+        \(onConflict)
+        """
+    }
+
+    /// The deliveries of $8-$22 as rows (a subquery, columns `id`, `chunk`, `message`, `token`,
+    /// `subscriber`, `environment`, `status`, `attempts`, `last_status`, `last_reason`,
+    /// `error_code`, `payload`, `log`, `suppressed`), each collapsible column's empty array padded
+    /// with its value ($23-$32).
+    static let deliveryRows = """
+        (SELECT u.id, coalesce(u.chunk, $23::int) AS chunk, coalesce(u.message, $24::uuid) AS message, u.token,
+                u.subscriber, coalesce(u.environment, $25::text) AS environment, coalesce(u.status, $26::text) AS status,
+                coalesce(u.attempts, $27::int) AS attempts, coalesce(u.last_status, $28::int) AS last_status,
+                coalesce(u.last_reason, $29::text) AS last_reason, coalesce(u.error_code, $30::text) AS error_code,
+                coalesce(u.payload, $31::uuid) AS payload, u.log, coalesce(u.suppressed, $32::text) AS suppressed
+         FROM unnest($8::uuid[], $9::int[], $10::uuid[], $11::text[], $12::text[], $13::text[], $14::text[],
+                     $15::int[], $16::int[], $17::text[], $18::text[], $19::uuid[], $20::json[], $22::text[])
+             AS u(id, chunk, message, token, subscriber, environment, status, attempts, last_status, last_reason,
+                  error_code, payload, log, suppressed))
+        """
 
     // MARK: - Building the parameters
 
@@ -287,12 +372,14 @@ extension Ledger {
             [
                 requests.ids.value, requests.messages.value, requests.payloads.value, requests.headerTexts.value,
                 chunkIds.value, tenants.value, instance
-            ] + rows.parameters + [messageIds.value, rows.suppressed.value]
+            ] + rows.arrays + [messageIds.value, rows.suppressed.array] + rows.uniformValues
         if completion == .inStatement {
             let range = LedgerTime.Range(of: messages)
             parameters += [range.lower, range.upper]
         }
-        return RecordWrite(parameters: parameters, invalid: invalid, completion: completion)
+        return RecordWrite(
+            parameters: parameters, invalid: invalid, completion: completion, tenants: records.map(\.chunk.tenantId),
+            deliveries: count)
     }
 
     /// The headers of a lost attempt when the re-send made none: the message's request as built,
@@ -303,17 +390,20 @@ extension Ledger {
         return request.headers(authorization: "bearer <redacted>")
     }
 
-    /// The per-delivery arrays ($8-$20).
+    /// The per-delivery arrays ($8-$20, $22), the collapsible ones with their values ($23-$32).
     struct DeliveryRows {
-        var id = PostgresArrayText(), chunk = PostgresArrayText(), message = PostgresArrayText()
-        var token = PostgresArrayText(), subscriber = PostgresArrayText(), environment = PostgresArrayText()
-        var status = PostgresArrayText(), attempts = PostgresArrayText(), lastStatus = PostgresArrayText()
-        var lastReason = PostgresArrayText(), errorCode = PostgresArrayText(), payload = PostgresArrayText()
+        var id = PostgresArrayText(), token = PostgresArrayText(), subscriber = PostgresArrayText()
         var log = PostgresArrayText()
-        var suppressed = PostgresArrayText()
+        var chunk = CollapsibleColumn<Int>(), message = CollapsibleColumn<UUID>()
+        var environment = CollapsibleColumn<String>(), status = CollapsibleColumn<String>()
+        var attempts = CollapsibleColumn<Int>(), lastStatus = CollapsibleColumn<Int>()
+        var lastReason = CollapsibleColumn<String>(), errorCode = CollapsibleColumn<String>()
+        var payload = CollapsibleColumn<UUID>(), suppressed = CollapsibleColumn<String>()
 
         init(capacity: Int) {
+            id = PostgresArrayText(capacity: 2 + capacity * 37)
             token = PostgresArrayText(capacity: 2 + capacity * 68)
+            subscriber = PostgresArrayText(capacity: 2 + capacity * 12)
             log = PostgresArrayText(capacity: 2 + capacity * 56)
         }
 
@@ -329,15 +419,24 @@ extension Ledger {
             lastStatus.append(outcome.lastStatus)
             lastReason.append(outcome.lastReason)
             errorCode.append(outcome.errorCode?.rawValue)
-            if let first = attemptLog.firstPayload { payload.append(first) } else { payload.appendNull() }
+            payload.append(attemptLog.firstPayload)
             log.append(utf8: attemptLog.bytes)
             suppressed.append(outcome.suppressedReason?.rawValue)
         }
 
-        var parameters: [any PostgresEncodable] {
+        /// $8-$20.
+        var arrays: [any PostgresEncodable] {
             [
-                id.value, chunk.value, message.value, token.value, subscriber.value, environment.value, status.value,
-                attempts.value, lastStatus.value, lastReason.value, errorCode.value, payload.value, log.value
+                id.value, chunk.array, message.array, token.value, subscriber.value, environment.array, status.array,
+                attempts.array, lastStatus.array, lastReason.array, errorCode.array, payload.array, log.value
+            ]
+        }
+
+        /// $23-$32.
+        var uniformValues: [any PostgresEncodable] {
+            [
+                chunk.uniform, message.uniform, environment.uniform, status.uniform, attempts.uniform,
+                lastStatus.uniform, lastReason.uniform, errorCode.uniform, payload.uniform, suppressed.uniform
             ]
         }
     }

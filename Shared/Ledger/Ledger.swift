@@ -24,6 +24,9 @@ import BuzzKitPostgres
 public struct Ledger: Sendable {
     public let postgres: PostgresClient
     let logger: Logger
+    /// Which record statement a fan-out chunk tries first (`record`); shared by the copies of
+    /// this value.
+    let deliveryEventEndpoints = DeliveryEventEndpoints()
 
     public init(postgres: PostgresClient, logger: Logger) {
         self.postgres = postgres

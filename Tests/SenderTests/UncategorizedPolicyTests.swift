@@ -1,9 +1,13 @@
+import BuzzKitCore
+import BuzzKitLedger
 import BuzzKitPolicy
 import BuzzKitPostgres
 import BuzzKitTestSupport
 import BuzzKitWire
 import Foundation
 import Testing
+
+@testable import APNsSenderApp
 
 /// `UncategorizedPolicy`: what the policy decides for pushes naming no category without its
 /// decision statement (read with a chunk's claim). It must answer exactly what `decide`'s
@@ -131,6 +135,47 @@ struct UncategorizedPolicyTests {
             try await Self.settings(postgres, tenant, defaultCategory: "news", caps: [])
             let governed = try #require(try await postgres.query(sql, [tenant, ["a", "b"]]).first)
             #expect(try Policy.uncategorized(governed, at: 0) == nil)
+        }
+    }
+
+    /// The sender's claim (`DeliverySender.uncategorizedPolicy` in `Ledger.claim(alongside:)`)
+    /// reads the claimed chunk's own tenant: another tenant's default category, its cap without
+    /// a category and its subscriber of the same id who opted out change nothing here (a bare
+    /// `tenant_id` inside the probe's subqueries named their own table's, so they did).
+    @Test("the claim's probe reads the chunk's own tenant only")
+    func claimReadsItsOwnTenant() async throws {
+        try await withSchema("uncatclaim") { postgres, tenant in
+            let workspace = try await postgres.query("INSERT INTO workspaces (name) VALUES ('w2') RETURNING id")[0]
+                .decode(UUID.self, at: 0)
+            let other = try await postgres.query(
+                "INSERT INTO tenants (workspace_id, name) VALUES ($1::uuid, 'other') RETURNING id", [workspace]
+            )[0].decode(UUID.self, at: 0)
+            try await postgres.execute(
+                "INSERT INTO subscribers (tenant_id, id) VALUES ($1::uuid, 'a')", [other])
+            try await Self.optOut(postgres, other, "a")
+            try await Self.settings(
+                postgres, other, defaultCategory: nil, caps: [FrequencyCap(category: nil, limit: 1, window: .day)])
+            try await Self.optOut(postgres, tenant, "c")
+            let ledger = Ledger(postgres: postgres, logger: .silent())
+            func claim() async throws -> UncategorizedPolicy? {
+                let chunk = UUID()
+                try await postgres.execute(
+                    """
+                    INSERT INTO delivery_chunks (id, tenant_id, message_id, message_ids, tokens, subscriber_ids, environments)
+                    VALUES ($1::uuid, $2::uuid, $3::uuid, ARRAY[$3::uuid, $3::uuid, $3::uuid], '{t1,t2,t3}', '{a,b,c}',
+                            '{sandbox,sandbox,sandbox}')
+                    """, [chunk, tenant, UUID()])
+                let claimed = try #require(
+                    try await ledger.claim(
+                        chunk, tenant: tenant, instance: "r1", alongside: DeliverySender.uncategorizedPolicy))
+                #expect(claimed.chunk.devices.map(\.subscriberId) == ["a", "b", "c"])
+                return claimed.alongside
+            }
+            #expect(try await claim() == UncategorizedPolicy(unsubscribed: ["c"]))
+            // This tenant's own cap without a category does govern: the statement decides.
+            try await Self.settings(
+                postgres, tenant, defaultCategory: nil, caps: [FrequencyCap(category: nil, limit: 1, window: .day)])
+            #expect(try await claim() == nil)
         }
     }
 

@@ -65,8 +65,11 @@ struct DeliverySender: Sendable {
     /// What the send policy decides for the chunk's pushes naming no category, read by the claim
     /// (`UncategorizedPolicy`; nil when the tenant's settings leave more to decide): a chunk of an
     /// uncategorized message then needs no decision statement.
+    /// The claimed row's columns are named with the table: inside the expression's subqueries
+    /// a bare `tenant_id` is the subquery's own (`policy_settings.tenant_id`, ...).
     static let uncategorizedPolicy = ClaimAlongside(
-        expression: Policy.uncategorizedSQL(tenant: "tenant_id", subscribers: "subscriber_ids"),
+        expression: Policy.uncategorizedSQL(
+            tenant: "delivery_chunks.tenant_id", subscribers: "delivery_chunks.subscriber_ids"),
         decode: { try Policy.uncategorized($0, at: $1) })
 
     /// What a message's sending needs: the tenant's credentials and the prepared message, or why
