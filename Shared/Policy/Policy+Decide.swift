@@ -104,21 +104,41 @@ extension Policy {
         return verdicts
     }
 
-    /// `decide` on a pooled connection, each statement on its own. `uncategorized`: what the
-    /// policy decides for the tenant's pushes naming no category, read already with the caller's
-    /// own statement (a chunk's claim: `uncategorizedSQL`); those candidates are answered from it
-    /// and only the others are asked, so a list of uncategorized pushes needs no statement.
+    /// `decide` on a pooled connection, each statement on its own. `uncategorized`: as in
+    /// `decide(_:tenant:now:on:uncategorized:)`.
     public func decide(
         _ candidates: [PolicyCandidate], tenant: UUID, now: Date = Date(), uncategorized: UncategorizedPolicy? = nil
     ) async throws -> [PolicyCandidate: PolicyVerdict] {
         guard !candidates.isEmpty else { return [:] }
-        guard let uncategorized else {
-            return try await postgres.withConnection {
-                try await Self.decide(candidates, tenant: tenant, now: now, on: $0)
-            }
+        let (verdicts, asked) = Self.answered(candidates, by: uncategorized)
+        guard !asked.isEmpty else { return verdicts }
+        let decided = try await postgres.withConnection {
+            try await Self.decide(asked, tenant: tenant, now: now, on: $0)
         }
+        return verdicts.merging(decided) { _, statement in statement }
+    }
+
+    /// `decide` on `connection` (in the caller's transaction, if any). `uncategorized`: what the
+    /// policy decides for the tenant's pushes naming no category, read already by the caller
+    /// (a chunk's claim: `uncategorizedSQL`; a workflow claim: `uncategorized(tenant:subscribers:on:)`);
+    /// those candidates are answered from it and only the others are asked, so a list of
+    /// uncategorized pushes needs no statement.
+    public static func decide(
+        _ candidates: [PolicyCandidate], tenant: UUID, now: Date, on connection: PostgresConnection,
+        uncategorized: UncategorizedPolicy?
+    ) async throws -> [PolicyCandidate: PolicyVerdict] {
+        let (verdicts, asked) = Self.answered(candidates, by: uncategorized)
+        guard !asked.isEmpty else { return verdicts }
+        let decided = try await Self.decide(asked, tenant: tenant, now: now, on: connection)
+        return verdicts.merging(decided) { _, statement in statement }
+    }
+
+    /// The candidates `uncategorized` answers (those naming no category), and the rest, to ask.
+    static func answered(_ candidates: [PolicyCandidate], by uncategorized: UncategorizedPolicy?) -> (
+        [PolicyCandidate: PolicyVerdict], [PolicyCandidate]
+    ) {
+        guard let uncategorized else { return ([:], candidates) }
         var verdicts: [PolicyCandidate: PolicyVerdict] = [:]
-        verdicts.reserveCapacity(candidates.count)
         var asked: [PolicyCandidate] = []
         for candidate in candidates {
             if candidate.category == nil {
@@ -127,12 +147,7 @@ extension Policy {
                 asked.append(candidate)
             }
         }
-        guard !asked.isEmpty else { return verdicts }
-        let decided = try await postgres.withConnection {
-            try await Self.decide(asked, tenant: tenant, now: now, on: $0)
-        }
-        verdicts.merge(decided) { _, statement in statement }
-        return verdicts
+        return (verdicts, asked)
     }
 
     /// What `decide` would answer now, counting nothing (a workflow's dry run): `decide` itself,

@@ -52,8 +52,18 @@ extension Policy {
 
     /// `uncategorizedSQL` on its own (a caller that reads it outside a statement of its own).
     public func uncategorized(tenant: UUID, subscribers: [String]) async throws -> UncategorizedPolicy? {
-        let rows = try await postgres.query(
-            "SELECT \(Self.uncategorizedSQL(tenant: "$1::uuid", subscribers: "$2::text[]"))", [tenant, subscribers])
-        return try rows.first.flatMap { try Self.uncategorized($0, at: 0) }
+        try await postgres.withConnection {
+            try await Self.uncategorized(tenant: tenant, subscribers: subscribers, on: $0)
+        }
+    }
+
+    /// `uncategorizedSQL` on its own, on `connection` (a workflow claim reads it once for its
+    /// runs' subscribers, in its transaction, instead of a decision statement per send step).
+    public static func uncategorized(
+        tenant: UUID, subscribers: [String], on connection: PostgresConnection
+    ) async throws -> UncategorizedPolicy? {
+        let rows = try await connection.query(
+            "SELECT \(uncategorizedSQL(tenant: "$1::uuid", subscribers: "$2::text[]"))", [tenant, subscribers])
+        return try rows.first.flatMap { try uncategorized($0, at: 0) }
     }
 }

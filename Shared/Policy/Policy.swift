@@ -12,7 +12,7 @@ import BuzzKitPostgres
 /// | `settings`, `replaceSettings` | the gateway (`/v1/settings`) | the default category and the frequency caps |
 /// | `preferences`, `changePreferences`, `preferenceHistory` | the gateway (`/v1/subscribers/{id}/preferences`) | a subscriber's choices, each change kept with its time and source |
 /// | `decide` | apns-sender (each chunk), the workflow service (each send step) | whether each (message, subscriber) goes out or why not; one statement per chunk, caps counted exactly under concurrency |
-/// | `uncategorizedSQL`, `uncategorized` | apns-sender (in each chunk's claim) | what `decide` answers for pushes naming no category when only the global opt-out can apply to them (`UncategorizedPolicy`): `decide` then asks no statement for them |
+/// | `uncategorizedSQL`, `uncategorized` | apns-sender (in each chunk's claim), the workflow service (each claim of due runs) | what `decide` answers for pushes naming no category when only the global opt-out can apply to them (`UncategorizedPolicy`): `decide` then asks no statement for them |
 /// | `evaluate` | the gateway (a workflow's dry run) | the same decision, rolled back: counts nothing |
 /// | `lockCounters` | the workflow service (a claim, an event group) | takes the cap locks (advisory) of the subscribers it may decide for, in order, before its first `decide` |
 public struct Policy: Sendable {

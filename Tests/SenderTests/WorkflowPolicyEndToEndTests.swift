@@ -119,6 +119,64 @@ struct WorkflowPolicyEndToEndTests {
         }
     }
 
+    @Test(
+        "due runs' uncategorized sends: the global opt-out read once per claim suppresses; a cap without a category still decides and counts"
+    )
+    func uncategorizedSendsOfDueRuns() async throws {
+        try await withStack { stack, clock in
+            let later = """
+                {"trigger": {"event": "signed.up"},
+                 "steps": [{"name": "pause", "wait": {"duration": "1h"}},
+                           {"name": "ping", "send": {"title": "Hello again"}}]}
+                """
+            try await stack.putWorkflow("later", later)
+            let tokens = ["carol": PushStack.token(), "dave": PushStack.token(), "erin": PushStack.token()]
+            for (name, token) in tokens { try await stack.addSubscriber(name, tokens: [token]) }
+            #expect(
+                try await stack.api("PUT", "/v1/subscribers/carol/preferences", body: ["all": false]).status == 200)
+            try await stack.track("carol", [("c1", "signed.up", [:])])
+            try await stack.track("dave", [("d1", "signed.up", [:])])
+            _ = try await stack.waitRuns("later", count: 2) { $0.dueAt != nil }
+            // The runs wake in the workflow service's claim of due runs (RunWorker), not the event's.
+            clock.advance(2 * 3600)
+            let done = try await stack.waitRuns("later", count: 2) { $0.status == "completed" }
+            var sent: [String: String] = [:]
+            for run in done {
+                let byStep = try await steps(stack, run: run.id)
+                #expect(byStep["ping"]?["decision"] == (run.subscriber == "carol" ? "suppressed" : "sent"), "\(byStep)")
+                if run.subscriber == "carol" { #expect(byStep["ping"]?["suppressed"] == "unsubscribed") }
+                sent[run.subscriber] = byStep["ping"]?["messageIds"]?.arrayValue?.first?.stringValue
+            }
+            let carol = try #require(sent["carol"])
+            _ = try await stack.waitSettled(carol)
+            #expect(try await stack.deliveries(carol).first?["suppressedReason"] == "unsubscribed")
+            #expect(try await stack.simulator.pushes(token: tokens["carol"]!).isEmpty)
+            #expect(try await stack.alerts(tokens["dave"]!, atLeast: 1).count == 1)
+
+            // With a cap that names no category, an uncategorized send is the decision statement's
+            // again: counted against the cap.
+            #expect(
+                try await stack.api("PATCH", "/v1/settings", body: ["frequencyCaps": [["limit": 5, "window": "1d"]]])
+                    .status == 200)
+            try await stack.track("erin", [("e1", "signed.up", [:])])
+            _ = try await stack.waitRuns("later", count: 3) { $0.subscriber != "erin" || $0.dueAt != nil }
+            clock.advance(2 * 3600)
+            let erin = try #require(
+                try await stack.waitRuns("later", count: 3) { $0.status == "completed" }.first {
+                    $0.subscriber == "erin"
+                })
+            let message = try #require(
+                try await steps(stack, run: erin.id)["ping"]?["messageIds"]?.arrayValue?.first?.stringValue)
+            let counted = try await stack.postgres.query(
+                """
+                SELECT array_agg(x::text) FROM frequency_cap_counters f, unnest(f.messages) AS x
+                WHERE f.tenant_id = $1::uuid AND f.subscriber_id = 'erin'
+                """, [stack.tenantID]
+            ).first?.decode([String]?.self)
+            #expect(counted == .some([message]), "\(String(describing: counted))")
+        }
+    }
+
     @Test("the dry run shows the policy's decision and counts nothing")
     func dryRunCountsNothing() async throws {
         try await withPushStack { stack in

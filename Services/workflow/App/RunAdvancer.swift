@@ -25,6 +25,10 @@ struct RunAdvancer {
     /// The events of this run's digest, when the claim already closed its window with others'
     /// (`collectDigest` reads them instead of closing it alone).
     var digestEvents: [WorkflowEvent]?
+    /// What the send policy decides for this tenant's pushes naming no category to `subscriber`
+    /// (the run's), read once for the whole claim (`Policy.uncategorized`): such a send step then
+    /// needs no decision statement of its own. Nil: every send step is decided by `Policy.decide`.
+    var uncategorized: (policy: UncategorizedPolicy, subscriber: String)?
 
     /// What one run's advances produced.
     struct Result {
@@ -142,7 +146,9 @@ struct RunAdvancer {
         if let decided = send.suppressed { return decided }
         let candidate = PolicyCandidate(
             messageId: messageId, subscriberId: send.subscriberId, category: send.content.category)
-        let verdicts = try await Policy.decide([candidate], tenant: tenantId, now: environment.now, on: connection)
+        let known = uncategorized.flatMap { $0.subscriber == send.subscriberId ? $0.policy : nil }
+        let verdicts = try await Policy.decide(
+            [candidate], tenant: tenantId, now: environment.now, on: connection, uncategorized: known)
         return verdicts[candidate]?.suppressed
     }
 
