@@ -132,18 +132,9 @@ extension StreamConsumer {
         }
     }
 
-    /// Counts and logs a Redis error of the window loop, then waits `backoff` (or until `stop()`).
+    /// A Redis error of the window loop, counted, logged and waited out (`recordRedisError`).
     private func afterRedisError(_ error: RedisError, backoff: Duration) async -> WindowEvent {
-        state.withLock { $0.statistics.redisErrors += 1 }
-        if !isStopping {
-            logger.warning(
-                "stream consumer redis error, retrying",
-                metadata: [
-                    "error.code": error.code.rawValue, "error": error.message,
-                    "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))
-                ])
-            _ = await stopped.wait(atMost: backoff)
-        }
+        await recordRedisError(error, backoff: backoff)
         return .backedOff
     }
 }

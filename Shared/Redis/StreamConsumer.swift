@@ -199,17 +199,9 @@ public final class StreamConsumer: Sendable {
                 }
                 backoff = configuration.retryBackoff
             } catch {
-                state.withLock { $0.statistics.redisErrors += 1 }
                 if error.serverErrorPrefix == "NOGROUP" { groupReady = false }
+                await recordRedisError(error, backoff: backoff)
                 if isStopping { break }  // entries carried stay pending and are reclaimed later
-                logger.warning(
-                    "stream consumer redis error, retrying",
-                    metadata: [
-                        "error.code": error.code.rawValue, "error": error.message,
-                        "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))
-                    ])
-                // A stop ends the wait at once (the loop then ends at its next check).
-                _ = await stopped.wait(atMost: backoff)
                 backoff = min(backoff * 2, configuration.maxRetryBackoff)
             }
         }
@@ -244,5 +236,21 @@ public final class StreamConsumer: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+}
+
+extension StreamConsumer {
+    /// Counts a Redis error of a consumer loop and, unless stopping, logs it and waits `backoff`
+    /// (a stop ends the wait at once).
+    func recordRedisError(_ error: RedisError, backoff: Duration) async {
+        state.withLock { $0.statistics.redisErrors += 1 }
+        guard !isStopping else { return }
+        logger.warning(
+            "stream consumer redis error, retrying",
+            metadata: [
+                "error.code": error.code.rawValue, "error": error.message,
+                "retry.in_ms": String(RedisConfiguration.milliseconds(backoff))
+            ])
+        _ = await stopped.wait(atMost: backoff)
     }
 }
