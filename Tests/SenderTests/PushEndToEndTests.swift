@@ -69,8 +69,7 @@ struct PushEndToEndTests {
 
     @Test("a topic send reaches every subscribed device exactly once, and no one else")
     func topicSend() async throws {
-        // 24 devices in pages of 6 (two chunks of 3), then 10 and 8: the first page smaller, each
-        // next twice as large up to the page size (`FanOut.firstPageLimit`).
+        // 24 devices in pages of 10, 10 and 4, in chunks of 3.
         try await withPushStack(senderSettings: ["BUZZKIT_SENDER_CHUNK_SIZE": "3", "BUZZKIT_FANOUT_PAGE_SIZE": "10"]) {
             stack in
             _ = try await stack.startSender(TestEnvironment.uniqueName("sender"))

@@ -9,8 +9,8 @@ import Foundation
 
 /// Expands one message (a `bk:messages` entry) into chunks of devices, page by page.
 ///
-/// Per page of up to `pageSize` devices (keyset on (subscriber_id, token); the first pages smaller,
-/// `firstPageLimit`): ONE statement writes the page's chunks of `chunkSize` devices
+/// Per page of `pageSize` devices (keyset on (subscriber_id, token)): ONE statement writes the
+/// page's chunks of `chunkSize` devices
 /// (`delivery_chunks`, queued) and records the page's last key and the devices counted so far in
 /// the message row (`Ledger.writePage`), so a crash resumes after the last page written and never
 /// writes a device twice; then ONE pipelined XADD puts the chunks
@@ -60,35 +60,24 @@ struct FanOut: Sendable {
             return
         }
         var counted = start.counted
-        var limit = Self.firstPageLimit(pageSize: pageSize, chunkSize: chunkSize)
         while true {
             let pageStarted = ContinuousClock.now
             defer { metrics.fanoutPage.observe(ContinuousClock.now - pageStarted) }
             let page = try await ledger.writePage(
                 Ledger.PageRequest(
                     target: target, tenant: tenant, message: message, environment: environment,
-                    afterSubscriber: afterSubscriber, afterToken: afterToken, limit: limit, chunkSize: chunkSize,
+                    afterSubscriber: afterSubscriber, afterToken: afterToken, limit: pageSize, chunkSize: chunkSize,
                     position: nil, expected: (afterSubscriber, afterToken)))
             if page.devices > 0 && !page.written { return }  // another fan-out of it is ahead
             try await enqueue(page.chunks, tenant: tenant)
             counted += page.devices
-            if page.devices < limit {
+            if page.devices < pageSize {
                 try await finish(message, audience: counted)
                 return
             }
             afterSubscriber = page.lastSubscriber
             afterToken = page.lastToken
-            limit = min(pageSize, limit * 2)
         }
-    }
-
-    /// The first page's size: two chunks (one for each of two replicas), then each page twice
-    /// the one before up to `pageSize`. The senders start on the first chunks a few milliseconds
-    /// after the POST, and the large pages that keep the fan-out ahead of them follow (a large
-    /// page costs fewer statements per device; 1,000-device pages were the send's bottleneck
-    /// once the senders kept every slot busy).
-    static func firstPageLimit(pageSize: Int, chunkSize: Int) -> Int {
-        max(1, min(pageSize, 2 * chunkSize))
     }
 
     /// An expression audience, streamed: the compiled SQL runs ONCE through a server-side cursor

@@ -18,7 +18,7 @@ import Foundation
 /// | `BUZZKIT_APNS_RETRY_BASE` | `500ms` | first backoff; doubles, jittered, capped at 30 s |
 /// | `BUZZKIT_SENDER_CONCURRENCY` | `8` | delivery chunks sent at once per replica (each up to a chunk of pushes in flight) |
 /// | `BUZZKIT_SENDER_CHUNK_SIZE` | `200` | deliveries per `bk:deliveries` entry (fan-out side): one claim, one APNs batch and one record each |
-/// | `BUZZKIT_FANOUT_PAGE_SIZE` | `4000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write); a send's first page is two chunks, each next one twice the last up to this |
+/// | `BUZZKIT_FANOUT_PAGE_SIZE` | `4000` | devices per fan-out page (one INSERT, one pipelined XADD, one cursor write) |
 /// | `BUZZKIT_FANOUT_CONCURRENCY` | `2` | messages fanned out at once per replica (a one-subscriber message is one short fan-out) |
 /// | `BUZZKIT_DIRECT_BATCH_SIZE` | `200` | direct messages (a `to` list of at most 100 subscribers) taken, sent and recorded together (one statement each way); also the entries read at once |
 /// | `BUZZKIT_DIRECT_CONSUMERS` | `1` | direct batches in flight at once per replica (one makes the batches as large as the load: a statement's own cost, not its rows, is most of a small batch's) |
